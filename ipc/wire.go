@@ -1,0 +1,234 @@
+package ipc
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"time"
+)
+
+// Limits of the protocol. Both the ipc binary and the core enforce them,
+// independently of each other.
+const (
+	MaxRequestBytes   = 1 << 20 // a wire message, as sent
+	MaxResponseBytes  = 1 << 20 // a response envelope, as sent
+	MaxCorrelationLen = 128
+	MaxTopicLen       = 160
+	MaxDepth          = 64 // nesting of objects and arrays inside arguments
+)
+
+// ProtocolVersion is the envelope version the core stamps on every message.
+const ProtocolVersion = 1
+
+// ToolTopicPrefix starts every tool invocation topic: tool.invoke.<name>.
+const ToolTopicPrefix = "tool.invoke."
+
+// Envelope types.
+const (
+	TypeRequest  = "request"
+	TypeResponse = "response"
+	TypePending  = "pending" // interim frame: the request waits for the user
+)
+
+var correlationRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]*$`)
+
+// Request is the wire message: exactly topic, correlation and arguments.
+type Request struct {
+	Topic       string          `json:"topic"`
+	Correlation string          `json:"correlation"`
+	Arguments   json.RawMessage `json:"arguments"`
+}
+
+// Tool returns the tool named by a tool.invoke.<name> topic, or "" when the
+// topic is not a tool invocation.
+func (r *Request) Tool() string {
+	if len(r.Topic) <= len(ToolTopicPrefix) || r.Topic[:len(ToolTopicPrefix)] != ToolTopicPrefix {
+		return ""
+	}
+	return r.Topic[len(ToolTopicPrefix):]
+}
+
+// DecodeRequest parses a wire message strictly. It rejects anything but a
+// single JSON object holding exactly the three wire fields, each once, with
+// the right types; arguments must be an object nested at most MaxDepth deep.
+// The error is a stage-1 VALIDATION_FAILED naming the offending field.
+func DecodeRequest(b []byte) (*Request, *Error) {
+	if len(b) > MaxRequestBytes {
+		return nil, stage1("", "request of %d bytes exceeds the %d-byte limit", len(b), MaxRequestBytes)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, stage1("", "request is not valid JSON: %s", jsonReason(err))
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return nil, stage1("", "request must be a JSON object with topic, correlation and arguments")
+	}
+	var req Request
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, stage1("", "request is not valid JSON: %s", jsonReason(err))
+		}
+		key, _ := tok.(string)
+		if seen[key] {
+			return nil, stage1(key, "wire field %q appears twice", key)
+		}
+		seen[key] = true
+		switch key {
+		case "topic", "correlation":
+			var s string
+			if err := dec.Decode(&s); err != nil {
+				return nil, stage1(key, "wire field %q must be a string", key)
+			}
+			if key == "topic" {
+				req.Topic = s
+			} else {
+				req.Correlation = s
+			}
+		case "arguments":
+			if err := dec.Decode(&req.Arguments); err != nil {
+				return nil, stage1(key, "arguments are not valid JSON: %s", jsonReason(err))
+			}
+			if len(req.Arguments) == 0 || req.Arguments[0] != '{' {
+				return nil, stage1(key, "arguments must be a JSON object")
+			}
+		default:
+			return nil, stage1(key, "unknown wire field %q: the wire message carries only topic, correlation and arguments; identity and envelope fields are set by the core", key)
+		}
+	}
+	if _, err := dec.Token(); err != nil { // the closing brace
+		return nil, stage1("", "request is not valid JSON: %s", jsonReason(err))
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, stage1("", "unexpected data after the request object")
+	}
+	for _, f := range []string{"topic", "correlation", "arguments"} {
+		if !seen[f] {
+			return nil, stage1(f, "wire field %q is missing", f)
+		}
+	}
+	if err := CheckCorrelation(req.Correlation); err != nil {
+		return nil, err
+	}
+	if len(req.Topic) == 0 || len(req.Topic) > MaxTopicLen {
+		return nil, stage1("topic", "topic must be 1 to %d bytes", MaxTopicLen)
+	}
+	if d := depth(req.Arguments); d > MaxDepth {
+		return nil, stage1("arguments", "arguments nest %d levels deep; the limit is %d", d, MaxDepth)
+	}
+	return &req, nil
+}
+
+// CheckCorrelation validates a correlation id: 1 to MaxCorrelationLen
+// characters from [A-Za-z0-9._:-], starting with a letter or digit.
+func CheckCorrelation(c string) *Error {
+	if len(c) == 0 || len(c) > MaxCorrelationLen || !correlationRE.MatchString(c) {
+		return stage1("correlation", "correlation must be 1 to %d characters of [A-Za-z0-9._:-]", MaxCorrelationLen)
+	}
+	return nil
+}
+
+func stage1(field, format string, args ...any) *Error {
+	e := Errorf(CodeValidationFailed, 1, format, args...)
+	e.Field = field
+	return e
+}
+
+// jsonReason shortens encoding/json errors to what a caller can act on.
+func jsonReason(err error) string {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("%s at byte %d", se.Error(), se.Offset)
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return "unexpected end of input"
+	}
+	return err.Error()
+}
+
+// depth returns the maximum nesting of objects and arrays in valid JSON.
+func depth(b []byte) int {
+	d, maxd, inStr, esc := 0, 0, false, false
+	for _, c := range b {
+		switch {
+		case inStr:
+			switch {
+			case esc:
+				esc = false
+			case c == '\\':
+				esc = true
+			case c == '"':
+				inStr = false
+			}
+		case c == '"':
+			inStr = true
+		case c == '{' || c == '[':
+			d++
+			if d > maxd {
+				maxd = d
+			}
+		case c == '}' || c == ']':
+			d--
+		}
+	}
+	return maxd
+}
+
+// Response is the envelope the core sends back to the container, for results
+// and errors alike, and for the interim "pending" frame of a request that
+// waits for the user's confirmation.
+type Response struct {
+	ID          string    `json:"id"`
+	Version     int       `json:"version"`
+	Type        string    `json:"type"`
+	Topic       string    `json:"topic"`
+	Source      string    `json:"source"`
+	Correlation string    `json:"correlation"`
+	Timestamp   time.Time `json:"timestamp"`
+	Group       string    `json:"group"`
+	Payload     Payload   `json:"payload"`
+}
+
+// Payload holds either a result (a JSON object) or an error; for a pending
+// frame it holds the confirmation the request waits for instead.
+type Payload struct {
+	Result       json.RawMessage `json:"result"`
+	Error        *Error          `json:"error"`
+	Confirmation *Confirmation   `json:"confirmation,omitempty"`
+}
+
+// Confirmation describes, in a pending frame, the confirmation a request is
+// waiting for: its id (shown to the user) and when it expires.
+type Confirmation struct {
+	ID        string    `json:"id"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// DecodeResponse parses a response envelope, enforcing MaxResponseBytes.
+func DecodeResponse(b []byte) (*Response, error) {
+	if len(b) > MaxResponseBytes {
+		return nil, fmt.Errorf("response of %d bytes exceeds the %d-byte limit", len(b), MaxResponseBytes)
+	}
+	var r Response
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("response is not a valid envelope: %w", err)
+	}
+	switch r.Type {
+	case TypeResponse:
+		if r.Payload.Error == nil && (len(r.Payload.Result) == 0 || r.Payload.Result[0] != '{') {
+			return nil, errors.New("response has neither a result object nor an error")
+		}
+	case TypePending:
+		if r.Payload.Confirmation == nil {
+			return nil, errors.New("pending frame without a confirmation")
+		}
+	default:
+		return nil, fmt.Errorf("unknown envelope type %q", r.Type)
+	}
+	return &r, nil
+}
