@@ -38,7 +38,9 @@ func Resolve(flag string) (Dir, error) {
 }
 
 // Path joins elements onto the home.
-func (d Dir) Path(elem ...string) string { return filepath.Join(append([]string{string(d)}, elem...)...) }
+func (d Dir) Path(elem ...string) string {
+	return filepath.Join(append([]string{string(d)}, elem...)...)
+}
 
 // Config is config.toml.
 func (d Dir) Config() string { return d.Path("config.toml") }
