@@ -1,6 +1,3 @@
-// Package audit writes and reads the core's audit log: JSON Lines at
-// $CARAPACE_HOME/logs/audit.jsonl, one entry per event that crosses the trust
-// boundary. Arguments and results are never logged.
 package audit
 
 import "time"

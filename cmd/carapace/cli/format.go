@@ -1,0 +1,130 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// printable makes a string from the core or the audit log safe to print on
+// a terminal: runes that are not printable (control characters, including
+// C1 ones that some terminals obey as escape sequences) become \u escapes.
+func printable(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case isPrint(r):
+			b.WriteRune(r)
+		case r > 0xffff:
+			fmt.Fprintf(&b, `\U%08x`, r)
+		default:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		}
+	}
+	return b.String()
+}
+
+// isPrint reports whether r is safe to print as is.
+func isPrint(r rune) bool { return r == ' ' || unicode.IsPrint(r) }
+
+// truncate cuts s to at most n runes, marking the cut with "…" (no limit
+// if n <= 0).
+func truncate(s string, n int) string {
+	if n <= 0 || utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
+}
+
+// compactJSON returns raw JSON on one line, printable, at most n runes (no
+// limit if n <= 0).
+func compactJSON(raw json.RawMessage, n int) string {
+	if len(raw) == 0 {
+		return "-"
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return "(arguments are not valid JSON)"
+	}
+	return truncate(printable(b.String()), n)
+}
+
+// orDash returns s printable, or "-" for an empty s.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return printable(s)
+}
+
+// age formats a duration for humans, to the second.
+func age(d time.Duration) string {
+	if d < 0 {
+		d = 0
+	}
+	return d.Round(time.Second).String()
+}
+
+// writeJSON prints v as indented JSON, terminal-safe (see escapeJSON).
+func writeJSON(w io.Writer, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(escapeJSON(b), '\n'))
+	return err
+}
+
+// writeJSONLine prints v as one line of JSON, terminal-safe.
+func writeJSONLine(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(escapeJSON(b), '\n'))
+	return err
+}
+
+// escapeJSON rewrites the non-printable runes of encoded JSON as \u
+// escapes, so that --json output is as safe on a terminal as the tables.
+// encoding/json already escapes C0 controls; this catches C1 controls and
+// other invisible runes, which can only occur inside strings, where an
+// escape means the same. The result decodes to the same value.
+func escapeJSON(b []byte) []byte {
+	var out []byte
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r < utf8.RuneSelf || isPrint(r) || r == utf8.RuneError && size == 1 {
+			if out != nil {
+				out = append(out, b[i:i+size]...)
+			}
+			i += size
+			continue
+		}
+		if out == nil {
+			out = append(make([]byte, 0, len(b)+16), b[:i]...)
+		}
+		if r1, r2 := utf16.EncodeRune(r); r1 != utf8.RuneError {
+			out = fmt.Appendf(out, `\u%04x\u%04x`, r1, r2)
+		} else {
+			out = fmt.Appendf(out, `\u%04x`, r)
+		}
+		i += size
+	}
+	if out == nil {
+		return b
+	}
+	return out
+}
+
+// table returns a tabwriter for aligned columns; Flush it.
+func table(w io.Writer) *tabwriter.Writer {
+	return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+}

@@ -1,0 +1,200 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"github.com/carapace-dev/carapace/core/home"
+)
+
+// EndpointEnv tells the agent command where its session's socket is.
+const EndpointEnv = "CARAPACE_IPC_ENDPOINT"
+
+// runtimes are the values `carapace run --runtime` accepts.
+var runtimes = []string{"none"}
+
+func (a *app) sessionsCmd() *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "sessions",
+		Short: "List the live agent sessions",
+		Long: `List the running core's live agent sessions: id, group, runtime, age and
+the session's IPC socket.`,
+		Example: `  carapace sessions
+  carapace sessions --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, _, err := a.client()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), requestTimeout)
+			defer cancel()
+			list, err := c.Sessions(ctx)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				return writeJSON(out, list)
+			}
+			if len(list) == 0 {
+				fmt.Fprintln(out, "no live sessions")
+				return nil
+			}
+			tw := table(out)
+			fmt.Fprintln(tw, "ID\tGROUP\tRUNTIME\tAGE\tSOCKET")
+			for _, s := range list {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", printable(s.ID), printable(s.Group), orDash(s.Runtime),
+					age(time.Since(s.Started)), printable(s.Socket))
+			}
+			return tw.Flush()
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print the sessions as JSON")
+	return c
+}
+
+func (a *app) runCmd() *cobra.Command {
+	var group, runtime string
+	c := &cobra.Command{
+		Use:   "run --group G --runtime none -- CMD [ARGS...]",
+		Short: "Run an agent command in a new session (development)",
+		Long: `Open a session for a group on the running core and run CMD as the agent,
+with ` + EndpointEnv + `=ipc://<the session's socket> in its environment and
+this terminal's stdin, stdout and stderr. SIGINT and SIGTERM are passed on to
+CMD (SIGINT only when it did not come from the terminal, which already sends
+it to CMD). When CMD exits the session is closed and carapace exits with
+CMD's status (128+N if signal N killed it). If carapace itself dies, the
+core closes the session.
+
+--runtime is required. For now the only runtime is "none", which runs CMD as
+a local process with NO isolation: it can read your files, use your network
+and see your environment. Use it for plugin development only. A missing or
+other --runtime is a usage error (exit status 2).`,
+		Example: `  carapace run --group dev --runtime none -- ipc tool.invoke.list_tools
+  carapace run --group dev --runtime none -- claude
+  carapace run --group dev --runtime none -- sh -c 'echo $` + EndpointEnv + `'`,
+		Args:                  cobra.ArbitraryArgs,
+		DisableFlagsInUseLine: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := home.CheckGroup(group); err != nil {
+				return &usageError{err: fmt.Errorf("--group: %w", err)}
+			}
+			if !slices.Contains(runtimes, runtime) {
+				msg := "no container runtime is available yet: pass --runtime none to run the agent without isolation"
+				if runtime != "" {
+					return usagef("--runtime %q: %s", runtime, msg)
+				}
+				return usagef("%s", msg)
+			}
+			if len(args) == 0 {
+				return usagef("missing the agent command: carapace run --group %s --runtime %s -- CMD [ARGS...]", group, runtime)
+			}
+			return a.run(cmd, group, args)
+		},
+	}
+	c.Flags().StringVar(&group, "group", "", "the group the session belongs to (required)")
+	c.Flags().StringVar(&runtime, "runtime", "", `how to isolate the agent; only "none" (no isolation) exists yet (required)`)
+	// Everything after CMD belongs to CMD, even without "--".
+	c.Flags().SetInterspersed(false)
+	return c
+}
+
+// run runs the agent command in a new session and returns exitCode with
+// its status when that is not 0.
+func (a *app) run(cmd *cobra.Command, group string, args []string) error {
+	c, _, err := a.client()
+	if err != nil {
+		return err
+	}
+	// The session's lifetime is this command's: no timeout here.
+	sess, err := c.OpenSession(cmd.Context(), group)
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	info := sess.Info()
+	stderr := cmd.ErrOrStderr()
+	fmt.Fprintln(stderr, `carapace: warning: the "none" runtime runs the agent as a local process with no isolation: `+
+		"it can read your files, use your network and see your environment. Use it for plugin development only.")
+
+	child := exec.Command(args[0], args[1:]...)
+	child.Env = append(withoutEnv(os.Environ(), EndpointEnv), EndpointEnv+"=ipc://"+info.Socket)
+	child.Stdin = cmd.InOrStdin()
+	child.Stdout = cmd.OutOrStdout()
+	child.Stderr = stderr
+
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	if err := child.Start(); err != nil {
+		return fmt.Errorf("run %s: %w", args[0], err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- child.Wait() }()
+	terminalSIGINT := foregroundTerminal(cmd.InOrStdin())
+
+	var werr error
+	streamDone := sess.Done()
+wait:
+	for {
+		select {
+		case sig := <-sigs:
+			if sig == os.Interrupt && terminalSIGINT {
+				continue // the terminal sent it to CMD too
+			}
+			_ = child.Process.Signal(sig)
+		case <-streamDone:
+			streamDone = nil
+			fmt.Fprintf(stderr, "carapace: warning: the core ended session %s (is it stopping?); %s can no longer reach it\n",
+				info.ID, args[0])
+		case werr = <-waited:
+			break wait
+		}
+	}
+	if err := sess.Close(); err != nil {
+		fmt.Fprintf(stderr, "carapace: warning: %s\n", oneLine(err.Error()))
+	}
+	if werr == nil {
+		return nil
+	}
+	if ee, ok := errors.AsType[*exec.ExitError](werr); ok {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return exitCode(128 + int(ws.Signal()))
+		}
+		return exitCode(ee.ExitCode())
+	}
+	return fmt.Errorf("run %s: %w", args[0], werr)
+}
+
+// foregroundTerminal reports whether in is a terminal whose foreground
+// process group is ours: then a SIGINT typed there reaches the agent
+// command, which shares our process group, without our help.
+func foregroundTerminal(in io.Reader) bool {
+	f, ok := in.(*os.File)
+	if !ok {
+		return false
+	}
+	pgrp, err := unix.IoctlGetInt(int(f.Fd()), unix.TIOCGPGRP)
+	return err == nil && pgrp == unix.Getpgrp()
+}
+
+// withoutEnv drops the variable key from env.
+func withoutEnv(env []string, key string) []string {
+	return slices.DeleteFunc(env, func(kv string) bool {
+		return strings.HasPrefix(kv, key+"=")
+	})
+}

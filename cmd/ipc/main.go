@@ -1,0 +1,119 @@
+// Command ipc is the agent container's only way out: it sends one tool call
+// to the Carapace core over the session's Unix socket and prints the answer.
+//
+//	ipc <topic> [<arguments-json> | -]
+//
+// The result object goes to stdout (exit 0). An error goes to stderr as one
+// JSON object {code, message, retriable, stage?, field?, retry_after?}
+// (exit 1), unreachable cores and timeouts included. Usage errors exit 2.
+// While a call waits for the user's confirmation a status line, also JSON,
+// is written to stderr first; an error is always the last line.
+//
+// It is static, has no cgo, and links neither net/http nor os/exec.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/carapace-dev/carapace/ipc"
+)
+
+const usage = `usage: ipc <topic> [<arguments-json> | -]
+
+Sends one tool call to the Carapace core and prints the result.
+
+  topic            tool.invoke.<tool>, e.g. tool.invoke.list_tools
+  arguments-json   a JSON object; "-" reads it from stdin; omitted means {}
+
+The result object is printed on stdout (exit 0). Errors are printed on stderr
+as a JSON object {code, message, retriable, stage?, field?, retry_after?}
+(exit 1). Usage errors exit 2.
+
+Environment:
+  CARAPACE_IPC_ENDPOINT   core socket (default ipc:///run/carapace/ipc.sock)
+  CARAPACE_IPC_TIMEOUT    whole-call timeout, e.g. 35s or 35 (default 35s)
+  CARAPACE_IPC_RETRY      resend after this long without an answer (default 10s)
+`
+
+func main() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) }
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 1 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	if len(args) < 1 || len(args) > 2 || args[0] == "" || args[0][0] == '-' {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	opts := ipc.ClientOptions{OnPending: func(c ipc.Confirmation) {
+		line, _ := json.Marshal(map[string]any{"status": "waiting_for_confirmation", "confirmation": c.ID, "expires_at": c.ExpiresAt,
+			"hint": "the user must approve this call on the host (carapace confirm approve " + c.ID + ")"})
+		fmt.Fprintf(stderr, "%s\n", line)
+	}}
+	var err error
+	if opts.Timeout, err = envDuration("CARAPACE_IPC_TIMEOUT"); err != nil {
+		fmt.Fprintf(stderr, "ipc: %v\n", err)
+		return 2
+	}
+	if opts.RetryInterval, err = envDuration("CARAPACE_IPC_RETRY"); err != nil {
+		fmt.Fprintf(stderr, "ipc: %v\n", err)
+		return 2
+	}
+	var body []byte
+	if len(args) == 2 {
+		if args[1] == "-" {
+			body, err = io.ReadAll(io.LimitReader(stdin, ipc.MaxRequestBytes+1))
+			if err != nil {
+				return fail(stderr, &ipc.Error{Code: ipc.CodeValidationFailed, Field: "arguments", Message: "cannot read arguments from stdin"})
+			}
+		} else {
+			body = []byte(args[1])
+		}
+	}
+	if len(body) > ipc.MaxRequestBytes {
+		return fail(stderr, &ipc.Error{Code: ipc.CodeValidationFailed, Field: "arguments", Message: fmt.Sprintf("arguments exceed the %d-byte limit", ipc.MaxRequestBytes)})
+	}
+	endpoint := os.Getenv("CARAPACE_IPC_ENDPOINT")
+	if endpoint == "" {
+		endpoint = ipc.DefaultEndpoint
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, e := ipc.Call(ctx, endpoint, args[0], body, opts)
+	if e != nil {
+		return fail(stderr, e)
+	}
+	stdout.Write(append(res, '\n'))
+	return 0
+}
+
+func fail(w io.Writer, e *ipc.Error) int {
+	b, _ := json.Marshal(e)
+	fmt.Fprintf(w, "%s\n", b)
+	return 1
+}
+
+// envDuration parses a duration ("35s") or whole seconds ("35"); unset is 0.
+func envDuration(name string) (time.Duration, error) {
+	v := os.Getenv(name)
+	if v == "" {
+		return 0, nil
+	}
+	if n, err := strconv.Atoi(v); err == nil && n > 0 {
+		return time.Duration(n) * time.Second, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%s=%q: want a positive duration like 35s", name, v)
+	}
+	return d, nil
+}

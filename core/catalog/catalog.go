@@ -1,0 +1,225 @@
+// Package catalog is the core's flat tool catalogue: every tool of every
+// healthy plugin and of the core's intrinsics, with its compiled argument
+// schema, risk level, owning plugin and group restrictions. Stage 2 of the
+// pipeline looks topics up here, stage 3 validates against the schemas
+// compiled here (once, at registration), stage 4 consults AllowedGroups.
+package catalog
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v5"
+
+	"github.com/carapace-dev/carapace/core/manifest"
+	"github.com/carapace-dev/carapace/core/plugin"
+)
+
+// Tool is one catalogued tool.
+type Tool struct {
+	Name          string
+	Plugin        string // the owning plugin's name, or "core" for intrinsics
+	Description   string
+	RiskLevel     string
+	Schema        *jsonschema.Schema
+	RawSchema     json.RawMessage
+	AllowedGroups []string // empty: every group
+	Handler       plugin.Handler
+}
+
+// Allowed reports whether group may use the tool.
+func (t *Tool) Allowed(group string) bool {
+	if len(t.AllowedGroups) == 0 {
+		return true
+	}
+	for _, g := range t.AllowedGroups {
+		if g == group {
+			return true
+		}
+	}
+	return false
+}
+
+// Catalog is safe for concurrent use.
+type Catalog struct {
+	mu    sync.RWMutex
+	tools map[string]*Tool
+}
+
+// New returns an empty catalog.
+func New() *Catalog { return &Catalog{tools: map[string]*Tool{}} }
+
+// Add registers tools. A name already taken fails with an error naming both
+// owners, and nothing is added.
+func (c *Catalog) Add(tools ...*Tool) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, t := range tools {
+		if old, ok := c.tools[t.Name]; ok {
+			return fmt.Errorf("tool %q is declared by both %q and %q; tool names must be unique", t.Name, old.Plugin, t.Plugin)
+		}
+		for _, u := range tools[:i] {
+			if u.Name == t.Name {
+				return fmt.Errorf("tool %q is declared twice by %q", t.Name, t.Plugin)
+			}
+		}
+	}
+	for _, t := range tools {
+		c.tools[t.Name] = t
+	}
+	return nil
+}
+
+// Remove drops every tool of plugin.
+func (c *Catalog) Remove(pluginName string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for n, t := range c.tools {
+		if t.Plugin == pluginName {
+			delete(c.tools, n)
+		}
+	}
+}
+
+// Lookup returns the tool called name, or nil.
+func (c *Catalog) Lookup(name string) *Tool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.tools[name]
+}
+
+// List returns every tool, sorted by name.
+func (c *Catalog) List() []*Tool {
+	c.mu.RLock()
+	out := make([]*Tool, 0, len(c.tools))
+	for _, t := range c.tools {
+		out = append(out, t)
+	}
+	c.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Len returns the number of tools.
+func (c *Catalog) Len() int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return len(c.tools)
+}
+
+// FromManifest builds the catalogue entries of one plugin, compiling every
+// argument schema. allowedGroups overrides the manifest's list when non-nil.
+func FromManifest(pluginName string, m *manifest.Manifest, h plugin.Handler, allowedGroups []string) ([]*Tool, error) {
+	groups := m.AllowedGroups
+	if allowedGroups != nil {
+		groups = allowedGroups
+	}
+	tools := make([]*Tool, 0, len(m.Provides.Tools))
+	for _, mt := range m.Provides.Tools {
+		s, err := CompileSchema(pluginName+"/"+mt.Name, mt.ArgumentsSchema)
+		if err != nil {
+			return nil, fmt.Errorf("plugin %s: tool %s: %w", pluginName, mt.Name, err)
+		}
+		tools = append(tools, &Tool{
+			Name: mt.Name, Plugin: pluginName, Description: mt.Description, RiskLevel: mt.RiskLevel,
+			Schema: s, RawSchema: mt.ArgumentsSchema, AllowedGroups: groups, Handler: h,
+		})
+	}
+	return tools, nil
+}
+
+var errNoRemote = errors.New("schemas may not reference external documents")
+
+// CompileSchema compiles an argument schema (JSON Schema 2020-12) with format
+// assertions on. External references are refused: a schema can never make
+// the core read a file or reach the network.
+func CompileSchema(name string, raw json.RawMessage) (*jsonschema.Schema, error) {
+	c := jsonschema.NewCompiler()
+	c.Draft = jsonschema.Draft2020
+	c.AssertFormat = true
+	c.LoadURL = func(string) (io.ReadCloser, error) { return nil, errNoRemote }
+	url := "mem://carapace/" + name + ".json"
+	if err := c.AddResource(url, bytes.NewReader(raw)); err != nil {
+		return nil, fmt.Errorf("arguments_schema: %w", err)
+	}
+	s, err := c.Compile(url)
+	if err != nil {
+		return nil, fmt.Errorf("arguments_schema: %w", err)
+	}
+	return s, nil
+}
+
+// Problem is the first reason a value failed a schema, and the argument at fault.
+type Problem struct {
+	Field   string // dotted path of the argument, e.g. "items[2].due"; "" for the object itself
+	Message string
+}
+
+// Explain reduces a validation error to its most specific cause.
+func Explain(err error) Problem {
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return Problem{Message: err.Error()}
+	}
+	for len(ve.Causes) > 0 {
+		ve = ve.Causes[0]
+	}
+	field := pointerToPath(ve.InstanceLocation)
+	msg := ve.Message
+	// The property at fault for these keywords is named in the message,
+	// not in the instance location (which is the enclosing object).
+	for _, k := range []string{"additionalProperties ", "missing properties: "} {
+		if strings.HasPrefix(msg, k) {
+			if name, ok := firstQuoted(msg); ok {
+				if field != "" {
+					field += "."
+				}
+				field += name
+			}
+		}
+	}
+	msg = strings.ReplaceAll(msg, "'", "\"")
+	if field != "" && !strings.HasPrefix(ve.KeywordLocation, "/additionalProperties") && !strings.HasPrefix(msg, "additionalProperties") && !strings.HasPrefix(msg, "missing properties") {
+		msg = field + ": " + msg
+	}
+	return Problem{Field: field, Message: msg}
+}
+
+func firstQuoted(s string) (string, bool) {
+	i := strings.IndexByte(s, '\'')
+	if i < 0 {
+		return "", false
+	}
+	j := strings.IndexByte(s[i+1:], '\'')
+	if j < 0 {
+		return "", false
+	}
+	return s[i+1 : i+1+j], true
+}
+
+// pointerToPath turns "/items/2/due" into "items[2].due".
+func pointerToPath(ptr string) string {
+	if ptr == "" || ptr == "/" {
+		return ""
+	}
+	var b strings.Builder
+	for _, tok := range strings.Split(strings.TrimPrefix(ptr, "/"), "/") {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		if _, err := strconv.Atoi(tok); err == nil {
+			b.WriteString("[" + tok + "]")
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(tok)
+	}
+	return b.String()
+}

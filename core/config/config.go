@@ -1,0 +1,155 @@
+// Package config loads $CARAPACE_HOME/config.toml. Every key is checked: an
+// unknown key is an error, not a silently ignored setting, because a typo in
+// a security setting must not fall back to a default unnoticed.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Config is the core's configuration. The zero value of every field means
+// "use the default".
+type Config struct {
+	Core      Core              `toml:"core"`
+	RateLimit RateLimit         `toml:"rate_limit"`
+	Audit     Audit             `toml:"audit"`
+	Plugins   map[string]Plugin `toml:"plugins"`
+}
+
+// Core holds the pipeline's timeouts and bounds.
+type Core struct {
+	HandlerTimeout      Duration `toml:"handler_timeout"`      // default 30s
+	ConfirmationTimeout Duration `toml:"confirmation_timeout"` // default 5m
+	ShutdownTimeout     Duration `toml:"shutdown_timeout"`     // default 10s
+	MaxSessions         int      `toml:"max_sessions"`         // default 64
+}
+
+// RateLimit is the per-session, per-tool request rate.
+type RateLimit struct {
+	PerMinute int             `toml:"per_minute"` // default 60
+	Burst     int             `toml:"burst"`      // default per_minute
+	Tools     map[string]Rate `toml:"tools"`      // per-tool overrides
+}
+
+// Rate is one tool's rate.
+type Rate struct {
+	PerMinute int `toml:"per_minute"`
+	Burst     int `toml:"burst"`
+}
+
+// Audit configures the audit log's rotation.
+type Audit struct {
+	MaxSizeMB int `toml:"max_size_mb"` // default 10
+	MaxFiles  int `toml:"max_files"`   // default 5
+}
+
+// Plugin is the user's settings for one plugin.
+type Plugin struct {
+	// AllowedGroups, when set, replaces the manifest's allowed_groups: the
+	// user decides which of their groups may use an installed plugin.
+	AllowedGroups []string `toml:"allowed_groups"`
+}
+
+// Duration is a time.Duration written as "30s" or "5m".
+type Duration struct{ time.Duration }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("duration %q: use a number with a unit, like \"30s\" or \"5m\"", b)
+	}
+	if v <= 0 {
+		return fmt.Errorf("duration %q must be positive", b)
+	}
+	d.Duration = v
+	return nil
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// Load reads path. A missing file is the default configuration.
+func Load(path string) (*Config, error) {
+	var c Config
+	md, err := toml.DecodeFile(path, &c)
+	if errors.Is(err, fs.ErrNotExist) {
+		return c.withDefaults(), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load config %s: %w", path, err)
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		keys := make([]string, len(und))
+		for i, k := range und {
+			keys[i] = k.String()
+		}
+		return nil, fmt.Errorf("load config %s: unknown keys: %s", path, strings.Join(keys, ", "))
+	}
+	if err := c.check(); err != nil {
+		return nil, fmt.Errorf("load config %s: %w", path, err)
+	}
+	return c.withDefaults(), nil
+}
+
+func (c *Config) check() error {
+	if c.RateLimit.PerMinute < 0 || c.RateLimit.Burst < 0 {
+		return errors.New("rate_limit: values must not be negative")
+	}
+	for name, r := range c.RateLimit.Tools {
+		if r.PerMinute <= 0 {
+			return fmt.Errorf("rate_limit.tools.%s.per_minute must be positive", name)
+		}
+		if r.Burst < 0 {
+			return fmt.Errorf("rate_limit.tools.%s.burst must not be negative", name)
+		}
+	}
+	if c.Core.MaxSessions < 0 || c.Audit.MaxSizeMB < 0 || c.Audit.MaxFiles < 0 {
+		return errors.New("counts and sizes must not be negative")
+	}
+	return nil
+}
+
+func (c *Config) withDefaults() *Config {
+	def := func(d *Duration, v time.Duration) {
+		if d.Duration == 0 {
+			d.Duration = v
+		}
+	}
+	def(&c.Core.HandlerTimeout, 30*time.Second)
+	def(&c.Core.ConfirmationTimeout, 5*time.Minute)
+	def(&c.Core.ShutdownTimeout, 10*time.Second)
+	if c.Core.MaxSessions == 0 {
+		c.Core.MaxSessions = 64
+	}
+	if c.RateLimit.PerMinute == 0 {
+		c.RateLimit.PerMinute = 60
+	}
+	if c.RateLimit.Burst == 0 {
+		c.RateLimit.Burst = c.RateLimit.PerMinute
+	}
+	if c.Audit.MaxSizeMB == 0 {
+		c.Audit.MaxSizeMB = 10
+	}
+	if c.Audit.MaxFiles == 0 {
+		c.Audit.MaxFiles = 5
+	}
+	return c
+}
+
+// RateFor returns the rate of a tool: its override, or the default.
+func (c *Config) RateFor(tool string) Rate {
+	if r, ok := c.RateLimit.Tools[tool]; ok {
+		if r.Burst == 0 {
+			r.Burst = r.PerMinute
+		}
+		return r
+	}
+	return Rate{PerMinute: c.RateLimit.PerMinute, Burst: c.RateLimit.Burst}
+}

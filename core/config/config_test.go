@@ -1,0 +1,77 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLoad(t *testing.T) {
+	tests := []struct {
+		name    string
+		toml    string
+		wantErr string
+		check   func(t *testing.T, c *Config)
+	}{
+		{name: "defaults", toml: "", check: func(t *testing.T, c *Config) {
+			if c.Core.HandlerTimeout.Duration != 30*time.Second || c.Core.ConfirmationTimeout.Duration != 5*time.Minute {
+				t.Errorf("timeouts = %v, %v", c.Core.HandlerTimeout, c.Core.ConfirmationTimeout)
+			}
+			if r := c.RateFor("echo"); r.PerMinute != 60 || r.Burst != 60 {
+				t.Errorf("rate = %+v", r)
+			}
+		}},
+		{name: "overrides", toml: `
+[core]
+confirmation_timeout = "2s"
+[rate_limit]
+per_minute = 10
+[rate_limit.tools.echo]
+per_minute = 600
+burst = 5
+[plugins.echo]
+allowed_groups = ["main"]
+`, check: func(t *testing.T, c *Config) {
+			if c.Core.ConfirmationTimeout.Duration != 2*time.Second {
+				t.Errorf("confirmation_timeout = %v", c.Core.ConfirmationTimeout)
+			}
+			if r := c.RateFor("echo"); r.PerMinute != 600 || r.Burst != 5 {
+				t.Errorf("echo rate = %+v", r)
+			}
+			if r := c.RateFor("other"); r.PerMinute != 10 || r.Burst != 10 {
+				t.Errorf("default rate = %+v", r)
+			}
+			if g := c.Plugins["echo"].AllowedGroups; len(g) != 1 || g[0] != "main" {
+				t.Errorf("allowed_groups = %v", g)
+			}
+		}},
+		{name: "unknown key", toml: "[core]\nhandler_timout = \"1s\"\n", wantErr: "unknown keys: core.handler_timout"},
+		{name: "bad duration", toml: "[core]\nhandler_timeout = \"soon\"\n", wantErr: "use a number with a unit"},
+		{name: "negative duration", toml: "[core]\nhandler_timeout = \"-1s\"\n", wantErr: "must be positive"},
+		{name: "zero tool rate", toml: "[rate_limit.tools.echo]\nburst = 1\n", wantErr: "per_minute must be positive"},
+		{name: "syntax", toml: "[core\n", wantErr: "load config"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "config.toml")
+			if tt.toml != "" {
+				if err := os.WriteFile(p, []byte(tt.toml), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c, err := Load(p)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.check(t, c)
+		})
+	}
+}

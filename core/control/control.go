@@ -1,0 +1,125 @@
+// Package control is the core's control API: HTTP over a Unix socket at
+// $CARAPACE_HOME/run/control.sock, used by the carapace CLI and the menu-bar
+// app to ask a running core for its status, stop it, open and close agent
+// sessions and answer confirmations.
+//
+// Nothing listens on TCP. The socket is 0600 inside the 0700 run directory,
+// and Listen's listener also checks every connection's peer uid (SO_PEERCRED
+// on Linux, LOCAL_PEERCRED on darwin) and drops connections from any other
+// user, so a file-mode mistake alone does not open the API. The shape follows
+// tailscale's localapi and safesocket.
+//
+// # Endpoints
+//
+// Bodies are JSON; an error is {"error": "message"} with status 400
+// (ErrInvalid), 404 (ErrNotFound), 409 (ErrConflict) or 500 (anything else,
+// with a generic message; the detail is only logged).
+//
+//	GET    /v1/status                      Status
+//	POST   /v1/stop                        begin a graceful shutdown (202)
+//	POST   /v1/sessions {"group":"G"}      open a session; see below
+//	GET    /v1/sessions                    []Session
+//	DELETE /v1/sessions/{id}               close a session (204)
+//	GET    /v1/confirmations               []Confirmation
+//	POST   /v1/confirmations/{id}/approve  {"args_hash":"…"} (204)
+//	POST   /v1/confirmations/{id}/deny     (204)
+//
+// POST /v1/sessions holds its response open: the server writes the Session
+// as one JSON line, flushes, and then keeps the stream open for as long as
+// the session lives. When the client goes away (it exits, crashes or closes
+// the connection) the server closes the session, so a crashed CLI never
+// leaks one. When the server shuts down it ends every stream, which the
+// client sees as SessionHandle.Done.
+package control
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// Backend is what the control API needs from the core; core/server
+// implements it. Errors that wrap ErrNotFound, ErrInvalid or ErrConflict
+// reach the client with their message; any other error is logged and the
+// client only learns that something failed.
+type Backend interface {
+	// Status reports the core's state.
+	Status(ctx context.Context) Status
+	// Stop begins a graceful shutdown and returns at once.
+	Stop()
+	// OpenSession starts an agent session for group, whose name the server
+	// has already checked with home.CheckGroup.
+	OpenSession(ctx context.Context, group string) (Session, error)
+	// CloseSession ends session id; ErrNotFound if there is no such session.
+	CloseSession(ctx context.Context, id string) error
+	// Sessions lists the live sessions.
+	Sessions(ctx context.Context) []Session
+	// Confirmations lists the confirmations waiting for the user.
+	Confirmations(ctx context.Context) []Confirmation
+	// Decide answers confirmation id. When approving, argsHash must equal
+	// the pending confirmation's ArgsHash (ErrConflict otherwise), so that
+	// the user approves exactly the arguments they were shown.
+	Decide(ctx context.Context, id string, approve bool, argsHash string) error
+}
+
+// Sentinel errors a Backend wraps and a Client's errors wrap again, so that
+// both sides can test them with errors.Is.
+var (
+	// ErrNotFound means the session or confirmation does not exist (404).
+	ErrNotFound = errors.New("not found")
+	// ErrInvalid means the request is malformed or not allowed (400).
+	ErrInvalid = errors.New("invalid request")
+	// ErrConflict means the request conflicts with the current state, for
+	// example an approval whose hash no longer matches (409).
+	ErrConflict = errors.New("conflict")
+	// ErrNotRunning means no core answers on the control socket.
+	ErrNotRunning = errors.New("no core is running")
+)
+
+// Status is the state of a running core.
+type Status struct {
+	Version              string         `json:"version"`               // the core's version
+	PID                  int            `json:"pid"`                   // the core's process id
+	Started              time.Time      `json:"started"`               // when the core started
+	Home                 string         `json:"home"`                  // the core's $CARAPACE_HOME
+	Sessions             int            `json:"sessions"`              // live sessions
+	PendingConfirmations int            `json:"pending_confirmations"` // tool calls waiting for the user
+	Tools                int            `json:"tools"`                 // tools in the catalogue
+	Plugins              []PluginStatus `json:"plugins"`               // every plugin, healthy or not
+	Draining             bool           `json:"draining"`              // stopping: no new sessions, in-flight calls finishing
+}
+
+// PluginStatus is the health of one plugin.
+type PluginStatus struct {
+	Name    string `json:"name"`    // the plugin's name
+	Healthy bool   `json:"healthy"` // initialised and serving
+	// Category says why an unhealthy plugin failed: NETWORK_ERROR,
+	// AUTH_ERROR, CONFIG_ERROR or INTERNAL_ERROR. Empty when healthy.
+	Category string `json:"category,omitempty"`
+}
+
+// Session is a live agent session.
+type Session struct {
+	ID      string    `json:"id"`      // the core's id for the session
+	Group   string    `json:"group"`   // the group whose tools and memory the agent gets
+	Socket  string    `json:"socket"`  // the session's IPC socket on the host
+	Runtime string    `json:"runtime"` // the container runtime, or "none"
+	Started time.Time `json:"started"` // when the session opened
+}
+
+// Confirmation is a high-risk tool call waiting for the user.
+type Confirmation struct {
+	ID          string `json:"id"`          // the confirmation's id
+	Session     string `json:"session"`     // the session that made the call
+	Group       string `json:"group"`       // the session's group
+	Tool        string `json:"tool"`        // the tool to run
+	Correlation string `json:"correlation"` // links the call to its audit entries
+	// ArgsHash is the hash of the canonical arguments; an approval must
+	// send it back unchanged.
+	ArgsHash string `json:"args_hash"`
+	// Arguments are the call's arguments, sanitised, for display only.
+	Arguments json.RawMessage `json:"arguments"`
+	Created   time.Time       `json:"created"` // when the call started waiting
+	Expires   time.Time       `json:"expires"` // when it counts as denied
+}

@@ -1,0 +1,241 @@
+// Package controltest provides an in-memory control.Backend and a helper
+// that serves a Backend on a real Unix socket, for tests of the control API
+// and of its clients (the CLI, the menu-bar app).
+package controltest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/carapace-dev/carapace/core/control"
+	"github.com/carapace-dev/carapace/core/home"
+)
+
+// Backend is an in-memory control.Backend that records what it is asked to
+// do. The zero value is not usable; call NewBackend.
+type Backend struct {
+	// Fail, if set, is called first by every method that can fail, with
+	// the method's name ("OpenSession", "CloseSession", "Decide"); a
+	// non-nil result is returned as the method's error.
+	Fail func(method string) error
+	// OnStop, if set, is called in its own goroutine by Stop, for example
+	// to shut the server down as a real core would.
+	OnStop func()
+
+	home home.Dir
+
+	mu            sync.Mutex
+	status        control.Status
+	sessions      []control.Session
+	confirmations []control.Confirmation
+	nextID        int
+	closed        []string
+	decisions     []Decision
+	stops         int
+}
+
+// Decision is one call of Decide that succeeded.
+type Decision struct {
+	ID       string
+	Approve  bool
+	ArgsHash string
+}
+
+// NewBackend returns a Backend for home h whose Status reports version
+// "test", this process's pid and the time of the call.
+func NewBackend(h home.Dir) *Backend {
+	return &Backend{home: h, status: control.Status{
+		Version: "test",
+		PID:     os.Getpid(),
+		Started: time.Now(),
+		Home:    string(h),
+	}}
+}
+
+// SetStatus sets what Status reports; Home, Sessions and
+// PendingConfirmations are always filled in from the backend's state.
+func (b *Backend) SetStatus(st control.Status) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.status = st
+}
+
+// AddConfirmation adds a pending confirmation.
+func (b *Backend) AddConfirmation(c control.Confirmation) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.confirmations = append(b.confirmations, c)
+}
+
+// Closed returns the ids CloseSession closed, in order.
+func (b *Backend) Closed() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.closed)
+}
+
+// Decisions returns the confirmations answered, in order.
+func (b *Backend) Decisions() []Decision {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.decisions)
+}
+
+// Stops returns how many times Stop was called.
+func (b *Backend) Stops() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.stops
+}
+
+// WaitClosed fails t unless session id is closed within five seconds.
+func (b *Backend) WaitClosed(t testing.TB, id string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !slices.Contains(b.Closed(), id) {
+		if time.Now().After(deadline) {
+			t.Fatalf("session %s was not closed; closed: %v", id, b.Closed())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func (b *Backend) fail(method string) error {
+	if b.Fail == nil {
+		return nil
+	}
+	return b.Fail(method)
+}
+
+// Status implements control.Backend.
+func (b *Backend) Status(context.Context) control.Status {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	st := b.status
+	st.Home = string(b.home)
+	st.Sessions = len(b.sessions)
+	st.PendingConfirmations = len(b.confirmations)
+	st.Plugins = slices.Clone(st.Plugins)
+	return st
+}
+
+// Stop implements control.Backend.
+func (b *Backend) Stop() {
+	b.mu.Lock()
+	b.stops++
+	b.status.Draining = true
+	b.mu.Unlock()
+	if b.OnStop != nil {
+		go b.OnStop()
+	}
+}
+
+// OpenSession implements control.Backend: ids are s1, s2, …; the runtime is
+// "none".
+func (b *Backend) OpenSession(_ context.Context, group string) (control.Session, error) {
+	if err := b.fail("OpenSession"); err != nil {
+		return control.Session{}, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.nextID++
+	id := fmt.Sprintf("s%d", b.nextID)
+	s := control.Session{ID: id, Group: group, Socket: b.home.SessionSocket(id), Runtime: "none", Started: time.Now()}
+	b.sessions = append(b.sessions, s)
+	return s, nil
+}
+
+// CloseSession implements control.Backend.
+func (b *Backend) CloseSession(_ context.Context, id string) error {
+	if err := b.fail("CloseSession"); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	i := slices.IndexFunc(b.sessions, func(s control.Session) bool { return s.ID == id })
+	if i < 0 {
+		return fmt.Errorf("session %s: %w", id, control.ErrNotFound)
+	}
+	b.sessions = slices.Delete(b.sessions, i, i+1)
+	b.closed = append(b.closed, id)
+	return nil
+}
+
+// Sessions implements control.Backend.
+func (b *Backend) Sessions(context.Context) []control.Session {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.sessions)
+}
+
+// Confirmations implements control.Backend.
+func (b *Backend) Confirmations(context.Context) []control.Confirmation {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.confirmations)
+}
+
+// Decide implements control.Backend: approving with a hash other than the
+// pending one fails with control.ErrConflict and leaves it pending.
+func (b *Backend) Decide(_ context.Context, id string, approve bool, argsHash string) error {
+	if err := b.fail("Decide"); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	i := slices.IndexFunc(b.confirmations, func(c control.Confirmation) bool { return c.ID == id })
+	if i < 0 {
+		return fmt.Errorf("confirmation %s: %w", id, control.ErrNotFound)
+	}
+	if approve && argsHash != b.confirmations[i].ArgsHash {
+		return fmt.Errorf("confirmation %s: the arguments changed since they were shown: %w", id, control.ErrConflict)
+	}
+	b.confirmations = slices.Delete(b.confirmations, i, i+1)
+	b.decisions = append(b.decisions, Decision{ID: id, Approve: approve, ArgsHash: argsHash})
+	return nil
+}
+
+// TempHome returns a new home in a short temporary directory (Unix socket
+// paths are limited to about 104 bytes), removed when the test ends.
+func TempHome(t testing.TB) home.Dir {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "ct")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return home.Dir(dir)
+}
+
+// Start serves b on the control socket at socket until the test ends, and
+// returns the server. The server logs to the test's output.
+func Start(t testing.TB, b control.Backend, socket string) *control.Server {
+	t.Helper()
+	ln, err := control.Listen(socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := control.NewServer(b, slog.New(slog.NewTextHandler(t.Output(), nil)))
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("shut down the control server: %v", err)
+		}
+		if err := <-served; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	return srv
+}
+
+var _ control.Backend = (*Backend)(nil)

@@ -1,0 +1,302 @@
+package control
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/carapace-dev/carapace/core/home"
+)
+
+const (
+	// maxRequestBody bounds every request body; the largest real one is a
+	// few hundred bytes.
+	maxRequestBody = 64 << 10
+	// closeTimeout bounds closing a session whose stream has ended.
+	closeTimeout = 10 * time.Second
+	// internalMessage is all a client learns about an unexpected error.
+	internalMessage = "internal error (the core's log has the detail)"
+)
+
+// Server serves the control API for a Backend. Create it with NewServer.
+type Server struct {
+	b      Backend
+	logger *slog.Logger
+	hs     *http.Server
+
+	done     chan struct{} // closed by Shutdown: ends the held session streams
+	doneOnce sync.Once
+
+	mu      sync.Mutex
+	streams map[string]*stream // held POST /v1/sessions responses, by session id
+}
+
+// stream is one held POST /v1/sessions response.
+type stream struct {
+	cancel context.CancelFunc
+	closed bool // closed by DELETE /v1/sessions/{id}: do not close again
+}
+
+// NewServer returns a Server for b that logs to logger (slog.Default if nil).
+func NewServer(b Backend, logger *slog.Logger) *Server {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	s := &Server{
+		b:       b,
+		logger:  logger,
+		done:    make(chan struct{}),
+		streams: make(map[string]*stream),
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/status", s.handleStatus)
+	mux.HandleFunc("POST /v1/stop", s.handleStop)
+	mux.HandleFunc("POST /v1/sessions", s.handleOpenSession)
+	mux.HandleFunc("GET /v1/sessions", s.handleSessions)
+	mux.HandleFunc("DELETE /v1/sessions/{id}", s.handleCloseSession)
+	mux.HandleFunc("GET /v1/confirmations", s.handleConfirmations)
+	mux.HandleFunc("POST /v1/confirmations/{id}/approve", s.handleApprove)
+	mux.HandleFunc("POST /v1/confirmations/{id}/deny", s.handleDeny)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, fmt.Errorf("%s %s: no such endpoint: %w", r.Method, r.URL.Path, ErrNotFound))
+	})
+	s.hs = &http.Server{
+		Handler: mux,
+		// No ReadTimeout or WriteTimeout: a session stream stays open for
+		// as long as its session lives, and net/http would cut it.
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       time.Minute,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	return s
+}
+
+// Serve serves the control API on ln until Shutdown; it then returns nil.
+// ln should come from Listen, which checks each peer's uid; Serve makes the
+// listener log through the server's logger.
+func (s *Server) Serve(ln net.Listener) error {
+	if ul, ok := ln.(*uidListener); ok {
+		ul.setLogger(s.logger)
+	}
+	err := s.hs.Serve(ln)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Shutdown stops accepting connections, ends every session stream (the
+// sessions are closed through the Backend as their streams end), and waits
+// for requests in flight until ctx is done.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.doneOnce.Do(func() { close(s.done) })
+	return s.hs.Shutdown(ctx)
+}
+
+func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
+	st := s.b.Status(r.Context())
+	if st.Plugins == nil {
+		st.Plugins = []PluginStatus{}
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+func (s *Server) handleStop(w http.ResponseWriter, r *http.Request) {
+	s.logger.Info("control: stop requested")
+	s.b.Stop()
+	w.WriteHeader(http.StatusAccepted)
+}
+
+// openRequest is the body of POST /v1/sessions.
+type openRequest struct {
+	Group string `json:"group"`
+}
+
+// handleOpenSession opens a session and holds the response open for as
+// long as the session lives: the session is closed when the client goes
+// away, when the session is closed through DELETE, or when the server
+// shuts down.
+func (s *Server) handleOpenSession(w http.ResponseWriter, r *http.Request) {
+	var req openRequest
+	if err := decodeBody(w, r, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := home.CheckGroup(req.Group); err != nil {
+		s.writeError(w, r, fmt.Errorf("%w: %w", ErrInvalid, err))
+		return
+	}
+	sess, err := s.b.OpenSession(r.Context(), req.Group)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	// From here on the session exists: every path out closes it.
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	st := &stream{cancel: cancel}
+	s.mu.Lock()
+	s.streams[sess.ID] = st
+	s.mu.Unlock()
+	defer s.endStream(r, sess.ID, st)
+
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	if err := json.NewEncoder(w).Encode(sess); err != nil {
+		return
+	}
+	if err := http.NewResponseController(w).Flush(); err != nil {
+		return
+	}
+	s.logger.Info("control: session stream open", "session", sess.ID, "group", sess.Group)
+	// net/http cancels r.Context when the client's connection closes: it
+	// watches the connection once the request body has been read to EOF,
+	// which decodeBody guarantees.
+	select {
+	case <-ctx.Done():
+	case <-s.done:
+	}
+}
+
+// endStream unregisters a session stream and closes its session unless
+// DELETE already did.
+func (s *Server) endStream(r *http.Request, id string, st *stream) {
+	s.mu.Lock()
+	delete(s.streams, id)
+	closed := st.closed
+	s.mu.Unlock()
+	if closed {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), closeTimeout)
+	defer cancel()
+	err := s.b.CloseSession(ctx, id)
+	switch {
+	case err == nil:
+		s.logger.Info("control: session stream ended; session closed", "session", id)
+	case errors.Is(err, ErrNotFound):
+		// Already gone: the core ended it.
+	default:
+		s.logger.Error("control: close session after its stream ended", "session", id, "err", err)
+	}
+}
+
+func (s *Server) handleSessions(w http.ResponseWriter, r *http.Request) {
+	list := s.b.Sessions(r.Context())
+	if list == nil {
+		list = []Session{}
+	}
+	writeJSON(w, http.StatusOK, list)
+}
+
+func (s *Server) handleCloseSession(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := s.b.CloseSession(r.Context(), id); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.mu.Lock()
+	if st, ok := s.streams[id]; ok {
+		st.closed = true
+		st.cancel()
+	}
+	s.mu.Unlock()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) handleConfirmations(w http.ResponseWriter, r *http.Request) {
+	list := s.b.Confirmations(r.Context())
+	if list == nil {
+		list = []Confirmation{}
+	}
+	writeJSON(w, http.StatusOK, list)
+}
+
+// approveRequest is the body of POST /v1/confirmations/{id}/approve.
+type approveRequest struct {
+	ArgsHash string `json:"args_hash"`
+}
+
+func (s *Server) handleApprove(w http.ResponseWriter, r *http.Request) {
+	var req approveRequest
+	if err := decodeBody(w, r, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if req.ArgsHash == "" {
+		s.writeError(w, r, fmt.Errorf("%w: approving needs the args_hash of the arguments shown to the user", ErrInvalid))
+		return
+	}
+	s.decide(w, r, true, req.ArgsHash)
+}
+
+func (s *Server) handleDeny(w http.ResponseWriter, r *http.Request) {
+	s.decide(w, r, false, "")
+}
+
+func (s *Server) decide(w http.ResponseWriter, r *http.Request, approve bool, argsHash string) {
+	id := r.PathValue("id")
+	if err := s.b.Decide(r.Context(), id, approve, argsHash); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.logger.Info("control: confirmation answered", "confirmation", id, "approved", approve)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// decodeBody decodes a JSON object of at most maxRequestBody bytes from
+// r.Body into v and reads the body to EOF.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxRequestBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		if errors.Is(err, io.EOF) {
+			return fmt.Errorf("%w: the request body is empty", ErrInvalid)
+		}
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return fmt.Errorf("%w: the request body is larger than %d bytes", ErrInvalid, maxRequestBody)
+		}
+		return fmt.Errorf("%w: request body: %v", ErrInvalid, err)
+	}
+	if err := dec.Decode(&struct{}{}); !errors.Is(err, io.EOF) {
+		return fmt.Errorf("%w: request body: data after the JSON object", ErrInvalid)
+	}
+	return nil
+}
+
+// errorBody is every error response.
+type errorBody struct {
+	Error string `json:"error"`
+}
+
+// writeError answers with the status for err's sentinel. Only sentinel
+// errors reach the client with their text; anything else is logged and
+// answered with a generic 500.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	status, msg := http.StatusInternalServerError, internalMessage
+	switch {
+	case errors.Is(err, ErrNotFound):
+		status, msg = http.StatusNotFound, err.Error()
+	case errors.Is(err, ErrInvalid):
+		status, msg = http.StatusBadRequest, err.Error()
+	case errors.Is(err, ErrConflict):
+		status, msg = http.StatusConflict, err.Error()
+	default:
+		s.logger.Error("control: request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	writeJSON(w, status, errorBody{Error: msg})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,502 @@
+// Package pipeline runs every request from an agent session through the six
+// stages of the core — (1) construct the envelope from session state,
+// (2) the topic names a catalogued tool, (3) arguments match the tool's
+// schema, (4) group authorisation and rate limits, (5) user confirmation for
+// high-risk tools, (6) route to the handler — and every answer through the
+// response path: sanitise, log, forward. Errors take the same path.
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/carapace-dev/carapace/core/audit"
+	"github.com/carapace-dev/carapace/core/catalog"
+	"github.com/carapace-dev/carapace/core/confirm"
+	"github.com/carapace-dev/carapace/core/manifest"
+	"github.com/carapace-dev/carapace/core/plugin"
+	"github.com/carapace-dev/carapace/core/sanitize"
+	"github.com/carapace-dev/carapace/ipc"
+)
+
+// DefaultHandlerTimeout bounds one handler call.
+const DefaultHandlerTimeout = 30 * time.Second
+
+// Rate is a per-session, per-tool rate limit.
+type Rate struct {
+	PerMinute int // sustained requests per minute
+	Burst     int // requests allowed at once
+}
+
+// Auditor writes audit entries. Write must fail when the entry was not
+// recorded: the pipeline then refuses to run the request.
+type Auditor interface {
+	Write(e *audit.Entry) error
+}
+
+// Options configure a Pipeline.
+type Options struct {
+	Catalog        *catalog.Catalog
+	Audit          Auditor
+	Gate           *confirm.Gate
+	HandlerTimeout time.Duration         // default DefaultHandlerTimeout
+	RateFor        func(tool string) Rate // the limit for a tool
+	// Available reports whether a plugin's handler can take calls; nil
+	// means always.
+	Available func(plugin string) bool
+	Logger    *slog.Logger
+}
+
+// Pipeline is safe for concurrent use by every session.
+type Pipeline struct {
+	opts Options
+	log  *slog.Logger
+
+	mu       sync.RWMutex // guards draining against inflight.Add
+	draining bool
+	inflight sync.WaitGroup
+	drainCtx context.Context
+	drain    context.CancelFunc
+}
+
+// New returns a pipeline.
+func New(opts Options) *Pipeline {
+	if opts.HandlerTimeout <= 0 {
+		opts.HandlerTimeout = DefaultHandlerTimeout
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Pipeline{opts: opts, log: opts.Logger, drainCtx: ctx, drain: cancel}
+}
+
+// Drain stops routing: requests not yet routed, including those waiting for
+// a confirmation, are answered PLUGIN_UNAVAILABLE; calls already in their
+// handler go on. Wait then blocks until those have finished.
+func (p *Pipeline) Drain() {
+	p.mu.Lock()
+	p.draining = true
+	p.mu.Unlock()
+	p.drain()
+}
+
+// Wait blocks until every routed call has finished or ctx ends.
+func (p *Pipeline) Wait(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { p.inflight.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Draining reports whether Drain has been called.
+func (p *Pipeline) Draining() bool {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.draining
+}
+
+// call is one request on its way through the pipeline.
+type call struct {
+	s        *Session
+	id       string
+	received time.Time
+	req      *ipc.Request
+	tool     *catalog.Tool
+	send     func(frame []byte, final bool)
+}
+
+// Reject answers a wire message that failed to decode (stage 1). raw
+// correlation, if known, is echoed so the client can match the answer.
+func (p *Pipeline) Reject(s *Session, correlation string, werr *ipc.Error, send func(frame []byte, final bool)) {
+	c := &call{s: s, id: uuid.NewString(), received: time.Now().UTC(), req: &ipc.Request{Correlation: correlation}, send: send}
+	if ipc.CheckCorrelation(correlation) != nil {
+		c.req.Correlation = ""
+	}
+	p.fail(c, audit.StageEnvelope, audit.OutcomeRejected, werr)
+}
+
+// Handle runs a decoded wire message through stages 1–6 and the response
+// path. send is called with final false for the interim pending frame while
+// a confirmation is awaited, and exactly once with final true for the
+// response.
+func (p *Pipeline) Handle(ctx context.Context, s *Session, req *ipc.Request, send func(frame []byte, final bool)) {
+	c := &call{s: s, id: uuid.NewString(), received: time.Now().UTC(), req: req, send: send}
+
+	// Stage 1 is done: the envelope is c, built from session state, the
+	// core's clock and id, and the wire's topic, correlation and arguments.
+	if p.Draining() {
+		p.fail(c, audit.StageRoute, audit.OutcomeError, ipc.Errorf(ipc.CodePluginUnavailable, 6, "the core is shutting down; retry when it is back"))
+		return
+	}
+
+	// Stage 2: the topic names a catalogued tool.
+	name := req.Tool()
+	c.tool = p.opts.Catalog.Lookup(name)
+	if c.tool == nil {
+		p.fail(c, audit.StageTopic, audit.OutcomeRejected, unknownTool(req.Topic, name))
+		return
+	}
+
+	// Stage 3: arguments match the tool's schema.
+	args, canonical, verr := decodeArguments(req.Arguments)
+	if verr == nil {
+		if err := c.tool.Schema.Validate(args); err != nil {
+			pr := catalog.Explain(err)
+			verr = &ipc.Error{Code: ipc.CodeValidationFailed, Stage: 3, Field: pr.Field, Message: pr.Message}
+		}
+	}
+	if verr != nil {
+		p.fail(c, audit.StagePayload, audit.OutcomeRejected, verr)
+		return
+	}
+
+	// Stage 4: group authorisation, then the session's rate for the tool.
+	if !c.tool.Allowed(s.Group) {
+		p.fail(c, audit.StageAuthorize, audit.OutcomeRejected, ipc.Errorf(ipc.CodeUnauthorized, 4, "group %q is not allowed to use %s", s.Group, c.tool.Name))
+		return
+	}
+	if e := p.rateLimit(c); e != nil {
+		p.fail(c, audit.StageAuthorize, audit.OutcomeRejected, e)
+		return
+	}
+
+	// Stage 5: high-risk tools wait for the user.
+	if c.tool.RiskLevel == manifest.RiskHigh {
+		if e := p.confirm(ctx, c, canonical); e != nil {
+			p.fail(c, audit.StageConfirm, e.outcome, e.err)
+			return
+		}
+	}
+
+	// Stage 6: route. The routed entry is written first: a request that
+	// cannot be audited is not run.
+	p.mu.RLock()
+	if p.draining {
+		p.mu.RUnlock()
+		p.fail(c, audit.StageRoute, audit.OutcomeError, ipc.Errorf(ipc.CodePluginUnavailable, 6, "the core is shutting down; retry when it is back"))
+		return
+	}
+	p.inflight.Add(1)
+	p.mu.RUnlock()
+	defer p.inflight.Done()
+
+	if p.opts.Available != nil && !p.opts.Available(c.tool.Plugin) || c.tool.Handler == nil {
+		p.fail(c, audit.StageRoute, audit.OutcomeError, ipc.Errorf(ipc.CodePluginUnavailable, 6, "plugin %s is not running; get_session_info shows plugin health", c.tool.Plugin))
+		return
+	}
+	if err := p.write(c, &audit.Entry{Stage: audit.StageRoute, Outcome: audit.OutcomeRouted, Source: c.tool.Plugin}); err != nil {
+		p.log.Error("audit log unwritable; refusing request", "err", err, "session", s.ID, "topic", req.Topic)
+		p.forward(c, p.errorFrame(c, "core", ipc.Errorf(ipc.CodePluginUnavailable, 6, "the core cannot write its audit log, so the request was not run")))
+		return
+	}
+	preq := &plugin.Request{Tool: c.tool.Name, Arguments: args, Group: s.Group, Session: s.ID, Correlation: req.Correlation, EnvelopeID: c.id, Time: c.received}
+	res, herr := p.invoke(WithSession(ctx, s), c.tool, preq)
+	if herr != nil {
+		p.handlerFailed(c, herr)
+		return
+	}
+	p.succeed(c, res)
+}
+
+func unknownTool(topic, name string) *ipc.Error {
+	if name == "" {
+		hint := ""
+		if !strings.Contains(topic, ".") {
+			hint = fmt.Sprintf("; did you mean %s%s?", ipc.ToolTopicPrefix, topic)
+		}
+		return ipc.Errorf(ipc.CodeUnknownTool, 2, "topic %q is not a tool invocation (tool.invoke.<name>)%s", clip(topic, 80), hint)
+	}
+	return ipc.Errorf(ipc.CodeUnknownTool, 2, "unknown tool %q; call list_tools to see the tools available", clip(name, 80))
+}
+
+// decodeArguments decodes the arguments for validation (numbers kept exact)
+// and returns their canonical form: sorted keys, no insignificant space.
+func decodeArguments(raw json.RawMessage) (map[string]any, []byte, *ipc.Error) {
+	var args map[string]any
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.UseNumber()
+	if err := dec.Decode(&args); err != nil || args == nil {
+		return nil, nil, &ipc.Error{Code: ipc.CodeValidationFailed, Stage: 3, Field: "arguments", Message: "arguments must be a JSON object"}
+	}
+	canonical, err := json.Marshal(args)
+	if err != nil {
+		return nil, nil, &ipc.Error{Code: ipc.CodeValidationFailed, Stage: 3, Field: "arguments", Message: "arguments cannot be canonicalised"}
+	}
+	return args, canonical, nil
+}
+
+func (p *Pipeline) rateLimit(c *call) *ipc.Error {
+	r := Rate{PerMinute: 60, Burst: 60}
+	if p.opts.RateFor != nil {
+		r = p.opts.RateFor(c.tool.Name)
+	}
+	lim := c.s.limiter(c.tool.Name, r)
+	if lim.Allow() {
+		return nil
+	}
+	now := time.Now()
+	res := lim.ReserveN(now, 1)
+	delay := res.DelayFrom(now)
+	res.CancelAt(now)
+	retry := int(math.Ceil(delay.Seconds()))
+	if retry < 1 || !res.OK() {
+		retry = 1
+	}
+	e := ipc.Errorf(ipc.CodeRateLimited, 4, "Rate limit exceeded for %s (%d requests/minute)", c.tool.Name, r.PerMinute)
+	e.RetryAfter = retry
+	return e
+}
+
+type confirmFailure struct {
+	outcome string
+	err     *ipc.Error
+}
+
+func (p *Pipeline) confirm(ctx context.Context, c *call, canonical []byte) *confirmFailure {
+	display, _ := sanitizeJSON(canonical)
+	pend, err := p.opts.Gate.Open(confirm.Pending{
+		Session: c.s.ID, Group: c.s.Group, Tool: c.tool.Name, Correlation: c.req.Correlation,
+		ArgsHash: confirm.HashArguments(canonical), Display: display,
+	})
+	if err != nil {
+		e := ipc.Errorf(ipc.CodeRateLimited, 5, "too many confirmations are already pending in this session; wait for the user to answer them")
+		e.RetryAfter = 30
+		return &confirmFailure{audit.OutcomeRejected, e}
+	}
+	if err := p.write(c, &audit.Entry{Stage: audit.StageConfirm, Outcome: audit.OutcomePending, Source: "core", Confirmation: pend.ID}); err != nil {
+		p.opts.Gate.Decide(pend.ID, false, "")
+		return &confirmFailure{audit.OutcomeRejected, ipc.Errorf(ipc.CodePluginUnavailable, 5, "the core cannot write its audit log, so the request was not run")}
+	}
+	c.send(p.pendingFrame(c, pend), false)
+
+	wctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(p.drainCtx, cancel)
+	err = p.opts.Gate.Wait(wctx, pend)
+	stop()
+	cancel()
+	switch {
+	case err == nil:
+		_ = p.write(c, &audit.Entry{Stage: audit.StageConfirm, Outcome: audit.OutcomeApproved, Source: "core", Confirmation: pend.ID})
+		return nil
+	case errors.Is(err, confirm.ErrDenied):
+		return &confirmFailure{audit.OutcomeDenied, ipc.Errorf(ipc.CodeConfirmationDenied, 5, "User denied %s request", c.tool.Name)}
+	case errors.Is(err, confirm.ErrTimeout):
+		return &confirmFailure{audit.OutcomeExpired, ipc.Errorf(ipc.CodeConfirmationTimeout, 5, "Nobody approved %s within %s", c.tool.Name, pend.Expires.Sub(pend.Created).Round(time.Second))}
+	default: // the core is draining or the session is closing
+		return &confirmFailure{audit.OutcomeRejected, ipc.Errorf(ipc.CodePluginUnavailable, 5, "the core is shutting down; the confirmation was withdrawn")}
+	}
+}
+
+// invoke calls the handler under the handler timeout. A panicking
+// in-process handler is a handler failure, not a core crash.
+func (p *Pipeline) invoke(ctx context.Context, t *catalog.Tool, req *plugin.Request) (map[string]any, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.opts.HandlerTimeout)
+	defer cancel()
+	type outcome struct {
+		res map[string]any
+		err error
+	}
+	ch := make(chan outcome, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				ch <- outcome{err: &panicError{val: r, stack: debug.Stack()}}
+			}
+		}()
+		res, err := t.Handler.Invoke(ctx, req)
+		ch <- outcome{res, err}
+	}()
+	select {
+	case o := <-ch:
+		if o.err == nil && ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return nil, errTimeout
+		}
+		return o.res, o.err
+	case <-ctx.Done():
+		return nil, errTimeout
+	}
+}
+
+var errTimeout = errors.New("handler timeout")
+
+type panicError struct {
+	val   any
+	stack []byte
+}
+
+func (e *panicError) Error() string {
+	return fmt.Sprintf("handler panicked: %v\n%s", e.val, clip(string(e.stack), 4000))
+}
+
+// handlerFailed maps a handler failure to what the agent sees and writes the
+// two linked audit entries: the handler's own outcome, then the response.
+func (p *Pipeline) handlerFailed(c *call, herr error) {
+	plug := c.tool.Plugin
+	var shown *ipc.Error
+	handlerEntry := &audit.Entry{Stage: audit.StageHandler, Outcome: audit.OutcomeError, Source: plug}
+	source := "core"
+	switch te, isTool := plugin.AsToolError(herr); {
+	case errors.Is(herr, errTimeout):
+		shown = ipc.Errorf(ipc.CodePluginTimeout, 6, "%s did not respond within %s", plug, p.opts.HandlerTimeout)
+		handlerEntry.Code, handlerEntry.Reason = string(ipc.CodePluginTimeout), "deadline exceeded"
+	case isTool:
+		msg, _ := sanitize.String(te.Message)
+		shown = &ipc.Error{Code: ipc.CodeHandlerError, Message: msg, Retriable: te.Retriable, Field: te.Field, RetryAfter: te.RetryAfter}
+		handlerEntry.Code, handlerEntry.Reason = clip(te.Code, 64), clip(msg, 500)
+		source = plug
+	default:
+		shown = &ipc.Error{Code: ipc.CodePluginError, Message: "Internal plugin error", Retriable: false}
+		detail, _ := sanitize.String(herr.Error())
+		handlerEntry.Code, handlerEntry.Reason = string(ipc.CodePluginError), clip(detail, 8000)
+		p.log.Error("plugin handler failed", "plugin", plug, "tool", c.tool.Name, "correlation", c.req.Correlation, "err", clip(detail, 300))
+	}
+	_ = p.write(c, handlerEntry)
+	p.respondError(c, source, audit.OutcomeError, shown)
+}
+
+// succeed checks the result's shape and size, then sanitises, logs and
+// forwards it.
+func (p *Pipeline) succeed(c *call, res map[string]any) {
+	if res == nil {
+		_ = p.write(c, &audit.Entry{Stage: audit.StageHandler, Outcome: audit.OutcomeError, Source: c.tool.Plugin, Code: string(ipc.CodeHandlerError), Reason: "handler returned no result object"})
+		p.respondError(c, c.tool.Plugin, audit.OutcomeError, &ipc.Error{Code: ipc.CodeHandlerError, Message: "Handler returned no result object"})
+		return
+	}
+	clean, red := sanitize.Value(any(res), "result")
+	result, err := json.Marshal(clean)
+	if err != nil {
+		_ = p.write(c, &audit.Entry{Stage: audit.StageHandler, Outcome: audit.OutcomeError, Source: c.tool.Plugin, Code: string(ipc.CodePluginError), Reason: "result is not serialisable: " + clip(err.Error(), 300)})
+		p.respondError(c, "core", audit.OutcomeError, &ipc.Error{Code: ipc.CodePluginError, Message: "Internal plugin error"})
+		return
+	}
+	frame := p.frame(c, c.tool.Plugin, result, nil)
+	if len(frame) > ipc.MaxResponseBytes {
+		_ = p.write(c, &audit.Entry{Stage: audit.StageHandler, Outcome: audit.OutcomeError, Source: c.tool.Plugin, Code: string(ipc.CodeHandlerError), Reason: fmt.Sprintf("response of %d bytes exceeds the limit", len(frame))})
+		p.respondError(c, c.tool.Plugin, audit.OutcomeError, &ipc.Error{Code: ipc.CodeHandlerError, Message: fmt.Sprintf("Response exceeded maximum size (%d bytes)", ipc.MaxResponseBytes)})
+		return
+	}
+	outcome := audit.OutcomeOK
+	e := &audit.Entry{Stage: audit.StageResponse, Source: c.tool.Plugin}
+	if len(red) > 0 {
+		outcome = audit.OutcomeSanitized
+		e.Redacted = redactionPaths(red)
+		p.log.Warn("sanitiser redacted a response", "plugin", c.tool.Plugin, "tool", c.tool.Name, "paths", e.Redacted)
+	}
+	e.Outcome = outcome
+	e.DurationMS = ms(time.Since(c.received))
+	_ = p.write(c, e)
+	p.forward(c, frame)
+}
+
+// fail answers a request the pipeline refused or could not route.
+func (p *Pipeline) fail(c *call, stage, outcome string, e *ipc.Error) {
+	p.respondErrorAt(c, stage, "core", outcome, e)
+}
+
+func (p *Pipeline) respondError(c *call, source, outcome string, e *ipc.Error) {
+	p.respondErrorAt(c, audit.StageResponse, source, outcome, e)
+}
+
+// respondErrorAt is the response path for errors: sanitise the message, log
+// the entry (with the stage that produced it), forward.
+func (p *Pipeline) respondErrorAt(c *call, stage, source, outcome string, e *ipc.Error) {
+	msg, kinds := sanitize.String(e.Message)
+	e.Message = msg
+	entry := &audit.Entry{Stage: stage, Outcome: outcome, Source: source, Code: string(e.Code), Field: e.Field, Reason: e.Message, DurationMS: ms(time.Since(c.received))}
+	if len(kinds) > 0 {
+		entry.Redacted = []string{"error.message"}
+		p.log.Warn("sanitiser redacted an error message", "source", source, "paths", entry.Redacted)
+	}
+	if err := p.write(c, entry); err != nil {
+		p.log.Error("audit log unwritable", "err", err)
+	}
+	p.forward(c, p.errorFrame(c, source, e))
+}
+
+func (p *Pipeline) write(c *call, e *audit.Entry) error {
+	e.Time = time.Now().UTC()
+	e.ID, e.Session, e.Group = c.id, c.s.ID, c.s.Group
+	e.Topic, e.Correlation = c.req.Topic, c.req.Correlation
+	if len(e.Topic) > 200 {
+		e.Topic = clip(e.Topic, 200)
+	}
+	err := p.opts.Audit.Write(e)
+	c.s.record(*e)
+	return err
+}
+
+func (p *Pipeline) forward(c *call, frame []byte) { c.send(frame, true) }
+
+func (p *Pipeline) errorFrame(c *call, source string, e *ipc.Error) []byte {
+	return p.frame(c, source, nil, e)
+}
+
+func (p *Pipeline) frame(c *call, source string, result json.RawMessage, e *ipc.Error) []byte {
+	r := ipc.Response{
+		ID: c.id, Version: ipc.ProtocolVersion, Type: ipc.TypeResponse, Topic: clip(c.req.Topic, ipc.MaxTopicLen),
+		Source: source, Correlation: c.req.Correlation, Timestamp: time.Now().UTC(), Group: c.s.Group,
+		Payload: ipc.Payload{Result: result, Error: e},
+	}
+	b, err := json.Marshal(&r)
+	if err != nil { // cannot happen for these types; never send nothing
+		p.log.Error("marshal response", "err", err)
+		b, _ = json.Marshal(&ipc.Response{ID: c.id, Version: ipc.ProtocolVersion, Type: ipc.TypeResponse, Source: "core", Correlation: c.req.Correlation, Group: c.s.Group,
+			Payload: ipc.Payload{Error: &ipc.Error{Code: ipc.CodePluginError, Message: "Internal error"}}})
+	}
+	return b
+}
+
+func (p *Pipeline) pendingFrame(c *call, pend *confirm.Pending) []byte {
+	r := ipc.Response{
+		ID: c.id, Version: ipc.ProtocolVersion, Type: ipc.TypePending, Topic: c.req.Topic, Source: "core",
+		Correlation: c.req.Correlation, Timestamp: time.Now().UTC(), Group: c.s.Group,
+		Payload: ipc.Payload{Confirmation: &ipc.Confirmation{ID: pend.ID, ExpiresAt: pend.Expires}},
+	}
+	b, _ := json.Marshal(&r)
+	return b
+}
+
+// sanitizeJSON returns canonical JSON with secrets redacted, for display.
+func sanitizeJSON(canonical []byte) ([]byte, []sanitize.Redaction) {
+	var v any
+	dec := json.NewDecoder(strings.NewReader(string(canonical)))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		return nil, nil
+	}
+	clean, red := sanitize.Value(v, "arguments")
+	b, _ := json.Marshal(clean)
+	return b, red
+}
+
+func redactionPaths(rs []sanitize.Redaction) []string {
+	out := make([]string, 0, len(rs))
+	for _, r := range rs {
+		out = append(out, r.Path)
+	}
+	return out
+}
+
+func ms(d time.Duration) float64 { return math.Round(float64(d.Microseconds())) / 1000 }
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

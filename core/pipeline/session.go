@@ -1,0 +1,92 @@
+package pipeline
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/carapace-dev/carapace/core/audit"
+)
+
+// diagCap is how many of its own audit entries a session keeps in memory
+// for get_diagnostics.
+const diagCap = 512
+
+// Session is the trusted state of one agent session: who it is, as far as
+// the core is concerned. Nothing in it ever comes from the wire.
+type Session struct {
+	ID      string
+	Group   string
+	Started time.Time
+	Runtime string
+
+	mu       sync.Mutex
+	limiters map[string]*rate.Limiter
+	diag     []audit.Entry // ring of the session's own audit entries
+	next     int
+}
+
+// NewSession returns a session of group.
+func NewSession(id, group, runtime string) *Session {
+	return &Session{ID: id, Group: group, Runtime: runtime, Started: time.Now().UTC(), limiters: map[string]*rate.Limiter{}}
+}
+
+func (s *Session) limiter(tool string, r Rate) *rate.Limiter {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l, ok := s.limiters[tool]
+	if !ok {
+		l = rate.NewLimiter(rate.Limit(float64(r.PerMinute)/60), r.Burst)
+		s.limiters[tool] = l
+	}
+	return l
+}
+
+func (s *Session) record(e audit.Entry) {
+	s.mu.Lock()
+	if len(s.diag) < diagCap {
+		s.diag = append(s.diag, e)
+	} else {
+		s.diag[s.next] = e
+		s.next = (s.next + 1) % diagCap
+	}
+	s.mu.Unlock()
+}
+
+// Diagnostics returns the session's recent audit entries that match f,
+// oldest first. Only this session's entries are ever held here.
+func (s *Session) Diagnostics(f audit.Filter) []audit.Entry {
+	s.mu.Lock()
+	all := make([]audit.Entry, 0, len(s.diag))
+	all = append(all, s.diag[s.next:]...)
+	all = append(all, s.diag[:s.next]...)
+	s.mu.Unlock()
+	last := f.Last
+	f.Last = 0
+	out := all[:0]
+	for i := range all {
+		if f.Match(&all[i]) {
+			out = append(out, all[i])
+		}
+	}
+	if last > 0 && len(out) > last {
+		out = out[len(out)-last:]
+	}
+	return out
+}
+
+type ctxKey struct{}
+
+// WithSession returns ctx carrying s; handlers' services read it back so that
+// everything they ask is scoped to the calling session.
+func WithSession(ctx context.Context, s *Session) context.Context {
+	return context.WithValue(ctx, ctxKey{}, s)
+}
+
+// SessionFrom returns the session carried by ctx.
+func SessionFrom(ctx context.Context) (*Session, bool) {
+	s, ok := ctx.Value(ctxKey{}).(*Session)
+	return s, ok
+}

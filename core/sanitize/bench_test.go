@@ -1,0 +1,52 @@
+package sanitize
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// A typical small tool result: a handful of short strings, no secret.
+var cleanResult = map[string]any{
+	"id":        "evt_01HQ3ZK7",
+	"title":     "Dentist appointment",
+	"start":     "2026-03-05T10:00:00Z",
+	"location":  "12 High Street, Leeds",
+	"status":    "confirmed",
+	"all_day":   false,
+	"attendees": json.Number("2"),
+}
+
+func BenchmarkValueClean(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		Value(cleanResult, "result")
+	}
+}
+
+func BenchmarkValueSecret(b *testing.B) {
+	v := map[string]any{
+		"title":  "Dentist appointment",
+		"status": "failed",
+		"detail": "upstream said: 401 for Authorization: Bearer " + fake("sk-ant-api03-", 93),
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		Value(v, "result")
+	}
+}
+
+func BenchmarkStringClean(b *testing.B) {
+	s := "Could not reach the calendar server at 10:30; will retry in 5 minutes."
+	b.ReportAllocs()
+	for b.Loop() {
+		String(s)
+	}
+}
+
+func BenchmarkStringSecret(b *testing.B) {
+	s := "request failed: 401 Unauthorized (Authorization: Bearer " + fake("sk-ant-api03-", 93) + ")"
+	b.ReportAllocs()
+	for b.Loop() {
+		String(s)
+	}
+}

@@ -1,0 +1,340 @@
+// Package session owns the agent sessions' sockets. Each session gets its
+// own ZeroMQ ROUTER on its own Unix socket file, and the core knows the
+// session only by the socket a message arrived on: nothing in the message,
+// the ZeroMQ routing id or the environment can claim another identity, and
+// a connection to no known socket never creates a session.
+//
+// Sockets listen on the hardened transport of ipc/zmtp, so a hostile peer
+// cannot make the core allocate beyond the protocol limits, stall the
+// socket's handshakes, or share a routing id with another connection. Each
+// session has its own receive loop and a bounded number of requests in
+// flight, so one session's flood cannot starve another.
+package session
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base32"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-zeromq/zmq4"
+
+	"github.com/carapace-dev/carapace/core/audit"
+	"github.com/carapace-dev/carapace/core/home"
+	"github.com/carapace-dev/carapace/core/pipeline"
+	"github.com/carapace-dev/carapace/ipc"
+	"github.com/carapace-dev/carapace/ipc/zmtp"
+)
+
+// maxSocketPath is the shortest sun_path limit of the supported systems
+// (macOS: 104 bytes including the terminating NUL).
+const maxSocketPath = 103
+
+// Handler is the pipeline, as the session layer uses it.
+type Handler interface {
+	Handle(ctx context.Context, s *pipeline.Session, req *ipc.Request, send func(frame []byte, final bool))
+	Reject(s *pipeline.Session, correlation string, werr *ipc.Error, send func(frame []byte, final bool))
+}
+
+// Auditor records session lifecycle events.
+type Auditor interface {
+	Write(e *audit.Entry) error
+}
+
+// Options configure a Manager.
+type Options struct {
+	Home        home.Dir
+	Pipeline    Handler
+	Audit       Auditor
+	Logger      *slog.Logger
+	MaxInFlight int           // requests handled at once per session; default 32
+	CacheTTL    time.Duration // how long an answer is kept for a retried correlation; default 2m
+	MaxSessions int           // default 64
+}
+
+// Manager is safe for concurrent use.
+type Manager struct {
+	opts Options
+	log  *slog.Logger
+
+	mu       sync.Mutex
+	sessions map[string]*live
+	closed   bool
+}
+
+// live is an open session: its trusted state, socket and in-flight work.
+type live struct {
+	*pipeline.Session
+	socket string
+	router zmq4.Socket
+	ctx    context.Context
+	cancel context.CancelFunc
+	sem    chan struct{}
+	wg     sync.WaitGroup
+	cache  *cache
+	done   chan struct{}
+}
+
+// NewManager returns a manager. It removes sockets a crashed core left behind.
+func NewManager(opts Options) *Manager {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = 32
+	}
+	if opts.CacheTTL <= 0 {
+		opts.CacheTTL = 2 * time.Minute
+	}
+	if opts.MaxSessions <= 0 {
+		opts.MaxSessions = 64
+	}
+	m := &Manager{opts: opts, log: opts.Logger, sessions: map[string]*live{}}
+	stale, _ := filepath.Glob(filepath.Join(opts.Home.SessionsDir(), "*.sock"))
+	for _, p := range stale {
+		_ = os.Remove(p)
+	}
+	return m
+}
+
+// Info describes an open session.
+type Info struct {
+	ID      string
+	Group   string
+	Socket  string
+	Runtime string
+	Started time.Time
+}
+
+// Open creates a session of group with its own socket, mode 0666 so a
+// container's non-root user can connect to the one file mounted into it.
+func (m *Manager) Open(group, runtime string) (Info, error) {
+	if err := home.CheckGroup(group); err != nil {
+		return Info{}, err
+	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return Info{}, errors.New("the core is shutting down")
+	}
+	if len(m.sessions) >= m.opts.MaxSessions {
+		m.mu.Unlock()
+		return Info{}, fmt.Errorf("too many sessions open (%d)", m.opts.MaxSessions)
+	}
+	m.mu.Unlock()
+
+	id := newID()
+	path := m.opts.Home.SessionSocket(id)
+	if len(path) > maxSocketPath {
+		return Info{}, fmt.Errorf("session socket path %s is %d bytes, longer than Unix sockets allow (%d): use a shorter home", path, len(path), maxSocketPath)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	router := zmq4.NewRouter(ctx, zmq4.WithTimeout(10*time.Second), zmq4.WithLogger(log.New(slogWriter{m.log}, "", 0)))
+	if err := router.Listen(zmtp.Scheme + "://" + path); err != nil {
+		cancel()
+		return Info{}, fmt.Errorf("listen on session socket %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o666); err != nil {
+		router.Close()
+		cancel()
+		return Info{}, fmt.Errorf("chmod session socket: %w", err)
+	}
+	l := &live{
+		Session: pipeline.NewSession(id, group, runtime), socket: path, router: router,
+		ctx: ctx, cancel: cancel, sem: make(chan struct{}, m.opts.MaxInFlight),
+		cache: newCache(m.opts.CacheTTL), done: make(chan struct{}),
+	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		l.close()
+		return Info{}, errors.New("the core is shutting down")
+	}
+	m.sessions[id] = l
+	m.mu.Unlock()
+	go m.loop(l)
+	m.audit(l, audit.OutcomeOpened)
+	m.log.Info("session opened", "session", id, "group", group, "runtime", runtime)
+	return l.info(), nil
+}
+
+func (l *live) info() Info {
+	return Info{ID: l.ID, Group: l.Group, Socket: l.socket, Runtime: l.Runtime, Started: l.Started}
+}
+
+// Close ends a session: its socket stops accepting, in-flight work is
+// cancelled, and the socket file is removed.
+func (m *Manager) Close(id string) error {
+	m.mu.Lock()
+	l, ok := m.sessions[id]
+	delete(m.sessions, id)
+	m.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("session %q: %w", id, ErrNotFound)
+	}
+	l.close()
+	m.audit(l, audit.OutcomeClosed)
+	m.log.Info("session closed", "session", id, "group", l.Group)
+	return nil
+}
+
+// ErrNotFound is returned for an unknown session id.
+var ErrNotFound = errors.New("no such session")
+
+// CloseAll closes every session and refuses new ones.
+func (m *Manager) CloseAll() {
+	m.mu.Lock()
+	m.closed = true
+	ids := make([]string, 0, len(m.sessions))
+	for id := range m.sessions {
+		ids = append(ids, id)
+	}
+	m.mu.Unlock()
+	for _, id := range ids {
+		_ = m.Close(id)
+	}
+}
+
+// List returns the open sessions, oldest first.
+func (m *Manager) List() []Info {
+	m.mu.Lock()
+	out := make([]Info, 0, len(m.sessions))
+	for _, l := range m.sessions {
+		out = append(out, l.info())
+	}
+	m.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Started.Before(out[j].Started) })
+	return out
+}
+
+// Len returns the number of open sessions.
+func (m *Manager) Len() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.sessions)
+}
+
+func (l *live) close() {
+	l.cancel()
+	_ = l.router.Close()
+	<-l.done
+	l.wg.Wait()
+	_ = os.Remove(l.socket)
+}
+
+func (m *Manager) audit(l *live, outcome string) {
+	if m.opts.Audit == nil {
+		return
+	}
+	e := &audit.Entry{Time: time.Now().UTC(), Session: l.ID, Group: l.Group, Source: "core", Stage: audit.StageSession, Outcome: outcome, Reason: "runtime " + l.Runtime}
+	if err := m.opts.Audit.Write(e); err != nil {
+		m.log.Error("audit log unwritable", "err", err)
+	}
+}
+
+// loop receives the session's messages. Only this socket's peers reach it,
+// so every message here belongs to this session.
+func (m *Manager) loop(l *live) {
+	defer close(l.done)
+	for {
+		msg, err := l.router.Recv()
+		if err != nil {
+			if l.ctx.Err() == nil {
+				m.log.Warn("session socket receive failed", "session", l.ID, "err", err)
+			}
+			return
+		}
+		if msg.Type == zmq4.CmdMsg || len(msg.Frames) < 2 {
+			continue
+		}
+		rid := append([]byte(nil), msg.Frames[0]...)
+		select {
+		case l.sem <- struct{}{}:
+		case <-l.ctx.Done():
+			return
+		}
+		l.wg.Add(1)
+		go func(frames [][]byte) {
+			defer func() { <-l.sem; l.wg.Done() }()
+			m.handle(l, rid, frames)
+		}(msg.Frames[1:])
+	}
+}
+
+func (m *Manager) handle(l *live, rid []byte, frames [][]byte) {
+	send := func(frame []byte, _ bool) { m.send(l, rid, frame) }
+	if len(frames) != 1 {
+		m.opts.Pipeline.Reject(l.Session, "", ipc.Errorf(ipc.CodeValidationFailed, 1, "a request is exactly one frame holding the wire message; got %d", len(frames)), send)
+		return
+	}
+	raw := frames[0]
+	req, werr := ipc.DecodeRequest(raw)
+	if werr != nil {
+		m.opts.Pipeline.Reject(l.Session, peekCorrelation(raw), werr, send)
+		return
+	}
+	switch st, cached := l.cache.join(req.Correlation, sha256.Sum256(raw), rid); st {
+	case joinConflict:
+		e := ipc.Errorf(ipc.CodeValidationFailed, 1, "correlation %q was already used for a different request in this session", req.Correlation)
+		e.Field = "correlation"
+		m.opts.Pipeline.Reject(l.Session, req.Correlation, e, send)
+		return
+	case joinWaiting:
+		for _, f := range cached { // the pending frame, if the original is waiting for the user
+			m.send(l, rid, f)
+		}
+		return
+	case joinDone:
+		m.send(l, rid, cached[0])
+		return
+	}
+	m.opts.Pipeline.Handle(l.ctx, l.Session, req, func(frame []byte, final bool) {
+		for _, w := range l.cache.deliver(req.Correlation, frame, final) {
+			m.send(l, w, frame)
+		}
+	})
+}
+
+func (m *Manager) send(l *live, rid, frame []byte) {
+	if err := l.router.Send(zmq4.NewMsgFrom(rid, frame)); err != nil && l.ctx.Err() == nil {
+		m.log.Warn("send to session failed", "session", l.ID, "err", err)
+	}
+}
+
+// peekCorrelation extracts a well-formed correlation from a message that
+// failed strict decoding, so that its error can still be matched.
+func peekCorrelation(raw []byte) string {
+	var v struct {
+		Correlation string `json:"correlation"`
+	}
+	if json.Unmarshal(raw, &v) != nil || ipc.CheckCorrelation(v.Correlation) != nil {
+		return ""
+	}
+	return v.Correlation
+}
+
+func newID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "s-" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
+}
+
+// slogWriter routes zmq4's log.Logger output to slog at debug level: its
+// messages describe peers' misbehaviour, which the transport already reports.
+type slogWriter struct{ l *slog.Logger }
+
+func (w slogWriter) Write(p []byte) (int, error) {
+	w.l.Debug("zmq4", "msg", strings.TrimSpace(string(p)))
+	return len(p), nil
+}

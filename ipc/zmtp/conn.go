@@ -1,0 +1,428 @@
+package zmtp
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Fixed limits of the handshake and of post-handshake commands.
+const (
+	// MaxReadySize is the largest READY command body accepted from a peer.
+	MaxReadySize = 4 << 10
+	// MaxCommandSize is the largest command frame (PING, SUBSCRIBE, ...)
+	// accepted from a peer after the handshake.
+	MaxCommandSize = 512
+)
+
+type side uint8
+
+const (
+	sideListen side = iota // the peer connected to us: pre-validated before zmq4 sees it
+	sideDial               // we connected to the peer: validated lazily inside Read
+)
+
+type phase uint8
+
+const (
+	phaseGreeting phase = iota // dial side: the peer's greeting is next on the wire
+	phaseReady                 // dial side: the peer's READY is next on the wire
+	phaseFrames                // handshake validated: every frame header is checked
+)
+
+// Handshake watchdog states.
+const (
+	stateHandshake   int32 = iota // zmq4 has not yet read past the handshake
+	stateEstablished              // zmq4 read a first post-handshake frame header
+	stateExpired                  // the watchdog fired first and closed the connection
+)
+
+// conn is the filter between a peer's Unix socket and zmq4. zmq4 reads from
+// it with io.ReadFull in header-sized and body-sized pieces; every frame
+// header passes through nextHeader, which checks it against the limits
+// before zmq4 sees it and so before zmq4 allocates the body.
+type conn struct {
+	raw     net.Conn
+	o       *Options
+	side    side
+	onClose func() // releases the listener's connection slot; nil when dialled
+
+	state     atomic.Int32
+	timer     atomic.Pointer[time.Timer]
+	closeOnce sync.Once
+
+	rmu     sync.Mutex // read state; zmq4 reads from one goroutine at a time, this makes it certain
+	br      *bufio.Reader
+	phase   phase
+	pending []byte // handed to Read before anything else is read: replayed handshake, or a header
+	body    uint64 // bytes of the current frame body not yet handed to Read
+	inMsg   bool   // the last frame had the MORE flag
+	frames  int    // frames so far in the current message
+	total   uint64 // body bytes so far in the current message
+	rerr    error  // sticky: once Read failed it keeps failing
+	hdr     [9]byte
+	greet   [greetingLen]byte
+
+	wmu     sync.Mutex
+	swallow []byte // listener: the part of zmq4's greeting not yet swallowed (we sent ours already)
+}
+
+func newConn(raw net.Conn, o *Options, s side, onClose func()) *conn {
+	c := &conn{
+		raw:     raw,
+		o:       o,
+		side:    s,
+		onClose: onClose,
+		br:      bufio.NewReader(raw),
+	}
+	if s == sideListen {
+		c.phase = phaseFrames // serverHandshake fills pending with the replay
+	}
+	// One watchdog covers the whole handshake: our pre-validation on the
+	// listener side, the peer's greeting and READY on the dial side, and zmq4's
+	// own Open in both cases (zmq4 never closes a connection whose Open failed).
+	c.timer.Store(time.AfterFunc(o.HandshakeTimeout, c.expire))
+	return c
+}
+
+func (c *conn) expire() {
+	if c.state.CompareAndSwap(stateHandshake, stateExpired) {
+		c.reject(reasonHandshakeTimer)
+	}
+}
+
+// serverHandshake is the listener's pre-validation, run in a goroutine of its
+// own before the connection is handed to zmq4. It sends zmq4's greeting on
+// zmq4's behalf (a zmq4 or libzmq peer sends READY only after it has our
+// greeting), reads and checks the peer's greeting and READY, and prepares
+// the replay zmq4 will read: the original greeting and a READY re-encoded
+// with Socket-Type as its only property.
+func (c *conn) serverHandshake() error {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	if _, err := c.writeRaw(localGreeting[:]); err != nil {
+		return c.handshakeFail(err)
+	}
+	if _, err := io.ReadFull(c.br, c.greet[:]); err != nil {
+		return c.handshakeFail(err)
+	}
+	if err := checkGreeting(&c.greet); err != nil {
+		return c.handshakeFail(err)
+	}
+	ready, err := c.readReady()
+	if err != nil {
+		return c.handshakeFail(err)
+	}
+	replay := make([]byte, 0, greetingLen+len(ready))
+	replay = append(replay, c.greet[:]...)
+	c.pending = append(replay, ready...)
+	c.phase = phaseFrames
+	c.wmu.Lock()
+	c.swallow = localGreeting[:]
+	c.wmu.Unlock()
+	return nil
+}
+
+// readReady reads the peer's READY command frame (at most MaxReadySize
+// bytes, allocated only after the size is checked), validates it and
+// returns the re-encoded frame zmq4 will be shown.
+func (c *conn) readReady() ([]byte, error) {
+	flags, err := c.br.ReadByte()
+	if err != nil {
+		return nil, err
+	}
+	if flags&^flagLong != flagCommand {
+		return nil, fmt.Errorf("%w: not a single command frame", ErrBadReady)
+	}
+	size, err := c.readSize(flags)
+	if err != nil {
+		return nil, err
+	}
+	if size > MaxReadySize {
+		return nil, fmt.Errorf("%w: too large", ErrBadReady)
+	}
+	body := make([]byte, size)
+	if _, err := io.ReadFull(c.br, body); err != nil {
+		return nil, err
+	}
+	st, err := parseReady(body)
+	if err != nil {
+		return nil, err
+	}
+	if c.side == sideListen && st != "DEALER" {
+		return nil, ErrSocketType
+	}
+	return encodeReady(st), nil
+}
+
+// readSize reads the size field that follows a flags byte into c.hdr.
+func (c *conn) readSize(flags byte) (uint64, error) {
+	if flags&flagLong == 0 {
+		b, err := c.br.ReadByte()
+		if err != nil {
+			return 0, err
+		}
+		c.hdr[1] = b
+		return uint64(b), nil
+	}
+	if _, err := io.ReadFull(c.br, c.hdr[1:9]); err != nil {
+		return 0, err
+	}
+	return binary.BigEndian.Uint64(c.hdr[1:9]), nil
+}
+
+// Read hands zmq4 the peer's byte stream: on the listener the replayed
+// handshake first, on the dialer the peer's greeting and READY as they are
+// validated, then frames, each header checked before it is passed on.
+func (c *conn) Read(p []byte) (int, error) {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	if c.rerr != nil {
+		return 0, c.rerr
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	for len(c.pending) == 0 && c.body == 0 {
+		if err := c.advance(); err != nil {
+			c.rerr = err
+			return 0, err
+		}
+	}
+	if len(c.pending) > 0 {
+		n := copy(p, c.pending)
+		c.pending = c.pending[n:]
+		return n, nil
+	}
+	if uint64(len(p)) > c.body {
+		p = p[:c.body]
+	}
+	n, err := c.br.Read(p)
+	c.body -= uint64(n)
+	if err != nil {
+		c.rerr = c.ioFail(err, true)
+		return n, c.rerr
+	}
+	return n, nil
+}
+
+// advance prepares the next piece of the stream in c.pending (or c.body).
+func (c *conn) advance() error {
+	switch c.phase {
+	case phaseGreeting:
+		if _, err := io.ReadFull(c.br, c.greet[:]); err != nil {
+			return c.handshakeFail(err)
+		}
+		if err := checkGreeting(&c.greet); err != nil {
+			return c.handshakeFail(err)
+		}
+		c.pending = c.greet[:]
+		c.phase = phaseReady
+		return nil
+	case phaseReady:
+		ready, err := c.readReady()
+		if err != nil {
+			return c.handshakeFail(err)
+		}
+		c.pending = ready
+		c.phase = phaseFrames
+		return nil
+	default:
+		// zmq4 reads a frame header only once its Open has returned: the
+		// handshake is over, stand the watchdog down.
+		c.state.CompareAndSwap(stateHandshake, stateEstablished)
+		return c.nextHeader()
+	}
+}
+
+// nextHeader reads one frame header and checks it against the limits before
+// anything proportional to its claimed size exists anywhere.
+func (c *conn) nextHeader() error {
+	flags, err := c.br.ReadByte()
+	if err != nil {
+		return c.ioFail(err, false)
+	}
+	c.hdr[0] = flags
+	if flags&^flagsKnown != 0 {
+		return c.protoFail(fmt.Errorf("%w: unknown flags", ErrBadFrame))
+	}
+	isCmd := flags&flagCommand != 0
+	more := flags&flagMore != 0
+	if isCmd && (c.inMsg || more) {
+		return c.protoFail(fmt.Errorf("%w: command inside a message", ErrBadFrame))
+	}
+	size, err := c.readSize(flags)
+	if err != nil {
+		return c.ioFail(err, true)
+	}
+	if isCmd {
+		if size > MaxCommandSize {
+			return c.protoFail(ErrCommandTooLarge)
+		}
+	} else {
+		if size > uint64(c.o.MaxFrame) {
+			return c.protoFail(ErrFrameTooLarge)
+		}
+		c.frames++
+		if c.frames > c.o.MaxFrames {
+			return c.protoFail(ErrTooManyFrames)
+		}
+		c.total += size // both terms are at most MaxMessage + MaxFrame: no overflow
+		if c.total > uint64(c.o.MaxMessage) {
+			return c.protoFail(ErrMessageTooLarge)
+		}
+		c.inMsg = more
+		if !more {
+			c.frames, c.total = 0, 0
+		}
+	}
+	hl := 2
+	if flags&flagLong != 0 {
+		hl = 9
+	}
+	c.pending = c.hdr[:hl]
+	c.body = size
+	return nil
+}
+
+// protoFail drops the connection for a protocol violation.
+func (c *conn) protoFail(err error) error {
+	c.reject(reasonOf(err))
+	return c.opErr("read", err)
+}
+
+// handshakeFail drops the connection during the handshake, with a reason
+// that never quotes the peer.
+func (c *conn) handshakeFail(err error) error {
+	switch {
+	case errors.Is(err, ErrBadGreeting), errors.Is(err, ErrBadReady), errors.Is(err, ErrSocketType):
+		return c.protoFail(err)
+	case c.state.Load() == stateExpired:
+		return c.opErr("read", ErrHandshakeTimeout)
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		c.reject(reasonPeerClosed)
+		return c.opErr("read", io.ErrUnexpectedEOF)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		c.reject(reasonWriteTimeout)
+		return c.opErr("write", ErrWriteTimeout)
+	default:
+		c.reject(reasonHandshakeIO)
+		return err
+	}
+}
+
+// ioFail maps an error of the underlying connection after the handshake.
+// EOF between frames is a clean close and is passed on as io.EOF; EOF inside
+// a frame becomes a non-timeout *net.OpError so that zmq4 (which only treats
+// io.EOF and non-timeout net.Errors as fatal) drops its Conn either way.
+func (c *conn) ioFail(err error, midFrame bool) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		if !midFrame {
+			return io.EOF
+		}
+		c.Close()
+		return c.opErr("read", io.ErrUnexpectedEOF)
+	}
+	return err
+}
+
+// Write sends p to the peer under a deadline of Options.WriteTimeout. On the
+// listener it first swallows zmq4's greeting, which serverHandshake already
+// sent on zmq4's behalf; the swallowed bytes must match it exactly.
+func (c *conn) Write(p []byte) (int, error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	var n int
+	if len(c.swallow) > 0 {
+		k := min(len(p), len(c.swallow))
+		if !bytes.Equal(p[:k], c.swallow[:k]) {
+			c.reject(reasonGreetingWrite)
+			return 0, c.opErr("write", ErrBadGreeting)
+		}
+		c.swallow = c.swallow[k:]
+		n, p = k, p[k:]
+		if len(p) == 0 {
+			return n, nil
+		}
+	}
+	m, err := c.writeRaw(p)
+	if err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			// A partial frame may be on the wire: the stream is unusable.
+			c.reject(reasonWriteTimeout)
+			return n + m, c.opErr("write", ErrWriteTimeout)
+		}
+		c.Close()
+	}
+	return n + m, err
+}
+
+func (c *conn) writeRaw(p []byte) (int, error) {
+	if err := c.raw.SetWriteDeadline(time.Now().Add(c.o.WriteTimeout)); err != nil {
+		return 0, err
+	}
+	return c.raw.Write(p)
+}
+
+// Close closes the connection. Only the first call does anything; later
+// calls return nil so that zmq4, which may close a Conn twice, sees no error.
+func (c *conn) Close() error {
+	var err error
+	c.closeOnce.Do(func() { err = c.shutdown() })
+	return err
+}
+
+// reject closes the connection and, if this call is the one that closed it,
+// reports reason to Options.OnReject.
+func (c *conn) reject(reason string) {
+	won := false
+	c.closeOnce.Do(func() {
+		won = true
+		_ = c.shutdown()
+	})
+	if won && c.o.OnReject != nil {
+		c.o.OnReject(reason)
+	}
+}
+
+func (c *conn) shutdown() error {
+	if t := c.timer.Load(); t != nil {
+		t.Stop()
+	}
+	err := c.raw.Close()
+	if c.onClose != nil {
+		c.onClose()
+	}
+	return err
+}
+
+func (c *conn) opErr(op string, err error) error {
+	return &net.OpError{Op: op, Net: "unix", Source: c.raw.LocalAddr(), Addr: c.raw.RemoteAddr(), Err: err}
+}
+
+// LocalAddr returns the local address of the underlying connection.
+func (c *conn) LocalAddr() net.Addr { return c.raw.LocalAddr() }
+
+// RemoteAddr returns the remote address of the underlying connection.
+func (c *conn) RemoteAddr() net.Addr { return c.raw.RemoteAddr() }
+
+// SetDeadline sets the underlying connection's deadlines. Write replaces the
+// write deadline with its own on every call.
+func (c *conn) SetDeadline(t time.Time) error { return c.raw.SetDeadline(t) }
+
+// SetReadDeadline sets the underlying connection's read deadline.
+func (c *conn) SetReadDeadline(t time.Time) error { return c.raw.SetReadDeadline(t) }
+
+// SetWriteDeadline sets the underlying connection's write deadline; Write
+// replaces it with its own on every call.
+func (c *conn) SetWriteDeadline(t time.Time) error { return c.raw.SetWriteDeadline(t) }
+
+var _ net.Conn = (*conn)(nil)

@@ -1,0 +1,2 @@
+// Package zmtp is a hardened zmq4 transport for Unix sockets.
+package zmtp

@@ -1,0 +1,188 @@
+package zmtp
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/go-zeromq/zmq4"
+	"github.com/go-zeromq/zmq4/transport"
+)
+
+// Scheme is the zmq4 transport name this package registers at init with
+// default Options: endpoints look like "zipc:///run/carapace/ipc.sock". The
+// core and the ipc binary both use it.
+const Scheme = "zipc"
+
+// Defaults applied to zero (or negative) Options fields.
+const (
+	// DefaultMaxFrame is the default Options.MaxFrame: ipc.MaxRequestBytes
+	// (1 MiB) plus 64 KiB of headroom.
+	DefaultMaxFrame = 1<<20 + 64<<10
+	// DefaultMaxMessage is the default Options.MaxMessage.
+	DefaultMaxMessage = DefaultMaxFrame
+	// DefaultMaxFrames is the default Options.MaxFrames.
+	DefaultMaxFrames = 4
+	// DefaultHandshakeTimeout is the default Options.HandshakeTimeout.
+	DefaultHandshakeTimeout = 3 * time.Second
+	// DefaultWriteTimeout is the default Options.WriteTimeout.
+	DefaultWriteTimeout = 10 * time.Second
+	// DefaultMaxConns is the default Options.MaxConns.
+	DefaultMaxConns = 64
+)
+
+// Options bound what a peer can make this side allocate or wait for. Zero
+// fields get the defaults above.
+type Options struct {
+	// MaxFrame is the largest frame body accepted from the peer, in bytes.
+	MaxFrame int
+	// MaxMessage is the largest message accepted from the peer: the sum of
+	// the frame bodies of one multi-part message, in bytes.
+	MaxMessage int
+	// MaxFrames is the most frames one message may have.
+	MaxFrames int
+	// HandshakeTimeout bounds the whole handshake: the peer's greeting and
+	// READY must arrive, and zmq4 must finish its own handshake, within it.
+	HandshakeTimeout time.Duration
+	// WriteTimeout bounds each Write to the peer. A Write that misses it
+	// closes the connection.
+	WriteTimeout time.Duration
+	// MaxConns is the most live connections per listener, counting those
+	// still in their handshake. Connections beyond it are accepted and
+	// closed at once.
+	MaxConns int
+	// OnReject, if set, is called when this side drops a connection, with a
+	// short fixed reason ("frame too large", "handshake timeout", ...) that
+	// never contains a byte the peer sent. It may be called from any
+	// goroutine, including zmq4's reader, and must not block.
+	OnReject func(reason string)
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxFrame <= 0 {
+		o.MaxFrame = DefaultMaxFrame
+	}
+	if o.MaxMessage <= 0 {
+		o.MaxMessage = DefaultMaxMessage
+	}
+	if o.MaxFrames <= 0 {
+		o.MaxFrames = DefaultMaxFrames
+	}
+	if o.HandshakeTimeout <= 0 {
+		o.HandshakeTimeout = DefaultHandshakeTimeout
+	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = DefaultWriteTimeout
+	}
+	if o.MaxConns <= 0 {
+		o.MaxConns = DefaultMaxConns
+	}
+	return o
+}
+
+// unixTransport is the hardened transport.Transport.
+type unixTransport struct {
+	o Options
+}
+
+// New returns a zmq4 transport over Unix sockets whose connections, on both
+// the Listen and the Dial side, are filtered as the package documentation
+// describes. Zero fields of opts get their defaults.
+func New(opts Options) transport.Transport {
+	return &unixTransport{o: opts.withDefaults()}
+}
+
+// Register registers New(opts) with zmq4 under scheme, so that endpoints
+// "<scheme>:///path" use it. zmq4 has no way to unregister a transport, and
+// registering a scheme twice is an error.
+func Register(scheme string, opts Options) error {
+	return zmq4.RegisterTransport(scheme, New(opts))
+}
+
+func init() {
+	if err := Register(Scheme, Options{}); err != nil {
+		panic(err) // only a second registration of "zipc" in the binary can fail
+	}
+}
+
+// Endpoint converts "ipc:///run/carapace/ipc.sock" — or the bare absolute path
+// "/run/carapace/ipc.sock" — to the endpoint of the hardened transport,
+// "zipc:///run/carapace/ipc.sock". A "zipc://" endpoint is returned as is.
+// Anything else (tcp://, relative paths, Linux abstract sockets "@name") is
+// an error wrapping ErrBadEndpoint.
+func Endpoint(ep string) (string, error) {
+	var path string
+	switch {
+	case strings.HasPrefix(ep, "ipc://"):
+		path = ep[len("ipc://"):]
+	case strings.HasPrefix(ep, Scheme+"://"):
+		path = ep[len(Scheme+"://"):]
+	case strings.HasPrefix(ep, "/"):
+		path = ep
+	default:
+		return "", fmt.Errorf("%w: %q is neither ipc:///path nor an absolute path", ErrBadEndpoint, ep)
+	}
+	if err := checkPath(path); err != nil {
+		return "", err
+	}
+	return Scheme + "://" + path, nil
+}
+
+// checkPath accepts absolute filesystem paths only: the socket file's
+// permissions are the identity boundary, and an abstract socket has none.
+func checkPath(path string) error {
+	switch {
+	case !strings.HasPrefix(path, "/"):
+		return fmt.Errorf("%w: %q is not an absolute path", ErrBadEndpoint, path)
+	case strings.Contains(path, "://"):
+		return fmt.Errorf("%w: %q contains \"://\"", ErrBadEndpoint, path)
+	case strings.IndexByte(path, 0) >= 0:
+		return fmt.Errorf("%w: path contains a NUL byte", ErrBadEndpoint)
+	}
+	return nil
+}
+
+// Dial connects to the Unix socket at addr. The peer's greeting and READY
+// are validated as zmq4 reads them (zmq4 writes first on the dial side, and
+// the peer answers only then), under the HandshakeTimeout watchdog.
+func (t *unixTransport) Dial(ctx context.Context, dialer transport.Dialer, addr string) (net.Conn, error) {
+	if err := checkPath(addr); err != nil {
+		return nil, err
+	}
+	if dialer == nil {
+		dialer = &net.Dialer{Timeout: t.o.HandshakeTimeout}
+	}
+	raw, err := dialer.DialContext(ctx, "unix", addr)
+	if err != nil {
+		return nil, err
+	}
+	return newConn(raw, &t.o, sideDial, nil), nil
+}
+
+// Listen listens on the Unix socket at addr. The listener is closed when ctx
+// is done (zmq4 passes its socket's context) or by Close.
+func (t *unixTransport) Listen(ctx context.Context, addr string) (net.Listener, error) {
+	if err := checkPath(addr); err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("unix", addr)
+	if err != nil {
+		return nil, err
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return newListener(ctx, ln, &t.o), nil
+}
+
+// Addr validates the path part of an endpoint and returns it unchanged.
+func (t *unixTransport) Addr(ep string) (string, error) {
+	if err := checkPath(ep); err != nil {
+		return "", err
+	}
+	return ep, nil
+}
+
+var _ transport.Transport = (*unixTransport)(nil)
