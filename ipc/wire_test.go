@@ -38,7 +38,7 @@ func TestDecodeRequestRejects(t *testing.T) {
 		{"bad correlation", "request-bad-correlation.json", "correlation", "correlation must be"},
 		{"missing correlation", "request-missing-correlation.json", "correlation", "missing"},
 		{"trailing data", "request-trailing-data.json", "", "after the request object"},
-		{"truncated", "request-truncated.json", "", "not valid JSON"},
+		{"truncated", "request-truncated.json", "arguments", "not valid JSON"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

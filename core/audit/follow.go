@@ -188,7 +188,9 @@ func (t *tailer) drain(fn func(*Entry) error) error {
 // poll emits what was appended since the last poll and follows the log to
 // a new file if it rotated.
 func (t *tailer) poll() error {
-	for {
+	// Each turn follows one rotation observed during this poll; the bound
+	// only keeps a log rotating without pause from holding Follow here.
+	for range 64 {
 		if t.file != nil {
 			if err := t.drain(t.emit); err != nil {
 				return err
@@ -234,6 +236,7 @@ func (t *tailer) poll() error {
 			return nil
 		}
 	}
+	return nil
 }
 
 // catchUp reads the rotated files newer than t.info, then adopts the

@@ -17,9 +17,9 @@ import (
 
 // Defaults for Options.
 const (
-	DefaultMaxBytes     = 10 << 20
-	DefaultMaxFiles     = 5
-	DefaultSyncInterval = time.Second
+	DefaultMaxBytes     = 10 << 20    // Options.MaxBytes: 10 MiB
+	DefaultMaxFiles     = 5           // Options.MaxFiles
+	DefaultSyncInterval = time.Second // Options.SyncInterval
 )
 
 // MaxLineBytes is the largest entry, in bytes of JSON without its newline,
@@ -236,23 +236,24 @@ func (l *Log) shrink() {
 }
 
 // rotate renames path.(N-1) to path.N … path to path.1 and opens a fresh
-// path. The caller holds mu. On failure the current file is closed and f is
-// nil, so the next Write reopens path and, if it is still too large, rotates
-// again: renames of missing files are skipped, so a retry completes a
-// rotation that stopped half way without reordering the files.
+// path. The caller holds mu.
+//
+// Only the files below the first missing number move: with .1 missing,
+// nothing but path does. So a retry after a rotation that stopped half way
+// (.1 already moved to .2, path not yet to .1) completes it without pushing
+// a file out early. If a rename fails the current file stays open and
+// current, and the next Write tries again. If only the final open fails, f
+// is nil and the next Write opens path.
 func (l *Log) rotate() error {
-	// Handing the old file to the sync goroutine keeps an fsync of up to
-	// MaxBytes out of the write path. Nothing writes to it any more.
-	old := l.f
-	l.f = nil
-	if l.stop != nil {
-		l.retired = append(l.retired, old)
-	} else if err := old.Close(); err != nil {
-		l.log.Warn("audit: close rotated log", "path", l.path, "err", err)
+	hole := l.opts.MaxFiles // no hole: path.N-1 replaces the oldest, path.N
+	for k := 1; k < l.opts.MaxFiles; k++ {
+		if _, err := os.Lstat(rotatedName(l.path, k)); errors.Is(err, fs.ErrNotExist) {
+			hole = k
+			break
+		}
 	}
-	for i := l.opts.MaxFiles - 1; i >= 1; i-- {
-		err := os.Rename(rotatedName(l.path, i), rotatedName(l.path, i+1))
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	for i := hole - 1; i >= 1; i-- {
+		if err := os.Rename(rotatedName(l.path, i), rotatedName(l.path, i+1)); err != nil {
 			return fmt.Errorf("audit: rotate: %w", err)
 		}
 	}
@@ -260,6 +261,15 @@ func (l *Log) rotate() error {
 		return fmt.Errorf("audit: rotate: %w", err)
 	}
 	l.dirSync = true
+	// Nothing writes to the old file any more. Handing it to the sync
+	// goroutine keeps an fsync of up to MaxBytes out of the write path.
+	if l.stop != nil {
+		l.retired = append(l.retired, l.f)
+	} else if err := l.f.Close(); err != nil {
+		l.log.Warn("audit: close rotated log", "path", l.path, "err", err)
+	}
+	l.f = nil
+
 	// Files beyond MaxFiles: left by an earlier, larger MaxFiles. The rename
 	// above already replaced path.MaxFiles.
 	nums, err := rotatedNumbers(l.path)

@@ -360,6 +360,29 @@ func TestRotationFailureRetries(t *testing.T) {
 	}
 }
 
+// A rotation that stopped half way (here: .1 moved to .2, path not yet to
+// .1) is completed by the next one without dropping a file that should be
+// kept.
+func TestRotationFillsHole(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	writeFile(t, path+".3", line(t, ent("a", 0))+"\n", 0o600)
+	writeFile(t, path+".2", line(t, ent("b", 0))+"\n", 0o600)
+	writeFile(t, path, line(t, ent("c", 0))+"\n", 0o600)
+	l, err := Open(path, Options{MaxBytes: 300, MaxFiles: 3, SyncInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	mustWrite(t, l, ent("d", 0)) // rotates: c's file moves to the hole at .1
+	got, _ := mustRead(t, path, Filter{})
+	if g := strings.Join(ids(got), " "); g != "a-0 b-0 c-0 d-0" {
+		t.Errorf("read %q, want \"a-0 b-0 c-0 d-0\"", g)
+	}
+	if _, err := os.Stat(path + ".1"); err != nil {
+		t.Errorf("no .1 after rotation: %v", err)
+	}
+}
+
 // Fail closed on a real full disk: /dev/full fails every write with ENOSPC.
 func TestWriteDevFull(t *testing.T) {
 	before, err := os.Stat("/dev/full")
@@ -392,6 +415,26 @@ func TestWriteDevFull(t *testing.T) {
 	}
 	if _, err := os.Lstat(link + ".1"); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the device link was rotated: %v", err)
+	}
+}
+
+// A device that accepts writes is written to but never rotated: renaming
+// /dev/null away would break the whole system.
+func TestWriteDeviceNotRotated(t *testing.T) {
+	link := filepath.Join(t.TempDir(), "audit.jsonl")
+	if err := os.Symlink("/dev/null", link); err != nil {
+		t.Fatal(err)
+	}
+	l, err := Open(link, Options{MaxBytes: 1, SyncInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for i := range 3 {
+		mustWrite(t, l, ent("s", i))
+	}
+	if _, err := os.Lstat(link + ".1"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the device was rotated: %v", err)
 	}
 }
 

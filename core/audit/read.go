@@ -282,7 +282,7 @@ func openSet(path string) (*fileSet, error) {
 		set.files = append(set.files, f)
 		set.infos = append(set.infos, st)
 	}
-
+	slices.Reverse(set.files)
 	slices.Reverse(set.infos)
 	if set.cur == 0 {
 		set.cur = len(set.files) - 1

@@ -163,6 +163,21 @@ func TestReadOrderAcrossFiles(t *testing.T) {
 	}
 }
 
+// A file reached under two names — as when a rotation renames it between
+// two opens — is read once.
+func TestReadSameFileTwice(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	writeFile(t, path+".2", line(t, ent("s", 0))+"\n", 0o600)
+	writeFile(t, path, line(t, ent("s", 1))+"\n", 0o600)
+	if err := os.Link(path, path+".1"); err != nil {
+		t.Fatal(err)
+	}
+	got, st := mustRead(t, path, Filter{})
+	if g := strings.Join(ids(got), " "); g != "s-0 s-1" || st.Files != 2 {
+		t.Errorf("read %q from %d files, want \"s-0 s-1\" from 2", g, st.Files)
+	}
+}
+
 func TestReadLastWithOutcomeFilter(t *testing.T) {
 	l, path := openLog(t, Options{MaxBytes: 800, SyncInterval: -1})
 	outcomes := []string{OutcomeRouted, OutcomeRejected, OutcomeOK, OutcomeError, OutcomeRouted, OutcomeRejected, OutcomeOK}

@@ -185,6 +185,12 @@ func Explain(err error) Problem {
 			}
 		}
 	}
+	if strings.HasSuffix(ve.KeywordLocation, "/format") {
+		// The library quotes the value; arguments never go to the log.
+		if i := strings.LastIndex(msg, " is not valid "); i >= 0 {
+			msg = "is not a valid " + strings.Trim(msg[i+len(" is not valid "):], "'")
+		}
+	}
 	msg = strings.ReplaceAll(msg, "'", "\"")
 	if field != "" && !strings.HasPrefix(ve.KeywordLocation, "/additionalProperties") && !strings.HasPrefix(msg, "additionalProperties") && !strings.HasPrefix(msg, "missing properties") {
 		msg = field + ": " + msg

@@ -49,7 +49,7 @@ type Options struct {
 	Catalog        *catalog.Catalog
 	Audit          Auditor
 	Gate           *confirm.Gate
-	HandlerTimeout time.Duration         // default DefaultHandlerTimeout
+	HandlerTimeout time.Duration          // default DefaultHandlerTimeout
 	RateFor        func(tool string) Rate // the limit for a tool
 	// Available reports whether a plugin's handler can take calls; nil
 	// means always.
@@ -416,8 +416,9 @@ func (p *Pipeline) respondError(c *call, source, outcome string, e *ipc.Error) {
 // the entry (with the stage that produced it), forward.
 func (p *Pipeline) respondErrorAt(c *call, stage, source, outcome string, e *ipc.Error) {
 	msg, kinds := sanitize.String(e.Message)
-	e.Message = msg
-	entry := &audit.Entry{Stage: stage, Outcome: outcome, Source: source, Code: string(e.Code), Field: e.Field, Reason: e.Message, DurationMS: ms(time.Since(c.received))}
+	e.Message = clip(msg, 2000)
+	e.Field = clip(e.Field, 200)
+	entry := &audit.Entry{Stage: stage, Outcome: outcome, Source: source, Code: string(e.Code), Field: e.Field, Reason: clip(e.Message, 500), DurationMS: ms(time.Since(c.received))}
 	if len(kinds) > 0 {
 		entry.Redacted = []string{"error.message"}
 		p.log.Warn("sanitiser redacted an error message", "source", source, "paths", entry.Redacted)

@@ -36,7 +36,7 @@ func TestHugeFrameHeader(t *testing.T) {
 
 func TestStalledPeers(t *testing.T) {
 	t.Run("zipc", func(t *testing.T) {
-		const hsTimeout = 2 * time.Second
+		const hsTimeout = 3 * time.Second
 		rj := newRejects()
 		ep, path := register(t, Options{HandshakeTimeout: hsTimeout, OnReject: rj.hook})
 		echoRouter(t, ep)
@@ -360,10 +360,17 @@ func TestDialSide(t *testing.T) {
 		{"bad greeting", cat(greetingBytes("PLAIN", 3, 0), serverReady), true, "bad greeting: mechanism"},
 		{"READY key length past end", cat(validGreeting(), readyCmd(prop("Socket-Type", "ROUTER"), []byte{3, 'a', 'b'})), true, "bad READY: property name past end"},
 		{"READY claims 2^62", cat(validGreeting(), header(flagCommand, 1<<62)), true, "bad READY: too large"},
+		{"READY without Socket-Type", cat(validGreeting(), readyCmd(prop("Identity", "core"))), true, "bad READY: missing Socket-Type"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rj := newRejects()
-			ep, path := register(t, Options{HandshakeTimeout: 500 * time.Millisecond, OnReject: rj.hook})
+			// Only the silent core waits for the watchdog; elsewhere a
+			// short timeout would race the legitimate part of the exchange.
+			hsTimeout := wait
+			if tc.reason == "handshake timeout" {
+				hsTimeout = 500 * time.Millisecond
+			}
+			ep, path := register(t, Options{HandshakeTimeout: hsTimeout, OnReject: rj.hook})
 			ln, err := net.Listen("unix", path)
 			if err != nil {
 				t.Fatal(err)

@@ -74,6 +74,7 @@ func FuzzFilter(f *testing.F) {
 		hs,
 		cat(hs, frame(0, []byte("hello"))),
 		cat(hs, frame(flagMore, nil), frame(flagMore, []byte("a")), frame(0, []byte("b"))),
+		cat(hs, frame(flagMore, nil), frame(flagMore, nil), frame(flagMore, nil), frame(flagMore, nil), frame(0, nil)),
 		cat(hs, header(0, 1<<62)),
 		cat(hs, header(0, 1<<31)),
 		cat(hs, header(0, 4097)),

@@ -28,7 +28,7 @@ type listener struct {
 	wg        sync.WaitGroup // the accept loop and the handshake goroutines
 	closeOnce sync.Once
 	closeErr  error
-	stopCtx   func() bool
+	stopCtx   func() bool // guarded by mu: set after the AfterFunc may already run
 }
 
 func newListener(ctx context.Context, ln net.Listener, o *Options) *listener {
@@ -39,9 +39,14 @@ func newListener(ctx context.Context, ln net.Listener, o *Options) *listener {
 		done:  make(chan struct{}),
 		hs:    make(map[*conn]struct{}),
 	}
-	l.stopCtx = context.AfterFunc(ctx, func() { _ = l.Close() })
 	l.wg.Add(1)
 	go l.loop()
+	// Registered last: if ctx is already done, Close runs at once in a
+	// goroutine of its own, and must find the loop counted in wg.
+	stop := context.AfterFunc(ctx, func() { _ = l.Close() })
+	l.mu.Lock()
+	l.stopCtx = stop
+	l.mu.Unlock()
 	return l
 }
 
@@ -134,8 +139,10 @@ func (l *listener) Accept() (net.Conn, error) {
 // by Accept belong to their caller (zmq4 closes them with its socket).
 func (l *listener) Close() error {
 	l.closeOnce.Do(func() {
-		l.stopCtx()
 		l.mu.Lock()
+		if l.stopCtx != nil {
+			l.stopCtx()
+		}
 		l.closed = true
 		close(l.done)
 		pending := make([]*conn, 0, len(l.hs))

@@ -125,6 +125,17 @@ func TestListenerClose(t *testing.T) {
 		noLeak(t, base)
 	})
 
+	t.Run("context already done", func(t *testing.T) {
+		base := runtime.NumGoroutine()
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		l, _ := listen(t, ctx, Options{})
+		if _, err := l.Accept(); !errors.Is(err, net.ErrClosed) {
+			t.Fatalf("Accept on a listener whose context was done = %v", err)
+		}
+		noLeak(t, base)
+	})
+
 	t.Run("accepted connections count until closed", func(t *testing.T) {
 		l, path := listen(t, context.Background(), Options{MaxConns: 1})
 		c := rawConn(t, path)

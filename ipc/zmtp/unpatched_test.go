@@ -54,7 +54,43 @@ func TestZMQ4MetadataParserPanics(t *testing.T) {
 	}
 }
 
-// TestUnpatchedZMQ4Crashes proves attacks 1 and 3 are real: a plain zmq4
+// TestZMQ4SocketTypePanics: zmq4's Conn.init calls
+// SocketType(peer's Socket-Type).IsCompatible(own type), and IsCompatible
+// panics on any type it does not know — including "" (no Socket-Type in
+// READY) and "dealer" in lower case. parseReady only ever hands zmq4 a
+// canonical, known type.
+func TestZMQ4SocketTypePanics(t *testing.T) {
+	for _, tc := range []struct {
+		peer      string
+		zmq4Panic bool
+	}{
+		{"DEALER", false},
+		{"PUB", false}, // incompatible, but an error
+		{"", true},
+		{"dealer", true},
+		{"FOO", true},
+	} {
+		panicked := func() (p bool) {
+			defer func() { p = recover() != nil }()
+			zmq4.SocketType(tc.peer).IsCompatible(zmq4.Router)
+			return false
+		}()
+		if panicked != tc.zmq4Panic {
+			t.Errorf("zmq4 IsCompatible(%q): panicked=%v, want %v", tc.peer, panicked, tc.zmq4Panic)
+		}
+		md := prop("Socket-Type", tc.peer)
+		if tc.peer == "" {
+			md = prop("Identity", "x")
+		}
+		st, err := parseReady(cat([]byte("\x05READY"), md))
+		if err == nil && canonicalType([]byte(st)) != st {
+			t.Errorf("parseReady(%q) = %q, not canonical", tc.peer, st)
+		}
+	}
+}
+
+// TestUnpatchedZMQ4Crashes proves attacks 1 and 3 are real (and the socket
+// type panic above): a plain zmq4
 // ROUTER on "ipc://" runs in a child process (this test binary re-executed as
 // TestHelperProcess), and one forged stream from an unprivileged peer kills
 // the whole process.
@@ -67,6 +103,8 @@ func TestUnpatchedZMQ4Crashes(t *testing.T) {
 		{"frame header claims 2^62 bytes", cat(validGreeting(), dealerReady(), header(0, 1<<62))},
 		{"READY key length past end", cat(validGreeting(), readyCmd(st, []byte{3, 'a', 'b'}))},
 		{"READY truncated value length", cat(validGreeting(), readyCmd(st, []byte{1, 'a', 0, 0}))},
+		{"READY without Socket-Type", cat(validGreeting(), readyCmd(prop("Identity", "x")))},
+		{"READY Socket-Type dealer in lower case", cat(validGreeting(), readyCmd(prop("Socket-Type", "dealer")))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := sockPath(t)

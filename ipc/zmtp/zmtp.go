@@ -56,7 +56,9 @@ type Options struct {
 	// OnReject, if set, is called when this side drops a connection, with a
 	// short fixed reason ("frame too large", "handshake timeout", ...) that
 	// never contains a byte the peer sent. It may be called from any
-	// goroutine, including zmq4's reader, and must not block.
+	// goroutine, including zmq4's reader and the listener's own, so it must
+	// not block, and must not close the zmq4 socket (or the listener)
+	// synchronously: Close waits for those goroutines.
 	OnReject func(reason string)
 }
 
