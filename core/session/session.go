@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/go-zeromq/zmq4"
+	"golang.org/x/time/rate"
 
 	"github.com/carapace-dev/carapace/core/audit"
 	"github.com/carapace-dev/carapace/core/home"
@@ -76,14 +77,16 @@ type Manager struct {
 // live is an open session: its trusted state, socket and in-flight work.
 type live struct {
 	*pipeline.Session
-	socket string
-	router zmq4.Socket
-	ctx    context.Context
-	cancel context.CancelFunc
-	sem    chan struct{}
-	wg     sync.WaitGroup
-	cache  *cache
-	done   chan struct{}
+	m       *Manager
+	rejects *rate.Limiter // bounds how often dropped connections are logged
+	socket  string
+	router  zmq4.Socket
+	ctx     context.Context
+	cancel  context.CancelFunc
+	sem     chan struct{}
+	wg      sync.WaitGroup
+	cache   *cache
+	done    chan struct{}
 }
 
 // NewManager returns a manager. It removes sockets a crashed core left behind.
@@ -141,7 +144,7 @@ func (m *Manager) Open(group, runtime string) (Info, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	router := zmq4.NewRouter(ctx, zmq4.WithTimeout(10*time.Second), zmq4.WithLogger(log.New(slogWriter{m.log}, "", 0)))
-	if err := router.Listen(zmtp.Scheme + "://" + path); err != nil {
+	if err := router.Listen(scheme() + "://" + path); err != nil {
 		cancel()
 		return Info{}, fmt.Errorf("listen on session socket %s: %w", path, err)
 	}
@@ -151,7 +154,7 @@ func (m *Manager) Open(group, runtime string) (Info, error) {
 		return Info{}, fmt.Errorf("chmod session socket: %w", err)
 	}
 	l := &live{
-		Session: pipeline.NewSession(id, group, runtime), socket: path, router: router,
+		Session: pipeline.NewSession(id, group, runtime), m: m, rejects: rate.NewLimiter(1, 10), socket: path, router: router,
 		ctx: ctx, cancel: cancel, sem: make(chan struct{}, m.opts.MaxInFlight),
 		cache: newCache(m.opts.CacheTTL), done: make(chan struct{}),
 	}
@@ -163,6 +166,7 @@ func (m *Manager) Open(group, runtime string) (Info, error) {
 	}
 	m.sessions[id] = l
 	m.mu.Unlock()
+	bySocket.Store(path, l)
 	go m.loop(l)
 	m.audit(l, audit.OutcomeOpened)
 	m.log.Info("session opened", "session", id, "group", group, "runtime", runtime)
@@ -226,6 +230,7 @@ func (m *Manager) Len() int {
 }
 
 func (l *live) close() {
+	bySocket.Delete(l.socket)
 	l.cancel()
 	_ = l.router.Close()
 	<-l.done
@@ -337,4 +342,40 @@ type slogWriter struct{ l *slog.Logger }
 func (w slogWriter) Write(p []byte) (int, error) {
 	w.l.Debug("zmq4", "msg", strings.TrimSpace(string(p)))
 	return len(p), nil
+}
+
+// The session sockets' transport: ipc/zmtp's defaults plus a hook that
+// reports every connection the transport drops, attributed to its session
+// by the socket path.
+const sessionScheme = "zipc-session"
+
+var (
+	registerOnce sync.Once
+	bySocket     sync.Map // socket path → *live
+)
+
+func scheme() string {
+	registerOnce.Do(func() {
+		if err := zmtp.Register(sessionScheme, zmtp.Options{OnReject: onReject}); err != nil {
+			panic(fmt.Sprintf("register %s transport: %v", sessionScheme, err)) // only a second registration can fail
+		}
+	})
+	return sessionScheme
+}
+
+// onReject runs on transport goroutines: it must not block.
+func onReject(socket, reason string) {
+	v, ok := bySocket.Load(socket)
+	if !ok {
+		return
+	}
+	l := v.(*live)
+	if !l.rejects.Allow() {
+		return // a flood of bad connections must not flood the log
+	}
+	l.m.log.Warn("session socket dropped a connection", "session", l.ID, "group", l.Group, "reason", reason)
+	if l.m.opts.Audit != nil {
+		_ = l.m.opts.Audit.Write(&audit.Entry{Time: time.Now().UTC(), Session: l.ID, Group: l.Group, Source: "core",
+			Stage: audit.StageSession, Outcome: audit.OutcomeRejected, Reason: "transport: " + reason})
+	}
 }

@@ -389,8 +389,20 @@ func (c *conn) reject(reason string) {
 		_ = c.shutdown()
 	})
 	if won && c.o.OnReject != nil {
-		c.o.OnReject(reason)
+		c.o.OnReject(c.socket(), reason)
 	}
+}
+
+// socket names the Unix socket this connection belongs to.
+func (c *conn) socket() string {
+	a := c.raw.LocalAddr()
+	if c.side == sideDial {
+		a = c.raw.RemoteAddr()
+	}
+	if a == nil {
+		return ""
+	}
+	return a.String()
 }
 
 func (c *conn) shutdown() error {

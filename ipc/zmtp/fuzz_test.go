@@ -98,7 +98,7 @@ func FuzzFilter(f *testing.F) {
 func checkFilterOutput(t *testing.T, stream []byte) {
 	o := fuzzOpts.withDefaults()
 	var reason string
-	o.OnReject = func(r string) { reason = r }
+	o.OnReject = func(_, r string) { reason = r }
 	c := newConn(newMemConn(stream), &o, sideListen, nil)
 	defer c.Close()
 	if err := c.serverHandshake(); err != nil {

@@ -104,7 +104,7 @@ type rejects struct{ ch chan string }
 
 func newRejects() *rejects { return &rejects{ch: make(chan string, 4096)} }
 
-func (r *rejects) hook(reason string) {
+func (r *rejects) hook(_, reason string) {
 	select {
 	case r.ch <- reason:
 	default:

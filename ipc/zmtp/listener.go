@@ -78,7 +78,7 @@ func (l *listener) loop() {
 		if l.live.Load() >= int64(l.o.MaxConns) {
 			_ = raw.Close()
 			if l.o.OnReject != nil {
-				l.o.OnReject(reasonTooManyConns)
+				l.o.OnReject(raw.LocalAddr().String(), reasonTooManyConns)
 			}
 			continue
 		}

@@ -53,13 +53,14 @@ type Options struct {
 	// still in their handshake. Connections beyond it are accepted and
 	// closed at once.
 	MaxConns int
-	// OnReject, if set, is called when this side drops a connection, with a
+	// OnReject, if set, is called when this side drops a connection, with
+	// the socket's path (the listener's own path, or the path dialled) and a
 	// short fixed reason ("frame too large", "handshake timeout", ...) that
 	// never contains a byte the peer sent. It may be called from any
 	// goroutine, including zmq4's reader and the listener's own, so it must
 	// not block, and must not close the zmq4 socket (or the listener)
 	// synchronously: Close waits for those goroutines.
-	OnReject func(reason string)
+	OnReject func(socket, reason string)
 }
 
 func (o Options) withDefaults() Options {

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"bytes"
+	"debug/elf"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestDependencies pins what the in-container binary may link: no cgo, no
+// HTTP stack, no way to start processes.
+func TestDependencies(t *testing.T) {
+	cmd := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}} {{join .CgoFiles \",\"}}", ".")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	forbidden := map[string]bool{"net/http": true, "os/exec": true, "runtime/cgo": true, "plugin": true, "net/rpc": true, "crypto/tls": true}
+	deps := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		pkg, cgo, _ := strings.Cut(line, " ")
+		deps++
+		if forbidden[pkg] {
+			t.Errorf("cmd/ipc links %s", pkg)
+		}
+		if cgo != "" {
+			t.Errorf("%s has cgo files: %s", pkg, cgo)
+		}
+	}
+	if deps > 150 {
+		t.Errorf("cmd/ipc has %d dependencies; keep it small", deps)
+	}
+}
+
+// TestStaticBinary builds the binary as the Makefile does and checks it has
+// no dynamic loader: it must run on an image with nothing else in it.
+func TestStaticBinary(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "ipc")
+	for _, arch := range []string{"amd64", "arm64"} {
+		cmd := exec.Command("go", "build", "-o", out, ".")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("build %s: %v\n%s", arch, err, b)
+		}
+		f, err := elf.Open(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range f.Progs {
+			if p.Type == elf.PT_INTERP || p.Type == elf.PT_DYNAMIC {
+				t.Errorf("linux/%s binary is dynamically linked", arch)
+			}
+		}
+		f.Close()
+	}
+}
+
+func TestRunUsage(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		code int
+		out  string // substring of stdout
+		err  string // substring of stderr
+	}{
+		{"no args", nil, nil, 2, "", "usage: ipc"},
+		{"help", []string{"--help"}, nil, 0, "usage: ipc", ""},
+		{"flag", []string{"-x"}, nil, 2, "", "usage: ipc"},
+		{"too many", []string{"a", "{}", "extra"}, nil, 2, "", "usage: ipc"},
+		{"bad timeout", []string{"tool.invoke.echo"}, map[string]string{"CARAPACE_IPC_TIMEOUT": "soon"}, 2, "", "CARAPACE_IPC_TIMEOUT"},
+		{"bad json", []string{"tool.invoke.echo", "{nope"}, nil, 1, "", `"code":"VALIDATION_FAILED"`},
+		{"array", []string{"tool.invoke.echo", "[1]"}, nil, 1, "", `"field":"arguments"`},
+		{"unreachable", []string{"tool.invoke.echo", "{}"}, map[string]string{"CARAPACE_IPC_ENDPOINT": "ipc:///nonexistent/ipc.sock", "CARAPACE_IPC_TIMEOUT": "1s"}, 1, "", `"code":"PLUGIN_UNAVAILABLE"`},
+		{"bad endpoint", []string{"tool.invoke.echo", "{}"}, map[string]string{"CARAPACE_IPC_ENDPOINT": "tcp://1.2.3.4:5"}, 1, "", `"code":"PLUGIN_UNAVAILABLE"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			var stdout, stderr bytes.Buffer
+			code := run(tt.args, strings.NewReader(""), &stdout, &stderr)
+			if code != tt.code || !strings.Contains(stdout.String(), tt.out) || !strings.Contains(stderr.String(), tt.err) {
+				t.Fatalf("code %d stdout %q stderr %q; want %d, %q, %q", code, stdout.String(), stderr.String(), tt.code, tt.out, tt.err)
+			}
+			if code == 1 {
+				var e map[string]any
+				if err := json.Unmarshal(bytes.TrimSpace(stderr.Bytes()), &e); err != nil {
+					t.Fatalf("stderr is not one JSON object: %q", stderr.String())
+				}
+			}
+		})
+	}
+}
+
+func TestOversizedStdin(t *testing.T) {
+	big := `{"a":"` + strings.Repeat("x", 1<<20) + `"}`
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"tool.invoke.echo", "-"}, strings.NewReader(big), &stdout, &stderr)
+	if code != 1 || !strings.Contains(stderr.String(), "limit") {
+		t.Fatalf("code %d stderr %q", code, stderr.String())
+	}
+}

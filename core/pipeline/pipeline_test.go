@@ -1,0 +1,293 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/carapace-dev/carapace/core/audit"
+	"github.com/carapace-dev/carapace/core/catalog"
+	"github.com/carapace-dev/carapace/core/confirm"
+	"github.com/carapace-dev/carapace/core/manifest"
+	"github.com/carapace-dev/carapace/core/plugin"
+	"github.com/carapace-dev/carapace/ipc"
+	"github.com/carapace-dev/carapace/plugins/echo"
+)
+
+// memAudit records entries in memory; fail makes Write fail.
+type memAudit struct {
+	mu      sync.Mutex
+	entries []audit.Entry
+	fail    bool
+}
+
+func (m *memAudit) Write(e *audit.Entry) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.fail {
+		return errors.New("disk full")
+	}
+	m.entries = append(m.entries, *e)
+	return nil
+}
+
+func (m *memAudit) stages() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []string
+	for _, e := range m.entries {
+		out = append(out, e.Stage+":"+e.Outcome)
+	}
+	return out
+}
+
+// funcHandler adapts a function to plugin.Handler.
+type funcHandler func(ctx context.Context, req *plugin.Request) (map[string]any, error)
+
+func (f funcHandler) Init(context.Context, map[string]any, plugin.Services) error { return nil }
+func (f funcHandler) Shutdown(context.Context) error                             { return nil }
+func (f funcHandler) Invoke(ctx context.Context, r *plugin.Request) (map[string]any, error) {
+	return f(ctx, r)
+}
+
+func newTestPipeline(t testing.TB, a *memAudit, h plugin.Handler) *Pipeline {
+	t.Helper()
+	cat := catalog.New()
+	m, err := manifest.Parse("echo/manifest.json", echo.Manifest())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools, err := catalog.FromManifest("echo", m, &echo.Handler{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := json.RawMessage(`{"type":"object","additionalProperties":false,"properties":{}}`)
+	s, _ := catalog.CompileSchema("t", schema)
+	if err := cat.Add(append(tools, &catalog.Tool{Name: "fn", Plugin: "fnplug", RiskLevel: "low", Schema: s, RawSchema: schema, Handler: h})...); err != nil {
+		t.Fatal(err)
+	}
+	return New(Options{Catalog: cat, Audit: a, Gate: &confirm.Gate{Timeout: time.Millisecond}, HandlerTimeout: 200 * time.Millisecond,
+		RateFor: func(string) Rate { return Rate{PerMinute: 1 << 30, Burst: 1 << 20} }})
+}
+
+// run sends raw through Reject or Handle and returns the final frame.
+func run(t testing.TB, p *Pipeline, s *Session, raw []byte) *ipc.Response {
+	t.Helper()
+	var finals [][]byte
+	send := func(f []byte, final bool) {
+		if final {
+			finals = append(finals, f)
+		}
+	}
+	if req, werr := ipc.DecodeRequest(raw); werr != nil {
+		p.Reject(s, "", werr, send)
+	} else {
+		p.Handle(context.Background(), s, req, send)
+	}
+	if len(finals) != 1 {
+		t.Fatalf("%d final frames for %q, want exactly 1", len(finals), raw)
+	}
+	if len(finals[0]) > ipc.MaxResponseBytes {
+		t.Fatalf("response of %d bytes", len(finals[0]))
+	}
+	r, err := ipc.DecodeResponse(finals[0])
+	if err != nil {
+		t.Fatalf("final frame does not decode: %v\n%s", err, finals[0])
+	}
+	return r
+}
+
+func wire(topic, args string) []byte {
+	return []byte(`{"topic":"` + topic + `","correlation":"c1","arguments":` + args + `}`)
+}
+
+func TestHandlerOutcomes(t *testing.T) {
+	tests := []struct {
+		name     string
+		h        funcHandler
+		code     ipc.Code
+		message  string
+		source   string
+		handlerE string // code of the handler-stage audit entry
+	}{
+		{"ok", func(context.Context, *plugin.Request) (map[string]any, error) { return map[string]any{"a": 1}, nil }, "", "", "fnplug", ""},
+		{"tool error", func(context.Context, *plugin.Request) (map[string]any, error) {
+			return nil, &plugin.ToolError{Code: "HANDLER_ERROR", Message: "nope", Retriable: true}
+		}, ipc.CodeHandlerError, "nope", "fnplug", "HANDLER_ERROR"},
+		{"reserved code normalised", func(context.Context, *plugin.Request) (map[string]any, error) {
+			return nil, &plugin.ToolError{Code: "UNAUTHORIZED", Message: "upstream 401"}
+		}, ipc.CodeHandlerError, "upstream 401", "fnplug", "UNAUTHORIZED"},
+		{"wrapped tool error", func(context.Context, *plugin.Request) (map[string]any, error) {
+			return nil, errors.Join(errors.New("x"), &plugin.ToolError{Code: "HANDLER_ERROR", Message: "inner"})
+		}, ipc.CodeHandlerError, "inner", "fnplug", "HANDLER_ERROR"},
+		{"plain error is generic", func(context.Context, *plugin.Request) (map[string]any, error) {
+			return nil, errors.New("open /etc/secret: permission denied")
+		}, ipc.CodePluginError, "Internal plugin error", "core", "PLUGIN_ERROR"},
+		{"panic is generic", func(context.Context, *plugin.Request) (map[string]any, error) { panic("boom") }, ipc.CodePluginError, "Internal plugin error", "core", "PLUGIN_ERROR"},
+		{"timeout", func(ctx context.Context, _ *plugin.Request) (map[string]any, error) { <-ctx.Done(); return nil, ctx.Err() }, ipc.CodePluginTimeout, "did not respond", "core", "PLUGIN_TIMEOUT"},
+		{"nil result", func(context.Context, *plugin.Request) (map[string]any, error) { return nil, nil }, ipc.CodeHandlerError, "no result object", "fnplug", "HANDLER_ERROR"},
+		{"oversized result", func(context.Context, *plugin.Request) (map[string]any, error) {
+			return map[string]any{"x": strings.Repeat("y", ipc.MaxResponseBytes)}, nil
+		}, ipc.CodeHandlerError, "maximum size", "fnplug", "HANDLER_ERROR"},
+		{"secret sanitised", func(context.Context, *plugin.Request) (map[string]any, error) {
+			return map[string]any{"k": "token sk-ant-api03-ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"}, nil
+		}, "", "", "fnplug", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := &memAudit{}
+			p := newTestPipeline(t, a, tt.h)
+			r := run(t, p, NewSession("s1", "main", "none"), wire("tool.invoke.fn", "{}"))
+			if r.Source != tt.source {
+				t.Errorf("source = %q, want %q", r.Source, tt.source)
+			}
+			if tt.code == "" {
+				if r.Payload.Error != nil {
+					t.Fatalf("error %+v", r.Payload.Error)
+				}
+				if strings.Contains(string(r.Payload.Result), "sk-ant-") {
+					t.Fatalf("secret forwarded: %s", r.Payload.Result)
+				}
+				return
+			}
+			e := r.Payload.Error
+			if e == nil || e.Code != tt.code || !strings.Contains(e.Message, tt.message) {
+				t.Fatalf("error %+v, want %s containing %q", e, tt.code, tt.message)
+			}
+			var handlerCode string
+			for _, ae := range a.entries {
+				if ae.Stage == audit.StageHandler {
+					handlerCode = ae.Code
+				}
+			}
+			if handlerCode != tt.handlerE {
+				t.Errorf("handler audit code = %q, want %q (stages %v)", handlerCode, tt.handlerE, a.stages())
+			}
+		})
+	}
+}
+
+func TestAuditFailureRefusesRequest(t *testing.T) {
+	ran := false
+	a := &memAudit{fail: true}
+	p := newTestPipeline(t, a, funcHandler(func(context.Context, *plugin.Request) (map[string]any, error) {
+		ran = true
+		return map[string]any{}, nil
+	}))
+	r := run(t, p, NewSession("s1", "main", "none"), wire("tool.invoke.fn", "{}"))
+	if ran {
+		t.Fatal("the handler ran although its request could not be audited")
+	}
+	if e := r.Payload.Error; e == nil || e.Code != ipc.CodePluginUnavailable {
+		t.Fatalf("error %+v, want PLUGIN_UNAVAILABLE", e)
+	}
+}
+
+func TestDrain(t *testing.T) {
+	release := make(chan struct{})
+	started := make(chan struct{})
+	p := newTestPipeline(t, &memAudit{}, funcHandler(func(context.Context, *plugin.Request) (map[string]any, error) {
+		close(started)
+		<-release
+		return map[string]any{"done": true}, nil
+	}))
+	p.opts.HandlerTimeout = 10 * time.Second
+	s := NewSession("s1", "main", "none")
+	inflight := make(chan *ipc.Response)
+	go func() { inflight <- run(t, p, s, wire("tool.invoke.fn", "{}")) }()
+	<-started
+	p.Drain()
+	// A new request is refused at once ...
+	if e := run(t, p, s, wire("tool.invoke.echo", `{"message":"x"}`)).Payload.Error; e == nil || e.Code != ipc.CodePluginUnavailable {
+		t.Fatalf("during drain: %+v, want PLUGIN_UNAVAILABLE", e)
+	}
+	// ... while the routed one finishes, and Wait waits for it.
+	waited := make(chan error)
+	go func() { waited <- p.Wait(context.Background()) }()
+	select {
+	case <-waited:
+		t.Fatal("Wait returned with a call in flight")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	if r := <-inflight; r.Payload.Error != nil {
+		t.Fatalf("in-flight call failed: %+v", r.Payload.Error)
+	}
+	if err := <-waited; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRateLimitRetryAfter(t *testing.T) {
+	p := newTestPipeline(t, &memAudit{}, nil)
+	p.opts.RateFor = func(string) Rate { return Rate{PerMinute: 6, Burst: 1} }
+	s := NewSession("s1", "main", "none")
+	if e := run(t, p, s, wire("tool.invoke.echo", `{"message":"x"}`)).Payload.Error; e != nil {
+		t.Fatal(e)
+	}
+	e := run(t, p, s, wire("tool.invoke.echo", `{"message":"x"}`)).Payload.Error
+	if e == nil || e.Code != ipc.CodeRateLimited || e.Stage != 4 || e.RetryAfter < 9 || e.RetryAfter > 10 {
+		t.Fatalf("second call: %+v, want RATE_LIMITED stage 4 retry_after ~10", e)
+	}
+	// Another session has its own budget.
+	if e := run(t, p, NewSession("s2", "main", "none"), wire("tool.invoke.echo", `{"message":"x"}`)).Payload.Error; e != nil {
+		t.Fatalf("other session limited: %+v", e)
+	}
+}
+
+func TestDiagnosticsRing(t *testing.T) {
+	s := NewSession("s1", "main", "none")
+	for i := 0; i < diagCap+10; i++ {
+		outcome := audit.OutcomeOK
+		if i%2 == 0 {
+			outcome = audit.OutcomeRejected
+		}
+		s.record(audit.Entry{Correlation: string(rune('a' + i%26)), Outcome: outcome})
+	}
+	if n := len(s.Diagnostics(audit.Filter{})); n != diagCap {
+		t.Fatalf("kept %d, want %d", n, diagCap)
+	}
+	got := s.Diagnostics(audit.Filter{Outcome: "error", Last: 3})
+	if len(got) != 3 {
+		t.Fatalf("last 3 errors: %d", len(got))
+	}
+	for _, e := range got {
+		if e.Outcome != audit.OutcomeRejected {
+			t.Fatalf("filter returned %q", e.Outcome)
+		}
+	}
+}
+
+// FuzzPipeline drives arbitrary bytes through envelope construction and
+// every stage: whatever arrives, exactly one well-formed response leaves.
+func FuzzPipeline(f *testing.F) {
+	for _, s := range []string{
+		`{"topic":"tool.invoke.echo","correlation":"c1","arguments":{"message":"hi"}}`,
+		`{"topic":"tool.invoke.echo_confirm","correlation":"c1","arguments":{"message":"hi"}}`,
+		`{"topic":"tool.invoke.get_diagnostics","correlation":"c1","arguments":{"last_n":5,"filter_outcome":"error"}}`,
+		`{"topic":"tool.invoke.list_tools","correlation":"c1","arguments":{}}`,
+		`{"topic":"tool.invoke.echo","correlation":"c1","arguments":{"message":"hi","group":"x"}}`,
+		`{"topic":"x","correlation":"c1","arguments":{}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	a := &memAudit{}
+	p := newTestPipeline(f, a, funcHandler(func(context.Context, *plugin.Request) (map[string]any, error) { return map[string]any{}, nil }))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		s := NewSession("s1", "main", "none")
+		r := run(t, p, s, raw)
+		if r.Group != "main" || r.Version != ipc.ProtocolVersion || r.Type != ipc.TypeResponse {
+			t.Fatalf("envelope not built from session state: %+v", r)
+		}
+		if e := r.Payload.Error; e != nil && !e.Code.Valid() {
+			t.Fatalf("invalid code %q", e.Code)
+		}
+		a.mu.Lock()
+		a.entries = a.entries[:0]
+		a.mu.Unlock()
+	})
+}

@@ -1,0 +1,304 @@
+package server_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/carapace-dev/carapace/core/audit"
+	"github.com/carapace-dev/carapace/core/control"
+	"github.com/carapace-dev/carapace/core/home"
+	"github.com/carapace-dev/carapace/core/plugin"
+	"github.com/carapace-dev/carapace/core/server"
+	"github.com/carapace-dev/carapace/ipc"
+	"github.com/carapace-dev/carapace/plugins"
+)
+
+// bins are the real binaries under test, built once by TestMain.
+var bins struct{ ipc, carapace string }
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "cpbin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bins.ipc, bins.carapace = filepath.Join(dir, "ipc"), filepath.Join(dir, "carapace")
+	for out, pkg := range map[string]string{bins.ipc: "../../cmd/ipc", bins.carapace: "../../cmd/carapace"} {
+		cmd := exec.Command("go", "build", "-o", out, pkg)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", pkg, err, b)
+			os.Exit(1)
+		}
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// testkit is a plugin for the end-to-end tests: it counts calls and can
+// fail in every way a handler can.
+type testkit struct {
+	calls    atomic.Int64
+	shutdown atomic.Int64
+}
+
+const testkitManifest = `{
+  "description": "test plugin", "version": "1.0.0", "app_compat": ">=0.1.0", "author": {"name": "tests"},
+  "provides": {"channels": [], "tools": [
+    {"name": "tk_count", "description": "count calls; optionally sleep first", "risk_level": "low",
+     "arguments_schema": {"type": "object", "additionalProperties": false, "properties": {"sleep_ms": {"type": "integer", "minimum": 0, "maximum": 60000}}}},
+    {"name": "tk_fail", "description": "fail in the given way", "risk_level": "low",
+     "arguments_schema": {"type": "object", "additionalProperties": false, "required": ["mode"], "properties": {
+       "mode": {"type": "string", "enum": ["tool_error", "reserved_code", "panic", "error", "nil", "huge", "hang", "unserializable", "secret"]}}}}
+  ]},
+  "subscribes": []
+}`
+
+var _ plugin.Handler = (*testkit)(nil)
+
+func (k *testkit) Init(context.Context, map[string]any, plugin.Services) error { return nil }
+func (k *testkit) Shutdown(context.Context) error                             { k.shutdown.Add(1); return nil }
+
+func (k *testkit) Invoke(ctx context.Context, req *plugin.Request) (map[string]any, error) {
+	switch req.Tool {
+	case "tk_count":
+		if n, ok := req.Arguments["sleep_ms"].(json.Number); ok {
+			ms, _ := n.Int64()
+			select {
+			case <-time.After(time.Duration(ms) * time.Millisecond):
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		return map[string]any{"count": k.calls.Add(1)}, nil
+	case "tk_fail":
+		switch req.Arguments["mode"] {
+		case "tool_error":
+			return nil, &plugin.ToolError{Code: "HANDLER_ERROR", Message: "the widget is out of stock", Retriable: true}
+		case "reserved_code":
+			return nil, &plugin.ToolError{Code: "RATE_LIMITED", Message: "upstream API said slow down", Retriable: true, RetryAfter: 7}
+		case "panic":
+			panic("testkit exploded at /home/secret/path.go")
+		case "error":
+			return nil, errors.New("dial tcp 10.0.0.7:5432: connection refused; password=hunter2")
+		case "nil":
+			return nil, nil
+		case "huge":
+			return map[string]any{"blob": strings.Repeat("x", ipc.MaxResponseBytes)}, nil
+		case "hang":
+			select {} // ignores its context on purpose
+		case "unserializable":
+			return map[string]any{"ch": make(chan int)}, nil
+		case "secret":
+			return map[string]any{
+				"note":   "use key sk-ant-api03-AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA for that",
+				"nested": map[string]any{"authorization": "Bearer abc.def.ghi", "list": []any{"ghp_0123456789abcdefghij0123456789abcdef"}},
+			}, nil
+		}
+	}
+	return nil, plugin.NewToolError("no such tool", false)
+}
+
+// testCore is a core started in process with server.Run — the same code
+// `carapace serve` runs — plus the testkit plugin.
+type testCore struct {
+	Home   home.Dir
+	Client *control.Client
+	Kit    *testkit
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// startCore runs a core in a fresh short home (socket paths are limited to
+// ~104 bytes) with config as config.toml.
+func startCore(t *testing.T, config string) *testCore {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "cp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	h := home.Dir(dir)
+	if config != "" {
+		if err := os.WriteFile(h.Config(), []byte(config), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kit := &testkit{}
+	builtins := append(plugins.Builtins(), plugins.Builtin{Name: "testkit", Manifest: []byte(testkitManifest), New: func() plugin.Handler { return kit }})
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan struct{})
+	c := &testCore{Home: h, Client: control.NewClient(h.ControlSocket()), Kit: kit, cancel: cancel, done: make(chan error, 1)}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if testing.Verbose() {
+		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	go func() {
+		c.done <- server.Run(ctx, server.Options{Home: h, Logger: logger, Version: "test", Builtins: builtins,
+			Ready: func(*server.Server) { close(ready) }})
+	}()
+	select {
+	case <-ready:
+	case err := <-c.done:
+		t.Fatalf("core did not start: %v", err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("core did not start within 20s")
+	}
+	t.Cleanup(func() { c.Stop(t) })
+	return c
+}
+
+// Stop cancels the core (what SIGTERM does) and waits for Run to return.
+func (c *testCore) Stop(t *testing.T) error {
+	t.Helper()
+	c.cancel()
+	select {
+	case err, ok := <-c.done:
+		if ok {
+			close(c.done)
+		}
+		return err
+	case <-time.After(60 * time.Second):
+		t.Fatal("core did not stop within 60s")
+	}
+	return nil
+}
+
+// Session opens a session of group; it is closed at the end of the test.
+func (c *testCore) Session(t *testing.T, group string) control.Session {
+	t.Helper()
+	// The session lives as long as the stream that opened it: the context
+	// must outlive the test, not just the call.
+	h, err := c.Client.OpenSession(context.Background(), group)
+	if err != nil {
+		t.Fatalf("open session: %v", err)
+	}
+	t.Cleanup(func() { _ = h.Close() })
+	return h.Info()
+}
+
+// Audit returns every audit entry written so far.
+func (c *testCore) Audit(t *testing.T) []audit.Entry {
+	t.Helper()
+	es, err := audit.Read(c.Home.AuditLog(), audit.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return es
+}
+
+// ipcRun is what one run of bin/ipc produced.
+type ipcRun struct {
+	Stdout, Stderr string
+	Code           int
+	Result         map[string]any // stdout parsed, exit 0
+	Err            *ipc.Error     // stderr's last line parsed, exit 1
+}
+
+// runIPC runs the real bin/ipc against a session socket. env adds variables.
+func runIPC(t *testing.T, socket string, env []string, args ...string) ipcRun {
+	t.Helper()
+	return runIPCStdin(t, socket, env, nil, args...)
+}
+
+func runIPCStdin(t *testing.T, socket string, env []string, stdin []byte, args ...string) ipcRun {
+	t.Helper()
+	cmd := exec.Command(bins.ipc, args...)
+	cmd.Env = append([]string{"CARAPACE_IPC_ENDPOINT=ipc://" + socket, "PATH=/usr/bin:/bin"}, env...)
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	r := ipcRun{Stdout: out.String(), Stderr: errb.String()}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		r.Code = ee.ExitCode()
+	default:
+		t.Fatalf("run ipc: %v", err)
+	}
+	switch r.Code {
+	case 0:
+		if err := json.Unmarshal(out.Bytes(), &r.Result); err != nil {
+			t.Fatalf("ipc exit 0 but stdout is not a JSON object: %q", r.Stdout)
+		}
+	case 1:
+		lines := strings.Split(strings.TrimSpace(r.Stderr), "\n")
+		r.Err = &ipc.Error{}
+		if err := json.Unmarshal([]byte(lines[len(lines)-1]), r.Err); err != nil || r.Err.Code == "" {
+			t.Fatalf("ipc exit 1 but stderr's last line is not an error object: %q", r.Stderr)
+		}
+		if strings.Contains(r.Stderr, "goroutine ") || strings.Contains(r.Stderr, "panic") {
+			t.Fatalf("stack trace on stderr: %q", r.Stderr)
+		}
+	}
+	return r
+}
+
+// runCLI runs the real carapace binary against home.
+func runCLI(t *testing.T, h home.Dir, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(bins.carapace, append([]string{"--home", string(h)}, args...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("run carapace: %v", err)
+	}
+	return out.String(), errb.String(), code
+}
+
+// waitFor polls cond until it holds or 15s pass.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// wantError checks an ipc run failed with code, and stage/field when given.
+func wantError(t *testing.T, r ipcRun, code ipc.Code, stage int, field string) {
+	t.Helper()
+	if r.Code != 1 || r.Err == nil {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want exit 1 with %s", r.Code, r.Stdout, r.Stderr, code)
+	}
+	if r.Err.Code != code || r.Err.Stage != stage || r.Err.Field != field {
+		t.Fatalf("error %+v; want code %s stage %d field %q", r.Err, code, stage, field)
+	}
+}
+
+// scanLines returns the non-empty lines of s.
+func scanLines(s string) []string {
+	var out []string
+	sc := bufio.NewScanner(strings.NewReader(s))
+	for sc.Scan() {
+		if l := strings.TrimSpace(sc.Text()); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
