@@ -85,10 +85,13 @@
 //
 // Most responses are clean. A string is first given to a one-pass byte scan
 // that looks for the literal part of every rule (sk-, ghp_, -----BEGIN , a
-// key name together with ':' or '='…); only the rules it announces run their
-// regexp. Value walks maps and slices without copying them, builds a path only
-// for a redaction, and returns its argument itself, with no allocation, when
-// nothing was redacted.
+// key name together with ':' or '='…); only the rules it announces search
+// further, and each runs its regexp anchored at the places where its literal
+// occurs rather than over the whole string. Time is linear in the length of
+// the input, including input built to be slow (a string of nothing but
+// "password=" or "sk-ant-a-"). Value walks maps and slices without copying
+// them, builds a path only for a redaction, and returns its argument itself,
+// with no allocation, when nothing was redacted.
 package sanitize
 
 import (
@@ -160,11 +163,14 @@ func String(s string) (out string, kinds []string) {
 // are copied; the rest is shared with v, and v is never modified.
 //
 // Other Go values a handler may have put in its result are handled too:
-// integers and float32 are left alone, a []string is scanned like an []any,
-// and anything else (structs, map[string]string…) is scanned through its JSON
-// encoding — the form in which it would reach the agent — and is returned as
-// it was if that is clean, or as the sanitised decoded form if not. A value
-// JSON cannot encode is replaced by Placeholder (KindUnencodable).
+// integers and float32 are left alone; []string and []map[string]any are
+// walked like an []any, keeping their type; a clean map[string]string is
+// returned as it is without allocating. Anything else (structs, pointers,
+// other maps and slices), and a map[string]string that needs redacting, is
+// scanned through its JSON encoding — the form in which it would reach the
+// agent — and is returned as it was if that is clean, or in its sanitised
+// decoded form (map[string]any…) if not. A value JSON cannot encode is
+// replaced by Placeholder (KindUnencodable).
 func Value(v any, path string) (any, []Redaction) {
 	var w walker
 	out, changed := w.value(v, 0)
@@ -266,6 +272,16 @@ func (w *walker) value(v any, depth int) (any, bool) {
 		return w.array(x, depth)
 	case []string:
 		return w.stringSlice(x)
+	case []map[string]any:
+		if depth >= MaxDepth {
+			return w.tooDeep()
+		}
+		return w.objectSlice(x, depth)
+	case map[string]string:
+		if stringMapClean(x) {
+			return nil, false
+		}
+		return w.other(v, depth)
 	default:
 		return w.other(v, depth)
 	}
@@ -398,6 +414,43 @@ func (w *walker) stringSlice(a []string) (any, bool) {
 		return nil, false
 	}
 	return out, true
+}
+
+func (w *walker) objectSlice(a []map[string]any, depth int) (any, bool) {
+	var out []map[string]any
+	for i, m := range a {
+		from := len(w.found)
+		nv, changed := w.object(m, depth+1)
+		if !changed {
+			continue
+		}
+		w.label(from, segment{index: i})
+		if out == nil {
+			out = slices.Clone(a)
+		}
+		out[i] = nv.(map[string]any)
+	}
+	if out == nil {
+		return nil, false
+	}
+	return out, true
+}
+
+// stringMapClean reports whether m needs no redaction, without allocating
+// when it does not.
+func stringMapClean(m map[string]string) bool {
+	for k, s := range m {
+		if s != "" && s != Placeholder && sensitiveKey(k) {
+			return false
+		}
+		if _, ks := redact(k); ks != 0 {
+			return false
+		}
+		if _, ks := redact(s); ks != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // other sanitises a Go value of a type JSON decoding does not produce, through

@@ -4,9 +4,11 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // fake returns prefix followed by n characters of a token-like alphabet.
@@ -62,6 +64,7 @@ var positives = []stringCase{
 	{"bearer/header lower case", "authorization: bearer abc123", "authorization: bearer [REDACTED]", []string{KindAuthorization}},
 	{"bearer/proxy header", "Proxy-Authorization: bearer abc", "Proxy-Authorization: bearer [REDACTED]", []string{KindAuthorization}},
 	{"bearer/json text", `{"headers":{"Authorization":"Bearer abc.def"}}`, `{"headers":{"Authorization":"Bearer [REDACTED]"}}`, []string{KindAuthorization, KindBearer}},
+	{"bearer/twice", "Bearer Bearer abc", "Bearer [REDACTED] [REDACTED]", []string{KindBearer}},
 	{"bearer/parenthesised", "(Bearer abc123)", "(Bearer [REDACTED])", []string{KindBearer}},
 	{"authorization/token scheme", "Authorization: token " + fake("", 40), "Authorization: token [REDACTED]", []string{KindAuthorization}},
 	{"authorization/bot scheme", "Authorization: Bot " + fake("", 30), "Authorization: Bot [REDACTED]", []string{KindAuthorization}},
@@ -263,25 +266,91 @@ func TestStringLeavesNearMisses(t *testing.T) {
 	}
 }
 
-// TestTriggerAnnouncesEveryMatch checks the prefilter against the table: a
-// rule that matches must have its bit set (FuzzTrigger explores further).
-func TestTriggerAnnouncesEveryMatch(t *testing.T) {
+// TestRuleTable checks the indexes that tie the tables together: rules[i]
+// reports kind i and is announced by trigger bit 1<<i.
+func TestRuleTable(t *testing.T) {
+	bits := []uint32{tPEM, tURL, tAuthorization, tBearer, tBasic, tAnthropic, tOpenAI,
+		tGitHub, tSlack, tAWS, tStripe, tGoogle, tJWT, tAssignment}
+	if len(bits) != len(rules) {
+		t.Fatalf("%d trigger bits for %d rules", len(bits), len(rules))
+	}
+	for i, r := range rules {
+		if r.kind != i || bits[i] != 1<<i {
+			t.Errorf("rules[%d] has kind %d (%s) and trigger bit %#x", i, r.kind, kindNames[r.kind], bits[i])
+		}
+	}
+}
+
+// TestRulesAgreeWithReference runs checkRules over the table (FuzzRules
+// explores further).
+func TestRulesAgreeWithReference(t *testing.T) {
 	var inputs []string
 	for _, tc := range positives {
 		inputs = append(inputs, tc.in)
 	}
 	inputs = append(inputs, negatives...)
 	for _, s := range inputs {
-		checkTrigger(t, s)
+		checkRules(t, s)
 	}
 }
 
-func checkTrigger(t *testing.T, s string) {
+// reference holds each rule as one unanchored regexp, left context included:
+// the plain statement of what the rule matches.
+var reference = func() []*regexp.Regexp {
+	res := make([]*regexp.Regexp, len(rules))
+	for i, r := range rules {
+		res[i] = regexp.MustCompile(r.left + r.pattern)
+	}
+	return res
+}()
+
+// checkRules checks the two shortcuts the engine takes against the reference
+// regexps: the prefilter must announce every rule whose reference matches s,
+// and the anchored search from candidate positions must find every secret
+// the reference finds.
+func checkRules(t *testing.T, s string) {
 	t.Helper()
 	m := trigger(s)
-	for i, r := range rules {
-		if m&(1<<i) == 0 && r.re.MatchString(s) {
+	for i := range rules {
+		r := &rules[i]
+		locs := reference[i].FindAllStringSubmatchIndex(s, -1)
+		if len(locs) > 0 && m&(1<<i) == 0 {
 			t.Errorf("trigger(%q) misses rule %d (%s)", s, i, kindNames[r.kind])
+		}
+		found := r.find(s, nil)
+		for _, loc := range locs {
+			g := r.group(loc)
+			a, b := loc[2*g], loc[2*g+1]
+			if a >= b || r.check != nil && !r.check(s[a:b]) {
+				continue
+			}
+			if !slices.ContainsFunc(found, func(sp span) bool { return sp.start <= a && b <= sp.end }) {
+				t.Errorf("rule %d (%s) misses %q in %q; found %v", i, kindNames[r.kind], s[a:b], s, found)
+			}
+		}
+	}
+}
+
+// TestPathologicalInputsStayLinear guards against quadratic behaviour: every
+// rule tries its pattern at each candidate position, so a string made of
+// nothing but candidates must not be rescanned from each of them.
+func TestPathologicalInputsStayLinear(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow")
+	}
+	units := []string{
+		"password=", "-x-password=", "password: \"", "token: 'x ", "=token",
+		"sk-ant-a-", "sk-", "xoxb-1-", "AIza-", "ghp_aaaaaaaa", "-AKIAAAAAAAAAAAAAAAAA", "eyJa.",
+		"-----BEGIN PRIVATE KEY-----", "Bearer ", "Bearer\t", "basic ", "https://a:b@", "a://",
+		"authorization: \"x ", "Authorization: Bearer x:",
+	}
+	for _, unit := range units {
+		s := strings.Repeat(unit, (256<<10)/len(unit))
+		start := time.Now()
+		String(s)
+		// Linear time is tens of milliseconds; quadratic would be minutes.
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("String(%q × %d) took %v", unit, len(s)/len(unit), d)
 		}
 	}
 }
@@ -539,6 +608,28 @@ func TestValueOtherGoTypes(t *testing.T) {
 		}
 		if len(reds) != 1 || reds[0] != (Redaction{"result.headers.Authorization", KindSensitiveKey}) {
 			t.Errorf("redactions = %v", reds)
+		}
+	})
+	t.Run("slice of objects", func(t *testing.T) {
+		clean := map[string]any{"url": "https://h"}
+		in := map[string]any{"items": []map[string]any{clean, {"url": "https://u:pw@h"}}}
+		out, reds := Value(in, "result")
+		got := out.(map[string]any)["items"].([]map[string]any)
+		if !sameMap(got[0], clean) || got[1]["url"] != "https://u:[REDACTED]@h" {
+			t.Errorf("items = %#v", got)
+		}
+		if len(reds) != 1 || reds[0] != (Redaction{"result.items[1].url", KindURLPassword}) {
+			t.Errorf("redactions = %v", reds)
+		}
+	})
+	t.Run("clean typed maps and slices do not allocate", func(t *testing.T) {
+		in := map[string]any{
+			"headers": map[string]string{"Accept": "*/*", "User-Agent": "carapace"},
+			"items":   []map[string]any{{"title": "a"}, {"title": "b"}},
+			"tags":    []string{"x", "y"},
+		}
+		if n := testing.AllocsPerRun(100, func() { Value(in, "result") }); n != 0 {
+			t.Errorf("%v allocations, want 0", n)
 		}
 	})
 	t.Run("unencodable", func(t *testing.T) {
