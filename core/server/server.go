@@ -90,8 +90,13 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	s.cfg = cfg
 
-	// The control socket first: if another core is running, stop here
-	// before touching its sockets or files.
+	// The lock first: if another core is running, stop here before
+	// touching its sockets or files.
+	release, err := lockHome(opts.Home)
+	if err != nil {
+		return err
+	}
+	defer release()
 	ln, err := control.Listen(opts.Home.ControlSocket())
 	if err != nil {
 		return err
