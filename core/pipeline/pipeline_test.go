@@ -49,7 +49,7 @@ func (m *memAudit) stages() []string {
 type funcHandler func(ctx context.Context, req *plugin.Request) (map[string]any, error)
 
 func (f funcHandler) Init(context.Context, map[string]any, plugin.Services) error { return nil }
-func (f funcHandler) Shutdown(context.Context) error                             { return nil }
+func (f funcHandler) Shutdown(context.Context) error                              { return nil }
 func (f funcHandler) Invoke(ctx context.Context, r *plugin.Request) (map[string]any, error) {
 	return f(ctx, r)
 }
@@ -128,7 +128,10 @@ func TestHandlerOutcomes(t *testing.T) {
 			return nil, errors.New("open /etc/secret: permission denied")
 		}, ipc.CodePluginError, "Internal plugin error", "core", "PLUGIN_ERROR"},
 		{"panic is generic", func(context.Context, *plugin.Request) (map[string]any, error) { panic("boom") }, ipc.CodePluginError, "Internal plugin error", "core", "PLUGIN_ERROR"},
-		{"timeout", func(ctx context.Context, _ *plugin.Request) (map[string]any, error) { <-ctx.Done(); return nil, ctx.Err() }, ipc.CodePluginTimeout, "did not respond", "core", "PLUGIN_TIMEOUT"},
+		{"timeout", func(ctx context.Context, _ *plugin.Request) (map[string]any, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}, ipc.CodePluginTimeout, "did not respond", "core", "PLUGIN_TIMEOUT"},
 		{"nil result", func(context.Context, *plugin.Request) (map[string]any, error) { return nil, nil }, ipc.CodeHandlerError, "no result object", "fnplug", "HANDLER_ERROR"},
 		{"oversized result", func(context.Context, *plugin.Request) (map[string]any, error) {
 			return map[string]any{"x": strings.Repeat("y", ipc.MaxResponseBytes)}, nil

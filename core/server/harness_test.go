@@ -71,7 +71,7 @@ const testkitManifest = `{
 var _ plugin.Handler = (*testkit)(nil)
 
 func (k *testkit) Init(context.Context, map[string]any, plugin.Services) error { return nil }
-func (k *testkit) Shutdown(context.Context) error                             { k.shutdown.Add(1); return nil }
+func (k *testkit) Shutdown(context.Context) error                              { k.shutdown.Add(1); return nil }
 
 func (k *testkit) Invoke(ctx context.Context, req *plugin.Request) (map[string]any, error) {
 	switch req.Tool {
