@@ -379,6 +379,13 @@ func (p *Pipeline) succeed(c *call, res map[string]any) {
 	}
 	clean, red := sanitize.Value(any(res), "result")
 	result, err := json.Marshal(clean)
+	for _, r := range red {
+		// The sanitiser replaces what JSON cannot encode; that is the
+		// handler's failure, not a credential.
+		if r.Kind == sanitize.KindUnencodable || r.Kind == sanitize.KindTooDeep {
+			err = fmt.Errorf("%s at %s", r.Kind, r.Path)
+		}
+	}
 	if err != nil {
 		_ = p.write(c, &audit.Entry{Stage: audit.StageHandler, Outcome: audit.OutcomeError, Source: c.tool.Plugin, Code: string(ipc.CodePluginError), Reason: "result is not serialisable: " + clip(err.Error(), 300)})
 		p.respondError(c, "core", audit.OutcomeError, &ipc.Error{Code: ipc.CodePluginError, Message: "Internal plugin error"})

@@ -132,6 +132,9 @@ func TestHandlerOutcomes(t *testing.T) {
 			<-ctx.Done()
 			return nil, ctx.Err()
 		}, ipc.CodePluginTimeout, "did not respond", "core", "PLUGIN_TIMEOUT"},
+		{"unencodable result", func(context.Context, *plugin.Request) (map[string]any, error) {
+			return map[string]any{"ch": make(chan int)}, nil
+		}, ipc.CodePluginError, "Internal plugin error", "core", "PLUGIN_ERROR"},
 		{"nil result", func(context.Context, *plugin.Request) (map[string]any, error) { return nil, nil }, ipc.CodeHandlerError, "no result object", "fnplug", "HANDLER_ERROR"},
 		{"oversized result", func(context.Context, *plugin.Request) (map[string]any, error) {
 			return map[string]any{"x": strings.Repeat("y", ipc.MaxResponseBytes)}, nil

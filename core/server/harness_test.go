@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -245,12 +246,15 @@ func runIPCStdin(t *testing.T, socket string, env []string, stdin []byte, args .
 		if err := json.Unmarshal([]byte(lines[len(lines)-1]), r.Err); err != nil || r.Err.Code == "" {
 			t.Fatalf("ipc exit 1 but stderr's last line is not an error object: %q", r.Stderr)
 		}
-		if strings.Contains(r.Stderr, "goroutine ") || strings.Contains(r.Stderr, "panic") {
+		if stackTrace.MatchString(r.Stderr) {
 			t.Fatalf("stack trace on stderr: %q", r.Stderr)
 		}
 	}
 	return r
 }
+
+// stackTrace matches what a Go panic prints.
+var stackTrace = regexp.MustCompile(`(?m)^(panic: |goroutine \d+ \[)`)
 
 // runCLI runs the real carapace binary against home.
 func runCLI(t *testing.T, h home.Dir, args ...string) (stdout, stderr string, code int) {

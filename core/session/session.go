@@ -12,6 +12,7 @@
 package session
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -323,7 +324,8 @@ func peekCorrelation(raw []byte) string {
 	var v struct {
 		Correlation string `json:"correlation"`
 	}
-	if json.Unmarshal(raw, &v) != nil || ipc.CheckCorrelation(v.Correlation) != nil {
+	// Only the first JSON value: trailing bytes must not hide the id.
+	if json.NewDecoder(bytes.NewReader(raw)).Decode(&v) != nil || ipc.CheckCorrelation(v.Correlation) != nil {
 		return ""
 	}
 	return v.Correlation
