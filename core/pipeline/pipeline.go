@@ -83,7 +83,7 @@ func New(opts Options) *Pipeline {
 
 // Drain stops routing: requests not yet routed, including those waiting for
 // a confirmation, are answered PLUGIN_UNAVAILABLE; calls already in their
-// handler go on. Wait then blocks until those have finished.
+// handler go on. Wait then blocks until every call has been answered.
 func (p *Pipeline) Drain() {
 	p.mu.Lock()
 	p.draining = true
@@ -91,7 +91,7 @@ func (p *Pipeline) Drain() {
 	p.drain()
 }
 
-// Wait blocks until every routed call has finished or ctx ends.
+// Wait blocks until every call in the pipeline has been answered or ctx ends.
 func (p *Pipeline) Wait(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() { p.inflight.Wait(); close(done) }()
@@ -139,10 +139,17 @@ func (p *Pipeline) Handle(ctx context.Context, s *Session, req *ipc.Request, sen
 
 	// Stage 1 is done: the envelope is c, built from session state, the
 	// core's clock and id, and the wire's topic, correlation and arguments.
-	if p.Draining() {
+	// Every call is in flight from here, so that a drain waits for its
+	// answer to be sent whatever stage it is in.
+	p.mu.RLock()
+	if p.draining {
+		p.mu.RUnlock()
 		p.fail(c, audit.StageRoute, audit.OutcomeError, ipc.Errorf(ipc.CodePluginUnavailable, 6, "the core is shutting down; retry when it is back"))
 		return
 	}
+	p.inflight.Add(1)
+	p.mu.RUnlock()
+	defer p.inflight.Done()
 
 	// Stage 2: the topic names a catalogued tool.
 	name := req.Tool()
@@ -185,15 +192,10 @@ func (p *Pipeline) Handle(ctx context.Context, s *Session, req *ipc.Request, sen
 
 	// Stage 6: route. The routed entry is written first: a request that
 	// cannot be audited is not run.
-	p.mu.RLock()
-	if p.draining {
-		p.mu.RUnlock()
+	if p.Draining() {
 		p.fail(c, audit.StageRoute, audit.OutcomeError, ipc.Errorf(ipc.CodePluginUnavailable, 6, "the core is shutting down; retry when it is back"))
 		return
 	}
-	p.inflight.Add(1)
-	p.mu.RUnlock()
-	defer p.inflight.Done()
 
 	if p.opts.Available != nil && !p.opts.Available(c.tool.Plugin) || c.tool.Handler == nil {
 		p.fail(c, audit.StageRoute, audit.OutcomeError, ipc.Errorf(ipc.CodePluginUnavailable, 6, "plugin %s is not running; get_session_info shows plugin health", c.tool.Plugin))

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -296,4 +297,38 @@ func FuzzPipeline(f *testing.F) {
 		a.entries = a.entries[:0]
 		a.mu.Unlock()
 	})
+}
+
+func TestDrainAnswersPendingConfirmationBeforeWaitReturns(t *testing.T) {
+	p := newTestPipeline(t, &memAudit{}, nil)
+	p.opts.Gate.Timeout = time.Hour
+	s := NewSession("s1", "main", "none")
+	req, werr := ipc.DecodeRequest(wire("tool.invoke.echo_confirm", `{"message":"x"}`))
+	if werr != nil {
+		t.Fatal(werr)
+	}
+	var answered atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.Handle(context.Background(), s, req, func(f []byte, final bool) {
+			if final {
+				if r, _ := ipc.DecodeResponse(f); r == nil || r.Payload.Error == nil || r.Payload.Error.Code != ipc.CodePluginUnavailable || r.Payload.Error.Stage != 5 {
+					t.Errorf("answer %s, want PLUGIN_UNAVAILABLE stage 5", f)
+				}
+				answered.Store(true)
+			}
+		})
+	}()
+	for p.opts.Gate.Len() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	p.Drain()
+	if err := p.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !answered.Load() {
+		t.Fatal("Wait returned before the waiting call was answered")
+	}
+	<-done
 }

@@ -375,9 +375,13 @@ func onReject(socket, reason string) {
 	if !l.rejects.Allow() {
 		return // a flood of bad connections must not flood the log
 	}
-	l.m.log.Warn("session socket dropped a connection", "session", l.ID, "group", l.Group, "reason", reason)
-	if l.m.opts.Audit != nil {
-		_ = l.m.opts.Audit.Write(&audit.Entry{Time: time.Now().UTC(), Session: l.ID, Group: l.Group, Source: "core",
-			Stage: audit.StageSession, Outcome: audit.OutcomeRejected, Reason: "transport: " + reason})
-	}
+	// The hook runs on the transport's goroutines (the accept loop among
+	// them): log and audit off that path. The limiter bounds the goroutines.
+	go func() {
+		l.m.log.Warn("session socket dropped a connection", "session", l.ID, "group", l.Group, "reason", reason)
+		if l.m.opts.Audit != nil {
+			_ = l.m.opts.Audit.Write(&audit.Entry{Time: time.Now().UTC(), Session: l.ID, Group: l.Group, Source: "core",
+				Stage: audit.StageSession, Outcome: audit.OutcomeRejected, Reason: "transport: " + reason})
+		}
+	}()
 }
