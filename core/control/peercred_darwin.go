@@ -1,27 +1,12 @@
 package control
 
-import (
-	"net"
+import "golang.org/x/sys/unix"
 
-	"golang.org/x/sys/unix"
-)
-
-// peerUID returns the uid of the process at the other end of c
-// (LOCAL_PEERCRED, recorded by the kernel when the peer connected).
-func peerUID(c *net.UnixConn) (int, error) {
-	raw, err := c.SyscallConn()
+// fdPeerUID reads LOCAL_PEERCRED.
+func fdPeerUID(fd int) (int, error) {
+	cred, err := unix.GetsockoptXucred(fd, unix.SOL_LOCAL, unix.LOCAL_PEERCRED)
 	if err != nil {
 		return -1, err
-	}
-	var cred *unix.Xucred
-	var cerr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, cerr = unix.GetsockoptXucred(int(fd), unix.SOL_LOCAL, unix.LOCAL_PEERCRED)
-	}); err != nil {
-		return -1, err
-	}
-	if cerr != nil {
-		return -1, cerr
 	}
 	return int(cred.Uid), nil
 }

@@ -24,7 +24,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -785,32 +784,14 @@ func (hd *hostileDealer) exchangeRaw(t *testing.T, wire []byte) (*ipc.Response, 
 
 type hostileProc struct {
 	cmd            *exec.Cmd
-	stdout, stderr *hostileBuffer
+	stdout, stderr *lockedBuffer
 	done           chan struct{}
 	err            error
 }
 
-// hostileBuffer is safe to read while the process writes.
-type hostileBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *hostileBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *hostileBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 func hostileStart(t *testing.T, cmd *exec.Cmd) *hostileProc {
 	t.Helper()
-	p := &hostileProc{cmd: cmd, stdout: &hostileBuffer{}, stderr: &hostileBuffer{}, done: make(chan struct{})}
+	p := &hostileProc{cmd: cmd, stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.stdout, p.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
