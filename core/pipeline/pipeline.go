@@ -299,8 +299,12 @@ func (p *Pipeline) confirm(ctx context.Context, c *call, canonical []byte) *conf
 		return &confirmFailure{audit.OutcomeDenied, ipc.Errorf(ipc.CodeConfirmationDenied, 5, "User denied %s request", c.tool.Name)}
 	case errors.Is(err, confirm.ErrTimeout):
 		return &confirmFailure{audit.OutcomeExpired, ipc.Errorf(ipc.CodeConfirmationTimeout, 5, "Nobody approved %s within %s", c.tool.Name, pend.Expires.Sub(pend.Created).Round(time.Second))}
-	default: // the core is draining or the session is closing
-		return &confirmFailure{audit.OutcomeRejected, ipc.Errorf(ipc.CodePluginUnavailable, 5, "the core is shutting down; the confirmation was withdrawn")}
+	default:
+		why := "the session closed"
+		if p.Draining() {
+			why = "the core is shutting down"
+		}
+		return &confirmFailure{audit.OutcomeRejected, ipc.Errorf(ipc.CodePluginUnavailable, 5, "%s; the confirmation was withdrawn", why)}
 	}
 }
 

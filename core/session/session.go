@@ -160,9 +160,14 @@ func (m *Manager) Open(group, runtime string) (Info, error) {
 		cache: newCache(m.opts.CacheTTL), done: make(chan struct{}),
 	}
 	m.mu.Lock()
-	if m.closed {
+	if m.closed || len(m.sessions) >= m.opts.MaxSessions {
+		full := !m.closed
 		m.mu.Unlock()
+		go m.loop(l) // close waits for the loop
 		l.close()
+		if full {
+			return Info{}, fmt.Errorf("too many sessions open (%d)", m.opts.MaxSessions)
+		}
 		return Info{}, errors.New("the core is shutting down")
 	}
 	m.sessions[id] = l

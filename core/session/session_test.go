@@ -240,3 +240,20 @@ func TestTransportRejectionAudited(t *testing.T) {
 		}
 	}
 }
+
+func TestMaxSessions(t *testing.T) {
+	m := newManager(t, &countingPipeline{}, nil)
+	m.opts.MaxSessions = 2
+	for i := 0; i < 2; i++ {
+		if _, err := m.Open("main", "none"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := m.Open("main", "none"); err == nil || !strings.Contains(err.Error(), "too many sessions") {
+		t.Fatalf("third session: %v", err)
+	}
+	socks, _ := os.ReadDir(m.opts.Home.SessionsDir())
+	if len(socks) != 2 || m.Len() != 2 {
+		t.Fatalf("%d sockets, %d sessions; want 2 and 2", len(socks), m.Len())
+	}
+}
