@@ -1,0 +1,18 @@
+// Package measure holds the measurements of the spine's performance, once,
+// for both of their users: the benchreport command behind `make bench`,
+// which repeats them, profiles them and writes docs/PERFORMANCE.md, and the
+// Go benchmarks of core/server.
+//
+//   - StartFloor: the transport floor, a zmq4 DEALER↔ROUTER echo in process.
+//   - StartCore, Core.OpenCaller, Caller.Call: a real core (server.Run) in a
+//     temporary home and real wire messages to its echo plugin.
+//   - RunThroughput, RunRequests: concurrent sessions, by duration or count.
+//   - IPCRunner: the ipc binary, exec to exit, and its parts.
+//   - StageCosts, GoroutineCosts, CacheShiftCost: pieces of the core's work
+//     per request, timed alone.
+//   - Profile, CPUProfile: a CPU profile reduced to shares by component.
+//
+// Everything here runs in the calling process and shares its CPUs: the
+// figures describe the core and its load generator together, which the
+// report says wherever it matters.
+package measure

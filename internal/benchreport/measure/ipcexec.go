@@ -1,0 +1,119 @@
+package measure
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"github.com/carapace-dev/carapace/ipc"
+)
+
+// BuildIPC builds cmd/ipc as `make build` does (static, no cgo, trimmed) to
+// dst. It must run inside the module.
+func BuildIPC(dst string) error {
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", dst, "github.com/carapace-dev/carapace/cmd/ipc")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("build ipc: %v\n%s", err, out)
+	}
+	return nil
+}
+
+// IPCRunner runs the real ipc binary against one session socket.
+type IPCRunner struct {
+	Bin    string     // path of the ipc binary
+	Socket string     // the session socket
+	Env    []string   // added to the child's environment
+	Stats  *ProcStats // if set, accumulates the children's resource usage
+}
+
+// ProcStats sums the resource usage of child processes.
+type ProcStats struct {
+	Runs        int
+	CPU         time.Duration // user + system
+	MinorFaults int64
+	VolSwitches int64 // voluntary context switches (blocking)
+	InvSwitches int64 // involuntary context switches (preemption)
+}
+
+func (s *ProcStats) add(ps *os.ProcessState) {
+	if s == nil || ps == nil {
+		return
+	}
+	ru, ok := ps.SysUsage().(*syscall.Rusage)
+	if !ok {
+		return
+	}
+	s.Runs++
+	s.CPU += time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	s.MinorFaults += int64(ru.Minflt)
+	s.VolSwitches += int64(ru.Nvcsw)
+	s.InvSwitches += int64(ru.Nivcsw)
+}
+
+// Per returns the averages per run.
+func (s ProcStats) Per() (cpu time.Duration, faults, vol, inv float64) {
+	if s.Runs == 0 {
+		return 0, 0, 0, 0
+	}
+	n := float64(s.Runs)
+	return s.CPU / time.Duration(s.Runs), float64(s.MinorFaults) / n, float64(s.VolSwitches) / n, float64(s.InvSwitches) / n
+}
+
+var echoed = []byte(`"message":"hello"`)
+
+// Run executes `ipc tool.invoke.echo '{"message":"hello"}'` once — exec to
+// exit, stdout captured through a pipe as an agent's shell would — and
+// checks it printed the echo and exited 0.
+func (r IPCRunner) Run() error {
+	cmd := exec.Command(r.Bin, EchoTopic, `{"message":"hello"}`)
+	cmd.Env = append([]string{"CARAPACE_IPC_ENDPOINT=ipc://" + r.Socket, "PATH=/usr/bin:/bin"}, r.Env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	r.Stats.add(cmd.ProcessState)
+	if err != nil {
+		return fmt.Errorf("ipc: %v: %s", err, errb.Bytes())
+	}
+	if !bytes.Contains(out.Bytes(), echoed) {
+		return fmt.Errorf("ipc printed %q", out.Bytes())
+	}
+	return nil
+}
+
+// Help executes `ipc --help`: the process start and the Go runtime's and
+// packages' initialisation, with no connection.
+func (r IPCRunner) Help() error {
+	cmd := exec.Command(r.Bin, "--help")
+	cmd.Env = append([]string{"PATH=/usr/bin:/bin"}, r.Env...)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	err := cmd.Run()
+	r.Stats.add(cmd.ProcessState)
+	if err != nil {
+		return fmt.Errorf("ipc --help: %v", err)
+	}
+	return nil
+}
+
+// Call makes the same call in this process with ipc.Call, the client code
+// of the ipc binary: a new DEALER over the hardened transport, its
+// handshake, the request and the close, without a process to start.
+func (r IPCRunner) Call() error {
+	res, e := ipc.Call(context.Background(), "ipc://"+r.Socket, EchoTopic, []byte(`{"message":"hello"}`), ipc.ClientOptions{})
+	if e != nil {
+		return e
+	}
+	if !bytes.Contains(res, echoed) {
+		return fmt.Errorf("ipc.Call returned %s", res)
+	}
+	return nil
+}
+
+// ExecTrue executes /bin/true, the cost of starting any process from this
+// one, or returns an error if it is missing.
+func ExecTrue() error { return exec.Command("/bin/true").Run() }

@@ -1,0 +1,304 @@
+package measure
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"golang.org/x/time/rate"
+
+	"github.com/carapace-dev/carapace/core/audit"
+	"github.com/carapace-dev/carapace/core/catalog"
+	"github.com/carapace-dev/carapace/core/manifest"
+	"github.com/carapace-dev/carapace/core/plugin"
+	"github.com/carapace-dev/carapace/core/sanitize"
+	"github.com/carapace-dev/carapace/ipc"
+	"github.com/carapace-dev/carapace/plugins/echo"
+)
+
+// StageCost is the single-threaded cost of one piece of the work the core
+// does for an echo request, measured in isolation.
+type StageCost struct {
+	Name   string
+	PerReq int // how many times one echo request does this
+	PerOp  time.Duration
+	Allocs float64 // heap allocations per op
+	Bytes  float64 // heap bytes per op
+}
+
+// opCost is the time and heap allocations of one call of an operation.
+type opCost struct {
+	per           time.Duration
+	allocs, bytes float64
+}
+
+// costRounds is how many rounds costs interleaves; each op's time is the
+// median of its rounds.
+const costRounds = 5
+
+// costs times each op for about d in all, in costRounds rounds that
+// interleave the ops, so that a burst of load from other processes skews
+// one round of each rather than all of one op. Time per call is the median
+// of the rounds; allocations are averaged over all calls.
+func costs(d time.Duration, ops []func()) []opCost {
+	for _, op := range ops { // warm caches, grow buffers
+		for range 100 {
+			op()
+		}
+	}
+	runtime.GC()
+	per := make([][]time.Duration, len(ops))
+	mallocs, bytes, calls := make([]uint64, len(ops)), make([]uint64, len(ops)), make([]int, len(ops))
+	var before, after runtime.MemStats
+	for range costRounds {
+		for i, op := range ops {
+			runtime.ReadMemStats(&before)
+			n := 0
+			start := time.Now()
+			for time.Since(start) < d/costRounds {
+				for range 100 {
+					op()
+				}
+				n += 100
+			}
+			el := time.Since(start)
+			runtime.ReadMemStats(&after)
+			per[i] = append(per[i], el/time.Duration(n))
+			mallocs[i] += after.Mallocs - before.Mallocs
+			bytes[i] += after.TotalAlloc - before.TotalAlloc
+			calls[i] += n
+		}
+	}
+	out := make([]opCost, len(ops))
+	for i := range ops {
+		out[i] = opCost{per: MedianDuration(per[i]), allocs: float64(mallocs[i]) / float64(calls[i]), bytes: float64(bytes[i]) / float64(calls[i])}
+	}
+	return out
+}
+
+// StageCosts measures, interleaved and for about d each, the pieces of
+// the core's work for one echo request, replicating what core/session and
+// core/pipeline do with the same public packages (the pipeline's own steps
+// are unexported). The audit log is written in a temporary directory on the
+// same filesystem as the benchmark core's home.
+func StageCosts(d time.Duration) ([]StageCost, error) {
+	m, err := manifest.Parse("echo/manifest.json", echo.Manifest())
+	if err != nil {
+		return nil, err
+	}
+	h := &echo.Handler{}
+	tools, err := catalog.FromManifest("echo", m, h, nil)
+	if err != nil {
+		return nil, err
+	}
+	var tool *catalog.Tool
+	for _, t := range tools {
+		if t.Name == "echo" {
+			tool = t
+		}
+	}
+	if tool == nil {
+		return nil, errors.New("echo manifest has no echo tool")
+	}
+	dir, err := os.MkdirTemp("", "cps")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	alog, err := audit.Open(filepath.Join(dir, "audit.jsonl"), audit.Options{})
+	if err != nil {
+		return nil, err
+	}
+	defer alog.Close()
+
+	raw := []byte(`{"topic":"tool.invoke.echo","correlation":"b0123abcd-1-123456","arguments":{"message":"hello"}}`)
+	req, werr := ipc.DecodeRequest(raw)
+	if werr != nil {
+		return nil, werr
+	}
+	args, _, aerr := decodeArguments(req.Arguments)
+	if aerr != nil {
+		return nil, aerr
+	}
+	if err := tool.Schema.Validate(args); err != nil {
+		return nil, err
+	}
+	lim := rate.NewLimiter(rate.Inf, 1)
+	result := map[string]any{"message": "hello"}
+	id := uuid.NewString()
+	entry := func() *audit.Entry {
+		return &audit.Entry{ID: id, Session: "s-abcdefghijklm", Group: "main", Source: "echo", Topic: req.Topic,
+			Correlation: req.Correlation, Stage: audit.StageResponse, Outcome: audit.OutcomeOK, DurationMS: 0.042}
+	}
+	var sink any
+	var failed error
+	stages := []struct {
+		name   string
+		perReq int
+		op     func()
+	}{
+		{"strict wire decode (ipc.DecodeRequest)", 1, func() { sink, _ = ipc.DecodeRequest(raw) }},
+		{"request hash for the correlation cache (sha256)", 1, func() { sink = sha256.Sum256(raw) }},
+		{"envelope id (uuid.NewString)", 1, func() { sink = uuid.NewString() }},
+		{"argument decode + canonical JSON (UseNumber, Marshal)", 1, func() { sink, _, _ = decodeArguments(req.Arguments) }},
+		{"schema validation (jsonschema/v5)", 1, func() { sink = tool.Schema.Validate(args) }},
+		{"rate limiter (x/time/rate Allow)", 1, func() { sink = lim.Allow() }},
+		{"handler call: goroutine + channel + context.WithTimeout", 1, func() { sink, _ = invoke(h, &plugin.Request{Tool: "echo", Arguments: args}) }},
+		{"sanitiser on the result (sanitize.Value)", 1, func() { sink, _ = sanitize.Value(any(result), "result") }},
+		{"result + response envelope JSON encode", 1, func() { sink = encodeResponse(result, req, id) }},
+		{"audit entry: JSON encode + write(2) (audit.Log.Write)", 2, func() {
+			if err := alog.Write(entry()); err != nil {
+				failed = err
+			}
+		}},
+	}
+	ops := make([]func(), len(stages))
+	for i, s := range stages {
+		ops[i] = s.op
+	}
+	out := make([]StageCost, 0, len(stages))
+	for i, c := range costs(d*time.Duration(len(stages)), ops) {
+		out = append(out, StageCost{Name: stages[i].name, PerReq: stages[i].perReq, PerOp: c.per, Allocs: c.allocs, Bytes: c.bytes})
+	}
+	_ = sink
+	if failed != nil {
+		return nil, fmt.Errorf("audit write: %w", failed)
+	}
+	return out, nil
+}
+
+// GoroutineCosts measures what running a request's work on a fresh
+// goroutine costs, as core/session does (one goroutine per request, and
+// core/pipeline another per handler call): the decoding and validation of
+// an echo request on a new goroutine each time, against the same work handed
+// to a long-lived goroutine whose stack has already grown. The difference is
+// goroutine creation and, mostly, stack growth: a new goroutine starts with
+// a small stack, and JSON decoding and schema validation recurse deeply
+// enough to make the runtime copy it several times.
+func GoroutineCosts(d time.Duration) (fresh, warm StageCost, err error) {
+	m, err := manifest.Parse("echo/manifest.json", echo.Manifest())
+	if err != nil {
+		return fresh, warm, err
+	}
+	tools, err := catalog.FromManifest("echo", m, &echo.Handler{}, nil)
+	if err != nil {
+		return fresh, warm, err
+	}
+	tool := tools[0]
+	raw := []byte(`{"topic":"tool.invoke.echo","correlation":"b0123abcd-1-123456","arguments":{"message":"hello"}}`)
+	work := func() {
+		req, werr := ipc.DecodeRequest(raw)
+		if werr != nil {
+			panic(werr)
+		}
+		args, _, _ := decodeArguments(req.Arguments)
+		if err := tool.Schema.Validate(args); err != nil {
+			panic(err)
+		}
+	}
+	done := make(chan struct{})
+	jobs := make(chan struct{})
+	go func() {
+		for range jobs {
+			work()
+			done <- struct{}{}
+		}
+	}()
+	defer close(jobs)
+	cs := costs(2*d, []func(){
+		func() {
+			go func() { work(); done <- struct{}{} }()
+			<-done
+		},
+		func() {
+			jobs <- struct{}{}
+			<-done
+		},
+	})
+	fresh = StageCost{Name: "wire decode + argument decode + schema validation, on a new goroutine (as the core runs them)", PerReq: 1, PerOp: cs[0].per, Allocs: cs[0].allocs, Bytes: cs[0].bytes}
+	warm = StageCost{Name: "the same work handed to a long-lived goroutine", PerReq: 1, PerOp: cs[1].per, Allocs: cs[1].allocs, Bytes: cs[1].bytes}
+	return fresh, warm, nil
+}
+
+// CorrelationCacheCap is core/session's bound on remembered correlations
+// (cache.maxN). Beyond it, each finished request makes the cache drop its
+// oldest entry by shifting the whole order slice.
+const CorrelationCacheCap = 4096
+
+// CacheShiftCost measures that shift, replicated: dropping the oldest of
+// CorrelationCacheCap correlations the way cache.expire does
+// (append(order[:0], order[1:]...)), plus the map delete and insert.
+func CacheShiftCost(d time.Duration) StageCost {
+	order := make([]string, CorrelationCacheCap)
+	entries := make(map[string]struct{}, CorrelationCacheCap)
+	for i := range order {
+		order[i] = fmt.Sprintf("b0123abcd-1-%d", i)
+		entries[order[i]] = struct{}{}
+	}
+	next := CorrelationCacheCap
+	keys := make([]string, 1<<16)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("b0123abcd-1-%d", CorrelationCacheCap+i)
+	}
+	c := costs(d, []func(){func() {
+		k := keys[next%len(keys)]
+		next++
+		delete(entries, order[0])
+		order = append(order[:0], order[1:]...)
+		order = append(order, k)
+		entries[k] = struct{}{}
+	}})[0]
+	return StageCost{Name: fmt.Sprintf("correlation cache at its %d-entry cap: drop the oldest (replica of cache.expire)", CorrelationCacheCap), PerReq: 1, PerOp: c.per, Allocs: c.allocs, Bytes: c.bytes}
+}
+
+// decodeArguments is core/pipeline's: decode with exact numbers, then the
+// canonical form.
+func decodeArguments(raw json.RawMessage) (map[string]any, []byte, error) {
+	var args map[string]any
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.UseNumber()
+	if err := dec.Decode(&args); err != nil || args == nil {
+		return nil, nil, errors.New("arguments must be a JSON object")
+	}
+	canonical, err := json.Marshal(args)
+	return args, canonical, err
+}
+
+// invoke is core/pipeline's handler call: a goroutine under a timeout.
+func invoke(h plugin.Handler, req *plugin.Request) (map[string]any, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	type outcome struct {
+		res map[string]any
+		err error
+	}
+	ch := make(chan outcome, 1)
+	go func() {
+		res, err := h.Invoke(ctx, req)
+		ch <- outcome{res, err}
+	}()
+	select {
+	case o := <-ch:
+		return o.res, o.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// encodeResponse is core/pipeline's success path encoding: the result, then
+// the envelope around it.
+func encodeResponse(result map[string]any, req *ipc.Request, id string) []byte {
+	b, _ := json.Marshal(result)
+	r := ipc.Response{ID: id, Version: ipc.ProtocolVersion, Type: ipc.TypeResponse, Topic: req.Topic, Source: "echo",
+		Correlation: req.Correlation, Timestamp: time.Now().UTC(), Group: "main", Payload: ipc.Payload{Result: b}}
+	out, _ := json.Marshal(&r)
+	return out
+}

@@ -1,0 +1,83 @@
+package measure
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Latency summarises the durations of repeated operations.
+type Latency struct {
+	N      int
+	Min    time.Duration
+	Median time.Duration
+	P90    time.Duration
+	P99    time.Duration
+	Max    time.Duration
+	Mean   time.Duration
+}
+
+// Summarize sorts samples in place and summarises them.
+func Summarize(samples []time.Duration) Latency {
+	if len(samples) == 0 {
+		return Latency{}
+	}
+	slices.Sort(samples)
+	var sum time.Duration
+	for _, d := range samples {
+		sum += d
+	}
+	return Latency{
+		N: len(samples), Min: samples[0], Max: samples[len(samples)-1],
+		Median: Quantile(samples, 0.50), P90: Quantile(samples, 0.90), P99: Quantile(samples, 0.99),
+		Mean: sum / time.Duration(len(samples)),
+	}
+}
+
+// Quantile returns the q-quantile (nearest rank) of sorted samples.
+func Quantile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(q*float64(len(sorted))+0.5) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+// Sample runs op warmup times untimed, then n times timed, and summarises
+// the timed runs. It stops at the first error.
+func Sample(n, warmup int, op func() error) (Latency, error) {
+	for range warmup {
+		if err := op(); err != nil {
+			return Latency{}, fmt.Errorf("warm-up: %w", err)
+		}
+	}
+	samples := make([]time.Duration, n)
+	for i := range samples {
+		start := time.Now()
+		if err := op(); err != nil {
+			return Latency{}, err
+		}
+		samples[i] = time.Since(start)
+	}
+	return Summarize(samples), nil
+}
+
+// MedianDuration returns the median of ds (the lower middle for an even count).
+func MedianDuration(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[(len(s)-1)/2]
+}
+
+// MedianFloat returns the median of fs (the lower middle for an even count).
+func MedianFloat(fs []float64) float64 {
+	if len(fs) == 0 {
+		return 0
+	}
+	s := slices.Clone(fs)
+	slices.Sort(s)
+	return s[(len(s)-1)/2]
+}

@@ -1,0 +1,262 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/carapace-dev/carapace/internal/benchreport/measure"
+)
+
+// params are the command's flags.
+type params struct {
+	Out        string
+	Reps       int // of the throughput and ipc measurements
+	LatReps    int // of the latency measurements
+	Samples    int
+	Duration   time.Duration
+	IPCRuns    int
+	IPCBin     string
+	ProfileDir string
+	StageTime  time.Duration // how long each piece of StageCosts runs
+}
+
+// sessionCounts are the concurrency levels of the throughput runs.
+var sessionCounts = []int{1, 4, 16}
+
+// pipelinedWindow is the requests in flight per session of the extra
+// pipelined run at the highest session count.
+const pipelinedWindow = 4
+
+// results is everything one run measured.
+type results struct {
+	P        params
+	Machine  measure.Machine
+	Start    measure.Load
+	End      measure.Load
+	Elapsed  time.Duration
+	IPCBuilt bool // the ipc binary was built by this run
+
+	Floor     []measure.Latency // (a) per repetition
+	FloorZ    []measure.Latency // (a) over the hardened listener
+	Pipe      []measure.Latency // (b), on a fresh session
+	PipeFull  []measure.Latency // (b) once the session's correlation cache is at its cap
+	Ratio     []float64         // (c) b/a medians, per repetition
+	Seq       map[int][]measure.Throughput
+	Piped     []measure.Throughput // window pipelinedWindow, 16 sessions
+	IPC       []measure.Latency    // (e)
+	ExecTrue  []measure.Latency    // (e) decomposed: /bin/true
+	IPCHelp   []measure.Latency    // ipc --help
+	IPCCall   []measure.Latency    // ipc.Call in process
+	IPCOneP   []measure.Latency    // (e) with GOMAXPROCS=1
+	RunStats  measure.ProcStats    // resource usage of the (e) runs
+	HelpStats measure.ProcStats    // and of the ipc --help runs
+
+	AuditBytesPerReq float64 // audit log growth per echo request
+
+	ProfSeq  *measure.CPUProfile // (b), one session, sequential
+	ProfLoad *measure.CPUProfile // (d), 16 sessions
+	Stages   []measure.StageCost
+	GoFresh  measure.StageCost // decode + validate on a new goroutine
+	GoWarm   measure.StageCost // the same on a long-lived one
+	Shift    measure.StageCost // the correlation cache's shift at its cap
+}
+
+func run(p params) error {
+	if p.Reps < 1 || p.LatReps < 1 || p.Samples < 10 || p.IPCRuns < 1 || p.Duration <= 0 || p.StageTime <= 0 {
+		return errors.New("reps, samples, ipcruns, dur and stagetime must be positive (samples at least 10)")
+	}
+	if p.Samples+p.Samples/10+1 >= measure.CorrelationCacheCap {
+		// (b) is taken on a session whose correlation cache is not yet full;
+		// (b) with a full cache is measured separately.
+		return fmt.Errorf("samples must be below %d", (measure.CorrelationCacheCap-1)*10/11)
+	}
+	r := &results{P: p, Machine: measure.DescribeMachine(), Start: measure.SnapshotLoad(), Seq: map[int][]measure.Throughput{}}
+	log := func(format string, args ...any) { fmt.Fprintf(os.Stderr, "  "+format+"\n", args...) }
+
+	ipcBin := p.IPCBin
+	if _, err := os.Stat(ipcBin); err != nil {
+		dir, err := os.MkdirTemp("", "cpbin")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		ipcBin = filepath.Join(dir, "ipc")
+		log("building %s (no %s)", ipcBin, p.IPCBin)
+		if err := measure.BuildIPC(ipcBin); err != nil {
+			return err
+		}
+		r.IPCBuilt = true
+	}
+
+	core, err := measure.StartCore("")
+	if err != nil {
+		return err
+	}
+	defer core.Close()
+
+	// (a), (a') and (b), interleaved so that each ratio compares figures
+	// taken moments apart.
+	for i := range p.LatReps {
+		fl, err := floor("ipc", p.Samples)
+		if err != nil {
+			return fmt.Errorf("transport floor: %w", err)
+		}
+		flz, err := floor("zipc", p.Samples)
+		if err != nil {
+			return fmt.Errorf("hardened floor: %w", err)
+		}
+		pl, full, perReq, err := pipeline(core, p.Samples)
+		if err != nil {
+			return fmt.Errorf("pipeline: %w", err)
+		}
+		r.Floor, r.FloorZ, r.Pipe, r.PipeFull = append(r.Floor, fl), append(r.FloorZ, flz), append(r.Pipe, pl), append(r.PipeFull, full)
+		r.Ratio = append(r.Ratio, float64(pl.Median)/float64(fl.Median))
+		r.AuditBytesPerReq = perReq
+		log("rep %d/%d: floor %s, hardened floor %s, pipeline %s (p99 %s), with a full correlation cache %s", i+1, p.LatReps,
+			us(fl.Median), us(flz.Median), us(pl.Median), us(pl.P99), us(full.Median))
+	}
+
+	// (d)
+	for i := range p.Reps {
+		for _, n := range sessionCounts {
+			t, err := measure.RunThroughput(core, n, 1, p.Duration)
+			if err != nil {
+				return fmt.Errorf("throughput, %d sessions: %w", n, err)
+			}
+			r.Seq[n] = append(r.Seq[n], t)
+			log("rep %d/%d: %2d sessions, sequential: %.0f requests/s", i+1, p.Reps, n, t.PerSec)
+		}
+		n := sessionCounts[len(sessionCounts)-1]
+		t, err := measure.RunThroughput(core, n, pipelinedWindow, p.Duration)
+		if err != nil {
+			return fmt.Errorf("throughput, %d sessions pipelined: %w", n, err)
+		}
+		r.Piped = append(r.Piped, t)
+		log("rep %d/%d: %2d sessions, %d in flight each: %.0f requests/s", i+1, p.Reps, n, pipelinedWindow, t.PerSec)
+	}
+
+	// (e), and its parts: starting a process, starting ipc without a
+	// connection, and ipc's client code without a process.
+	for i := range p.Reps {
+		h, err := core.OpenSession()
+		if err != nil {
+			return err
+		}
+		run := measure.IPCRunner{Bin: ipcBin, Socket: h.Info().Socket, Stats: &r.RunStats}
+		help := measure.IPCRunner{Bin: ipcBin, Stats: &r.HelpStats}
+		oneP := measure.IPCRunner{Bin: ipcBin, Socket: h.Info().Socket, Env: []string{"GOMAXPROCS=1"}}
+		var ls [5]measure.Latency
+		for j, op := range []func() error{measure.ExecTrue, help.Help, run.Call, run.Run, oneP.Run} {
+			if ls[j], err = measure.Sample(p.IPCRuns, 5, op); err != nil {
+				h.Close()
+				return fmt.Errorf("ipc exec: %w", err)
+			}
+		}
+		h.Close()
+		r.ExecTrue, r.IPCHelp, r.IPCCall = append(r.ExecTrue, ls[0]), append(r.IPCHelp, ls[1]), append(r.IPCCall, ls[2])
+		r.IPC, r.IPCOneP = append(r.IPC, ls[3]), append(r.IPCOneP, ls[4])
+		log("rep %d/%d: ipc exec to exit %s (p99 %s); /bin/true %s, ipc --help %s, ipc.Call in process %s, ipc with GOMAXPROCS=1 %s", i+1, p.Reps,
+			ms(ls[3].Median), ms(ls[3].P99), ms(ls[0].Median), ms(ls[1].Median), ms(ls[2].Median), ms(ls[4].Median))
+	}
+
+	// Where the time goes.
+	if r.ProfSeq, err = profileSequential(core, p.Duration); err != nil {
+		return fmt.Errorf("profile (b): %w", err)
+	}
+	var loaded measure.Throughput
+	if r.ProfLoad, err = measure.Profile(func() error {
+		loaded, err = measure.RunThroughput(core, sessionCounts[len(sessionCounts)-1], 1, p.Duration)
+		return err
+	}); err != nil {
+		return fmt.Errorf("profile (d): %w", err)
+	}
+	r.ProfLoad.Requests = loaded.All
+	log("profiles taken")
+	if r.Stages, err = measure.StageCosts(p.StageTime); err != nil {
+		return fmt.Errorf("stage costs: %w", err)
+	}
+	if r.GoFresh, r.GoWarm, err = measure.GoroutineCosts(p.StageTime); err != nil {
+		return fmt.Errorf("goroutine costs: %w", err)
+	}
+	r.Shift = measure.CacheShiftCost(p.StageTime)
+	log("stage costs measured")
+	if p.ProfileDir != "" {
+		if err := os.MkdirAll(p.ProfileDir, 0o755); err != nil {
+			return err
+		}
+		for name, prof := range map[string]*measure.CPUProfile{"pipeline-sequential.pprof": r.ProfSeq, "throughput-16.pprof": r.ProfLoad} {
+			if err := os.WriteFile(filepath.Join(p.ProfileDir, name), prof.Raw, 0o644); err != nil {
+				return err
+			}
+		}
+	}
+
+	r.End = measure.SnapshotLoad()
+	r.Elapsed = r.End.At.Sub(r.Start.At)
+	printTable(os.Stdout, r)
+	if p.Out != "" {
+		if err := os.WriteFile(p.Out, []byte(markdown(r)), 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stdout, "\nwrote %s\n", p.Out)
+	}
+	return nil
+}
+
+// floor measures n sequential round trips of the echo DEALER↔ROUTER.
+func floor(scheme string, n int) (measure.Latency, error) {
+	f, err := measure.StartFloor(scheme)
+	if err != nil {
+		return measure.Latency{}, err
+	}
+	defer f.Close()
+	return measure.Sample(n, n/10, f.RoundTrip)
+}
+
+// pipeline measures n sequential echo requests on a fresh session, the
+// audit log's growth per request, and then n more once the session's
+// correlation cache holds its maximum of finished requests.
+func pipeline(c *measure.Core, n int) (fresh, full measure.Latency, auditPerReq float64, err error) {
+	s, err := c.OpenCaller()
+	if err != nil {
+		return fresh, full, 0, err
+	}
+	defer s.Close()
+	warm := n / 10
+	before := c.AuditBytes()
+	if fresh, err = measure.Sample(n, warm, s.Call); err != nil {
+		return fresh, full, 0, err
+	}
+	if after := c.AuditBytes(); after > before { // no rotation in between
+		auditPerReq = float64(after-before) / float64(n+warm)
+	}
+	fill := measure.CorrelationCacheCap - (n + warm + 1) + warm
+	full, err = measure.Sample(n, fill, s.Call)
+	return fresh, full, auditPerReq, err
+}
+
+// profileSequential profiles (b): one session, sequential calls, for d.
+func profileSequential(c *measure.Core, d time.Duration) (*measure.CPUProfile, error) {
+	s, err := c.OpenCaller()
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	var n int64
+	prof, err := measure.Profile(func() error {
+		for end := time.Now().Add(d); time.Now().Before(end); n++ {
+			if err := s.Call(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	prof.Requests = n
+	return prof, nil
+}
