@@ -8,6 +8,7 @@ import (
 	"io"
 	"regexp"
 	"time"
+	"unicode/utf8"
 )
 
 // Limits of the protocol. Both the ipc binary and the core enforce them,
@@ -54,11 +55,140 @@ func (r *Request) Tool() string {
 // DecodeRequest parses a wire message strictly. It rejects anything but a
 // single JSON object holding exactly the three wire fields, each once, with
 // the right types; arguments must be an object nested at most MaxDepth deep.
-// The error is a stage-1 VALIDATION_FAILED naming the offending field.
+// The error is a stage-1 VALIDATION_FAILED naming the offending field. The
+// returned Arguments alias b.
+//
+// Valid JSON takes a one-pass path over the top-level members; anything
+// else takes a token-by-token path that says precisely what is wrong. The
+// fuzz target checks that the two agree.
 func DecodeRequest(b []byte) (*Request, *Error) {
 	if len(b) > MaxRequestBytes {
 		return nil, stage1("", "request of %d bytes exceeds the %d-byte limit", len(b), MaxRequestBytes)
 	}
+	if !json.Valid(b) {
+		return decodeSlow(b)
+	}
+	return decodeFast(b)
+}
+
+// decodeFast decodes a request known to be valid JSON.
+func decodeFast(b []byte) (*Request, *Error) {
+	i := skipWS(b, 0)
+	if b[i] != '{' {
+		return nil, stage1("", "request must be a JSON object with topic, correlation and arguments")
+	}
+	var req Request
+	var seenTopic, seenCorr, seenArgs bool
+	i = skipWS(b, i+1)
+	for b[i] != '}' {
+		ke := stringEnd(b, i)
+		key := unquote(b[i:ke])
+		i = skipWS(b, ke)
+		i = skipWS(b, i+1) // the colon
+		ve := valueEnd(b, i)
+		val := b[i:ve]
+		switch key {
+		case "topic", "correlation":
+			if key == "topic" && seenTopic || key == "correlation" && seenCorr {
+				return nil, stage1(key, "wire field %q appears twice", key)
+			}
+			if val[0] != '"' {
+				return nil, stage1(key, "wire field %q must be a string", key)
+			}
+			if key == "topic" {
+				req.Topic, seenTopic = unquote(val), true
+			} else {
+				req.Correlation, seenCorr = unquote(val), true
+			}
+		case "arguments":
+			if seenArgs {
+				return nil, stage1(key, "wire field %q appears twice", key)
+			}
+			if val[0] != '{' {
+				return nil, stage1(key, "arguments must be a JSON object")
+			}
+			req.Arguments, seenArgs = json.RawMessage(val), true
+		default:
+			return nil, stage1(key, "unknown wire field %q: the wire message carries only topic, correlation and arguments; identity and envelope fields are set by the core", key)
+		}
+		i = skipWS(b, ve)
+		if b[i] == ',' {
+			i = skipWS(b, i+1)
+		}
+	}
+	for _, f := range []struct {
+		name string
+		seen bool
+	}{{"topic", seenTopic}, {"correlation", seenCorr}, {"arguments", seenArgs}} {
+		if !f.seen {
+			return nil, stage1(f.name, "wire field %q is missing", f.name)
+		}
+	}
+	return checkRequest(&req)
+}
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// stringEnd returns the index just past the JSON string starting at b[i].
+func stringEnd(b []byte, i int) int {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
+	}
+	return len(b)
+}
+
+// valueEnd returns the index just past the JSON value starting at b[i].
+func valueEnd(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return stringEnd(b, i)
+	case '{', '[':
+		d := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				j = stringEnd(b, j) - 1
+			case '{', '[':
+				d++
+			case '}', ']':
+				if d--; d == 0 {
+					return j + 1
+				}
+			}
+		}
+		return len(b)
+	}
+	j := i
+	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\t' && b[j] != '\n' && b[j] != '\r' {
+		j++
+	}
+	return j
+}
+
+// unquote decodes a valid JSON string token; escapes and invalid UTF-8
+// (which encoding/json replaces with U+FFFD) take the slow road.
+func unquote(tok []byte) string {
+	if bytes.IndexByte(tok, '\\') < 0 && utf8.Valid(tok) {
+		return string(tok[1 : len(tok)-1])
+	}
+	var s string
+	_ = json.Unmarshal(tok, &s)
+	return s
+}
+
+// decodeSlow walks the request token by token, to say exactly what is
+// wrong with input that is not valid JSON.
+func decodeSlow(b []byte) (*Request, *Error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	tok, err := dec.Token()
 	if err != nil {
@@ -112,6 +242,11 @@ func DecodeRequest(b []byte) (*Request, *Error) {
 			return nil, stage1(f, "wire field %q is missing", f)
 		}
 	}
+	return checkRequest(&req)
+}
+
+// checkRequest applies the rules that hold whatever the decoding path.
+func checkRequest(req *Request) (*Request, *Error) {
 	if err := CheckCorrelation(req.Correlation); err != nil {
 		return nil, err
 	}
@@ -121,7 +256,7 @@ func DecodeRequest(b []byte) (*Request, *Error) {
 	if d := depth(req.Arguments); d > MaxDepth {
 		return nil, stage1("arguments", "arguments nest %d levels deep; the limit is %d", d, MaxDepth)
 	}
-	return &req, nil
+	return req, nil
 }
 
 // CheckCorrelation validates a correlation id: 1 to MaxCorrelationLen

@@ -136,12 +136,28 @@ func TestEncodeRequest(t *testing.T) {
 }
 
 func FuzzDecodeRequest(f *testing.F) {
+	f.Add([]byte(`{"topic":"t","correlation":"c","arguments":{},"topic":"u"}`))
+	f.Add([]byte(`{"\u0074opic":"tool.invoke.echo","correlation":"c","arguments":{"a":"}\"{"}}`))
+	f.Add([]byte(` { "topic" : "t" , "correlation" : "c" , "arguments" : { } } `))
 	for _, name := range []string{"request.json", "request-extra-field.json", "request-duplicate-field.json", "request-truncated.json"} {
 		b, _ := os.ReadFile(filepath.Join("testdata", "frames", name))
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		req, err := DecodeRequest(b)
+		// The one-pass path for valid JSON and the token path agree on
+		// every valid input: same verdict, same field, same request.
+		if json.Valid(b) && len(b) <= MaxRequestBytes {
+			sreq, serr := decodeSlow(b)
+			switch {
+			case (err == nil) != (serr == nil):
+				t.Fatalf("fast %v, slow %v", err, serr)
+			case err != nil && err.Field != serr.Field:
+				t.Fatalf("fast field %q, slow field %q", err.Field, serr.Field)
+			case err == nil && (req.Topic != sreq.Topic || req.Correlation != sreq.Correlation || !bytes.Equal(req.Arguments, sreq.Arguments)):
+				t.Fatalf("fast %+v, slow %+v", req, sreq)
+			}
+		}
 		if (req == nil) == (err == nil) {
 			t.Fatalf("req %v err %v", req, err)
 		}

@@ -7,6 +7,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -160,7 +161,7 @@ func (p *Pipeline) Handle(ctx context.Context, s *Session, req *ipc.Request, sen
 	}
 
 	// Stage 3: arguments match the tool's schema.
-	args, canonical, verr := decodeArguments(req.Arguments)
+	args, verr := decodeArguments(req.Arguments)
 	if verr == nil {
 		if err := c.tool.Schema.Validate(args); err != nil {
 			pr := catalog.Explain(err)
@@ -184,6 +185,11 @@ func (p *Pipeline) Handle(ctx context.Context, s *Session, req *ipc.Request, sen
 
 	// Stage 5: high-risk tools wait for the user.
 	if c.tool.RiskLevel == manifest.RiskHigh {
+		canonical, err := json.Marshal(args) // sorted keys: the form the user approves
+		if err != nil {
+			p.fail(c, audit.StagePayload, audit.OutcomeRejected, &ipc.Error{Code: ipc.CodeValidationFailed, Stage: 3, Field: "arguments", Message: "arguments cannot be canonicalised"})
+			return
+		}
 		if e := p.confirm(ctx, c, canonical); e != nil {
 			p.fail(c, audit.StageConfirm, e.outcome, e.err)
 			return
@@ -226,20 +232,16 @@ func unknownTool(topic, name string) *ipc.Error {
 	return ipc.Errorf(ipc.CodeUnknownTool, 2, "unknown tool %q; call list_tools to see the tools available", clip(name, 80))
 }
 
-// decodeArguments decodes the arguments for validation (numbers kept exact)
-// and returns their canonical form: sorted keys, no insignificant space.
-func decodeArguments(raw json.RawMessage) (map[string]any, []byte, *ipc.Error) {
+// decodeArguments decodes the arguments for validation, keeping numbers
+// exact (json.Number) so that the schema and the handler see what was sent.
+func decodeArguments(raw json.RawMessage) (map[string]any, *ipc.Error) {
 	var args map[string]any
-	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	if err := dec.Decode(&args); err != nil || args == nil {
-		return nil, nil, &ipc.Error{Code: ipc.CodeValidationFailed, Stage: 3, Field: "arguments", Message: "arguments must be a JSON object"}
+		return nil, &ipc.Error{Code: ipc.CodeValidationFailed, Stage: 3, Field: "arguments", Message: "arguments must be a JSON object"}
 	}
-	canonical, err := json.Marshal(args)
-	if err != nil {
-		return nil, nil, &ipc.Error{Code: ipc.CodeValidationFailed, Stage: 3, Field: "arguments", Message: "arguments cannot be canonicalised"}
-	}
-	return args, canonical, nil
+	return args, nil
 }
 
 func (p *Pipeline) rateLimit(c *call) *ipc.Error {

@@ -18,7 +18,8 @@ type cache struct {
 
 	mu      sync.Mutex
 	entries map[string]*cacheEntry
-	order   []string // finished correlations, oldest first
+	order   []string // finished correlations, oldest first, from head on
+	head    int
 	bytes   int
 }
 
@@ -93,21 +94,25 @@ func (c *cache) deliver(correlation string, frame []byte, final bool) [][]byte {
 }
 
 // expire drops finished entries past their ttl, then the oldest while the
-// cache is over its bounds. Running requests are never dropped.
+// cache is over its bounds. Running requests are never dropped. Dropping
+// the oldest is O(1): order is consumed from head and compacted only when
+// the dead prefix is as long as the live part.
 func (c *cache) expire(now time.Time) {
-	i := 0
-	for ; i < len(c.order); i++ {
-		e := c.entries[c.order[i]]
-		if e == nil {
-			continue
-		}
-		if now.Sub(e.doneAt) < c.ttl && len(c.order)-i <= c.maxN && c.bytes <= c.maxBytes {
+	for c.head < len(c.order) {
+		e := c.entries[c.order[c.head]]
+		if e != nil && now.Sub(e.doneAt) < c.ttl && len(c.order)-c.head <= c.maxN && c.bytes <= c.maxBytes {
 			break
 		}
-		c.bytes -= len(e.final)
-		delete(c.entries, c.order[i])
+		if e != nil {
+			c.bytes -= len(e.final)
+			delete(c.entries, c.order[c.head])
+		}
+		c.order[c.head] = ""
+		c.head++
 	}
-	if i > 0 {
-		c.order = append(c.order[:0], c.order[i:]...)
+	if c.head > 0 && c.head >= len(c.order)-c.head {
+		n := copy(c.order, c.order[c.head:])
+		c.order = c.order[:n]
+		c.head = 0
 	}
 }

@@ -84,7 +84,11 @@ type live struct {
 	router  zmq4.Socket
 	ctx     context.Context
 	cancel  context.CancelFunc
-	sem     chan struct{}
+	// Requests are handled by up to MaxInFlight long-lived workers, started
+	// on demand. Reusing goroutines matters: a fresh one grows its stack
+	// during JSON decoding and schema validation on every request.
+	jobs    chan job
+	workers int // touched only by the receive loop
 	wg      sync.WaitGroup
 	cache   *cache
 	done    chan struct{}
@@ -156,7 +160,7 @@ func (m *Manager) Open(group, runtime string) (Info, error) {
 	}
 	l := &live{
 		Session: pipeline.NewSession(id, group, runtime), m: m, rejects: rate.NewLimiter(1, 10), socket: path, router: router,
-		ctx: ctx, cancel: cancel, sem: make(chan struct{}, m.opts.MaxInFlight),
+		ctx: ctx, cancel: cancel, jobs: make(chan job),
 		cache: newCache(m.opts.CacheTTL), done: make(chan struct{}),
 	}
 	m.mu.Lock()
@@ -269,17 +273,45 @@ func (m *Manager) loop(l *live) {
 		if msg.Type == zmq4.CmdMsg || len(msg.Frames) < 2 {
 			continue
 		}
-		rid := append([]byte(nil), msg.Frames[0]...)
+		j := job{rid: append([]byte(nil), msg.Frames[0]...), frames: msg.Frames[1:]}
 		select {
-		case l.sem <- struct{}{}:
+		case l.jobs <- j: // an idle worker took it
+			continue
+		default:
+		}
+		if l.workers < m.opts.MaxInFlight {
+			l.workers++
+			l.wg.Add(1)
+			go m.worker(l, j)
+			continue
+		}
+		select { // every worker is busy: wait for one, which holds back the socket
+		case l.jobs <- j:
 		case <-l.ctx.Done():
 			return
 		}
-		l.wg.Add(1)
-		go func(frames [][]byte) {
-			defer func() { <-l.sem; l.wg.Done() }()
-			m.handle(l, rid, frames)
-		}(msg.Frames[1:])
+	}
+}
+
+// job is one received message: the routing id of the connection it came
+// on and its frames.
+type job struct {
+	rid    []byte
+	frames [][]byte
+}
+
+// worker handles first, then whatever the loop hands it, until the session
+// closes.
+func (m *Manager) worker(l *live, first job) {
+	defer l.wg.Done()
+	m.handle(l, first.rid, first.frames)
+	for {
+		select {
+		case j := <-l.jobs:
+			m.handle(l, j.rid, j.frames)
+		case <-l.ctx.Done():
+			return
+		}
 	}
 }
 

@@ -54,8 +54,8 @@ func TestCacheBounds(t *testing.T) {
 		c.join(corr, [32]byte{}, []byte("r"))
 		c.deliver(corr, []byte("x"), true)
 	}
-	if len(c.entries) != 3 || len(c.order) != 3 {
-		t.Fatalf("entries %d order %d, want 3", len(c.entries), len(c.order))
+	if len(c.entries) != 3 || len(c.order)-c.head != 3 {
+		t.Fatalf("entries %d order %d, want 3", len(c.entries), len(c.order)-c.head)
 	}
 	// An expired answer is forgotten: the correlation is new again.
 	c = newCache(time.Nanosecond)
