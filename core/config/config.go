@@ -47,6 +47,10 @@ type Rate struct {
 type Audit struct {
 	MaxSizeMB int `toml:"max_size_mb"` // default 10
 	MaxFiles  int `toml:"max_files"`   // default 5
+	// RejectionsPerMinute bounds the rejected requests per session that are
+	// audited one by one; past it one a second is, with a count of the
+	// rest. Default 600 (bursts of a sixth of it).
+	RejectionsPerMinute int `toml:"rejections_per_minute"`
 }
 
 // Plugin is the user's settings for one plugin.
@@ -110,7 +114,7 @@ func (c *Config) check() error {
 			return fmt.Errorf("rate_limit.tools.%s.burst must not be negative", name)
 		}
 	}
-	if c.Core.MaxSessions < 0 || c.Audit.MaxSizeMB < 0 || c.Audit.MaxFiles < 0 {
+	if c.Core.MaxSessions < 0 || c.Audit.MaxSizeMB < 0 || c.Audit.MaxFiles < 0 || c.Audit.RejectionsPerMinute < 0 {
 		return errors.New("counts and sizes must not be negative")
 	}
 	return nil
@@ -139,6 +143,9 @@ func (c *Config) withDefaults() *Config {
 	}
 	if c.Audit.MaxFiles == 0 {
 		c.Audit.MaxFiles = 5
+	}
+	if c.Audit.RejectionsPerMinute == 0 {
+		c.Audit.RejectionsPerMinute = 600
 	}
 	return c
 }

@@ -52,6 +52,10 @@ type Options struct {
 	Gate           *confirm.Gate
 	HandlerTimeout time.Duration          // default DefaultHandlerTimeout
 	RateFor        func(tool string) Rate // the limit for a tool
+	// Rejections is how many rejected requests per session are audited in
+	// full; beyond it one a second is, with a count of the rest. Default
+	// 600 a minute, bursts of 100.
+	Rejections Rate
 	// Available reports whether a plugin's handler can take calls; nil
 	// means always.
 	Available func(plugin string) bool
@@ -77,6 +81,9 @@ func New(opts Options) *Pipeline {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Rejections.PerMinute <= 0 {
+		opts.Rejections = Rate{PerMinute: 600, Burst: 100}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Pipeline{opts: opts, log: opts.Logger, drainCtx: ctx, drain: cancel}
@@ -438,8 +445,18 @@ func (p *Pipeline) respondErrorAt(c *call, stage, source, outcome string, e *ipc
 		entry.Redacted = []string{"error.message"}
 		p.log.Warn("sanitiser redacted an error message", "source", source, "paths", entry.Redacted)
 	}
-	if err := p.write(c, entry); err != nil {
-		p.log.Error("audit log unwritable", "err", err)
+	audited := true
+	if outcome == audit.OutcomeRejected {
+		var skipped int
+		audited, skipped = c.s.auditRejection(p.opts.Rejections)
+		if skipped > 0 {
+			entry.Reason = clip(entry.Reason, 400) + fmt.Sprintf(" (and %d more rejections in this session not logged one by one)", skipped)
+		}
+	}
+	if audited {
+		if err := p.write(c, entry); err != nil {
+			p.log.Error("audit log unwritable", "err", err)
+		}
 	}
 	p.forward(c, p.errorFrame(c, source, e))
 }

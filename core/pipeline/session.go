@@ -24,8 +24,14 @@ type Session struct {
 
 	mu       sync.Mutex
 	limiters map[string]*rate.Limiter
-	diag     []audit.Entry // ring of the session's own audit entries
-	next     int
+	// Rejections beyond rejectBudget are answered but audited only as a
+	// sample (sampleBudget), with a count of those not logged, so that a
+	// flood of bad requests cannot rotate the audit log's history away.
+	rejectBudget *rate.Limiter
+	sampleBudget *rate.Limiter
+	suppressed   int
+	diag         []audit.Entry // ring of the session's own audit entries
+	next         int
 }
 
 // NewSession returns a session of group.
@@ -42,6 +48,24 @@ func (s *Session) limiter(tool string, r Rate) *rate.Limiter {
 		s.limiters[tool] = l
 	}
 	return l
+}
+
+// auditRejection reports whether a rejection should be audited, and how
+// many before it were not.
+func (s *Session) auditRejection(r Rate) (bool, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.rejectBudget == nil {
+		s.rejectBudget = rate.NewLimiter(rate.Limit(float64(r.PerMinute)/60), r.Burst)
+		s.sampleBudget = rate.NewLimiter(1, 1)
+	}
+	if s.rejectBudget.Allow() || s.sampleBudget.Allow() {
+		n := s.suppressed
+		s.suppressed = 0
+		return true, n
+	}
+	s.suppressed++
+	return false, 0
 }
 
 func (s *Session) record(e audit.Entry) {

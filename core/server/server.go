@@ -135,6 +135,7 @@ func Run(ctx context.Context, opts Options) error {
 	s.pipe = pipeline.New(pipeline.Options{
 		Catalog: s.catalog, Audit: s.audit, Gate: s.gate, Logger: s.log,
 		HandlerTimeout: cfg.Core.HandlerTimeout.Duration,
+		Rejections:     pipeline.Rate{PerMinute: cfg.Audit.RejectionsPerMinute, Burst: max(1, cfg.Audit.RejectionsPerMinute/6)},
 		RateFor: func(tool string) pipeline.Rate {
 			r := cfg.RateFor(tool)
 			return pipeline.Rate{PerMinute: r.PerMinute, Burst: r.Burst}
