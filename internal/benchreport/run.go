@@ -59,9 +59,8 @@ type results struct {
 	ProfSeq  *measure.CPUProfile // (b), one session, sequential
 	ProfLoad *measure.CPUProfile // (d), 16 sessions
 	Stages   []measure.StageCost
-	GoFresh  measure.StageCost // decode + validate on a new goroutine
-	GoWarm   measure.StageCost // the same on a long-lived one
-	Shift    measure.StageCost // the correlation cache's shift at its cap
+	GoFresh  measure.StageCost // decode + validate on a new goroutine (before the worker pool)
+	GoWarm   measure.StageCost // the same on a long-lived one (a session's worker)
 }
 
 func run(p params) error {
@@ -181,7 +180,6 @@ func run(p params) error {
 	if r.GoFresh, r.GoWarm, err = measure.GoroutineCosts(p.StageTime); err != nil {
 		return fmt.Errorf("goroutine costs: %w", err)
 	}
-	r.Shift = measure.CacheShiftCost(p.StageTime)
 	log("stage costs measured")
 	if p.ProfileDir != "" {
 		if err := os.MkdirAll(p.ProfileDir, 0o755); err != nil {

@@ -21,16 +21,16 @@ var Sides = []Component{
 // writes; everything contains allocation), so they do not add up: each is
 // the cumulative share of the process's CPU time.
 var PipelineCosts = []Component{
-	{"session goroutine for the request (all the core's work per request)", []string{"session.(*Manager).loop.func1", "session.(*Manager).handle"}},
+	{"session worker for the request (all the core's work per request)", []string{"session.(*Manager).worker", "session.(*Manager).handle"}},
 	{"strict wire decode (ipc.DecodeRequest)", []string{"carapace/ipc.DecodeRequest"}},
 	{"request hash for the correlation cache (sha256)", []string{"sha256."}},
 	{"correlation cache (join, deliver, expire)", []string{"session.(*cache)."}},
 	{"pipeline.Handle (stages 1-6 and the response path)", []string{"pipeline.(*Pipeline).Handle"}},
 	{"envelope id (uuid)", []string{"google/uuid."}},
-	{"argument decode + canonical JSON", []string{"pipeline.decodeArguments"}},
+	{"argument decode (pipeline.decodeArguments)", []string{"pipeline.decodeArguments"}},
 	{"schema validation (jsonschema)", []string{"jsonschema/v5.(*Schema).Validate"}},
 	{"rate limiter", []string{"x/time/rate.", "pipeline.(*Session).limiter"}},
-	{"handler call (goroutine, context, timer) incl. echo", []string{"pipeline.(*Pipeline).invoke"}},
+	{"handler call (new goroutine, context, timer) incl. echo", []string{"pipeline.(*Pipeline).invoke"}},
 	{"sanitiser (sanitize.Value/String)", []string{"carapace/core/sanitize."}},
 	{"response encode (result + envelope JSON)", []string{"pipeline.(*Pipeline).frame", "encoding/json.Marshal"}},
 	{"audit writes (JSON encode + write(2), 2 per request)", []string{"audit.(*Log).Write"}},

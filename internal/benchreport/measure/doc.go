@@ -8,8 +8,8 @@
 //     temporary home and real wire messages to its echo plugin.
 //   - RunThroughput, RunRequests: concurrent sessions, by duration or count.
 //   - IPCRunner: the ipc binary, exec to exit, and its parts.
-//   - StageCosts, GoroutineCosts, CacheShiftCost: pieces of the core's work
-//     per request, timed alone.
+//   - StageCosts, GoroutineCosts: pieces of the core's work per request,
+//     timed alone, and what a new goroutine per request would add to them.
 //   - Profile, CPUProfile: a CPU profile reduced to shares by component.
 //
 // Everything here runs in the calling process and shares its CPUs: the

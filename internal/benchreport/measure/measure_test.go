@@ -1,7 +1,6 @@
 package measure
 
 import (
-	"strings"
 	"testing"
 	"time"
 )
@@ -25,6 +24,12 @@ func TestProfileParses(t *testing.T) {
 	}
 	if s := prof.Inclusive([]Component{{"spin", []string{"measure.spin"}}})[0]; s.Fraction < 0.5 {
 		t.Fatalf("spin has %.0f%% of the profile; want most of it", 100*s.Fraction)
+	}
+	if d := prof.InclusiveAll([]string{"measure.spin"}, []string{"measure.TestProfileParses"}); d < prof.Total/2 {
+		t.Fatalf("spin under the test has %s of %s", d, prof.Total)
+	}
+	if d := prof.InclusiveAll([]string{"measure.spin"}, []string{"no such function"}); d != 0 {
+		t.Fatalf("an unmatched set still matched %s", d)
 	}
 	var sum time.Duration
 	for _, s := range prof.Partition(Sides) {
@@ -104,15 +109,12 @@ func TestStageCosts(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range stages {
-		if s.PerOp <= 0 || s.PerReq < 1 {
+		if s.PerOp <= 0 || s.PerReq < 0 {
 			t.Errorf("%s: %+v", s.Name, s)
 		}
 	}
 	fresh, warm, err := GoroutineCosts(5 * time.Millisecond)
 	if err != nil || fresh.PerOp <= 0 || warm.PerOp <= 0 {
 		t.Fatalf("goroutine costs %+v %+v: %v", fresh, warm, err)
-	}
-	if s := CacheShiftCost(5 * time.Millisecond); s.PerOp <= 0 || !strings.Contains(s.Name, "4096") {
-		t.Fatalf("cache shift %+v", s)
 	}
 }

@@ -80,6 +80,19 @@ func (p *CPUProfile) Inclusive(cs []Component) []Share {
 	return out
 }
 
+// InclusiveAll returns the CPU time of the samples whose stack contains, for
+// every one of sets, one of its functions: where a cost is reached from
+// (runtime.newstack under a given goroutine's function, say).
+func (p *CPUProfile) InclusiveAll(sets ...[]string) time.Duration {
+	var d time.Duration
+	for _, s := range p.samples {
+		if !slices.ContainsFunc(sets, func(m []string) bool { return !s.matches(m) }) {
+			d += s.cpu
+		}
+	}
+	return d
+}
+
 // Partition attributes each sample to the first component it matches (or
 // "other"), so the shares add up to the total.
 func (p *CPUProfile) Partition(cs []Component) []Share {

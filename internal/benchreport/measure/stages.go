@@ -1,6 +1,7 @@
 package measure
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -9,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -28,7 +28,7 @@ import (
 // does for an echo request, measured in isolation.
 type StageCost struct {
 	Name   string
-	PerReq int // how many times one echo request does this
+	PerReq int // how many times one echo request does this; 0 for work it does not do (high-risk tools only)
 	PerOp  time.Duration
 	Allocs float64 // heap allocations per op
 	Bytes  float64 // heap bytes per op
@@ -85,9 +85,12 @@ func costs(d time.Duration, ops []func()) []opCost {
 }
 
 // StageCosts measures, interleaved and for about d each, the pieces of
-// the core's work for one echo request, replicating what core/session and
-// core/pipeline do with the same public packages (the pipeline's own steps
-// are unexported). The audit log is written in a temporary directory on the
+// the core's work for one echo request. Where the core's code is exported
+// (ipc.DecodeRequest, the schema, the limiter, the sanitiser, the audit
+// log) it is called; the few steps of core/session and core/pipeline that
+// are unexported are replicated below, each naming the function it mirrors.
+// A piece with PerReq 0 is work an echo request does not do (the echo tool
+// is low risk). The audit log is written in a temporary directory on the
 // same filesystem as the benchmark core's home.
 func StageCosts(d time.Duration) ([]StageCost, error) {
 	m, err := manifest.Parse("echo/manifest.json", echo.Manifest())
@@ -124,7 +127,7 @@ func StageCosts(d time.Duration) ([]StageCost, error) {
 	if werr != nil {
 		return nil, werr
 	}
-	args, _, aerr := decodeArguments(req.Arguments)
+	args, aerr := decodeArguments(req.Arguments)
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -145,13 +148,13 @@ func StageCosts(d time.Duration) ([]StageCost, error) {
 		perReq int
 		op     func()
 	}{
-		{"strict wire decode (ipc.DecodeRequest)", 1, func() { sink, _ = ipc.DecodeRequest(raw) }},
+		{"strict wire decode (ipc.DecodeRequest, one pass for valid JSON)", 1, func() { sink, _ = ipc.DecodeRequest(raw) }},
 		{"request hash for the correlation cache (sha256)", 1, func() { sink = sha256.Sum256(raw) }},
 		{"envelope id (uuid.NewString)", 1, func() { sink = uuid.NewString() }},
-		{"argument decode + canonical JSON (UseNumber, Marshal)", 1, func() { sink, _, _ = decodeArguments(req.Arguments) }},
+		{"argument decode (UseNumber)", 1, func() { sink, _ = decodeArguments(req.Arguments) }},
 		{"schema validation (jsonschema/v5)", 1, func() { sink = tool.Schema.Validate(args) }},
 		{"rate limiter (x/time/rate Allow)", 1, func() { sink = lim.Allow() }},
-		{"handler call: goroutine + channel + context.WithTimeout", 1, func() { sink, _ = invoke(h, &plugin.Request{Tool: "echo", Arguments: args}) }},
+		{"handler call: new goroutine + channel + context.WithTimeout (as pipeline.invoke)", 1, func() { sink, _ = invoke(h, &plugin.Request{Tool: "echo", Arguments: args}) }},
 		{"sanitiser on the result (sanitize.Value)", 1, func() { sink, _ = sanitize.Value(any(result), "result") }},
 		{"result + response envelope JSON encode", 1, func() { sink = encodeResponse(result, req, id) }},
 		{"audit entry: JSON encode + write(2) (audit.Log.Write)", 2, func() {
@@ -159,6 +162,9 @@ func StageCosts(d time.Duration) ([]StageCost, error) {
 				failed = err
 			}
 		}},
+		// Stage 5 only: pipeline.(*Pipeline).Handle marshals the decoded
+		// arguments (sorted keys) for the confirmation of a high-risk tool.
+		{"canonical JSON (high-risk tools only)", 0, func() { sink, _ = json.Marshal(args) }},
 	}
 	ops := make([]func(), len(stages))
 	for i, s := range stages {
@@ -175,14 +181,15 @@ func StageCosts(d time.Duration) ([]StageCost, error) {
 	return out, nil
 }
 
-// GoroutineCosts measures what running a request's work on a fresh
-// goroutine costs, as core/session does (one goroutine per request, and
-// core/pipeline another per handler call): the decoding and validation of
-// an echo request on a new goroutine each time, against the same work handed
-// to a long-lived goroutine whose stack has already grown. The difference is
-// goroutine creation and, mostly, stack growth: a new goroutine starts with
-// a small stack, and JSON decoding and schema validation recurse deeply
-// enough to make the runtime copy it several times.
+// GoroutineCosts measures why core/session runs requests on long-lived
+// workers: the decoding and validation of an echo request on a new
+// goroutine each time, as sessions did before their worker pool (one
+// goroutine per message), against the same work handed to a long-lived
+// goroutine whose stack has already grown, as a session's worker
+// (session.(*Manager).worker) runs it now. The difference is goroutine
+// creation and, mostly, stack growth: a new goroutine starts with a small
+// stack, and JSON decoding and schema validation recurse deeply enough to
+// make the runtime copy it several times.
 func GoroutineCosts(d time.Duration) (fresh, warm StageCost, err error) {
 	m, err := manifest.Parse("echo/manifest.json", echo.Manifest())
 	if err != nil {
@@ -199,7 +206,7 @@ func GoroutineCosts(d time.Duration) (fresh, warm StageCost, err error) {
 		if werr != nil {
 			panic(werr)
 		}
-		args, _, _ := decodeArguments(req.Arguments)
+		args, _ := decodeArguments(req.Arguments)
 		if err := tool.Schema.Validate(args); err != nil {
 			panic(err)
 		}
@@ -223,56 +230,30 @@ func GoroutineCosts(d time.Duration) (fresh, warm StageCost, err error) {
 			<-done
 		},
 	})
-	fresh = StageCost{Name: "wire decode + argument decode + schema validation, on a new goroutine (as the core runs them)", PerReq: 1, PerOp: cs[0].per, Allocs: cs[0].allocs, Bytes: cs[0].bytes}
-	warm = StageCost{Name: "the same work handed to a long-lived goroutine", PerReq: 1, PerOp: cs[1].per, Allocs: cs[1].allocs, Bytes: cs[1].bytes}
+	fresh = StageCost{Name: "wire decode + argument decode + schema validation, on a new goroutine per request (before the worker pool)", PerReq: 1, PerOp: cs[0].per, Allocs: cs[0].allocs, Bytes: cs[0].bytes}
+	warm = StageCost{Name: "the same work handed to a long-lived goroutine (a session's worker, now)", PerReq: 1, PerOp: cs[1].per, Allocs: cs[1].allocs, Bytes: cs[1].bytes}
 	return fresh, warm, nil
 }
 
 // CorrelationCacheCap is core/session's bound on remembered correlations
 // (cache.maxN). Beyond it, each finished request makes the cache drop its
-// oldest entry by shifting the whole order slice.
+// oldest entry, in O(1) (cache.expire advances a head index).
 const CorrelationCacheCap = 4096
 
-// CacheShiftCost measures that shift, replicated: dropping the oldest of
-// CorrelationCacheCap correlations the way cache.expire does
-// (append(order[:0], order[1:]...)), plus the map delete and insert.
-func CacheShiftCost(d time.Duration) StageCost {
-	order := make([]string, CorrelationCacheCap)
-	entries := make(map[string]struct{}, CorrelationCacheCap)
-	for i := range order {
-		order[i] = fmt.Sprintf("b0123abcd-1-%d", i)
-		entries[order[i]] = struct{}{}
-	}
-	next := CorrelationCacheCap
-	keys := make([]string, 1<<16)
-	for i := range keys {
-		keys[i] = fmt.Sprintf("b0123abcd-1-%d", CorrelationCacheCap+i)
-	}
-	c := costs(d, []func(){func() {
-		k := keys[next%len(keys)]
-		next++
-		delete(entries, order[0])
-		order = append(order[:0], order[1:]...)
-		order = append(order, k)
-		entries[k] = struct{}{}
-	}})[0]
-	return StageCost{Name: fmt.Sprintf("correlation cache at its %d-entry cap: drop the oldest (replica of cache.expire)", CorrelationCacheCap), PerReq: 1, PerOp: c.per, Allocs: c.allocs, Bytes: c.bytes}
-}
-
-// decodeArguments is core/pipeline's: decode with exact numbers, then the
-// canonical form.
-func decodeArguments(raw json.RawMessage) (map[string]any, []byte, error) {
+// decodeArguments mirrors core/pipeline's decodeArguments: one decode with
+// exact numbers (json.Number), nothing else.
+func decodeArguments(raw json.RawMessage) (map[string]any, error) {
 	var args map[string]any
-	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	if err := dec.Decode(&args); err != nil || args == nil {
-		return nil, nil, errors.New("arguments must be a JSON object")
+		return nil, errors.New("arguments must be a JSON object")
 	}
-	canonical, err := json.Marshal(args)
-	return args, canonical, err
+	return args, nil
 }
 
-// invoke is core/pipeline's handler call: a goroutine under a timeout.
+// invoke mirrors pipeline.(*Pipeline).invoke: the handler on a new
+// goroutine under a timeout, a panic recovered as a failure.
 func invoke(h plugin.Handler, req *plugin.Request) (map[string]any, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -282,6 +263,11 @@ func invoke(h plugin.Handler, req *plugin.Request) (map[string]any, error) {
 	}
 	ch := make(chan outcome, 1)
 	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				ch <- outcome{err: fmt.Errorf("handler panicked: %v", r)}
+			}
+		}()
 		res, err := h.Invoke(ctx, req)
 		ch <- outcome{res, err}
 	}()
@@ -293,8 +279,9 @@ func invoke(h plugin.Handler, req *plugin.Request) (map[string]any, error) {
 	}
 }
 
-// encodeResponse is core/pipeline's success path encoding: the result, then
-// the envelope around it.
+// encodeResponse mirrors the success path's encoding in
+// pipeline.(*Pipeline).succeed and frame: the result, then the envelope
+// around it.
 func encodeResponse(result map[string]any, req *ipc.Request, id string) []byte {
 	b, _ := json.Marshal(result)
 	r := ipc.Response{ID: id, Version: ipc.ProtocolVersion, Type: ipc.TypeResponse, Topic: req.Topic, Source: "echo",
