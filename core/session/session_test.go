@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net"
 	"os"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -255,5 +257,42 @@ func TestMaxSessions(t *testing.T) {
 	socks, _ := os.ReadDir(m.opts.Home.SessionsDir())
 	if len(socks) != 2 || m.Len() != 2 {
 		t.Fatalf("%d sockets, %d sessions; want 2 and 2", len(socks), m.Len())
+	}
+}
+
+// zmqReaders counts zmq4's per-connection reader goroutines.
+func zmqReaders() int {
+	buf := make([]byte, 1<<22)
+	return strings.Count(string(buf[:runtime.Stack(buf, true)]), "routerQReader).listen")
+}
+
+func TestCloseUnderFloodLeaksNoGoroutines(t *testing.T) {
+	m := newManager(t, &countingPipeline{delay: 50 * time.Millisecond}, nil)
+	info, err := m.Open("main", "none")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 20; i++ {
+		d := dealer(t, info.Socket)
+		for j := 0; j < 50; j++ { // far more than the session handles at once
+			d.Send(zmq4.NewMsg([]byte(`{"topic":"tool.invoke.x","correlation":"c` + strconv.Itoa(i*100+j) + `","arguments":{}}`)))
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for zmqReaders() < 20 {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d readers started", zmqReaders())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := m.Close(info.ID); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(10 * time.Second)
+	for zmqReaders() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d zmq4 reader goroutines left after the session closed", zmqReaders())
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
