@@ -354,6 +354,12 @@ func TestE2EPluginUnavailableWhenAuditFails(t *testing.T) {
 	if !r.Err.Retriable || !strings.Contains(r.Err.Message, "audit log") {
 		t.Fatalf("error %+v; want retriable, naming the audit log", r.Err)
 	}
+	// A high-risk call is refused before it asks the user: no confirmation
+	// is left pending for a request that could not be audited.
+	wantError(t, runIPC(t, s.Socket, nil, "tool.invoke.echo_confirm", `{"message":"x"}`), ipc.CodePluginUnavailable, 5, "")
+	if list := cliConfirmations(t, c); len(list) != 0 {
+		t.Fatalf("confirmations pending with an unwritable audit log: %+v", list)
+	}
 
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)

@@ -149,7 +149,13 @@ func Run(ctx context.Context, opts Options) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- ctl.Serve(ln) }()
 
-	_ = s.audit.Write(&audit.Entry{Source: "core", Stage: audit.StageCore, Outcome: audit.OutcomeStarted, Reason: "version " + opts.Version})
+	// A core that cannot audit does not start: the log is its only
+	// detective control, and every request would be refused anyway.
+	if err := s.audit.Write(&audit.Entry{Source: "core", Stage: audit.StageCore, Outcome: audit.OutcomeStarted, Reason: "version " + opts.Version}); err != nil {
+		_ = ctl.Shutdown(context.Background())
+		s.sessions.CloseAll()
+		return fmt.Errorf("cannot write the audit log %s, so the core will not start: %w", opts.Home.AuditLog(), err)
+	}
 	s.log.Info("core ready", "home", string(opts.Home), "tools", s.catalog.Len(), "pid", os.Getpid())
 	if opts.Ready != nil {
 		opts.Ready(s)
