@@ -803,17 +803,6 @@ func hostileStartIPC(t *testing.T, socket string, env []string, args ...string) 
 func (h hostileIPC) wait(t *testing.T, d time.Duration) ipcRun {
 	t.Helper()
 	r := ipcRun{Code: h.p.wait(t, d), Stdout: h.p.stdout.String(), Stderr: h.p.stderr.String()}
-	switch r.Code {
-	case 0:
-		if err := json.Unmarshal([]byte(r.Stdout), &r.Result); err != nil {
-			t.Fatalf("ipc exit 0 but stdout is not a JSON object: %q", r.Stdout)
-		}
-	case 1:
-		lines := scanLines(r.Stderr)
-		r.Err = &ipc.Error{}
-		if len(lines) == 0 || json.Unmarshal([]byte(lines[len(lines)-1]), r.Err) != nil || r.Err.Code == "" {
-			t.Fatalf("ipc exit 1 but stderr's last line is not an error object: %q", r.Stderr)
-		}
-	}
+	parseIPCRun(t, &r)
 	return r
 }

@@ -727,21 +727,7 @@ func (bg *bgIPC) wait(t *testing.T) ipcRun {
 	default:
 		t.Fatalf("run ipc: %v", bg.err)
 	}
-	switch r.Code {
-	case 0:
-		if err := json.Unmarshal([]byte(r.Stdout), &r.Result); err != nil {
-			t.Fatalf("ipc exit 0 but stdout is not a JSON object: %q", r.Stdout)
-		}
-	case 1:
-		lines := scanLines(r.Stderr)
-		r.Err = &ipc.Error{}
-		if len(lines) == 0 || json.Unmarshal([]byte(lines[len(lines)-1]), r.Err) != nil || r.Err.Code == "" {
-			t.Fatalf("ipc exit 1 but stderr's last line is not an error object: %q", r.Stderr)
-		}
-	}
-	if strings.Contains(r.Stderr, "goroutine ") || strings.Contains(r.Stderr, "panic") {
-		t.Fatalf("stack trace on stderr: %q", r.Stderr)
-	}
+	parseIPCRun(t, &r)
 	return r
 }
 

@@ -236,22 +236,30 @@ func runIPCStdin(t *testing.T, socket string, env []string, stdin []byte, args .
 	default:
 		t.Fatalf("run ipc: %v", err)
 	}
+	parseIPCRun(t, &r)
+	return r
+}
+
+// parseIPCRun fills r.Result (exit 0) or r.Err (exit 1, the last line of
+// stderr), failing the test on output that breaks the ipc contract or on a
+// Go stack trace.
+func parseIPCRun(t *testing.T, r *ipcRun) {
+	t.Helper()
 	switch r.Code {
 	case 0:
-		if err := json.Unmarshal(out.Bytes(), &r.Result); err != nil {
+		if err := json.Unmarshal([]byte(r.Stdout), &r.Result); err != nil {
 			t.Fatalf("ipc exit 0 but stdout is not a JSON object: %q", r.Stdout)
 		}
 	case 1:
-		lines := strings.Split(strings.TrimSpace(r.Stderr), "\n")
+		lines := scanLines(r.Stderr)
 		r.Err = &ipc.Error{}
-		if err := json.Unmarshal([]byte(lines[len(lines)-1]), r.Err); err != nil || r.Err.Code == "" {
+		if len(lines) == 0 || json.Unmarshal([]byte(lines[len(lines)-1]), r.Err) != nil || r.Err.Code == "" {
 			t.Fatalf("ipc exit 1 but stderr's last line is not an error object: %q", r.Stderr)
 		}
-		if stackTrace.MatchString(r.Stderr) {
-			t.Fatalf("stack trace on stderr: %q", r.Stderr)
-		}
 	}
-	return r
+	if stackTrace.MatchString(r.Stderr) {
+		t.Fatalf("stack trace on stderr: %q", r.Stderr)
+	}
 }
 
 // stackTrace matches what a Go panic prints.
