@@ -1,6 +1,7 @@
 package measure
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -14,19 +15,23 @@ func spin(d time.Duration) int {
 	return n
 }
 
+// The assertions hold whatever else the machine (or this test binary under
+// the race detector, beside other packages) is doing: no share of the CPU
+// is assumed, only that the profile is read and attributed consistently.
 func TestProfileParses(t *testing.T) {
 	prof, err := Profile(func() error { spin(300 * time.Millisecond); return nil })
 	if err != nil {
-		t.Skipf("cannot profile here: %v", err)
+		t.Fatalf("profile: %v", err)
 	}
 	if prof.Total <= 0 {
 		t.Fatal("profile has no CPU time")
 	}
-	if s := prof.Inclusive([]Component{{"spin", []string{"measure.spin"}}})[0]; s.Fraction < 0.5 {
-		t.Fatalf("spin has %.0f%% of the profile; want most of it", 100*s.Fraction)
+	s := prof.Inclusive([]Component{{"spin", []string{"measure.spin"}}})[0]
+	if s.CPU <= 0 || s.CPU > prof.Total || s.Fraction != float64(s.CPU)/float64(prof.Total) {
+		t.Fatalf("spin share %+v of %s", s, prof.Total)
 	}
-	if d := prof.InclusiveAll([]string{"measure.spin"}, []string{"measure.TestProfileParses"}); d < prof.Total/2 {
-		t.Fatalf("spin under the test has %s of %s", d, prof.Total)
+	if d := prof.InclusiveAll([]string{"measure.spin"}, []string{"measure.TestProfileParses"}); d != s.CPU {
+		t.Fatalf("spin under the test has %s, spin anywhere %s: every spin sample is under the test", d, s.CPU)
 	}
 	if d := prof.InclusiveAll([]string{"measure.spin"}, []string{"no such function"}); d != 0 {
 		t.Fatalf("an unmatched set still matched %s", d)
@@ -38,8 +43,16 @@ func TestProfileParses(t *testing.T) {
 	if sum != prof.Total {
 		t.Fatalf("partition adds up to %s, profile total %s", sum, prof.Total)
 	}
-	if top := prof.Top(3, true); len(top) == 0 || top[0].CPU < prof.Total/2 {
-		t.Fatalf("top cumulative functions %+v", top)
+	top := prof.Top(50, true)
+	found := false
+	for i, f := range top {
+		if i > 0 && f.CPU > top[i-1].CPU {
+			t.Fatalf("top not sorted: %+v", top)
+		}
+		found = found || strings.HasSuffix(f.Name, "measure.spin")
+	}
+	if !found {
+		t.Fatalf("spin is not among the top cumulative functions %+v", top)
 	}
 }
 
