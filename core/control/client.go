@@ -139,6 +139,13 @@ func (c *Client) Approve(ctx context.Context, id, argsHash string) error {
 		approveRequest{ArgsHash: argsHash}, nil)
 }
 
+// RestartPlugin reloads plugin name from disk in the running core.
+func (c *Client) RestartPlugin(ctx context.Context, name string) (PluginStatus, error) {
+	var st PluginStatus
+	err := c.do(ctx, http.MethodPost, "/v1/plugins/"+url.PathEscape(name)+"/restart", nil, &st)
+	return st, err
+}
+
 // Deny denies confirmation id.
 func (c *Client) Deny(ctx context.Context, id string) error {
 	return c.do(ctx, http.MethodPost, "/v1/confirmations/"+url.PathEscape(id)+"/deny", nil, nil)

@@ -23,6 +23,7 @@
 //	GET    /v1/confirmations               []Confirmation
 //	POST   /v1/confirmations/{id}/approve  {"args_hash":"…"} (204)
 //	POST   /v1/confirmations/{id}/deny     (204)
+//	POST   /v1/plugins/{name}/restart      PluginStatus (reload from disk)
 //
 // POST /v1/sessions holds its response open: the server writes the Session
 // as one JSON line, flushes, and then keeps the stream open for as long as
@@ -61,6 +62,11 @@ type Backend interface {
 	// the pending confirmation's ArgsHash (ErrConflict otherwise), so that
 	// the user approves exactly the arguments they were shown.
 	Decide(ctx context.Context, id string, approve bool, argsHash string) error
+	// RestartPlugin stops plugin name (draining its calls) and loads it
+	// again from disk: manifest, pin, handler, init. A plugin that is no
+	// longer installed is unloaded; a new one is loaded. ErrNotFound if
+	// there is no such plugin, running or on disk.
+	RestartPlugin(ctx context.Context, name string) (PluginStatus, error)
 }
 
 // Sentinel errors a Backend wraps and a Client's errors wrap again, so that
@@ -97,6 +103,16 @@ type PluginStatus struct {
 	// Category says why an unhealthy plugin failed: NETWORK_ERROR,
 	// AUTH_ERROR, CONFIG_ERROR or INTERNAL_ERROR. Empty when healthy.
 	Category string `json:"category,omitempty"`
+	// State is "healthy", "failed" (did not initialise), "crashed" (its
+	// process died; calls get PLUGIN_UNAVAILABLE until a restart) or
+	// "stopped".
+	State   string   `json:"state,omitempty"`
+	Source  string   `json:"source,omitempty"`  // "builtin" or "user"
+	Dir     string   `json:"dir,omitempty"`     // the plugin's folder, for user plugins
+	Version string   `json:"version,omitempty"` // the manifest's version
+	Tools   []string `json:"tools,omitempty"`   // the tools it provides, when healthy
+	PID     int      `json:"pid,omitempty"`     // the handler process, for out-of-process plugins
+	Problem string   `json:"problem,omitempty"` // why it failed, for the user (never sent to the agent)
 }
 
 // Session is a live agent session.

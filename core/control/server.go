@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"regexp"
 	"sync"
 	"time"
 
@@ -64,6 +65,7 @@ func NewServer(b Backend, logger *slog.Logger) *Server {
 	mux.HandleFunc("GET /v1/confirmations", s.handleConfirmations)
 	mux.HandleFunc("POST /v1/confirmations/{id}/approve", s.handleApprove)
 	mux.HandleFunc("POST /v1/confirmations/{id}/deny", s.handleDeny)
+	mux.HandleFunc("POST /v1/plugins/{name}/restart", s.handleRestartPlugin)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, fmt.Errorf("%s %s: no such endpoint: %w", r.Method, r.URL.Path, ErrNotFound))
 	})
@@ -299,4 +301,27 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+func (s *Server) handleRestartPlugin(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if !pluginNameRE.MatchString(name) {
+		s.writeError(w, r, fmt.Errorf("plugin name %q: names are kebab-case (a-z, 0-9, single dashes): %w", clipName(name), ErrInvalid))
+		return
+	}
+	st, err := s.b.RestartPlugin(r.Context(), name)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+var pluginNameRE = regexp.MustCompile(`^[a-z][a-z0-9]*(-[a-z0-9]+)*$`)
+
+func clipName(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
 }

@@ -1,6 +1,7 @@
 // Package plugin is the public API between the Carapace core and a plugin's
 // host-side handler. Built-in plugins implement Handler in process; external
-// plugins implement the same interface in their own process.
+// plugins implement the same interface in their own process and call Serve
+// from their main, which connects to the core that started them.
 //
 // A handler returns a JSON object for success, a *ToolError for an error it
 // means the agent to see, and any other error for a failure: the core turns
@@ -18,11 +19,14 @@ import (
 // Handler is a plugin's host-side code.
 type Handler interface {
 	// Init is called once at startup, within the init timeout (10 s), with
-	// the plugin's validated config and the core's services.
+	// the plugin's validated config and the core's services. An error
+	// leaves the plugin out of the session catalogue; give it a category
+	// with InitError so the agent learns why.
 	Init(ctx context.Context, config map[string]any, services Services) error
 	// Invoke runs one tool call. Arguments have been validated against the
 	// tool's schema; the group has been authorised; high-risk calls have been
-	// approved by the user. It must honour ctx (the handler timeout, 30 s).
+	// approved by the user. Calls may run concurrently. It must honour ctx
+	// (the handler timeout, 30 s).
 	Invoke(ctx context.Context, req *Request) (map[string]any, error)
 	// Shutdown is called once on a graceful stop, after in-flight calls have
 	// drained, within the shutdown timeout (10 s). It is never called on a
@@ -30,26 +34,70 @@ type Handler interface {
 	Shutdown(ctx context.Context) error
 }
 
+// EventHandler is implemented by a plugin that subscribes to events (the
+// manifest's "subscribes"). Events are fire and forget: the error is logged.
+type EventHandler interface {
+	HandleEvent(ctx context.Context, ev *Event) error
+}
+
+// Verifier is implemented by a plugin that can check its own setup
+// (credentials, reachability) without changing anything, within 10 s.
+type Verifier interface {
+	Verify(ctx context.Context) (*VerifyResult, error)
+}
+
+// BriefProvider is implemented by the plugin whose manifest declares the
+// "memory_brief" hook (at most one per installation). The core calls it
+// while setting up a session, with a 5 s timeout.
+type BriefProvider interface {
+	MemoryBrief(ctx context.Context, group string) (*Brief, error)
+}
+
 // Request is one tool invocation as the handler sees it.
 type Request struct {
-	Tool        string         // the tool name, e.g. "echo"
-	Arguments   map[string]any // schema-validated; numbers are json.Number
-	Group       string         // from the session, never from the agent
-	Session     string         // the session id
-	Correlation string         // links the call to its audit entries
-	EnvelopeID  string         // the core's id for this request
-	Time        time.Time      // when the core received the request
+	Tool        string         `json:"tool"`        // the tool name, e.g. "echo"
+	Arguments   map[string]any `json:"arguments"`   // schema-validated; numbers are json.Number
+	Group       string         `json:"group"`       // from the session, never from the agent
+	Session     string         `json:"session"`     // the session id
+	Correlation string         `json:"correlation"` // links the call to its audit entries
+	EnvelopeID  string         `json:"envelope_id"` // the core's id for this request
+	Time        time.Time      `json:"timestamp"`   // when the core received the request
+}
+
+// Event is a message on the core's event bus.
+type Event struct {
+	ID          string         `json:"id,omitempty"`
+	Topic       string         `json:"topic"` // e.g. "message.inbound"
+	Group       string         `json:"group"`
+	Correlation string         `json:"correlation,omitempty"`
+	Time        time.Time      `json:"timestamp"`
+	Source      string         `json:"source,omitempty"` // set by the core: the publishing plugin
+	Payload     map[string]any `json:"payload"`
+}
+
+// VerifyResult is what Verify found.
+type VerifyResult struct {
+	OK      bool   `json:"ok"`
+	Message string `json:"message"` // for the user; never a credential
+}
+
+// Brief is the memory brief injected into the agent's CLAUDE.md.
+type Brief struct {
+	Markdown    string    `json:"markdown"`
+	EntryCount  int       `json:"entry_count"` // entries stored for the group
+	BriefCount  int       `json:"brief_count"` // entries included in Markdown
+	GeneratedAt time.Time `json:"generated_at"`
 }
 
 // ToolError is an error a handler means the agent to read. Its message
 // reaches the agent (after sanitisation), so write it for the agent's eyes:
 // never wrap a caught error's text into it.
 type ToolError struct {
-	Code       string // normally "HANDLER_ERROR"; reserved pipeline codes are normalised to it
-	Message    string
-	Retriable  bool
-	Field      string // optional: the argument at fault
-	RetryAfter int    // optional: seconds
+	Code       string `json:"code"` // normally "HANDLER_ERROR"; reserved pipeline codes are normalised to it
+	Message    string `json:"message"`
+	Retriable  bool   `json:"retriable"`
+	Field      string `json:"field,omitempty"`       // optional: the argument at fault
+	RetryAfter int    `json:"retry_after,omitempty"` // optional: seconds
 }
 
 // Error implements the error interface.
@@ -67,14 +115,107 @@ func AsToolError(err error) (*ToolError, bool) {
 	return te, ok
 }
 
-// Services are what the core offers a handler. Every method is scoped by the
-// core to the request carried in ctx: a handler cannot ask about another
-// group or session.
+// Init failure categories: the closed set the agent may see in
+// get_session_info (seed 000 §Initialization Failure Behavior).
+const (
+	CategoryNetwork  = "NETWORK_ERROR"
+	CategoryAuth     = "AUTH_ERROR"
+	CategoryConfig   = "CONFIG_ERROR"
+	CategoryInternal = "INTERNAL_ERROR"
+)
+
+// InitError is an Init failure with its category. The message goes to the
+// audit log only; the agent sees the category.
+type InitError struct {
+	Cat string
+	Err error
+}
+
+// Error implements the error interface.
+func (e *InitError) Error() string { return e.Cat + ": " + e.Err.Error() }
+
+// Unwrap returns the cause.
+func (e *InitError) Unwrap() error { return e.Err }
+
+// Category returns the failure category.
+func (e *InitError) Category() string { return e.Cat }
+
+// NewInitError wraps err with a category (one of the Category constants;
+// anything else counts as INTERNAL_ERROR).
+func NewInitError(category string, err error) *InitError {
+	return &InitError{Cat: category, Err: err}
+}
+
+// CategoryOf returns err's category: the Category() of the first error in
+// its chain that has one, if it is one of the four; INTERNAL_ERROR otherwise.
+func CategoryOf(err error) string {
+	var c interface{ Category() string }
+	if errors.As(err, &c) {
+		switch v := c.Category(); v {
+		case CategoryNetwork, CategoryAuth, CategoryConfig, CategoryInternal:
+			return v
+		}
+	}
+	return CategoryInternal
+}
+
+// Services are what the core offers a handler. Methods taking a ctx are
+// scoped by the core to the request that ctx belongs to (pass the ctx your
+// Invoke received): a handler cannot ask about another group or session,
+// and no filter can name one.
 type Services interface {
-	// ToolCatalog lists the tools the core has catalogued.
-	ToolCatalog() []ToolInfo
-	// SessionInfo describes the session of the request in ctx.
-	SessionInfo(ctx context.Context) (SessionInfo, bool)
+	// GetAuditLog returns audit entries of the current request's group,
+	// oldest first. It fails with ErrNoRequest outside a request.
+	GetAuditLog(ctx context.Context, f AuditFilter) ([]AuditEntry, error)
+	// GetToolCatalog lists the tools the core has catalogued.
+	GetToolCatalog(ctx context.Context) ([]ToolInfo, error)
+	// GetSessionInfo describes the session of the current request. It fails
+	// with ErrNoRequest outside a request.
+	GetSessionInfo(ctx context.Context) (SessionInfo, error)
+	// ReadCredential returns one of this plugin's own credentials (set with
+	// `carapace auth set --plugin NAME --key KEY`). ErrNoCredential if unset.
+	ReadCredential(ctx context.Context, key string) (string, error)
+	// PublishEvent puts an event on the core's bus. Only channel plugins
+	// (provides.channels not empty) may; others get ErrNotChannel. The core
+	// stamps the source, id and time.
+	PublishEvent(ctx context.Context, ev *Event) error
+}
+
+// Errors of Services.
+var (
+	// ErrNoRequest: the call needs a request context and ctx has none.
+	ErrNoRequest = errors.New("no request in context: pass the ctx that Invoke received")
+	// ErrNoCredential: the plugin has no credential of that key.
+	ErrNoCredential = errors.New("credential not set")
+	// ErrNotChannel: only channel plugins may publish events.
+	ErrNotChannel = errors.New("only channel plugins (provides.channels) may publish events")
+)
+
+// AuditFilter narrows GetAuditLog. There is deliberately no group or
+// session field: the core fixes the group from the request.
+type AuditFilter struct {
+	Correlation string    `json:"correlation,omitempty"` // exact match
+	Topic       string    `json:"topic,omitempty"`       // exact match
+	Outcome     string    `json:"outcome,omitempty"`     // exact; "error" matches every failure
+	LastN       int       `json:"last_n,omitempty"`      // keep only the last n (at most 1000)
+	Since       time.Time `json:"since,omitzero"`        // entries at or after
+	Until       time.Time `json:"until,omitzero"`        // entries before
+}
+
+// AuditEntry is one audit log entry as a plugin sees it.
+type AuditEntry struct {
+	Time        time.Time `json:"timestamp"`
+	Session     string    `json:"session,omitempty"`
+	Group       string    `json:"group,omitempty"`
+	Source      string    `json:"source"`
+	Topic       string    `json:"topic,omitempty"`
+	Correlation string    `json:"correlation,omitempty"`
+	Stage       string    `json:"stage"`
+	Outcome     string    `json:"outcome"`
+	Code        string    `json:"code,omitempty"`
+	Reason      string    `json:"reason,omitempty"`
+	Field       string    `json:"field,omitempty"`
+	DurationMS  float64   `json:"duration_ms,omitempty"`
 }
 
 // ToolInfo describes one catalogued tool.

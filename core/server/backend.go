@@ -98,3 +98,8 @@ func (s *Server) Decide(_ context.Context, id string, approve bool, argsHash str
 	}
 	return err
 }
+
+// RestartPlugin implements control.Backend.
+func (s *Server) RestartPlugin(_ context.Context, name string) (control.PluginStatus, error) {
+	return control.PluginStatus{}, fmt.Errorf("plugin %s: %w", name, control.ErrNotFound) // replaced in the lifecycle step
+}

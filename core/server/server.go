@@ -231,6 +231,7 @@ func (s *Server) shutdown() {
 // name collision fails startup.
 func (s *Server) loadPlugins(ctx context.Context) error {
 	svc := &services{s: s}
+	_ = svc
 	for _, b := range s.opts.Builtins {
 		st := &pluginState{name: b.Name}
 		s.plugins = append(s.plugins, st)
@@ -309,21 +310,36 @@ func (s *Server) health() (healthy []string, failed []intrinsics.Failure) {
 	return healthy, failed
 }
 
-// services are the core services handed to plugins, scoped per request.
-type services struct{ s *Server }
+// services are the core services handed to one plugin, scoped per request.
+type services struct {
+	s      *Server
+	plugin string
+}
 
-func (v *services) ToolCatalog() []plugin.ToolInfo {
+func (v *services) GetToolCatalog(context.Context) ([]plugin.ToolInfo, error) {
 	var out []plugin.ToolInfo
 	for _, t := range v.s.catalog.List() {
 		out = append(out, plugin.ToolInfo{Name: t.Name, Plugin: t.Plugin, Description: t.Description, RiskLevel: t.RiskLevel})
 	}
-	return out
+	return out, nil
 }
 
-func (v *services) SessionInfo(ctx context.Context) (plugin.SessionInfo, bool) {
+func (v *services) GetSessionInfo(ctx context.Context) (plugin.SessionInfo, error) {
 	sess, ok := pipeline.SessionFrom(ctx)
 	if !ok {
-		return plugin.SessionInfo{}, false
+		return plugin.SessionInfo{}, plugin.ErrNoRequest
 	}
-	return plugin.SessionInfo{ID: sess.ID, Group: sess.Group, Started: sess.Started}, true
+	return plugin.SessionInfo{ID: sess.ID, Group: sess.Group, Started: sess.Started}, nil
+}
+
+func (v *services) GetAuditLog(ctx context.Context, f plugin.AuditFilter) ([]plugin.AuditEntry, error) {
+	return nil, plugin.ErrNoRequest // TODO(issue 3): wired in the next step
+}
+
+func (v *services) ReadCredential(ctx context.Context, key string) (string, error) {
+	return "", plugin.ErrNoCredential
+}
+
+func (v *services) PublishEvent(ctx context.Context, ev *plugin.Event) error {
+	return plugin.ErrNotChannel
 }

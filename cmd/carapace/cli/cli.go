@@ -95,7 +95,7 @@ exits with the agent command's status.`,
 	root.PersistentFlags().StringVar(&a.homeFlag, "home", "", "the Carapace home directory (default $CARAPACE_HOME, else ~/.carapace)")
 	root.AddCommand(
 		a.serveCmd(), a.statusCmd(), a.stopCmd(), a.versionCmd(), a.sessionsCmd(),
-		a.runCmd(), a.confirmCmd(), a.auditCmd(),
+		a.runCmd(), a.confirmCmd(), a.auditCmd(), a.pluginCmd(), a.authCmd(),
 	)
 	markRuntime(root)
 	return root

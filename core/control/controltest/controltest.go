@@ -39,6 +39,7 @@ type Backend struct {
 	closed        []string
 	decisions     []Decision
 	stops         int
+	restarts      []string
 }
 
 // Decision is one call of Decide that succeeded.
@@ -239,3 +240,29 @@ func Start(t testing.TB, b control.Backend, socket string) *control.Server {
 }
 
 var _ control.Backend = (*Backend)(nil)
+
+// RestartPlugin implements control.Backend: it reports the plugin of that
+// name from the status as restarted and healthy, or control.ErrNotFound.
+func (b *Backend) RestartPlugin(_ context.Context, name string) (control.PluginStatus, error) {
+	if err := b.fail("RestartPlugin"); err != nil {
+		return control.PluginStatus{}, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i, p := range b.status.Plugins {
+		if p.Name == name {
+			p.Healthy, p.State, p.Category = true, "healthy", ""
+			b.status.Plugins[i] = p
+			b.restarts = append(b.restarts, name)
+			return p, nil
+		}
+	}
+	return control.PluginStatus{}, fmt.Errorf("plugin %s: %w", name, control.ErrNotFound)
+}
+
+// Restarts returns the names of the plugins restarted so far.
+func (b *Backend) Restarts() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.restarts)
+}
