@@ -19,5 +19,6 @@ require (
 	github.com/keybase/go-keychain v0.0.1 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
 	golang.org/x/sync v0.7.0 // indirect
+	golang.org/x/term v0.47.0 // indirect
 	golang.org/x/text v0.15.0 // indirect
 )
