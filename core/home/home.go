@@ -69,6 +69,13 @@ func (d Dir) AuditLog() string { return d.Path("logs", "audit.jsonl") }
 // PluginsDir holds user plugins, one folder each.
 func (d Dir) PluginsDir() string { return d.Path("plugins") }
 
+// Pins records the SHA-256 of every installed plugin's handler, written by
+// `carapace plugin install` and checked before each start.
+func (d Dir) Pins() string { return d.Path("pins.json") }
+
+// PluginSocketDir holds the per-plugin sockets of out-of-process handlers.
+func (d Dir) PluginSocketDir() string { return d.Path("run", "plugins") }
+
 // DataDir is the private data directory of a plugin.
 func (d Dir) DataDir(plugin string) string { return d.Path("data", plugin) }
 
