@@ -1,15 +1,57 @@
-// Package manifest parses a plugin's manifest.json: what the plugin provides
-// (tools with their argument schemas and risk levels, channels), what it
-// subscribes to and which groups may use it. The plugin's identity is its
-// directory name, never a field of the manifest.
+// Package manifest reads and validates a plugin's manifest.json: what the
+// plugin provides (tools with their argument schemas and risk levels,
+// channels, the memory_brief hook), what it subscribes to, which groups may
+// use it, the credentials it needs and the schema of its configuration. The
+// plugin's identity is its folder's name, never a field of the manifest.
+//
+// Validation is strict because a manifest is written by a stranger and read
+// by the core, the user and a reviewer, who must all see the same thing:
+//
+//  1. JSON: UTF-8 without a byte-order mark or NUL bytes, no duplicate keys
+//     anywhere, no control characters or bidirectional overrides in
+//     strings, nesting at most MaxDepth deep, an object at the top, syntax
+//     errors located by line and column.
+//  2. The manifest schema (manifest.schema.json, JSON Schema 2020-12,
+//     embedded): required fields, types, enums, and no unknown field at any
+//     level of the manifest (with a "did you mean" for near misses).
+//  3. Tool names: snake_case, at most 64 characters, ASCII, unique, not one
+//     of ReservedTools.
+//  4. Each arguments_schema: type "object" with "properties", and
+//     "additionalProperties": false at every object level; only the
+//     supported keywords (no $ref, combinators or conditionals); a single
+//     type per property; "items" for arrays; "required" naming declared
+//     properties; bounded enums and patterns; formats the validator
+//     asserts; defaults the property accepts; at most MaxSchemaDepth levels.
+//  5. version is a semantic version; app_compat is a version range that the
+//     running core satisfies.
+//  6. config_schema compiles (without loading anything) and describes an
+//     object.
+//
+// Every problem names the file, an RFC 6901 pointer into it, what is wrong
+// and how to fix it, and all of them are reported (up to MaxProblems), not
+// only the first. Check adds the plugin-folder stages of `carapace plugin
+// validate`.
+//
+// The JSON reader (decode.go) is written here, on encoding/json's token
+// stream, because encoding/json keeps the last of duplicated keys without a
+// word and encoding/json/v2, which refuses them, is still behind a
+// GOEXPERIMENT in this toolchain. Schemas are santhosh-tekuri/jsonschema/v5;
+// versions and ranges are Masterminds/semver/v3.
 package manifest
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
-	"regexp"
+	"slices"
+	"strconv"
 	"strings"
+
+	"github.com/Masterminds/semver/v3"
+	"github.com/santhosh-tekuri/jsonschema/v5"
+
+	"github.com/carapace-dev/carapace/core/version"
 )
 
 // Risk levels of a tool.
@@ -18,89 +60,337 @@ const (
 	RiskHigh = "high" // waits for the user's confirmation
 )
 
+// MaxProblems bounds the problems reported for one file: past it a last
+// problem says how many more there are.
+const MaxProblems = 500
+
+// maxTools is the schema's maxItems of provides.tools.
+const maxTools = 256
+
+// HookMemoryBrief is the hook whose provider writes the memory brief at the
+// start of each session. At most one plugin may provide it (CheckHooks).
+const HookMemoryBrief = "memory_brief"
+
+// Session modes a manifest may ask for.
+const (
+	SessionFresh    = "fresh"    // a new agent session for each event
+	SessionResume   = "resume"   // continue the group's last session
+	SessionExplicit = "explicit" // the plugin's handler chooses the session
+)
+
 // Manifest is a plugin's manifest.json.
 type Manifest struct {
 	Description   string          `json:"description"`
-	Version       string          `json:"version"`
-	AppCompat     string          `json:"app_compat"`
+	Version       string          `json:"version"`    // semantic version, e.g. "1.0.0"
+	AppCompat     string          `json:"app_compat"` // range of Carapace versions, e.g. ">=0.1.0"
 	Author        Author          `json:"author"`
 	Provides      Provides        `json:"provides"`
-	Subscribes    []string        `json:"subscribes"`
-	AllowedGroups []string        `json:"allowed_groups,omitempty"`
-	Session       string          `json:"session,omitempty"`
-	Install       json.RawMessage `json:"install,omitempty"`
-	ConfigSchema  json.RawMessage `json:"config_schema,omitempty"`
+	Subscribes    []string        `json:"subscribes"`               // event topics, e.g. "message.inbound"
+	AllowedGroups []string        `json:"allowed_groups,omitempty"` // nil: every group
+	Session       string          `json:"session,omitempty"`        // "", SessionFresh, SessionResume or SessionExplicit
+	Install       *Install        `json:"install,omitempty"`
+	ConfigSchema  json.RawMessage `json:"config_schema,omitempty"` // JSON Schema of [plugins.NAME.config]
+
+	configSchema *jsonschema.Schema // ConfigSchema compiled by Parse
 }
 
 // Author names who wrote the plugin.
 type Author struct {
 	Name string `json:"name"`
-	URL  string `json:"url,omitempty"`
+	URL  string `json:"url,omitempty"` // http or https
 }
 
-// Provides lists the plugin's tools and channels.
+// Provides lists the plugin's channels, tools and hooks.
 type Provides struct {
 	Channels []string `json:"channels"`
 	Tools    []Tool   `json:"tools"`
+	Hooks    []string `json:"hooks,omitempty"` // only HookMemoryBrief exists
 }
 
 // Tool declares one tool.
 type Tool struct {
 	Name            string          `json:"name"`
 	Description     string          `json:"description"`
-	RiskLevel       string          `json:"risk_level"`
-	ArgumentsSchema json.RawMessage `json:"arguments_schema"`
+	RiskLevel       string          `json:"risk_level"`       // RiskLow or RiskHigh
+	ArgumentsSchema json.RawMessage `json:"arguments_schema"` // JSON Schema of the arguments
 }
 
-var toolNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
-
-// ReservedTools are the core intrinsics; no plugin may declare them.
-var ReservedTools = []string{"list_tools", "get_session_info", "get_diagnostics"}
-
-// Parse decodes and checks a manifest. file names the manifest in errors.
-func Parse(file string, data []byte) (*Manifest, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	var m Manifest
-	if err := dec.Decode(&m); err != nil {
-		return nil, fmt.Errorf("%s: %w", file, err)
-	}
-	seen := map[string]bool{}
-	for i, t := range m.Provides.Tools {
-		ptr := fmt.Sprintf("/provides/tools/%d", i)
-		if err := CheckToolName(t.Name); err != nil {
-			return nil, fmt.Errorf("%s: %s/name: %w", file, ptr, err)
-		}
-		for _, r := range ReservedTools {
-			if t.Name == r {
-				return nil, fmt.Errorf("%s: %s/name: %q is a reserved core tool name; choose another", file, ptr, t.Name)
-			}
-		}
-		if seen[t.Name] {
-			return nil, fmt.Errorf("%s: %s/name: tool %q is declared twice", file, ptr, t.Name)
-		}
-		seen[t.Name] = true
-		switch t.RiskLevel {
-		case RiskLow, RiskHigh:
-		default:
-			return nil, fmt.Errorf("%s: %s/risk_level: must be \"low\" or \"high\", not %q", file, ptr, t.RiskLevel)
-		}
-		if len(t.ArgumentsSchema) == 0 {
-			return nil, fmt.Errorf("%s: %s/arguments_schema: missing", file, ptr)
-		}
-	}
-	return &m, nil
+// Install is what installing the plugin asks of the user.
+type Install struct {
+	Credentials []Credential `json:"credentials,omitempty"`
 }
 
-// CheckToolName enforces snake_case tool names, suggesting the snake_case
-// form for a dot- or dash-separated name.
-func CheckToolName(name string) error {
-	if toolNameRE.MatchString(name) {
+// Credential is one secret the plugin reads with ReadCredential, set with
+// `carapace auth set --plugin NAME --key KEY`.
+type Credential struct {
+	Key         string `json:"key"` // a simple file name: ^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$
+	Description string `json:"description"`
+	Required    bool   `json:"required,omitempty"` // the plugin cannot start without it
+}
+
+// Credentials returns the credentials the plugin declares (install.credentials).
+func (m *Manifest) Credentials() []Credential {
+	if m == nil || m.Install == nil {
 		return nil
 	}
-	s := strings.ToLower(strings.NewReplacer(".", "_", "-", "_", " ", "_").Replace(name))
-	if toolNameRE.MatchString(s) {
-		return fmt.Errorf("tool name %q must be snake_case: use %q", name, s)
+	return slices.Clone(m.Install.Credentials)
+}
+
+// HasHook reports whether the plugin provides hook.
+func (m *Manifest) HasHook(hook string) bool {
+	return m != nil && slices.Contains(m.Provides.Hooks, hook)
+}
+
+// Options are what validation needs to know about the running core.
+type Options struct {
+	// AppVersion is the running core's version, checked against
+	// app_compat after version.Semver ("" and "dev" mean version.Base).
+	AppVersion string
+}
+
+// Problem is one thing wrong with a plugin, located precisely.
+type Problem struct {
+	File    string // the file, e.g. "/home/u/.carapace/plugins/mail/manifest.json"
+	Pointer string // RFC 6901 JSON pointer into it, e.g. "/provides/tools/0/arguments_schema/properties/to"; "" for the whole file
+	Message string // what is wrong
+	Fix     string // how to fix it, imperative
+	Warning bool   // a warning does not fail validation
+}
+
+// String formats the problem as "<file>: <pointer>: <message>. Fix: <fix>",
+// prefixed with "warning: " for a warning.
+func (p Problem) String() string {
+	var b strings.Builder
+	if p.Warning {
+		b.WriteString("warning: ")
 	}
-	return fmt.Errorf("tool name %q must match ^[a-z][a-z0-9_]*$", name)
+	b.WriteString(p.File)
+	if p.Pointer != "" {
+		b.WriteString(": ")
+		b.WriteString(p.Pointer)
+	}
+	b.WriteString(": ")
+	b.WriteString(strings.TrimSuffix(p.Message, "."))
+	if p.Fix != "" {
+		b.WriteString(". Fix: ")
+		b.WriteString(p.Fix)
+	}
+	return b.String()
+}
+
+// Error is every error (not warning) found in a manifest or a config.
+type Error struct {
+	Problems []Problem
+}
+
+// Error lists the problems, one per line.
+func (e *Error) Error() string {
+	lines := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		lines[i] = p.String()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Parse decodes and validates a manifest; file names it in problems. The
+// error is an *Error listing every problem found.
+func Parse(file string, data []byte, opts Options) (*Manifest, error) {
+	_, m, probs := parse(file, data, opts)
+	if errs := errorsOnly(probs); len(errs) > 0 {
+		return nil, &Error{Problems: errs}
+	}
+	return m, nil
+}
+
+// parse returns the decoded tree (nil when unreadable), the manifest (nil
+// unless there is no error) and every problem, warnings included.
+func parse(file string, data []byte, opts Options) (map[string]any, *Manifest, []Problem) {
+	v, probs, fatal := decodeStrict(file, data)
+	if fatal {
+		return nil, nil, probs
+	}
+	tree, ok := v.(map[string]any)
+	if !ok {
+		probs = append(probs, Problem{File: file, Message: "the manifest must be a JSON object, not " + withArticle(jsonType(v)), Fix: `write the manifest as {"description": ..., "version": ..., ...}`})
+		return nil, nil, probs
+	}
+	ms, err := metaSchema()
+	if err != nil {
+		// Only a broken build gets here; the tests compile the schema.
+		probs = append(probs, Problem{File: file, Message: "internal error: the manifest schema does not compile: " + err.Error(), Fix: "report this bug"})
+		return tree, nil, probs
+	}
+	if err := ms.schema.Validate(any(tree)); err != nil {
+		probs = append(probs, schemaErrors{file: file, inst: tree, sch: ms}.problems(err)...)
+	}
+	probs = append(probs, checkTools(file, tree)...)
+	probs = append(probs, checkVersions(file, tree, opts)...)
+	cs, csProbs := checkConfigSchema(file, tree)
+	probs = append(probs, csProbs...)
+	probs = append(probs, checkCredentials(file, tree)...)
+	sortProblems(probs)
+	if n := len(probs); n > MaxProblems {
+		probs = append(probs[:MaxProblems:MaxProblems], Problem{File: file, Message: fmt.Sprintf("and %d more problems", n-MaxProblems), Fix: "fix the problems above first"})
+	}
+	if len(errorsOnly(probs)) > 0 {
+		return tree, nil, probs
+	}
+	var m Manifest
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		// The schema admits only what Manifest holds; this is a bug.
+		probs = append(probs, Problem{File: file, Message: "internal error: " + err.Error(), Fix: "report this bug"})
+		return tree, nil, probs
+	}
+	m.configSchema = cs
+	return tree, &m, probs
+}
+
+// checkTools applies the tool rules: names, uniqueness, descriptions,
+// arguments_schema.
+func checkTools(file string, tree map[string]any) []Problem {
+	var probs []Problem
+	add := func(ptr, msg, fix string) {
+		probs = append(probs, Problem{File: file, Pointer: ptr, Message: msg, Fix: fix})
+	}
+	tools, _ := lookupArray(tree, "/provides/tools")
+	if len(tools) > maxTools {
+		tools = tools[:maxTools] // the schema reports the rest
+	}
+	first := map[string]int{}
+	for i, t := range tools {
+		tool, ok := t.(map[string]any)
+		if !ok {
+			continue
+		}
+		ptr := "/provides/tools/" + strconv.Itoa(i)
+		if name, ok := tool["name"].(string); ok {
+			if msg, fix := toolNameIssue(name); msg != "" {
+				add(ptr+"/name", msg, fix)
+			} else if slices.Contains(ReservedTools, name) {
+				add(ptr+"/name", fmt.Sprintf("tool name %q is reserved for a core intrinsic tool", name),
+					fmt.Sprintf("choose another name, prefixed with your plugin's domain (for example \"myplugin_%s\")", name))
+			}
+			if j, dup := first[name]; dup {
+				add(ptr+"/name", fmt.Sprintf("tool %q is declared twice (first at /provides/tools/%d)", name, j), "rename or remove one of them: tool names are unique")
+			} else {
+				first[name] = i
+			}
+		}
+		if d, ok := tool["description"].(string); ok && d != "" && strings.TrimSpace(d) == "" {
+			add(ptr+"/description", "is only white space", "say what the tool does (the agent reads it)")
+		}
+		if as, ok := tool["arguments_schema"].(map[string]any); ok {
+			probs = append(probs, checkArguments(file, ptr+"/arguments_schema", as)...)
+		}
+	}
+	return probs
+}
+
+// checkVersions checks version and app_compat.
+func checkVersions(file string, tree map[string]any, opts Options) []Problem {
+	var probs []Problem
+	if v, ok := tree["version"].(string); ok && len(v) <= 128 {
+		if _, err := semver.StrictNewVersion(v); err != nil {
+			probs = append(probs, Problem{File: file, Pointer: "/version", Message: fmt.Sprintf("%s is not a semantic version", quoteShort(v)),
+				Fix: `write MAJOR.MINOR.PATCH, such as "1.0.0" (no "v" prefix; a pre-release such as "1.0.0-beta.1" is allowed)`})
+		}
+	}
+	ac, ok := tree["app_compat"].(string)
+	if !ok || ac == "" || len(ac) > 256 {
+		return probs // the schema reports it
+	}
+	c, err := semver.NewConstraint(ac)
+	if err != nil {
+		return append(probs, Problem{File: file, Pointer: "/app_compat", Message: fmt.Sprintf("%s is not a version range", quoteShort(ac)),
+			Fix: `write a range such as ">=0.1.0" or ">=0.1.0, <1.0.0"`})
+	}
+	app := version.Semver(opts.AppVersion)
+	v, err := semver.NewVersion(app)
+	if err == nil && !c.Check(v) {
+		probs = append(probs, Problem{File: file, Pointer: "/app_compat", Message: fmt.Sprintf("requires Carapace %s; this is %s", ac, app),
+			Fix: "upgrade Carapace, or use a version of the plugin made for Carapace " + app})
+	}
+	return probs
+}
+
+// checkCredentials refuses a credential key declared twice.
+func checkCredentials(file string, tree map[string]any) []Problem {
+	var probs []Problem
+	creds, _ := lookupArray(tree, "/install/credentials")
+	first := map[string]int{}
+	for i, c := range creds {
+		co, _ := c.(map[string]any)
+		key, ok := co["key"].(string)
+		if !ok {
+			continue
+		}
+		if j, dup := first[key]; dup {
+			probs = append(probs, Problem{File: file, Pointer: fmt.Sprintf("/install/credentials/%d/key", i),
+				Message: fmt.Sprintf("credential %q is declared twice (first at /install/credentials/%d)", key, j), Fix: "declare each credential once"})
+		} else {
+			first[key] = i
+		}
+	}
+	return probs
+}
+
+func lookupArray(tree any, ptr string) ([]any, bool) {
+	v, ok := lookup(tree, ptr)
+	if !ok {
+		return nil, false
+	}
+	a, ok := v.([]any)
+	return a, ok
+}
+
+func errorsOnly(probs []Problem) []Problem {
+	var out []Problem
+	for _, p := range probs {
+		if !p.Warning {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// sortProblems orders problems by file, then pointer (array indexes
+// numerically), keeping the order of problems at the same place.
+func sortProblems(probs []Problem) {
+	slices.SortStableFunc(probs, func(a, b Problem) int {
+		if c := strings.Compare(a.File, b.File); c != 0 {
+			return c
+		}
+		return comparePointers(a.Pointer, b.Pointer)
+	})
+}
+
+func comparePointers(a, b string) int {
+	ta, tb := strings.Split(a, "/"), strings.Split(b, "/")
+	for i := 0; i < len(ta) && i < len(tb); i++ {
+		x, y := ta[i], tb[i]
+		if x == y {
+			continue
+		}
+		if isIndex(x) && isIndex(y) {
+			if c := cmp.Compare(len(x), len(y)); c != 0 {
+				return c
+			}
+		}
+		return strings.Compare(x, y)
+	}
+	return cmp.Compare(len(ta), len(tb))
+}
+
+func isIndex(s string) bool {
+	if s == "" || (len(s) > 1 && s[0] == '0') {
+		return false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
