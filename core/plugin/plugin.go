@@ -101,7 +101,12 @@ type ToolError struct {
 }
 
 // Error implements the error interface.
-func (e *ToolError) Error() string { return e.Code + ": " + e.Message }
+func (e *ToolError) Error() string {
+	if e == nil {
+		return "nil *ToolError" // a handler returned a typed nil: a bug, not a tool error
+	}
+	return e.Code + ": " + e.Message
+}
 
 // NewToolError returns a HANDLER_ERROR with the given message.
 func NewToolError(message string, retriable bool) *ToolError {
