@@ -76,6 +76,10 @@ func (d Dir) Pins() string { return d.Path("pins.json") }
 // PluginSocketDir holds the per-plugin sockets of out-of-process handlers.
 func (d Dir) PluginSocketDir() string { return d.Path("run", "plugins") }
 
+// CredentialsDir holds the file credential store (where the macOS Keychain
+// is not used).
+func (d Dir) CredentialsDir() string { return d.Path("credentials") }
+
 // DataDir is the private data directory of a plugin.
 func (d Dir) DataDir(plugin string) string { return d.Path("data", plugin) }
 
