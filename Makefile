@@ -2,7 +2,9 @@
 
 GO        ?= go
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS   := -s -w -X main.version=$(VERSION)
+# sdkDir lets `carapace plugin create` point a new plugin's go.mod at this
+# source tree (a replace directive) until the SDK is published.
+LDFLAGS   := -s -w -X main.version=$(VERSION) -X "github.com/carapace-dev/carapace/cmd/carapace/cli.sdkDir=$(CURDIR)"
 GOFLAGS   := -trimpath
 PKGS      := ./...
 FUZZTIME  ?= 40000x
@@ -23,12 +25,13 @@ build: ## build bin/carapace and bin/ipc (static) and the linux/amd64 + linux/ar
 	  CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build $(GOFLAGS) -ldflags '$(LDFLAGS)' -o bin/linux-$$arch/carapace ./cmd/carapace || exit 1; \
 	done
 	@for f in bin/ipc bin/linux-amd64/ipc bin/linux-arm64/ipc; do \
-	  printf '  %-24s %7d KiB\n' $$f $$(( $$(stat -c %s $$f) / 1024 )); done
+	  printf '  %-24s %7d KiB\n' $$f $$(( $$(wc -c < $$f) / 1024 )); done
 
 .PHONY: test
-test: build ## run every test: vet, darwin type-check, unit and end-to-end tests (race detector), brief fuzzing
+test: build ## run every test: vet, darwin type-check (cgo files included), unit and end-to-end tests (race detector), brief fuzzing
 	$(GO) vet $(PKGS)
 	GOOS=darwin GOARCH=arm64 $(GO) vet $(PKGS)
+	$(GO) run ./internal/darwincheck $(PKGS)
 	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 15m $(PKGS)
 	$(MAKE) --no-print-directory fuzz
 
@@ -38,6 +41,7 @@ fuzz: ## run each fuzz target briefly (FUZZTIME=40000x runs; a count, not a dura
 	$(GO) test -run '^$$' -fuzz '^FuzzFilter$$' -fuzztime $(FUZZTIME) ./ipc/zmtp
 	$(GO) test -run '^$$' -fuzz '^FuzzString$$' -fuzztime $(FUZZTIME) ./core/sanitize
 	$(GO) test -run '^$$' -fuzz '^FuzzPipeline$$' -fuzztime $(FUZZTIME) ./core/pipeline
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./core/manifest
 
 .PHONY: bench
 bench: build ## run the benchmarks, print a table and write docs/PERFORMANCE.md
@@ -52,6 +56,7 @@ check: ## static checks: gofmt, vet (linux and darwin), cross builds
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	$(GO) vet $(PKGS)
 	GOOS=darwin GOARCH=arm64 $(GO) vet $(PKGS)
+	$(GO) run ./internal/darwincheck $(PKGS)
 	GOOS=darwin GOARCH=arm64 $(GO) build -o /dev/null ./cmd/...
 	GOOS=linux GOARCH=arm64 $(GO) build -o /dev/null ./cmd/...
 

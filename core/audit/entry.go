@@ -14,6 +14,8 @@ const (
 	StageResponse  = "response"  // what the agent was sent
 	StageSession   = "session"   // session opened or closed
 	StageCore      = "core"      // core lifecycle and plugin health
+	StageEvent     = "event"     // an event published on the core's bus
+	StageService   = "service"   // a plugin used a core service (credential reads)
 )
 
 // Outcomes an entry can record.
@@ -29,7 +31,9 @@ const (
 	OutcomeExpired   = "expired"   // nobody answered in time
 	OutcomeOpened    = "opened"    // session opened
 	OutcomeClosed    = "closed"    // session closed, or core stopped
-	OutcomeStarted   = "started"   // core started
+	OutcomeStarted   = "started"   // core started, or a plugin initialised
+	OutcomePublished = "published" // an event was published
+	OutcomeCrashed   = "crashed"   // a plugin's process died
 )
 
 // Entry is one line of the audit log.

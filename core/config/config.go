@@ -58,6 +58,10 @@ type Plugin struct {
 	// AllowedGroups, when set, replaces the manifest's allowed_groups: the
 	// user decides which of their groups may use an installed plugin.
 	AllowedGroups []string `toml:"allowed_groups"`
+	// Config is the plugin's own configuration ([plugins.NAME.config]),
+	// validated at load against the manifest's config_schema and passed to
+	// the handler's Init.
+	Config map[string]any `toml:"config"`
 }
 
 // Duration is a time.Duration written as "30s" or "5m".

@@ -122,6 +122,9 @@ type Session struct {
 	Socket  string    `json:"socket"`  // the session's IPC socket on the host
 	Runtime string    `json:"runtime"` // the container runtime, or "none"
 	Started time.Time `json:"started"` // when the session opened
+	// Skills is the session's read-only skill tree on the host (Claude
+	// Code's .claude/skills layout), for the runtime to mount.
+	Skills string `json:"skills,omitempty"`
 }
 
 // Confirmation is a high-risk tool call waiting for the user.

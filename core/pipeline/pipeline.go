@@ -349,6 +349,11 @@ func (p *Pipeline) invoke(ctx context.Context, t *catalog.Tool, req *plugin.Requ
 
 var errTimeout = errors.New("handler timeout")
 
+// ErrUnavailable is what a handler returns (wrapped) when it cannot take the
+// call at all — its process died, or it is being restarted. The agent gets
+// PLUGIN_UNAVAILABLE, which says to retry later, instead of PLUGIN_ERROR.
+var ErrUnavailable = errors.New("plugin unavailable")
+
 type panicError struct {
 	val   any
 	stack []byte
@@ -366,10 +371,13 @@ func (p *Pipeline) handlerFailed(c *call, herr error) {
 	handlerEntry := &audit.Entry{Stage: audit.StageHandler, Outcome: audit.OutcomeError, Source: plug}
 	source := "core"
 	switch te, isTool := plugin.AsToolError(herr); {
+	case errors.Is(herr, ErrUnavailable):
+		shown = ipc.Errorf(ipc.CodePluginUnavailable, 6, "plugin %s is not running; get_session_info shows plugin health", plug)
+		handlerEntry.Code, handlerEntry.Reason = string(ipc.CodePluginUnavailable), clip(herr.Error(), 500)
 	case errors.Is(herr, errTimeout):
 		shown = ipc.Errorf(ipc.CodePluginTimeout, 6, "%s did not respond within %s", plug, p.opts.HandlerTimeout)
 		handlerEntry.Code, handlerEntry.Reason = string(ipc.CodePluginTimeout), "deadline exceeded"
-	case isTool:
+	case isTool && te != nil:
 		msg, _ := sanitize.String(te.Message)
 		shown = &ipc.Error{Code: ipc.CodeHandlerError, Message: msg, Retriable: te.Retriable, Field: te.Field, RetryAfter: te.RetryAfter}
 		handlerEntry.Code, handlerEntry.Reason = clip(te.Code, 64), clip(msg, 500)

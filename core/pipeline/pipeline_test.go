@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -58,7 +59,7 @@ func (f funcHandler) Invoke(ctx context.Context, r *plugin.Request) (map[string]
 func newTestPipeline(t testing.TB, a *memAudit, h plugin.Handler) *Pipeline {
 	t.Helper()
 	cat := catalog.New()
-	m, err := manifest.Parse("echo/manifest.json", echo.Manifest())
+	m, err := manifest.Parse("echo/manifest.json", echo.Manifest(), manifest.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,6 +130,13 @@ func TestHandlerOutcomes(t *testing.T) {
 			return nil, errors.New("open /etc/secret: permission denied")
 		}, ipc.CodePluginError, "Internal plugin error", "core", "PLUGIN_ERROR"},
 		{"panic is generic", func(context.Context, *plugin.Request) (map[string]any, error) { panic("boom") }, ipc.CodePluginError, "Internal plugin error", "core", "PLUGIN_ERROR"},
+		{"typed nil tool error is generic", func(context.Context, *plugin.Request) (map[string]any, error) {
+			var te *plugin.ToolError
+			return nil, te
+		}, ipc.CodePluginError, "Internal plugin error", "core", "PLUGIN_ERROR"},
+		{"unavailable", func(context.Context, *plugin.Request) (map[string]any, error) {
+			return nil, fmt.Errorf("process exited: %w", ErrUnavailable)
+		}, ipc.CodePluginUnavailable, "not running", "core", "PLUGIN_UNAVAILABLE"},
 		{"timeout", func(ctx context.Context, _ *plugin.Request) (map[string]any, error) {
 			<-ctx.Done()
 			return nil, ctx.Err()

@@ -344,13 +344,24 @@ func TestPathologicalInputsStayLinear(t *testing.T) {
 		"-----BEGIN PRIVATE KEY-----", "Bearer ", "Bearer\t", "basic ", "https://a:b@", "a://",
 		"authorization: \"x ", "Authorization: Bearer x:",
 	}
+	// Compare the time for 256 KiB with the time for 64 KiB (each the best
+	// of three runs, to shed the noise of a loaded machine and of the race
+	// detector): linear is ×4, quadratic ×16. No absolute bound: a busy
+	// machine under -race runs this a hundred times slower than an idle one.
+	best := func(s string) time.Duration {
+		d := time.Duration(1 << 62)
+		for range 3 {
+			start := time.Now()
+			String(s)
+			d = min(d, time.Since(start))
+		}
+		return d
+	}
 	for _, unit := range units {
-		s := strings.Repeat(unit, (256<<10)/len(unit))
-		start := time.Now()
-		String(s)
-		// Linear time is tens of milliseconds; quadratic would be minutes.
-		if d := time.Since(start); d > 5*time.Second {
-			t.Errorf("String(%q × %d) took %v", unit, len(s)/len(unit), d)
+		small := best(strings.Repeat(unit, (64<<10)/len(unit)))
+		large := best(strings.Repeat(unit, (256<<10)/len(unit)))
+		if ratio := float64(large) / float64(max(small, time.Microsecond)); ratio > 10 {
+			t.Errorf("String(%q × n): 4× the input took %.1f× the time (%v against %v); linear is about 4×", unit, ratio, large, small)
 		}
 	}
 }

@@ -21,10 +21,11 @@ func (s *Server) Status(context.Context) control.Status {
 		Draining: s.pipe.Draining(),
 	}
 	s.mu.Lock()
-	for _, p := range s.plugins {
-		st.Plugins = append(st.Plugins, control.PluginStatus{Name: p.name, Healthy: p.healthy, Category: p.category})
-	}
+	ps := append([]*pluginState(nil), s.plugins...)
 	s.mu.Unlock()
+	for _, p := range ps {
+		st.Plugins = append(st.Plugins, s.pluginStatus(p))
+	}
 	return st
 }
 
@@ -41,7 +42,11 @@ func (s *Server) OpenSession(_ context.Context, group string) (control.Session, 
 	if err != nil {
 		return control.Session{}, fmt.Errorf("%w: %w", control.ErrInvalid, err)
 	}
-	return toControl(info), nil
+	if err := s.assembleSkills(info.ID); err != nil {
+		_ = s.sessions.Close(info.ID)
+		return control.Session{}, err
+	}
+	return s.toControl(info), nil
 }
 
 // CloseSession implements control.Backend.
@@ -52,6 +57,7 @@ func (s *Server) CloseSession(_ context.Context, id string) error {
 		}
 		return err
 	}
+	s.removeSkills(id)
 	return nil
 }
 
@@ -59,13 +65,13 @@ func (s *Server) CloseSession(_ context.Context, id string) error {
 func (s *Server) Sessions(context.Context) []control.Session {
 	var out []control.Session
 	for _, i := range s.sessions.List() {
-		out = append(out, toControl(i))
+		out = append(out, s.toControl(i))
 	}
 	return out
 }
 
-func toControl(i session.Info) control.Session {
-	return control.Session{ID: i.ID, Group: i.Group, Socket: i.Socket, Runtime: i.Runtime, Started: i.Started}
+func (s *Server) toControl(i session.Info) control.Session {
+	return control.Session{ID: i.ID, Group: i.Group, Socket: i.Socket, Runtime: i.Runtime, Started: i.Started, Skills: s.skillsDir(i.ID)}
 }
 
 // Confirmations implements control.Backend.
@@ -97,9 +103,4 @@ func (s *Server) Decide(_ context.Context, id string, approve bool, argsHash str
 		s.log.Info("confirmation "+verb, "id", id)
 	}
 	return err
-}
-
-// RestartPlugin implements control.Backend.
-func (s *Server) RestartPlugin(_ context.Context, name string) (control.PluginStatus, error) {
-	return control.PluginStatus{}, fmt.Errorf("plugin %s: %w", name, control.ErrNotFound) // replaced in the lifecycle step
 }

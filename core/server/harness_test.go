@@ -29,7 +29,7 @@ import (
 )
 
 // bins are the real binaries under test, built once by TestMain.
-var bins struct{ ipc, carapace string }
+var bins struct{ ipc, carapace, oopkit string }
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "cpbin")
@@ -37,8 +37,8 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	bins.ipc, bins.carapace = filepath.Join(dir, "ipc"), filepath.Join(dir, "carapace")
-	for out, pkg := range map[string]string{bins.ipc: "../../cmd/ipc", bins.carapace: "../../cmd/carapace"} {
+	bins.ipc, bins.carapace, bins.oopkit = filepath.Join(dir, "ipc"), filepath.Join(dir, "carapace"), filepath.Join(dir, "oopkit")
+	for out, pkg := range map[string]string{bins.ipc: "../../cmd/ipc", bins.carapace: "../../cmd/carapace", bins.oopkit: "./testdata/oopkit"} {
 		cmd := exec.Command("go", "build", "-o", out, pkg)
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if b, err := cmd.CombinedOutput(); err != nil {
@@ -121,13 +121,28 @@ type testCore struct {
 	Home   home.Dir
 	Client *control.Client
 	Kit    *testkit
+	Log    *lockedBuffer // everything the core logged (JSON lines)
 	cancel context.CancelFunc
 	done   chan error
+}
+
+// coreOptions vary startCoreWith.
+type coreOptions struct {
+	Config      string         // config.toml
+	Setup       func(home.Dir) // runs on the fresh home before the core starts
+	InitTimeout time.Duration  // 0: the default
+	NoTestkit   bool           // leave the in-process testkit plugin out
 }
 
 // startCore runs a core in a fresh short home (socket paths are limited to
 // ~104 bytes) with config as config.toml.
 func startCore(t *testing.T, config string) *testCore {
+	t.Helper()
+	return startCoreWith(t, coreOptions{Config: config})
+}
+
+// newHome makes a fresh short home, removed at the end of the test.
+func newHome(t *testing.T) home.Dir {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "cp")
 	if err != nil {
@@ -135,36 +150,65 @@ func startCore(t *testing.T, config string) *testCore {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	h := home.Dir(dir)
-	if config != "" {
-		if err := os.WriteFile(h.Config(), []byte(config), 0o600); err != nil {
+	if err := h.Ensure(); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func startCoreWith(t *testing.T, o coreOptions) *testCore {
+	t.Helper()
+	h := newHome(t)
+	if o.Config != "" {
+		if err := os.WriteFile(h.Config(), []byte(o.Config), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
+	if o.Setup != nil {
+		o.Setup(h)
+	}
+	c, err := runCore(t, h, o)
+	if err != nil {
+		t.Fatalf("core did not start: %v", err)
+	}
+	return c
+}
+
+// runCore starts a core on an existing home; it returns Run's error if the
+// core stops before it is ready.
+func runCore(t *testing.T, h home.Dir, o coreOptions) (*testCore, error) {
+	t.Helper()
 	kit := &testkit{}
-	builtins := append(plugins.Builtins(), plugins.Builtin{Name: "testkit", Manifest: []byte(testkitManifest), New: func() plugin.Handler { return kit }})
+	builtins := plugins.Builtins()
+	if !o.NoTestkit {
+		builtins = append(builtins, plugins.Builtin{Name: "testkit", Manifest: []byte(testkitManifest), New: func() plugin.Handler { return kit }})
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan struct{})
-	c := &testCore{Home: h, Client: control.NewClient(h.ControlSocket()), Kit: kit, cancel: cancel, done: make(chan error, 1)}
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	c := &testCore{Home: h, Client: control.NewClient(h.ControlSocket()), Kit: kit, Log: &lockedBuffer{}, cancel: cancel, done: make(chan error, 1)}
+	var w io.Writer = c.Log
 	if testing.Verbose() {
-		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		w = io.MultiWriter(c.Log, os.Stderr)
 	}
+	logger := slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	go func() {
 		c.done <- server.Run(ctx, server.Options{Home: h, Logger: logger, Version: "test", Builtins: builtins,
-			Ready: func(*server.Server) { close(ready) }})
+			InitTimeout: o.InitTimeout, Ready: func(*server.Server) { close(ready) }})
 	}()
 	select {
 	case <-ready:
 	case err := <-c.done:
-		t.Fatalf("core did not start: %v", err)
-	case <-time.After(20 * time.Second):
-		t.Fatal("core did not start within 20s")
+		cancel()
+		return nil, err
+	case <-time.After(30 * time.Second):
+		t.Fatal("core did not start within 30s")
 	}
 	t.Cleanup(func() { c.Stop(t) })
-	return c
+	return c, nil
 }
 
 // Stop cancels the core (what SIGTERM does) and waits for Run to return.
+// It may be called more than once.
 func (c *testCore) Stop(t *testing.T) error {
 	t.Helper()
 	c.cancel()

@@ -22,16 +22,10 @@ import (
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/intrinsics"
-	"github.com/carapace-dev/carapace/core/manifest"
 	"github.com/carapace-dev/carapace/core/pipeline"
-	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/core/session"
+	"github.com/carapace-dev/carapace/keychain"
 	"github.com/carapace-dev/carapace/plugins"
-)
-
-// Timeouts of plugin lifecycle calls.
-const (
-	InitTimeout = 10 * time.Second
 )
 
 // Options configure Run.
@@ -43,6 +37,12 @@ type Options struct {
 	Builtins []plugins.Builtin
 	// Ready, if set, is called once the core accepts requests.
 	Ready func(*Server)
+	// InitTimeout bounds each plugin's start and Init; zero means
+	// InitTimeout (10 s).
+	InitTimeout time.Duration
+	// Credentials replaces the credential store; nil means
+	// keychain.Default for the home.
+	Credentials keychain.Store
 }
 
 // Server is a running core.
@@ -57,18 +57,13 @@ type Server struct {
 	gate     *confirm.Gate
 	pipe     *pipeline.Pipeline
 	sessions *session.Manager
+	creds    keychain.Store
 
-	mu      sync.Mutex
-	plugins []*pluginState
-	stop    chan struct{}
-	once    sync.Once
-}
-
-type pluginState struct {
-	name     string
-	handler  plugin.Handler
-	healthy  bool
-	category string
+	mu        sync.Mutex
+	plugins   []*pluginState // sorted by name
+	restartMu sync.Mutex     // serialises plugin restarts
+	stop      chan struct{}
+	once      sync.Once
 }
 
 // Run starts the core and blocks until ctx ends or a stop is requested
@@ -79,6 +74,9 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	if opts.Builtins == nil {
 		opts.Builtins = plugins.Builtins()
+	}
+	if opts.InitTimeout <= 0 {
+		opts.InitTimeout = InitTimeout
 	}
 	s := &Server{opts: opts, log: opts.Logger, started: time.Now().UTC(), stop: make(chan struct{})}
 	if err := opts.Home.Ensure(); err != nil {
@@ -106,6 +104,7 @@ func Run(ctx context.Context, opts Options) error {
 		return fmt.Errorf("write pid file: %w", err)
 	}
 	defer os.Remove(opts.Home.PidFile())
+	s.clearSkills()
 
 	s.audit, err = audit.Open(opts.Home.AuditLog(), audit.Options{
 		MaxBytes: int64(cfg.Audit.MaxSizeMB) << 20, MaxFiles: cfg.Audit.MaxFiles, Logger: s.log,
@@ -115,6 +114,10 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	defer s.audit.Close()
 
+	s.creds = opts.Credentials
+	if s.creds == nil {
+		s.creds = keychain.Default(opts.Home.CredentialsDir())
+	}
 	s.catalog = catalog.New()
 	ih := &intrinsics.Handler{Catalog: s.catalog, Health: s.health}
 	itools, err := ih.Tools()
@@ -135,6 +138,7 @@ func Run(ctx context.Context, opts Options) error {
 	s.pipe = pipeline.New(pipeline.Options{
 		Catalog: s.catalog, Audit: s.audit, Gate: s.gate, Logger: s.log,
 		HandlerTimeout: cfg.Core.HandlerTimeout.Duration,
+		Available:      s.available,
 		Rejections:     pipeline.Rate{PerMinute: cfg.Audit.RejectionsPerMinute, Burst: max(1, cfg.Audit.RejectionsPerMinute/6)},
 		RateFor: func(tool string) pipeline.Rate {
 			r := cfg.RateFor(tool)
@@ -195,151 +199,26 @@ func (s *Server) shutdown() {
 	ps := append([]*pluginState(nil), s.plugins...)
 	s.mu.Unlock()
 	for _, p := range ps {
-		if !p.healthy {
-			continue // never shut down a plugin that did not initialise
-		}
-		wg.Add(1)
-		go func(p *pluginState) {
-			defer wg.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Core.ShutdownTimeout.Duration)
-			defer cancel()
-			done := make(chan error, 1)
-			go func() { done <- p.handler.Shutdown(ctx) }()
-			select {
-			case err := <-done:
-				if err != nil {
-					s.log.Warn("plugin shutdown failed", "plugin", p.name, "err", err)
-				}
-			case <-ctx.Done():
-				s.log.Warn("plugin shutdown timed out", "plugin", p.name)
+		wg.Go(func() {
+			s.mu.Lock()
+			healthy := p.state == stateHealthy
+			p.state = stateStopping
+			s.mu.Unlock()
+			if healthy {
+				s.shutdownOne(p) // never shut down a plugin that did not initialise
+			} else if p.proc != nil {
+				p.proc.Kill() // a crashed handler: make sure its process group is gone
 			}
 			s.catalog.Remove(p.name)
-		}(p)
+		})
 	}
 	wg.Wait()
 	s.sessions.CloseAll()
+	s.clearSkills()
 	reason := fmt.Sprintf("graceful stop in %s", time.Since(start).Round(time.Millisecond))
 	if !drained {
 		reason += "; some handlers did not finish before the drain deadline"
 	}
 	_ = s.audit.Write(&audit.Entry{Source: "core", Stage: audit.StageCore, Outcome: audit.OutcomeClosed, Reason: reason})
 	s.log.Info("core stopped", "took", time.Since(start).Round(time.Millisecond), "drained", drained)
-}
-
-// loadPlugins initialises the built-in plugins. A plugin that fails is
-// logged with its category and left out; the core boots regardless. A tool
-// name collision fails startup.
-func (s *Server) loadPlugins(ctx context.Context) error {
-	svc := &services{s: s}
-	_ = svc
-	for _, b := range s.opts.Builtins {
-		st := &pluginState{name: b.Name}
-		s.plugins = append(s.plugins, st)
-		m, err := manifest.Parse(b.Name+"/manifest.json", b.Manifest)
-		if err != nil {
-			s.pluginFailed(st, "CONFIG_ERROR", err)
-			continue
-		}
-		h := b.New()
-		tools, err := catalog.FromManifest(b.Name, m, h, s.cfg.Plugins[b.Name].AllowedGroups)
-		if err != nil {
-			s.pluginFailed(st, "CONFIG_ERROR", err)
-			continue
-		}
-		ictx, cancel := context.WithTimeout(ctx, InitTimeout)
-		err = initHandler(ictx, h, svc)
-		cancel()
-		if err != nil {
-			s.pluginFailed(st, category(err), err)
-			continue
-		}
-		if err := s.catalog.Add(tools...); err != nil {
-			return fmt.Errorf("plugin %s: %w", b.Name, err)
-		}
-		st.handler, st.healthy = h, true
-	}
-	return nil
-}
-
-func initHandler(ctx context.Context, h plugin.Handler, svc plugin.Services) error {
-	done := make(chan error, 1)
-	go func() {
-		defer func() {
-			if r := recover(); r != nil {
-				done <- fmt.Errorf("init panicked: %v", r)
-			}
-		}()
-		done <- h.Init(ctx, map[string]any{}, svc)
-	}()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		return fmt.Errorf("init did not finish within %s", InitTimeout)
-	}
-}
-
-func category(err error) string {
-	var c interface{ Category() string }
-	if errors.As(err, &c) {
-		switch v := c.Category(); v {
-		case "NETWORK_ERROR", "AUTH_ERROR", "CONFIG_ERROR", "INTERNAL_ERROR":
-			return v
-		}
-	}
-	return "INTERNAL_ERROR"
-}
-
-func (s *Server) pluginFailed(st *pluginState, cat string, err error) {
-	st.category = cat
-	s.log.Error("CRITICAL: plugin failed to initialise; its tools and skills are left out", "plugin", st.name, "category", cat, "err", err)
-	_ = s.audit.Write(&audit.Entry{Source: st.name, Stage: audit.StageCore, Outcome: audit.OutcomeError, Code: cat, Reason: "plugin failed to initialise: " + err.Error()})
-}
-
-func (s *Server) health() (healthy []string, failed []intrinsics.Failure) {
-	healthy, failed = []string{}, []intrinsics.Failure{}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, p := range s.plugins {
-		if p.healthy {
-			healthy = append(healthy, p.name)
-		} else {
-			failed = append(failed, intrinsics.Failure{Name: p.name, Category: p.category})
-		}
-	}
-	return healthy, failed
-}
-
-// services are the core services handed to one plugin, scoped per request.
-type services struct {
-	s      *Server
-	plugin string
-}
-
-func (v *services) GetToolCatalog(context.Context) ([]plugin.ToolInfo, error) {
-	var out []plugin.ToolInfo
-	for _, t := range v.s.catalog.List() {
-		out = append(out, plugin.ToolInfo{Name: t.Name, Plugin: t.Plugin, Description: t.Description, RiskLevel: t.RiskLevel})
-	}
-	return out, nil
-}
-
-func (v *services) GetSessionInfo(ctx context.Context) (plugin.SessionInfo, error) {
-	sess, ok := pipeline.SessionFrom(ctx)
-	if !ok {
-		return plugin.SessionInfo{}, plugin.ErrNoRequest
-	}
-	return plugin.SessionInfo{ID: sess.ID, Group: sess.Group, Started: sess.Started}, nil
-}
-
-func (v *services) GetAuditLog(ctx context.Context, f plugin.AuditFilter) ([]plugin.AuditEntry, error) {
-	return nil, plugin.ErrNoRequest // TODO(issue 3): wired in the next step
-}
-
-func (v *services) ReadCredential(ctx context.Context, key string) (string, error) {
-	return "", plugin.ErrNoCredential
-}
-
-func (v *services) PublishEvent(ctx context.Context, ev *plugin.Event) error {
-	return plugin.ErrNotChannel
 }

@@ -66,6 +66,9 @@ func markdown(r *results) string {
 	p("- **(d)** N sessions, each with its own DEALER driven by its own goroutine, in the same process as the core (the load generator shares the %d cores). ", m.Cores)
 	p("\"1 in flight\" is sequential request/reply per session, as an agent's `ipc` calls are; \"%d in flight\" pipelines: a session sends its next request as soon as an answer arrives. ", pipelinedWindow)
 	p("Each run lasts %s after a 200 ms warm-up on fresh sessions; answers received within it are counted. The target is judged on the sequential figure.\n", r.P.Duration)
+	p("- **(f)** the built-in echo handler (`plugins/echo`) in process, and the same handler compiled into an external plugin (`internal/benchreport/oopecho`, `plugin.Serve`) installed with `carapace plugin install`'s code and run by the core in its own process: ")
+	p("a session per side, %d sequential requests each per repetition after %d untimed, the two sides taken moments apart in one core. The difference is the core↔plugin hop: a ZeroMQ round trip over the plugin's socket and two JSON encodings.\n", r.P.Samples, r.P.Samples/10)
+	p("- **(g)** `server.Run` from its call to ready (the control socket answers), with %d out-of-process echo plugins installed: discovery, manifest checks, the SHA-256 of every handler against its pin, %d processes started in parallel, their handshakes and Init; %d repetitions, fresh home each.\n", startupPlugins, startupPlugins, r.P.Reps)
 	p("- **(e)** `%s tool.invoke.echo '{\"message\":\"hello\"}'` against a session of the same core, exec to exit with stdout through a pipe, %d runs per repetition after 5 untimed", r.P.IPCBin, r.P.IPCRuns)
 	if r.IPCBuilt {
 		p(" (the binary was missing and was built for the run)")

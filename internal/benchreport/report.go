@@ -16,6 +16,9 @@ const (
 	targetPipeP99    = time.Millisecond
 	targetThroughput = 15000.0
 	targetIPC        = 3 * time.Millisecond
+	// Issue 3, item 10.
+	targetPluginRatio = 2.0
+	targetStartup     = 300 * time.Millisecond
 )
 
 // target is one line of the targets table.
@@ -35,6 +38,8 @@ func (r *results) targets() []target {
 		{"(b) p99 of a request through the pipeline", "≤ " + ms(targetPipeP99), ms(p99), p99 <= targetPipeP99},
 		{fmt.Sprintf("(d) throughput, %d sessions", top), fmt.Sprintf("≥ %.0f requests/s", targetThroughput), fmt.Sprintf("%.0f requests/s", tput), tput >= targetThroughput},
 		{"(e) one ipc run, exec to exit (median)", "≤ " + ms(targetIPC), ms(ipcMed), ipcMed <= targetIPC},
+		{"(f) out-of-process echo ÷ in-process echo, medians", fmt.Sprintf("≤ %.1f", targetPluginRatio), fmt.Sprintf("%.2f", measure.MedianFloat(r.PlugRatio)), measure.MedianFloat(r.PlugRatio) <= targetPluginRatio},
+		{fmt.Sprintf("(g) core start to ready, %d out-of-process plugins (median)", startupPlugins), "≤ " + ms(targetStartup), ms(measure.MedianDuration(r.Startup)), measure.MedianDuration(r.Startup) <= targetStartup},
 	}
 }
 
@@ -71,6 +76,8 @@ func (r *results) latencyRows() []latencyRow {
 		{"(a′) same, ROUTER on the hardened listener (zipc)", r.FloorZ, us},
 		{"(b) echo request through the whole pipeline", r.Pipe, us},
 		{"(b″) same, session past 4096 requests (correlation cache at its cap)", r.PipeFull, us},
+		{"(f) echo request to the in-process (built-in) handler", r.PlugIn, us},
+		{"(f) echo request to the same handler out of process", r.PlugOut, us},
 		{"(e) bin/ipc, exec to exit", r.IPC, ms},
 		{"(e) part: exec of /bin/true (starting any process)", r.ExecTrue, ms},
 		{"(e) part: bin/ipc --help (process + Go runtime start, no connection)", r.IPCHelp, ms},
@@ -118,6 +125,8 @@ func printTable(w io.Writer, r *results) {
 			l.stat(func(x measure.Latency) time.Duration { return x.P99 }), l.spread())
 	}
 	fmt.Fprintf(tw, "(c) ratio b/a of the medians\t%.2f\t\t%s\n", measure.MedianFloat(r.Ratio), ratioSpread(r.Ratio))
+	fmt.Fprintf(tw, "(f) ratio out-of-process/in-process echo\t%.2f\t\t%s\n", measure.MedianFloat(r.PlugRatio), ratioSpread(r.PlugRatio))
+	fmt.Fprintf(tw, "(g) start to ready, %d out-of-process plugins\t%s\t\t%s\n", startupPlugins, ms(measure.MedianDuration(r.Startup)), durSpread(r.Startup))
 	for _, n := range sessionCounts {
 		fmt.Fprintf(tw, "(d) throughput, %d session%s, 1 in flight each\t%.0f/s\t\t%s\n", n, plural(n), medianRate(r.Seq[n]), rateSpread(r.Seq[n]))
 	}
@@ -151,4 +160,15 @@ func othersText(r *results) string {
 		return "an unknown share of the CPUs"
 	}
 	return fmt.Sprintf("%.2f of %d cores (this benchmark %.2f)", o, r.Machine.Cores, measure.Self(r.Start, r.End))
+}
+
+func durSpread(ds []time.Duration) string {
+	if len(ds) == 0 {
+		return ""
+	}
+	lo, hi := ds[0], ds[0]
+	for _, d := range ds {
+		lo, hi = min(lo, d), max(hi, d)
+	}
+	return ms(lo) + " – " + ms(hi)
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/internal/benchreport/measure"
 )
 
@@ -29,6 +30,9 @@ var sessionCounts = []int{1, 4, 16}
 // pipelinedWindow is the requests in flight per session of the extra
 // pipelined run at the highest session count.
 const pipelinedWindow = 4
+
+// startupPlugins is how many out-of-process plugins (g) starts the core with.
+const startupPlugins = 10
 
 // results is everything one run measured.
 type results struct {
@@ -55,6 +59,11 @@ type results struct {
 	HelpStats measure.ProcStats    // and of the ipc --help runs
 
 	AuditBytesPerReq float64 // audit log growth per echo request
+
+	PlugIn    []measure.Latency // (f) echo through the in-process handler
+	PlugOut   []measure.Latency // (f) the same handler out of process
+	PlugRatio []float64         // (f) out ÷ in medians, per repetition
+	Startup   []time.Duration   // (g) start to ready with startupPlugins out-of-process plugins
 
 	ProfSeq  *measure.CPUProfile // (b), one session, sequential
 	ProfLoad *measure.CPUProfile // (d), 16 sessions
@@ -116,6 +125,11 @@ func run(p params) error {
 		r.AuditBytesPerReq = perReq
 		log("rep %d/%d: floor %s, hardened floor %s, pipeline %s (p99 %s), with a full correlation cache %s", i+1, p.LatReps,
 			us(fl.Median), us(flz.Median), us(pl.Median), us(pl.P99), us(full.Median))
+	}
+
+	// (f) and (g): plugins out of process.
+	if err := plugins(r, p, log); err != nil {
+		return err
 	}
 
 	// (d)
@@ -257,4 +271,62 @@ func profileSequential(c *measure.Core, d time.Duration) (*measure.CPUProfile, e
 	}
 	prof.Requests = n
 	return prof, nil
+}
+
+// plugins measures (f), an echo request to the built-in handler in process
+// and to the same handler out of process, interleaved in one core, and (g),
+// the core's start to ready with startupPlugins out-of-process plugins.
+func plugins(r *results, p params, log func(string, ...any)) error {
+	dir, err := os.MkdirTemp("", "cpbin")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	bin := filepath.Join(dir, "oopecho")
+	if err := measure.BuildEchoPlugin(bin); err != nil {
+		return err
+	}
+	core, _, err := measure.StartCoreWith("", func(h home.Dir) error { return measure.InstallEchoPlugins(h, bin, "oop") })
+	if err != nil {
+		return err
+	}
+	defer core.Close()
+	for i := range p.LatReps {
+		var ls [2]measure.Latency
+		for j, topic := range []string{measure.EchoTopic, measure.OOPEchoTopic} {
+			s, err := core.OpenCallerTopic(topic)
+			if err != nil {
+				return fmt.Errorf("(f) %s: %w", topic, err)
+			}
+			ls[j], err = measure.Sample(p.Samples, p.Samples/10, s.Call)
+			s.Close()
+			if err != nil {
+				return fmt.Errorf("(f) %s: %w", topic, err)
+			}
+		}
+		r.PlugIn, r.PlugOut = append(r.PlugIn, ls[0]), append(r.PlugOut, ls[1])
+		r.PlugRatio = append(r.PlugRatio, float64(ls[1].Median)/float64(ls[0].Median))
+		log("rep %d/%d: echo in process %s, out of process %s (×%.2f)", i+1, p.LatReps, us(ls[0].Median), us(ls[1].Median), r.PlugRatio[len(r.PlugRatio)-1])
+	}
+	names := make([]string, startupPlugins)
+	for i := range names {
+		names[i] = fmt.Sprintf("oop%d", i+1)
+	}
+	for i := range p.Reps {
+		c, took, err := measure.StartCoreWith("", func(h home.Dir) error { return measure.InstallEchoPlugins(h, bin, names...) })
+		if err != nil {
+			return fmt.Errorf("(g): %w", err)
+		}
+		healthy, err := c.Healthy()
+		c.Close()
+		if err != nil {
+			return err
+		}
+		if healthy < startupPlugins {
+			return fmt.Errorf("(g): only %d of %d plugins came up healthy", healthy, startupPlugins)
+		}
+		r.Startup = append(r.Startup, took)
+		log("rep %d/%d: start to ready with %d out-of-process plugins: %s", i+1, p.Reps, startupPlugins, ms(took))
+	}
+	return nil
 }

@@ -116,12 +116,15 @@ type Caller struct {
 	n      uint64
 	req    []byte // reused request buffer
 	corr   []byte // the correlation of the last request built
+	topic  string
 }
 
 // NewCaller connects a DEALER to a session socket (a path) over zmq4's own
 // ipc:// transport — the same client side as the transport floor, so that
 // the difference between the two is the core's side.
-func NewCaller(socket string) (*Caller, error) {
+func NewCaller(socket string) (*Caller, error) { return newCaller(socket, EchoTopic) }
+
+func newCaller(socket, topic string) (*Caller, error) {
 	p, err := Dial("ipc://" + socket)
 	if err != nil {
 		return nil, err
@@ -129,7 +132,7 @@ func NewCaller(socket string) (*Caller, error) {
 	var r [4]byte
 	_, _ = rand.Read(r[:])
 	prefix := fmt.Sprintf("b%s-%d-", hex.EncodeToString(r[:]), callerSeq.Add(1))
-	c := &Caller{peer: p, prefix: []byte(prefix)}
+	c := &Caller{peer: p, prefix: []byte(prefix), topic: topic}
 	if err := c.check(); err != nil {
 		p.Close()
 		return nil, err
@@ -164,7 +167,9 @@ func (c *Caller) check() error {
 // Send sends the next request without waiting for its answer.
 func (c *Caller) Send() error {
 	c.n++
-	b := append(c.req[:0], `{"topic":"`+EchoTopic+`","correlation":"`...)
+	b := append(c.req[:0], `{"topic":"`...)
+	b = append(b, c.topic...)
+	b = append(b, `","correlation":"`...)
 	start := len(b)
 	b = append(b, c.prefix...)
 	b = strconv.AppendUint(b, c.n, 10)

@@ -93,7 +93,7 @@ func costs(d time.Duration, ops []func()) []opCost {
 // is low risk). The audit log is written in a temporary directory on the
 // same filesystem as the benchmark core's home.
 func StageCosts(d time.Duration) ([]StageCost, error) {
-	m, err := manifest.Parse("echo/manifest.json", echo.Manifest())
+	m, err := manifest.Parse("echo/manifest.json", echo.Manifest(), manifest.Options{})
 	if err != nil {
 		return nil, err
 	}
@@ -191,7 +191,7 @@ func StageCosts(d time.Duration) ([]StageCost, error) {
 // stack, and JSON decoding and schema validation recurse deeply enough to
 // make the runtime copy it several times.
 func GoroutineCosts(d time.Duration) (fresh, warm StageCost, err error) {
-	m, err := manifest.Parse("echo/manifest.json", echo.Manifest())
+	m, err := manifest.Parse("echo/manifest.json", echo.Manifest(), manifest.Options{})
 	if err != nil {
 		return fresh, warm, err
 	}

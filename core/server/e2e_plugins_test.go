@@ -1,0 +1,501 @@
+package server_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/carapace-dev/carapace/core/control"
+	"github.com/carapace-dev/carapace/core/home"
+	"github.com/carapace-dev/carapace/core/install"
+	"github.com/carapace-dev/carapace/ipc"
+	"github.com/carapace-dev/carapace/keychain"
+)
+
+// kitActions are the tools of the oopkit test plugin, as <prefix>_<action>.
+var kitActions = []struct{ action, risk, schema string }{
+	{"echo", "low", `{"type":"object","additionalProperties":false,"properties":{"message":{"type":"string","maxLength":1000}}}`},
+	{"crash", "low", `{"type":"object","additionalProperties":false,"properties":{}}`},
+	{"hang", "low", `{"type":"object","additionalProperties":false,"properties":{}}`},
+	{"cred", "low", `{"type":"object","additionalProperties":false,"required":["key"],"properties":{"key":{"type":"string","maxLength":128}}}`},
+	{"env", "low", `{"type":"object","additionalProperties":false,"properties":{}}`},
+	{"flood", "low", `{"type":"object","additionalProperties":false,"properties":{}}`},
+	{"scope", "low", `{"type":"object","additionalProperties":false,"properties":{}}`},
+}
+
+// kitManifest is the manifest of an oopkit plugin called name.
+func kitManifest(name string) string {
+	prefix := strings.ReplaceAll(name, "-", "_")
+	var tools []string
+	for _, a := range kitActions {
+		tools = append(tools, fmt.Sprintf(`{"name":%q,"description":"oopkit %s","risk_level":%q,"arguments_schema":%s}`,
+			prefix+"_"+a.action, a.action, a.risk, a.schema))
+	}
+	return fmt.Sprintf(`{
+  "description": "out-of-process test plugin", "version": "1.2.3", "app_compat": ">=0.1.0", "author": {"name": "tests"},
+  "provides": {"channels": [], "tools": [%s]},
+  "subscribes": [],
+  "config_schema": {"type": "object", "additionalProperties": false, "properties": {
+    "fail_init": {"type": "string", "enum": ["auth", "network", "plain", "hang", "exit"]}}}
+}`, strings.Join(tools, ","))
+}
+
+// kitSource writes an oopkit plugin folder (manifest, skills, handler)
+// called name under a temporary directory and returns it.
+func kitSource(t *testing.T, name, manifestJSON string) string {
+	t.Helper()
+	src := filepath.Join(t.TempDir(), name)
+	if err := os.MkdirAll(filepath.Join(src, "skills"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	prefix := strings.ReplaceAll(name, "-", "_")
+	var skill strings.Builder
+	fmt.Fprintf(&skill, "# %s\n\nTest tools.\n\n", name)
+	for _, a := range kitActions {
+		fmt.Fprintf(&skill, "## %s_%s\n\n    ipc tool.invoke.%s_%s '{}'\n\n", prefix, a.action, prefix, a.action)
+	}
+	bin, err := os.ReadFile(bins.oopkit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, data := range map[string][]byte{
+		"manifest.json":          []byte(manifestJSON),
+		"skills/" + name + ".md": []byte(skill.String()),
+		"handler":                bin,
+	} {
+		if err := os.WriteFile(filepath.Join(src, path), data, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return src
+}
+
+// installKit installs an oopkit plugin called name into h the way `carapace
+// plugin install` does.
+func installKit(t *testing.T, h home.Dir, name string) {
+	t.Helper()
+	if _, err := install.Install(h, kitSource(t, name, kitManifest(name)), install.Options{}); err != nil {
+		t.Fatalf("install %s: %v", name, err)
+	}
+}
+
+// pluginStatus returns the core's view of plugin name.
+func pluginStatus(t *testing.T, c *testCore, name string) control.PluginStatus {
+	t.Helper()
+	st, err := c.Client.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range st.Plugins {
+		if p.Name == name {
+			return p
+		}
+	}
+	t.Fatalf("plugin %s not in status %+v", name, st.Plugins)
+	return control.PluginStatus{}
+}
+
+func TestOutOfProcessPluginServesTheAgent(t *testing.T) {
+	c := startCoreWith(t, coreOptions{Setup: func(h home.Dir) { installKit(t, h, "alpha") }})
+	s := c.Session(t, "main")
+
+	r := runIPC(t, s.Socket, nil, "tool.invoke.alpha_echo", `{"message":"hi there"}`)
+	if r.Code != 0 {
+		t.Fatalf("alpha_echo: exit %d: %s", r.Code, r.Stderr)
+	}
+	if r.Result["message"] != "hi there" || r.Result["plugin"] != "alpha" || r.Result["group"] != "main" {
+		t.Fatalf("result %v", r.Result)
+	}
+	st := pluginStatus(t, c, "alpha")
+	if st.State != "healthy" || st.Source != "user" || st.PID == 0 || st.Version != "1.2.3" || !slices.Contains(st.Tools, "alpha_echo") {
+		t.Fatalf("status %+v", st)
+	}
+	if pid := r.Result["pid"].(float64); int(pid) != st.PID || int(pid) == os.Getpid() {
+		t.Fatalf("handler pid %v, status pid %d, core pid %d: the handler must run in its own process", pid, st.PID, os.Getpid())
+	}
+
+	// The session's skill tree teaches the agent this plugin's tools.
+	skill, err := os.ReadFile(filepath.Join(s.Skills, "alpha", "SKILL.md"))
+	if err != nil {
+		t.Fatalf("session skills: %v", err)
+	}
+	if !strings.Contains(string(skill), "alpha_echo") || !strings.HasPrefix(string(skill), "---\n") {
+		t.Fatalf("alpha/SKILL.md does not teach alpha_echo:\n%s", skill)
+	}
+	if fi, err := os.Stat(filepath.Join(s.Skills, "alpha", "SKILL.md")); err != nil || fi.Mode().Perm()&0o222 != 0 {
+		t.Fatalf("skill file must be read-only: %v %v", fi.Mode(), err)
+	}
+
+	// Minimal environment, own folder, private data directory.
+	r = runIPC(t, s.Socket, nil, "tool.invoke.alpha_env", `{}`)
+	if r.Code != 0 {
+		t.Fatalf("alpha_env: %s", r.Stderr)
+	}
+	var env []string
+	for _, v := range r.Result["env"].([]any) {
+		env = append(env, v.(string))
+	}
+	for _, name := range env {
+		if !slices.Contains([]string{"PATH", "HOME", "TMPDIR", "LANG", "CARAPACE_PLUGIN_ENDPOINT", "CARAPACE_PLUGIN_TOKEN", "CARAPACE_PLUGIN_NAME", "CARAPACE_PLUGIN_DATA"}, name) {
+			t.Errorf("handler environment has %s: the core must pass a minimal environment", name)
+		}
+	}
+	if r.Result["home"] != c.Home.DataDir("alpha") {
+		t.Errorf("HOME %v, want %s", r.Result["home"], c.Home.DataDir("alpha"))
+	}
+	if wd, _ := filepath.EvalSymlinks(r.Result["cwd"].(string)); !strings.HasSuffix(wd, filepath.Join("plugins", "alpha")) {
+		t.Errorf("working directory %v, want the plugin folder", r.Result["cwd"])
+	}
+	if fi, err := os.Stat(c.Home.DataDir("alpha")); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("data dir: %v %v", fi, err)
+	}
+}
+
+func TestCrashedPluginIsUnavailableUntilRestarted(t *testing.T) {
+	c := startCoreWith(t, coreOptions{Setup: func(h home.Dir) { installKit(t, h, "alpha") }})
+	s := c.Session(t, "main")
+	before := pluginStatus(t, c, "alpha").PID
+
+	wantError(t, runIPC(t, s.Socket, nil, "tool.invoke.alpha_crash", `{}`), ipc.CodePluginError, 0, "")
+	waitFor(t, "the crash to be noticed", func() bool { return pluginStatus(t, c, "alpha").State == "crashed" })
+	r := runIPC(t, s.Socket, nil, "tool.invoke.alpha_echo", `{"message":"x"}`)
+	wantError(t, r, ipc.CodePluginUnavailable, 6, "")
+
+	// The agent sees the category, never the detail.
+	info := runIPC(t, s.Socket, nil, "tool.invoke.get_session_info", `{}`)
+	if !strings.Contains(info.Stdout, `"name":"alpha"`) || !strings.Contains(info.Stdout, "INTERNAL_ERROR") || strings.Contains(info.Stdout, "exit status") {
+		t.Fatalf("get_session_info after a crash: %s", info.Stdout)
+	}
+	// The other plugins never noticed.
+	if r := runIPC(t, s.Socket, nil, "tool.invoke.echo", `{"message":"still here"}`); r.Code != 0 {
+		t.Fatalf("built-in echo after alpha crashed: %s", r.Stderr)
+	}
+
+	if _, stderr, code := runCLI(t, c.Home, "plugin", "restart", "alpha"); code != 0 {
+		t.Fatalf("plugin restart: exit %d: %s", code, stderr)
+	}
+	after := pluginStatus(t, c, "alpha")
+	if after.State != "healthy" || after.PID == 0 || after.PID == before {
+		t.Fatalf("after restart: %+v (pid before %d)", after, before)
+	}
+	if r := runIPC(t, s.Socket, nil, "tool.invoke.alpha_echo", `{"message":"back"}`); r.Code != 0 || r.Result["message"] != "back" {
+		t.Fatalf("after restart: %+v", r)
+	}
+	crashes := 0
+	for _, e := range c.Audit(t) {
+		if e.Source == "alpha" && e.Outcome == "crashed" {
+			crashes++
+		}
+	}
+	if crashes != 1 {
+		t.Fatalf("%d crash entries in the audit log, want 1", crashes)
+	}
+}
+
+func TestHungPluginTimesOutAndIsKilledAtShutdown(t *testing.T) {
+	c := startCoreWith(t, coreOptions{
+		Config: "[core]\nhandler_timeout = \"1s\"\nshutdown_timeout = \"1s\"\n",
+		Setup:  func(h home.Dir) { installKit(t, h, "alpha") },
+	})
+	s := c.Session(t, "main")
+	wantError(t, runIPC(t, s.Socket, nil, "tool.invoke.alpha_hang", `{}`), ipc.CodePluginTimeout, 6, "")
+	// Calls run concurrently: the hung one does not block the next.
+	if r := runIPC(t, s.Socket, nil, "tool.invoke.alpha_echo", `{"message":"x"}`); r.Code != 0 {
+		t.Fatalf("echo after a hang: %s", r.Stderr)
+	}
+	pid := pluginStatus(t, c, "alpha").PID
+	if err := c.Stop(t); err != nil {
+		t.Fatal(err)
+	}
+	if processAlive(pid) {
+		t.Fatalf("handler %d still alive after the core stopped", pid)
+	}
+}
+
+func TestChattyPluginDoesNotBlock(t *testing.T) {
+	c := startCoreWith(t, coreOptions{Setup: func(h home.Dir) { installKit(t, h, "alpha") }})
+	s := c.Session(t, "main")
+	if r := runIPC(t, s.Socket, nil, "tool.invoke.alpha_flood", `{}`); r.Code != 0 || r.Result["flooded"] != true {
+		t.Fatalf("flood: %+v", r)
+	}
+	if r := runIPC(t, s.Socket, nil, "tool.invoke.alpha_echo", `{"message":"x"}`); r.Code != 0 {
+		t.Fatalf("echo after a flood: %s", r.Stderr)
+	}
+	if n := strings.Count(c.Log.String(), strings.Repeat("x", 200)); n > 2000 {
+		t.Fatalf("the core logged %d of 20000 flooded lines: plugin output must be rate-limited", n)
+	}
+}
+
+func TestPluginInitFailuresAreContained(t *testing.T) {
+	cfg := `
+[plugins.alpha.config]
+fail_init = "auth"
+[plugins.beta.config]
+fail_init = "network"
+[plugins.gamma.config]
+fail_init = "plain"
+[plugins.delta.config]
+fail_init = "exit"
+[plugins.eps.config]
+fail_init = "hang"
+`
+	c := startCoreWith(t, coreOptions{Config: cfg, InitTimeout: 2 * time.Second, Setup: func(h home.Dir) {
+		for _, n := range []string{"alpha", "beta", "gamma", "delta", "eps", "zeta"} {
+			installKit(t, h, n)
+		}
+	}})
+	want := map[string]string{"alpha": "AUTH_ERROR", "beta": "NETWORK_ERROR", "gamma": "INTERNAL_ERROR", "delta": "INTERNAL_ERROR", "eps": "INTERNAL_ERROR"}
+	for name, cat := range want {
+		st := pluginStatus(t, c, name)
+		if st.State != "failed" || st.Category != cat || st.PID != 0 {
+			t.Errorf("%s: %+v, want failed with %s and no process", name, st, cat)
+		}
+	}
+	if st := pluginStatus(t, c, "zeta"); st.State != "healthy" {
+		t.Fatalf("zeta: %+v; the others' failures must not cascade", st)
+	}
+	s := c.Session(t, "main")
+	info := runIPC(t, s.Socket, nil, "tool.invoke.get_session_info", `{}`)
+	for name, cat := range want {
+		if !strings.Contains(info.Stdout, fmt.Sprintf(`{"name":%q,"category":%q}`, name, cat)) {
+			t.Errorf("get_session_info lacks %s/%s: %s", name, cat, info.Stdout)
+		}
+	}
+	for _, secret := range []string{"alice", "10.1.2.3", "/home/alice"} {
+		if strings.Contains(info.Stdout, secret) {
+			t.Errorf("get_session_info leaks %q: %s", secret, info.Stdout)
+		}
+	}
+	// Failed plugins' tools are unknown and their skills absent.
+	wantError(t, runIPC(t, s.Socket, nil, "tool.invoke.alpha_echo", `{}`), ipc.CodeUnknownTool, 2, "")
+	if _, err := os.Stat(filepath.Join(s.Skills, "alpha")); !os.IsNotExist(err) {
+		t.Errorf("failed plugin's skills were assembled: %v", err)
+	}
+	if r := runIPC(t, s.Socket, nil, "tool.invoke.zeta_echo", `{"message":"ok"}`); r.Code != 0 {
+		t.Fatalf("zeta_echo: %s", r.Stderr)
+	}
+	// The audit log has the detail the agent never sees.
+	var sawDetail bool
+	for _, e := range c.Audit(t) {
+		if e.Source == "alpha" && e.Code == "AUTH_ERROR" && strings.Contains(e.Reason, "token rejected") {
+			sawDetail = true
+		}
+	}
+	if !sawDetail {
+		t.Error("the audit log lacks alpha's init failure detail")
+	}
+	if err := c.Stop(t); err != nil {
+		t.Fatal(err)
+	}
+	// Shutdown is called on the healthy plugin only.
+	for _, n := range []string{"alpha", "beta", "gamma", "delta", "eps"} {
+		if _, err := os.Stat(filepath.Join(c.Home.PluginsDir(), n, "shutdown-calls")); !os.IsNotExist(err) {
+			t.Errorf("shutdown was called on %s, which never initialised", n)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(c.Home.PluginsDir(), "zeta", "shutdown-calls")); err != nil {
+		t.Errorf("shutdown was not called on zeta: %v", err)
+	}
+}
+
+func TestEveryPluginFailingStillBootsTheCore(t *testing.T) {
+	cfg := "[plugins.alpha.config]\nfail_init = \"plain\"\n[plugins.echo]\nallowed_groups = []\n"
+	c := startCoreWith(t, coreOptions{Config: cfg, NoTestkit: true, Setup: func(h home.Dir) {
+		installKit(t, h, "alpha")
+		// A user plugin replacing the built-in echo, broken on purpose.
+		if err := os.MkdirAll(filepath.Join(h.PluginsDir(), "echo"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(h.PluginsDir(), "echo", "manifest.json"), []byte(`{"description":`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}})
+	s := c.Session(t, "main")
+	r := runIPC(t, s.Socket, nil, "tool.invoke.list_tools", `{}`)
+	if r.Code != 0 || strings.Contains(r.Stdout, `"echo"`) || !strings.Contains(r.Stdout, "get_diagnostics") {
+		t.Fatalf("list_tools with every plugin failed: %+v", r)
+	}
+	if st := pluginStatus(t, c, "echo"); st.State != "failed" || st.Category != "CONFIG_ERROR" || st.Source != "user" || !strings.Contains(st.Problem, "manifest.json") {
+		t.Fatalf("broken user echo: %+v", st)
+	}
+}
+
+func TestCredentialsReachOnlyTheirOwnPlugin(t *testing.T) {
+	const secret = "canary-7f3e9a1c5b2d4e6f8a0b1c2d3e4f5a6b"
+	c := startCoreWith(t, coreOptions{Setup: func(h home.Dir) {
+		installKit(t, h, "alpha")
+		installKit(t, h, "beta")
+		if err := keychain.NewFileStore(h.CredentialsDir()).Set("alpha", "token", []byte(secret)); err != nil {
+			t.Fatal(err)
+		}
+	}})
+	s := c.Session(t, "main")
+	sum := sha256.Sum256([]byte(secret))
+
+	var replies []string
+	r := runIPC(t, s.Socket, nil, "tool.invoke.alpha_cred", `{"key":"token"}`)
+	replies = append(replies, r.Stdout+r.Stderr)
+	if r.Code != 0 || r.Result["found"] != true || r.Result["sha256"] != hex.EncodeToString(sum[:]) {
+		t.Fatalf("alpha reading its own credential: %+v", r)
+	}
+	r = runIPC(t, s.Socket, nil, "tool.invoke.beta_cred", `{"key":"token"}`)
+	replies = append(replies, r.Stdout+r.Stderr)
+	if r.Code != 0 || r.Result["found"] != false {
+		t.Fatalf("beta read alpha's credential: %+v", r)
+	}
+	for _, key := range []string{"../alpha/token", "..", "a/b"} {
+		r := runIPC(t, s.Socket, nil, "tool.invoke.beta_cred", fmt.Sprintf(`{"key":%q}`, key))
+		replies = append(replies, r.Stdout+r.Stderr)
+		if r.Code == 0 && r.Result["found"] == true {
+			t.Fatalf("beta read %q: %+v", key, r)
+		}
+	}
+	for _, name := range []string{"alpha", "beta"} {
+		r := runIPC(t, s.Socket, nil, "tool.invoke."+name+"_env", `{}`)
+		replies = append(replies, r.Stdout+r.Stderr)
+		if strings.Contains(r.Result["environ"].(string), secret) {
+			t.Fatalf("%s's environment holds the secret", name)
+		}
+	}
+	for i, reply := range replies {
+		if strings.Contains(reply, secret) {
+			t.Fatalf("reply %d holds the secret: %s", i, reply)
+		}
+	}
+	if err := c.Stop(t); err != nil {
+		t.Fatal(err)
+	}
+	logs, _ := os.ReadFile(c.Home.AuditLog())
+	if strings.Contains(string(logs), secret) || strings.Contains(c.Log.String(), secret) {
+		t.Fatal("the secret reached the audit log or the core's log")
+	}
+	if !strings.Contains(string(logs), "credential read: token") {
+		t.Fatal("credential reads are not audited")
+	}
+}
+
+func TestServicesAreScopedToTheRequestGroup(t *testing.T) {
+	c := startCoreWith(t, coreOptions{Setup: func(h home.Dir) { installKit(t, h, "alpha") }})
+	other := c.Session(t, "other")
+	for range 3 {
+		runIPC(t, other.Socket, nil, "tool.invoke.echo", `{"message":"b"}`)
+	}
+	s := c.Session(t, "main")
+	runIPC(t, s.Socket, nil, "tool.invoke.echo", `{"message":"a"}`)
+	r := runIPC(t, s.Socket, nil, "tool.invoke.alpha_scope", `{}`)
+	if r.Code != 0 {
+		t.Fatalf("alpha_scope: %s", r.Stderr)
+	}
+	groups := fmt.Sprint(r.Result["audit_groups"])
+	if r.Result["group"] != "main" || r.Result["session"] != s.ID || groups != "[main]" || r.Result["unscoped_refused"] != true {
+		t.Fatalf("scoped services: %v", r.Result)
+	}
+	if n := r.Result["entries"].(float64); n < 2 {
+		t.Fatalf("only %v audit entries for group main", n)
+	}
+}
+
+func TestToolCollisionFailsStartup(t *testing.T) {
+	h := newHome(t)
+	m := strings.Replace(kitManifest("alpha"), `"name":"alpha_echo"`, `"name":"echo"`, 1)
+	if _, err := install.Install(h, kitSource(t, "alpha", m), install.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := runCore(t, h, coreOptions{})
+	if err == nil || !strings.Contains(err.Error(), `"echo"`) || !strings.Contains(err.Error(), `"alpha"`) {
+		t.Fatalf("startup with a collision: %v; want an error naming the tool and both plugins", err)
+	}
+}
+
+func TestUserPluginReplacesBuiltin(t *testing.T) {
+	c := startCoreWith(t, coreOptions{Setup: func(h home.Dir) { installKit(t, h, "echo") }})
+	s := c.Session(t, "main")
+	wantError(t, runIPC(t, s.Socket, nil, "tool.invoke.echo", `{"message":"x"}`), ipc.CodeUnknownTool, 2, "")
+	if r := runIPC(t, s.Socket, nil, "tool.invoke.echo_echo", `{"message":"mine"}`); r.Code != 0 || r.Result["plugin"] != "echo" {
+		t.Fatalf("user echo: %+v", r)
+	}
+	if st := pluginStatus(t, c, "echo"); st.Source != "user" {
+		t.Fatalf("status %+v", st)
+	}
+}
+
+func TestUnusablePluginFoldersFailWithConfigError(t *testing.T) {
+	c := startCoreWith(t, coreOptions{Setup: func(h home.Dir) {
+		installKit(t, h, "pinned")
+		// Tampered after install: the pin no longer matches.
+		f, err := os.OpenFile(filepath.Join(h.PluginsDir(), "pinned", "handler"), os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteString("tampered")
+		f.Close()
+		// Dropped in by hand: never pinned.
+		src := kitSource(t, "unpinned", kitManifest("unpinned"))
+		if err := os.Rename(src, filepath.Join(h.PluginsDir(), "unpinned")); err != nil {
+			t.Fatal(err)
+		}
+		// Not kebab-case.
+		if err := os.MkdirAll(filepath.Join(h.PluginsDir(), "Bad_Name"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}})
+	for name, want := range map[string]string{"pinned": "pin", "unpinned": "carapace plugin install", "Bad_Name": "kebab"} {
+		st := pluginStatus(t, c, name)
+		if st.State != "failed" || st.Category != "CONFIG_ERROR" || !strings.Contains(strings.ToLower(st.Problem), strings.ToLower(want)) {
+			t.Errorf("%s: %+v; want CONFIG_ERROR mentioning %q", name, st, want)
+		}
+	}
+}
+
+func TestRestartLoadsNewAndUnloadsRemovedPlugins(t *testing.T) {
+	c := startCore(t, "")
+	s := c.Session(t, "main")
+	wantError(t, runIPC(t, s.Socket, nil, "tool.invoke.alpha_echo", `{}`), ipc.CodeUnknownTool, 2, "")
+	installKit(t, c.Home, "alpha")
+	st, err := c.Client.RestartPlugin(context.Background(), "alpha")
+	if err != nil || st.State != "healthy" {
+		t.Fatalf("restart of a newly installed plugin: %+v %v", st, err)
+	}
+	if r := runIPC(t, s.Socket, nil, "tool.invoke.alpha_echo", `{"message":"new"}`); r.Code != 0 {
+		t.Fatalf("after load: %s", r.Stderr)
+	}
+	pid := st.PID
+	if err := install.Remove(c.Home, "alpha"); err != nil {
+		t.Fatal(err)
+	}
+	st, err = c.Client.RestartPlugin(context.Background(), "alpha")
+	if err != nil || st.State != "removed" {
+		t.Fatalf("restart of a removed plugin: %+v %v", st, err)
+	}
+	wantError(t, runIPC(t, s.Socket, nil, "tool.invoke.alpha_echo", `{}`), ipc.CodeUnknownTool, 2, "")
+	if processAlive(pid) {
+		t.Fatalf("the removed plugin's process %d is still alive", pid)
+	}
+	if _, err := c.Client.RestartPlugin(context.Background(), "nosuch"); err == nil {
+		t.Fatal("restart of an unknown plugin succeeded")
+	}
+	if _, err := c.Client.RestartPlugin(context.Background(), "../etc"); err == nil {
+		t.Fatal("restart of a path succeeded")
+	}
+}
+
+// processAlive reports whether pid names a live, non-zombie process.
+func processAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// Field 3 is the state; Z is a zombie.
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	return len(f) > 0 && f[0] != "Z"
+}

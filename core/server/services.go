@@ -1,0 +1,162 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/carapace-dev/carapace/core/audit"
+	"github.com/carapace-dev/carapace/core/pipeline"
+	"github.com/carapace-dev/carapace/core/plugin"
+	"github.com/carapace-dev/carapace/keychain"
+)
+
+// maxAuditEntries bounds one GetAuditLog answer.
+const maxAuditEntries = 1000
+
+// services are the core services handed to one plugin. Request-scoped
+// methods read the session from ctx (the ctx the pipeline passed to Invoke;
+// for an out-of-process plugin, the one pluginhost keeps for the call the
+// plugin names), never from anything the plugin sends.
+type services struct {
+	s  *Server
+	st *pluginState
+}
+
+var _ plugin.Services = (*services)(nil)
+
+// GetToolCatalog implements plugin.Services.
+func (v *services) GetToolCatalog(context.Context) ([]plugin.ToolInfo, error) {
+	out := []plugin.ToolInfo{}
+	for _, t := range v.s.catalog.List() {
+		out = append(out, plugin.ToolInfo{Name: t.Name, Plugin: t.Plugin, Description: t.Description, RiskLevel: t.RiskLevel})
+	}
+	return out, nil
+}
+
+// GetSessionInfo implements plugin.Services.
+func (v *services) GetSessionInfo(ctx context.Context) (plugin.SessionInfo, error) {
+	sess, ok := pipeline.SessionFrom(ctx)
+	if !ok {
+		return plugin.SessionInfo{}, plugin.ErrNoRequest
+	}
+	return plugin.SessionInfo{ID: sess.ID, Group: sess.Group, Started: sess.Started}, nil
+}
+
+// GetAuditLog implements plugin.Services: entries of the request's group
+// only. The filter has no group or session field to override that.
+func (v *services) GetAuditLog(ctx context.Context, f plugin.AuditFilter) ([]plugin.AuditEntry, error) {
+	sess, ok := pipeline.SessionFrom(ctx)
+	if !ok {
+		return nil, plugin.ErrNoRequest
+	}
+	entries, err := audit.Read(v.s.opts.Home.AuditLog(), audit.Filter{Group: sess.Group, Correlation: f.Correlation, Outcome: f.Outcome})
+	if err != nil {
+		return nil, fmt.Errorf("read audit log: %w", err)
+	}
+	out := []plugin.AuditEntry{}
+	for _, e := range entries {
+		if e.Group != sess.Group || // belt and braces: the filter already did
+			f.Topic != "" && e.Topic != f.Topic ||
+			!f.Since.IsZero() && e.Time.Before(f.Since) ||
+			!f.Until.IsZero() && !e.Time.Before(f.Until) {
+			continue
+		}
+		out = append(out, plugin.AuditEntry{
+			Time: e.Time, Session: e.Session, Group: e.Group, Source: e.Source, Topic: e.Topic,
+			Correlation: e.Correlation, Stage: e.Stage, Outcome: e.Outcome, Code: e.Code,
+			Reason: e.Reason, Field: e.Field, DurationMS: e.DurationMS,
+		})
+	}
+	n := maxAuditEntries
+	if f.LastN > 0 && f.LastN < n {
+		n = f.LastN
+	}
+	if len(out) > n {
+		out = out[len(out)-n:]
+	}
+	return out, nil
+}
+
+// ReadCredential implements plugin.Services: the plugin's own credentials,
+// and no other's. The read is audited by key name; the value never is.
+func (v *services) ReadCredential(ctx context.Context, key string) (string, error) {
+	if err := keychain.CheckKey(key); err != nil {
+		return "", err
+	}
+	val, err := v.s.creds.Get(v.st.name, key)
+	outcome, reason := audit.OutcomeOK, "credential read: "+key
+	switch {
+	case errors.Is(err, keychain.ErrNotFound):
+		outcome, reason, err = audit.OutcomeError, "credential not set: "+key, plugin.ErrNoCredential
+	case err != nil:
+		outcome, reason = audit.OutcomeError, "credential unreadable: "+key
+		v.s.log.Error("credential unreadable", "plugin", v.st.name, "key", key, "err", err)
+		err = fmt.Errorf("credential %s of plugin %s could not be read (see the core's log)", key, v.st.name)
+	}
+	_ = v.s.audit.Write(&audit.Entry{Source: v.st.name, Stage: audit.StageService, Outcome: outcome, Reason: reason})
+	if err != nil {
+		return "", err
+	}
+	return string(val), nil
+}
+
+// PublishEvent implements plugin.Services: channel plugins only. The core
+// stamps the source, id and time, audits the event (topic and group, never
+// the payload) and hands it to every healthy plugin subscribed to it.
+func (v *services) PublishEvent(ctx context.Context, ev *plugin.Event) error {
+	if v.st.manifest == nil || len(v.st.manifest.Provides.Channels) == 0 {
+		return plugin.ErrNotChannel
+	}
+	if ev == nil || ev.Topic == "" {
+		return errors.New("publish event: the topic is empty")
+	}
+	e := *ev
+	e.Source, e.ID, e.Time = v.st.name, uuid.NewString(), time.Now().UTC()
+	v.s.publish(&e)
+	return nil
+}
+
+// publish delivers an event to the healthy plugins that subscribe to its
+// topic ("message.inbound", or a prefix pattern "message.*"), each in its
+// own goroutine under EventTimeout. The ZeroMQ event bus of seed 000 is the
+// container issue's; this is its in-core delivery.
+func (s *Server) publish(ev *plugin.Event) {
+	_ = s.audit.Write(&audit.Entry{Source: ev.Source, Group: ev.Group, Topic: ev.Topic, Correlation: ev.Correlation, Stage: audit.StageEvent, Outcome: audit.OutcomePublished, ID: ev.ID})
+	delivered := 0
+	for _, st := range s.healthyPlugins() {
+		eh, ok := st.handler.(plugin.EventHandler)
+		if !ok || !subscribed(st.manifest.Subscribes, ev.Topic) {
+			continue
+		}
+		if !st.calls.enter() {
+			continue
+		}
+		delivered++
+		go func() {
+			defer st.calls.leave()
+			ctx, cancel := context.WithTimeout(context.Background(), EventTimeout)
+			defer cancel()
+			if err := eh.HandleEvent(ctx, ev); err != nil {
+				s.log.Warn("plugin failed to handle an event", "plugin", st.name, "topic", ev.Topic, "err", err)
+			}
+		}()
+	}
+	if delivered == 0 {
+		s.log.Info("event dropped: no healthy plugin subscribes to it", "topic", ev.Topic, "source", ev.Source)
+	}
+}
+
+// subscribed reports whether topic matches one of the patterns.
+func subscribed(patterns []string, topic string) bool {
+	for _, p := range patterns {
+		if p == topic || strings.HasSuffix(p, ".*") && strings.HasPrefix(topic, strings.TrimSuffix(p, "*")) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,123 @@
+// Command oopkit is an out-of-process test plugin for the core's end-to-end
+// tests. One binary serves any plugin folder: its tools are named
+// <prefix>_<action>, where the prefix is the plugin name with dashes
+// replaced, so two folders of it never collide.
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/carapace-dev/carapace/core/plugin"
+)
+
+type kit struct {
+	prefix string
+	svc    plugin.Services
+}
+
+func (k *kit) Init(ctx context.Context, config map[string]any, svc plugin.Services) error {
+	k.svc = svc
+	switch config["fail_init"] {
+	case "auth":
+		return plugin.NewInitError(plugin.CategoryAuth, errors.New("token rejected by api.example.com for user alice"))
+	case "network":
+		return plugin.NewInitError(plugin.CategoryNetwork, errors.New("dial tcp 10.1.2.3:443: i/o timeout"))
+	case "plain":
+		return errors.New("something broke at /home/alice/secret/path")
+	case "hang":
+		time.Sleep(time.Hour)
+	case "exit":
+		os.Exit(4)
+	}
+	return nil
+}
+
+func (k *kit) Shutdown(ctx context.Context) error {
+	if os.Getenv("OOPKIT_MARK") != "" { // never set: the environment is minimal
+		return nil
+	}
+	if f, err := os.OpenFile("shutdown-calls", os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600); err == nil {
+		fmt.Fprintln(f, time.Now().UTC().Format(time.RFC3339Nano))
+		f.Close()
+	}
+	return nil
+}
+
+func (k *kit) Invoke(ctx context.Context, req *plugin.Request) (map[string]any, error) {
+	action, ok := strings.CutPrefix(req.Tool, k.prefix+"_")
+	if !ok {
+		return nil, plugin.NewToolError("Unknown tool: "+req.Tool, false)
+	}
+	switch action {
+	case "echo":
+		return map[string]any{"message": req.Arguments["message"], "plugin": os.Getenv("CARAPACE_PLUGIN_NAME"), "group": req.Group, "pid": os.Getpid()}, nil
+	case "crash":
+		os.Exit(3)
+	case "hang":
+		time.Sleep(time.Hour) // ignores ctx on purpose
+	case "cred":
+		key, _ := req.Arguments["key"].(string)
+		v, err := k.svc.ReadCredential(ctx, key)
+		if errors.Is(err, plugin.ErrNoCredential) {
+			return map[string]any{"found": false}, nil
+		}
+		if err != nil {
+			return nil, plugin.NewToolError("credential read failed", false)
+		}
+		sum := sha256.Sum256([]byte(v))
+		return map[string]any{"found": true, "length": len(v), "sha256": hex.EncodeToString(sum[:])}, nil
+	case "env":
+		var names []string
+		for _, kv := range os.Environ() {
+			name, _, _ := strings.Cut(kv, "=")
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		wd, _ := os.Getwd()
+		return map[string]any{"env": names, "cwd": wd, "home": os.Getenv("HOME"), "environ": strings.Join(os.Environ(), "\n")}, nil
+	case "flood":
+		line := strings.Repeat("x", 200) + "\n"
+		for range 20000 {
+			os.Stderr.WriteString(line)
+		}
+		return map[string]any{"flooded": true}, nil
+	case "scope":
+		info, err := k.svc.GetSessionInfo(ctx)
+		if err != nil {
+			return nil, plugin.NewToolError("no session: "+err.Error(), false)
+		}
+		entries, err := k.svc.GetAuditLog(ctx, plugin.AuditFilter{})
+		if err != nil {
+			return nil, plugin.NewToolError("no audit: "+err.Error(), false)
+		}
+		groups := map[string]bool{}
+		for _, e := range entries {
+			groups[e.Group] = true
+		}
+		var gs []string
+		for g := range groups {
+			gs = append(gs, g)
+		}
+		sort.Strings(gs)
+		_, noScope := k.svc.GetSessionInfo(context.Background())
+		return map[string]any{"group": info.Group, "session": info.ID, "audit_groups": gs, "entries": len(entries),
+			"unscoped_refused": errors.Is(noScope, plugin.ErrNoRequest)}, nil
+	}
+	return nil, plugin.NewToolError("Unknown tool: "+req.Tool, false)
+}
+
+func main() {
+	prefix := strings.ReplaceAll(os.Getenv("CARAPACE_PLUGIN_NAME"), "-", "_")
+	if err := plugin.Serve(&kit{prefix: prefix}); err != nil {
+		fmt.Fprintln(os.Stderr, "oopkit:", err)
+		os.Exit(1)
+	}
+}
