@@ -129,7 +129,8 @@ func serve(h Handler, endpoint, token string) error {
 		return fmt.Errorf("plugin: hello: %w", err)
 	}
 
-	msgs := make(chan zmq4.Msg)
+	// Messages are handled on the receiving goroutine itself (handle never
+	// blocks: calls get their own goroutines), a hop fewer per call.
 	lost := make(chan error, 1)
 	go func() {
 		for {
@@ -139,18 +140,17 @@ func serve(h Handler, endpoint, token string) error {
 				return
 			}
 			select {
-			case msgs <- m:
 			case <-c.done:
 				return
+			default:
 			}
+			c.handle(m)
 		}
 	}()
 	tick := time.NewTicker(ppidEvery)
 	defer tick.Stop()
 	for {
 		select {
-		case m := <-msgs:
-			c.handle(m)
 		case <-c.shutdown:
 			return nil
 		case err := <-lost:

@@ -516,6 +516,7 @@ func TestMinimalEnvironment(t *testing.T) {
 		"HOME":                  f.spec.DataDir,
 		"TMPDIR":                filepath.Join(f.spec.DataDir, "tmp"),
 		"LANG":                  "C.UTF-8",
+		"GOMAXPROCS":            "1",
 		pluginproto.EnvEndpoint: "zipc://" + sock,
 		pluginproto.EnvName:     "env",
 		pluginproto.EnvData:     f.spec.DataDir,

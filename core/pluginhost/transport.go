@@ -173,13 +173,33 @@ func (p *Process) writer() {
 	for {
 		select {
 		case f := <-p.out:
-			if err := p.router.Send(zmq4.NewMsgFrom(p.peer, f)); err != nil && p.rctx.Err() == nil {
+			p.sendMu.Lock()
+			err := p.router.Send(zmq4.NewMsgFrom(p.peer, f))
+			p.sendMu.Unlock()
+			if err != nil && p.rctx.Err() == nil {
 				p.log.Warn("send to plugin failed", "err", err)
 			}
 		case <-p.quit:
 			return
 		}
 	}
+}
+
+// errClosed is sendNow's error once the transport is closed.
+var errClosed = errors.New("plugin socket closed")
+
+// sendNow sends a frame to the hello'd connection on the calling
+// goroutine. Only calls made after Start returned use it, so the peer is
+// known.
+func (p *Process) sendNow(frame []byte) error {
+	p.sendMu.Lock()
+	defer p.sendMu.Unlock()
+	select {
+	case <-p.quit:
+		return errClosed
+	default:
+	}
+	return p.router.Send(zmq4.NewMsgFrom(p.peer, frame))
 }
 
 // closeTransport stops the socket and its goroutines and removes the socket

@@ -67,7 +67,8 @@ func markdown(r *results) string {
 	p("\"1 in flight\" is sequential request/reply per session, as an agent's `ipc` calls are; \"%d in flight\" pipelines: a session sends its next request as soon as an answer arrives. ", pipelinedWindow)
 	p("Each run lasts %s after a 200 ms warm-up on fresh sessions; answers received within it are counted. The target is judged on the sequential figure.\n", r.P.Duration)
 	p("- **(f)** the built-in echo handler (`plugins/echo`) in process, and the same handler compiled into an external plugin (`internal/benchreport/oopecho`, `plugin.Serve`) installed with `carapace plugin install`'s code and run by the core in its own process: ")
-	p("a session per side, %d sequential requests each per repetition after %d untimed, the two sides taken moments apart in one core. The difference is the core↔plugin hop: a ZeroMQ round trip over the plugin's socket and two JSON encodings.\n", r.P.Samples, r.P.Samples/10)
+	p("a session per side, %d sequential requests each per repetition after %d untimed, the two sides taken moments apart in one core. The difference is the core↔plugin hop: a ZeroMQ round trip over the plugin's socket and two JSON encodings. ", r.P.Samples, r.P.Samples/10)
+	p("**(f′)** is (a) with the echo server in a child process (`oopecho -floor`, GOMAXPROCS=1 like a plugin handler): the price of crossing a process boundary with zmq4 on this machine before any protocol work, measured in the same repetitions.\n")
 	p("- **(g)** `server.Run` from its call to ready (the control socket answers), with %d out-of-process echo plugins installed: discovery, manifest checks, the SHA-256 of every handler against its pin, %d processes started in parallel, their handshakes and Init; %d repetitions, fresh home each.\n", startupPlugins, startupPlugins, r.P.Reps)
 	p("- **(e)** `%s tool.invoke.echo '{\"message\":\"hello\"}'` against a session of the same core, exec to exit with stdout through a pipe, %d runs per repetition after 5 untimed", r.P.IPCBin, r.P.IPCRuns)
 	if r.IPCBuilt {
@@ -105,6 +106,16 @@ func markdown(r *results) string {
 		p("| %s | %s | %.0f | %.0f |\n", s.Name, us(s.PerOp), s.Allocs, s.Bytes)
 	}
 	p("\n")
+
+	in := medianOf(r.PlugIn, func(l measure.Latency) time.Duration { return l.Median })
+	out := medianOf(r.PlugOut, func(l measure.Latency) time.Duration { return l.Median })
+	fx := medianOf(r.FloorX, func(l measure.Latency) time.Duration { return l.Median })
+	p("### The out-of-process hop (f)\n\n")
+	p("Running the echo handler in its own process adds **%s** to a request (%s against %s, ×%.2f). ", us(out-in), us(out), us(in), measure.MedianFloat(r.PlugRatio))
+	p("Crossing a process boundary at all costs %s more than staying in one ((f′) %s against (a) %s): ", us(max(fx-fl, 0)), us(fx), us(fl))
+	p("every message wakes a thread of another process, and on this virtual machine that wake-up, not the bytes, is the price. ")
+	p("The rest, %s, is the protocol: JSON for the call and its reply on both sides, the SDK's goroutine per call, and the reply's hand-off back to the waiting request. ", us(max(out-in-(fx-fl), 0)))
+	p("Two hand-offs were removed for this figure (calls are sent on the caller's goroutine; the SDK handles messages on its receiving goroutine), and handlers run with GOMAXPROCS=1, which keeps a call's hand-offs inside the plugin on one thread.\n\n")
 
 	profileSection(&b, "Profile of (b): one session, sequential requests", r.ProfSeq, r.P.Duration)
 	profileSection(&b, fmt.Sprintf("Profile of (d): %d sessions, sequential requests each", top), r.ProfLoad, r.P.Duration)

@@ -78,6 +78,7 @@ func (r *results) latencyRows() []latencyRow {
 		{"(b″) same, session past 4096 requests (correlation cache at its cap)", r.PipeFull, us},
 		{"(f) echo request to the in-process (built-in) handler", r.PlugIn, us},
 		{"(f) echo request to the same handler out of process", r.PlugOut, us},
+		{"(f′) transport floor across two processes: (a) with the echo server in a child process", r.FloorX, us},
 		{"(e) bin/ipc, exec to exit", r.IPC, ms},
 		{"(e) part: exec of /bin/true (starting any process)", r.ExecTrue, ms},
 		{"(e) part: bin/ipc --help (process + Go runtime start, no connection)", r.IPCHelp, ms},

@@ -60,6 +60,7 @@ type results struct {
 
 	AuditBytesPerReq float64 // audit log growth per echo request
 
+	FloorX    []measure.Latency // (f′) the transport floor across two processes
 	PlugIn    []measure.Latency // (f) echo through the in-process handler
 	PlugOut   []measure.Latency // (f) the same handler out of process
 	PlugRatio []float64         // (f) out ÷ in medians, per repetition
@@ -304,9 +305,19 @@ func plugins(r *results, p params, log func(string, ...any)) error {
 				return fmt.Errorf("(f) %s: %w", topic, err)
 			}
 		}
-		r.PlugIn, r.PlugOut = append(r.PlugIn, ls[0]), append(r.PlugOut, ls[1])
+		fx, err := measure.StartCrossFloor(bin)
+		if err != nil {
+			return fmt.Errorf("(f′): %w", err)
+		}
+		x, err := measure.Sample(p.Samples, p.Samples/10, fx.RoundTrip)
+		fx.Close()
+		if err != nil {
+			return fmt.Errorf("(f′): %w", err)
+		}
+		r.PlugIn, r.PlugOut, r.FloorX = append(r.PlugIn, ls[0]), append(r.PlugOut, ls[1]), append(r.FloorX, x)
 		r.PlugRatio = append(r.PlugRatio, float64(ls[1].Median)/float64(ls[0].Median))
-		log("rep %d/%d: echo in process %s, out of process %s (×%.2f)", i+1, p.LatReps, us(ls[0].Median), us(ls[1].Median), r.PlugRatio[len(r.PlugRatio)-1])
+		log("rep %d/%d: echo in process %s, out of process %s (×%.2f); transport floor across processes %s", i+1, p.LatReps,
+			us(ls[0].Median), us(ls[1].Median), r.PlugRatio[len(r.PlugRatio)-1], us(x.Median))
 	}
 	names := make([]string, startupPlugins)
 	for i := range names {

@@ -129,7 +129,7 @@ func (p *Peer) Close() error {
 
 // Floor is one DEALER talking to one echo server.
 type Floor struct {
-	srv  *EchoServer
+	stop func() error // stops the echo server
 	peer *Peer
 	msg  []byte
 }
@@ -146,7 +146,7 @@ func StartFloor(scheme string) (*Floor, error) {
 		srv.Close()
 		return nil, err
 	}
-	f := &Floor{srv: srv, peer: peer, msg: bytes.Repeat([]byte{'x'}, FloorMessageSize)}
+	f := &Floor{stop: srv.Close, peer: peer, msg: bytes.Repeat([]byte{'x'}, FloorMessageSize)}
 	if err := f.RoundTrip(); err != nil { // the connection is up before anything is timed
 		f.Close()
 		return nil, err
@@ -171,5 +171,5 @@ func (f *Floor) RoundTrip() error {
 
 // Close closes the DEALER and the server.
 func (f *Floor) Close() error {
-	return errors.Join(f.peer.Close(), f.srv.Close())
+	return errors.Join(f.peer.Close(), f.stop())
 }

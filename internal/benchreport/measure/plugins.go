@@ -1,6 +1,7 @@
 package measure
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -144,4 +145,48 @@ func (c *Core) OpenCallerTopic(topic string) (*Session, error) {
 		return nil, err
 	}
 	return &Session{Caller: cl, Handle: h}, nil
+}
+
+// StartCrossFloor is the transport floor across two processes: the echo
+// server runs in a child process (bin -floor ENDPOINT, the oopecho
+// binary, with GOMAXPROCS=1 as the core gives plugin handlers) and the
+// DEALER here. It is what any out-of-process hop costs before the
+// protocol does anything.
+func StartCrossFloor(bin string) (*Floor, error) {
+	dir, err := os.MkdirTemp("", "cpx")
+	if err != nil {
+		return nil, err
+	}
+	sock := filepath.Join(dir, "e.sock")
+	cmd := exec.Command(bin, "-floor", "ipc://"+sock)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "GOMAXPROCS=1"}
+	if err := cmd.Start(); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	stop := func() error {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return os.RemoveAll(dir)
+	}
+	for start := time.Now(); ; time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(sock); err == nil {
+			break
+		}
+		if time.Since(start) > 10*time.Second {
+			stop()
+			return nil, errors.New("cross-process echo server did not start")
+		}
+	}
+	peer, err := Dial("ipc://" + sock)
+	if err != nil {
+		stop()
+		return nil, err
+	}
+	f := &Floor{stop: stop, peer: peer, msg: bytes.Repeat([]byte{'x'}, FloorMessageSize)}
+	if err := f.RoundTrip(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
