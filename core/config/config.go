@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"regexp"
 	"strings"
 	"time"
 
@@ -121,8 +122,22 @@ func (c *Config) check() error {
 	if c.Core.MaxSessions < 0 || c.Audit.MaxSizeMB < 0 || c.Audit.MaxFiles < 0 || c.Audit.RejectionsPerMinute < 0 {
 		return errors.New("counts and sizes must not be negative")
 	}
+	for name, p := range c.Plugins {
+		// An empty list reads like "no group" but would mean "every
+		// group" (no restriction): refuse the ambiguity.
+		if p.AllowedGroups != nil && len(p.AllowedGroups) == 0 {
+			return fmt.Errorf("plugins.%s.allowed_groups is empty; list the groups that may use %s, or remove the plugin (carapace plugin remove %s) to allow none", name, name, name)
+		}
+		for _, g := range p.AllowedGroups {
+			if !groupRE.MatchString(g) {
+				return fmt.Errorf("plugins.%s.allowed_groups: %q is not a group name (1-64 characters of a-z, A-Z, 0-9, _ and -)", name, g)
+			}
+		}
+	}
 	return nil
 }
+
+var groupRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
 func (c *Config) withDefaults() *Config {
 	def := func(d *Duration, v time.Duration) {

@@ -52,6 +52,8 @@ allowed_groups = ["main"]
 		{name: "negative duration", toml: "[core]\nhandler_timeout = \"-1s\"\n", wantErr: "must be positive"},
 		{name: "zero tool rate", toml: "[rate_limit.tools.echo]\nburst = 1\n", wantErr: "per_minute must be positive"},
 		{name: "syntax", toml: "[core\n", wantErr: "load config"},
+		{name: "empty allowed_groups", toml: "[plugins.echo]\nallowed_groups = []\n", wantErr: "plugins.echo.allowed_groups is empty"},
+		{name: "bad group name", toml: "[plugins.echo]\nallowed_groups = [\"../x\"]\n", wantErr: "is not a group name"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

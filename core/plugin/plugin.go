@@ -93,7 +93,7 @@ type Brief struct {
 // reaches the agent (after sanitisation), so write it for the agent's eyes:
 // never wrap a caught error's text into it.
 type ToolError struct {
-	Code       string `json:"code"` // normally "HANDLER_ERROR"; reserved pipeline codes are normalised to it
+	Code       string `json:"code"` // the handler's own code, kept in the audit log; the agent always sees HANDLER_ERROR
 	Message    string `json:"message"`
 	Retriable  bool   `json:"retriable"`
 	Field      string `json:"field,omitempty"`       // optional: the argument at fault

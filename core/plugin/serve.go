@@ -353,7 +353,11 @@ func wireError(method string, err error) *pluginproto.Error {
 		return &pluginproto.Error{Kind: pluginproto.KindInternal, Message: capText(pe.Error(), maxErrText)}
 	}
 	if method == pluginproto.MethodInit {
-		return &pluginproto.Error{Kind: pluginproto.KindInternal, Category: CategoryOf(err), Message: capText(errText(err), maxErrText)}
+		msg := err
+		if ie, ok := errors.AsType[*InitError](err); ok && ie.Err != nil {
+			msg = ie.Err // the category travels in its own field
+		}
+		return &pluginproto.Error{Kind: pluginproto.KindInternal, Category: CategoryOf(err), Message: capText(errText(msg), maxErrText)}
 	}
 	if te, ok := AsToolError(err); ok {
 		if te == nil {

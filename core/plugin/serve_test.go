@@ -393,7 +393,7 @@ func TestServeInitErrors(t *testing.T) {
 		category string
 		message  string
 	}{
-		{"config", CategoryConfig, "CONFIG_ERROR: no such mailbox"},
+		{"config", CategoryConfig, "no such mailbox"},
 		{"plain", CategoryInternal, "boom"},
 	} {
 		t.Run(tc.fail, func(t *testing.T) {

@@ -306,7 +306,7 @@ fail_init = "hang"
 }
 
 func TestEveryPluginFailingStillBootsTheCore(t *testing.T) {
-	cfg := "[plugins.alpha.config]\nfail_init = \"plain\"\n[plugins.echo]\nallowed_groups = []\n"
+	cfg := "[plugins.alpha.config]\nfail_init = \"plain\"\n"
 	c := startCoreWith(t, coreOptions{Config: cfg, NoTestkit: true, Setup: func(h home.Dir) {
 		installKit(t, h, "alpha")
 		// A user plugin replacing the built-in echo, broken on purpose.
@@ -382,13 +382,19 @@ func TestCredentialsReachOnlyTheirOwnPlugin(t *testing.T) {
 }
 
 func TestServicesAreScopedToTheRequestGroup(t *testing.T) {
-	c := startCoreWith(t, coreOptions{Setup: func(h home.Dir) { installKit(t, h, "alpha") }})
+	c := startCoreWith(t, coreOptions{
+		Config: "[plugins.testkit]\nallowed_groups = [\"main\"]\n",
+		Setup:  func(h home.Dir) { installKit(t, h, "alpha") },
+	})
 	other := c.Session(t, "other")
 	for range 3 {
 		runIPC(t, other.Socket, nil, "tool.invoke.echo", `{"message":"b"}`)
 	}
 	s := c.Session(t, "main")
 	runIPC(t, s.Socket, nil, "tool.invoke.echo", `{"message":"a"}`)
+	// Another plugin's internal failure in this group: its detail must
+	// not reach alpha through the audit log service.
+	wantError(t, runIPC(t, s.Socket, nil, "tool.invoke.tk_fail", `{"mode":"error"}`), ipc.CodePluginError, 0, "")
 	r := runIPC(t, s.Socket, nil, "tool.invoke.alpha_scope", `{}`)
 	if r.Code != 0 {
 		t.Fatalf("alpha_scope: %s", r.Stderr)
@@ -399,6 +405,59 @@ func TestServicesAreScopedToTheRequestGroup(t *testing.T) {
 	}
 	if n := r.Result["entries"].(float64); n < 2 {
 		t.Fatalf("only %v audit entries for group main", n)
+	}
+	if n := r.Result["foreign_details"].(float64); n != 0 {
+		t.Fatalf("alpha saw %v handler details of other plugins", n)
+	}
+	// The catalogue alpha sees in a request of group other lacks the
+	// tools that group may not use.
+	r = runIPC(t, other.Socket, nil, "tool.invoke.alpha_scope", `{}`)
+	if tools := fmt.Sprint(r.Result["tools"]); r.Code != 0 || strings.Contains(tools, "tk_count") || !strings.Contains(tools, "alpha_scope") {
+		t.Fatalf("catalogue for group other: %v (%s)", tools, r.Stderr)
+	}
+}
+
+func TestRestartAppliesFixedConfigAndCredentials(t *testing.T) {
+	var src string
+	c := startCoreWith(t, coreOptions{
+		Config: "[plugins.alpha.config]\nfail_init = \"auth\"\n",
+		Setup: func(h home.Dir) {
+			installKit(t, h, "alpha")
+			m := strings.Replace(kitManifest("beta"), `"subscribes": []`, `"subscribes": [], "install": {"credentials": [{"key": "token", "description": "API token", "required": true}]}`, 1)
+			src = kitSource(t, "beta", m)
+			if _, err := install.Install(h, src, install.Options{}); err != nil {
+				t.Fatal(err)
+			}
+		},
+	})
+	if st := pluginStatus(t, c, "alpha"); st.State != "failed" || st.Category != "AUTH_ERROR" {
+		t.Fatalf("alpha: %+v", st)
+	}
+	if st := pluginStatus(t, c, "beta"); st.State != "failed" || st.Category != "AUTH_ERROR" || !strings.Contains(st.Problem, "carapace auth set --plugin beta --key token") {
+		t.Fatalf("beta without its required credential: %+v", st)
+	}
+	// Fix both, then restart each: no core restart needed.
+	if err := os.WriteFile(c.Home.Config(), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := keychain.NewFileStore(c.Home.CredentialsDir()).Set("beta", "token", []byte("t0k3n")); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"alpha", "beta"} {
+		st, err := c.Client.RestartPlugin(context.Background(), name)
+		if err != nil || st.State != "healthy" {
+			t.Fatalf("restart %s after the fix: %+v %v", name, st, err)
+		}
+	}
+	// A broken config.toml is reported, and the running plugin is left alone.
+	if err := os.WriteFile(c.Home.Config(), []byte("[core\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Client.RestartPlugin(context.Background(), "alpha"); err == nil || !strings.Contains(err.Error(), "config") {
+		t.Fatalf("restart with a broken config: %v", err)
+	}
+	if st := pluginStatus(t, c, "alpha"); st.State != "healthy" {
+		t.Fatalf("alpha after a refused restart: %+v", st)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/carapace-dev/carapace/core/audit"
 	"github.com/carapace-dev/carapace/core/catalog"
+	"github.com/carapace-dev/carapace/core/config"
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/install"
 	"github.com/carapace-dev/carapace/core/intrinsics"
@@ -25,6 +26,7 @@ import (
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/core/pluginhost"
 	"github.com/carapace-dev/carapace/core/version"
+	"github.com/carapace-dev/carapace/keychain"
 	"github.com/carapace-dev/carapace/plugins"
 )
 
@@ -59,6 +61,7 @@ type pluginState struct {
 	builtin  *plugins.Builtin
 	manifest *manifest.Manifest
 	config   map[string]any
+	groups   []string // config.toml's allowed_groups, replacing the manifest's when set
 	skills   fs.FS
 
 	handler plugin.Handler      // the running handler (in process, or a *pluginhost.Process)
@@ -147,8 +150,8 @@ func (s *Server) candidateNamed(name string) *candidate {
 
 // prepare reads and checks a candidate's manifest and config. A problem
 // leaves the plugin failed with CONFIG_ERROR; nothing is started.
-func (s *Server) prepare(c *candidate) *pluginState {
-	st := &pluginState{name: c.name, source: c.source, dir: c.dir, builtin: c.builtin}
+func (s *Server) prepare(c *candidate, pc config.Plugin) *pluginState {
+	st := &pluginState{name: c.name, source: c.source, dir: c.dir, builtin: c.builtin, groups: pc.AllowedGroups}
 	if c.problem != nil {
 		return s.failed(st, plugin.CategoryConfig, c.problem)
 	}
@@ -164,7 +167,6 @@ func (s *Server) prepare(c *candidate) *pluginState {
 	if err != nil {
 		return s.failed(st, plugin.CategoryConfig, err)
 	}
-	pc := s.cfg.Plugins[c.name]
 	st.config, err = normaliseConfig(pc.Config)
 	if err != nil {
 		return s.failed(st, plugin.CategoryConfig, fmt.Errorf("config.toml [plugins.%s.config]: %w", c.name, err))
@@ -241,7 +243,7 @@ func (s *Server) loadPlugins(ctx context.Context) error {
 	}
 	sts := make([]*pluginState, 0, len(cands))
 	for _, c := range cands {
-		sts = append(sts, s.prepare(c))
+		sts = append(sts, s.prepare(c, s.cfg.Plugins[c.name]))
 	}
 	if err := checkConflicts(sts, s.toolOwners("")); err != nil {
 		return fmt.Errorf("plugins: %w", err)
@@ -290,6 +292,20 @@ func (s *Server) start(ctx context.Context, st *pluginState, pins map[string]ins
 	ictx, cancel := context.WithTimeout(ctx, s.opts.InitTimeout)
 	defer cancel()
 	began := time.Now()
+	for _, cr := range st.manifest.Credentials() {
+		if !cr.Required {
+			continue
+		}
+		if _, err := s.creds.Get(st.name, cr.Key); err != nil {
+			why := "is not set"
+			if !errors.Is(err, keychain.ErrNotFound) {
+				why = "cannot be read (see the core's log)"
+				s.log.Error("credential unreadable", "plugin", st.name, "key", cr.Key, "err", err)
+			}
+			s.failed(st, plugin.CategoryAuth, fmt.Errorf("required credential %q %s: run `carapace auth set --plugin %s --key %s`, then `carapace plugin restart %s`", cr.Key, why, st.name, cr.Key, st.name))
+			return
+		}
+	}
 	if st.builtin != nil {
 		st.handler = st.builtin.New()
 	} else {
@@ -301,7 +317,7 @@ func (s *Server) start(ctx context.Context, st *pluginState, pins map[string]ins
 		proc, err := pluginhost.Start(ictx, pluginhost.Spec{
 			Name: st.name, Dir: st.dir, Exec: filepath.Join(st.dir, "handler"), SHA256: pin.SHA256,
 			DataDir: s.opts.Home.DataDir(st.name), SocketDir: s.opts.Home.PluginSocketDir(),
-			Logger: s.log.With("plugin", st.name),
+			Logger: s.log, // pluginhost names the plugin in every line
 			OnExit: func(err error) { s.crashed(st, err) },
 		})
 		if err != nil {
@@ -313,7 +329,7 @@ func (s *Server) start(ctx context.Context, st *pluginState, pins map[string]ins
 	svc := &services{s: s, st: st}
 	if err := initHandler(ictx, st.handler, st.config, svc); err != nil {
 		if st.proc != nil {
-			st.proc.Kill()
+			killAndWait(st.proc)
 		}
 		s.failed(st, plugin.CategoryOf(err), err)
 		return
@@ -329,6 +345,17 @@ func (s *Server) start(ctx context.Context, st *pluginState, pins map[string]ins
 	_ = s.audit.Write(&audit.Entry{Source: st.name, Stage: audit.StageCore, Outcome: audit.OutcomeStarted, Reason: fmt.Sprintf("plugin %s %s loaded (%s), tools: %s", st.name, st.manifest.Version, st.source, strings.Join(st.tools, ", "))})
 }
 
+// killAndWait kills a handler's process group and waits (a little) until
+// its process is reaped and its socket released, so that a restart can
+// bind the socket again.
+func killAndWait(p *pluginhost.Process) {
+	p.Kill()
+	select {
+	case <-p.Done():
+	case <-time.After(5 * time.Second):
+	}
+}
+
 // startCategory classifies a failure to start a handler process.
 func startCategory(err error) string {
 	if errors.Is(err, pluginhost.ErrPinMismatch) || errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
@@ -340,7 +367,7 @@ func startCategory(err error) string {
 // register puts a healthy plugin's tools in the catalogue.
 func (s *Server) register(st *pluginState) error {
 	h := &tracked{st: st}
-	tools, err := catalog.FromManifest(st.name, st.manifest, h, s.cfg.Plugins[st.name].AllowedGroups)
+	tools, err := catalog.FromManifest(st.name, st.manifest, h, st.groups)
 	if err != nil {
 		return fmt.Errorf("plugin %s: %w", st.name, err)
 	}
@@ -415,8 +442,9 @@ func (s *Server) available(name string) bool {
 
 // stopPlugin takes a plugin out of service for a restart or unload: no new
 // calls, in-flight calls drained (up to the handler timeout), Shutdown if it
-// was healthy (bounded), its process killed, its tools removed.
-func (s *Server) stopPlugin(st *pluginState) {
+// was healthy (bounded), its process killed, and its tools removed if
+// removeTools.
+func (s *Server) stopPlugin(st *pluginState, removeTools bool) {
 	s.mu.Lock()
 	was := st.state
 	st.state = stateStopping
@@ -428,9 +456,11 @@ func (s *Server) stopPlugin(st *pluginState) {
 		s.shutdownOne(st)
 	}
 	if st.proc != nil {
-		st.proc.Kill()
+		killAndWait(st.proc)
 	}
-	s.catalog.Remove(st.name)
+	if removeTools {
+		s.catalog.Remove(st.name)
+	}
 }
 
 // shutdownOne calls a healthy plugin's Shutdown within the shutdown
@@ -489,10 +519,20 @@ func (s *Server) RestartPlugin(ctx context.Context, name string) (control.Plugin
 	if old == nil && c == nil {
 		return control.PluginStatus{}, fmt.Errorf("plugin %s is neither running nor installed: %w", name, control.ErrNotFound)
 	}
+	// The plugin's section of config.toml is read again, so that a fixed
+	// config or allowed_groups needs no core restart. The rest of the
+	// file is the core's and takes effect at its next start.
+	cfg, err := config.Load(s.opts.Home.Config())
+	if err != nil {
+		return control.PluginStatus{}, fmt.Errorf("%w: %w", control.ErrInvalid, err)
+	}
 	if old != nil {
-		s.stopPlugin(old)
+		// Its tools stay catalogued (answering PLUGIN_UNAVAILABLE, not
+		// UNKNOWN_TOOL) until the new instance replaces them.
+		s.stopPlugin(old, false)
 	}
 	if c == nil {
+		s.catalog.Remove(name)
 		s.mu.Lock()
 		old.state = stateRemoved
 		s.plugins = slices.DeleteFunc(s.plugins, func(p *pluginState) bool { return p == old })
@@ -501,7 +541,7 @@ func (s *Server) RestartPlugin(ctx context.Context, name string) (control.Plugin
 		_ = s.audit.Write(&audit.Entry{Source: name, Stage: audit.StageCore, Outcome: audit.OutcomeClosed, Reason: "plugin unloaded: no longer installed"})
 		return control.PluginStatus{Name: name, State: stateRemoved}, nil
 	}
-	st := s.prepare(c)
+	st := s.prepare(c, cfg.Plugins[name])
 	if st.state != stateFailed {
 		var others []*pluginState
 		s.mu.Lock()
@@ -523,10 +563,11 @@ func (s *Server) RestartPlugin(ctx context.Context, name string) (control.Plugin
 			s.start(ctx, st, pins)
 		}
 	}
+	s.catalog.Remove(name)
 	if st.state == stateHealthy {
 		if err := s.register(st); err != nil {
 			if st.proc != nil {
-				st.proc.Kill()
+				killAndWait(st.proc)
 			}
 			s.failed(st, plugin.CategoryConfig, err)
 		}

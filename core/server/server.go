@@ -207,7 +207,7 @@ func (s *Server) shutdown() {
 			if healthy {
 				s.shutdownOne(p) // never shut down a plugin that did not initialise
 			} else if p.proc != nil {
-				p.proc.Kill() // a crashed handler: make sure its process group is gone
+				killAndWait(p.proc) // a crashed handler: make sure its process group is gone
 			}
 			s.catalog.Remove(p.name)
 		})

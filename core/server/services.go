@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -29,10 +28,15 @@ type services struct {
 
 var _ plugin.Services = (*services)(nil)
 
-// GetToolCatalog implements plugin.Services.
-func (v *services) GetToolCatalog(context.Context) ([]plugin.ToolInfo, error) {
+// GetToolCatalog implements plugin.Services: within a request, the tools
+// the request's group may use; outside one (Init), every tool.
+func (v *services) GetToolCatalog(ctx context.Context) ([]plugin.ToolInfo, error) {
+	sess, scoped := pipeline.SessionFrom(ctx)
 	out := []plugin.ToolInfo{}
 	for _, t := range v.s.catalog.List() {
+		if scoped && !t.Allowed(sess.Group) {
+			continue
+		}
 		out = append(out, plugin.ToolInfo{Name: t.Name, Plugin: t.Plugin, Description: t.Description, RiskLevel: t.RiskLevel})
 	}
 	return out, nil
@@ -66,11 +70,17 @@ func (v *services) GetAuditLog(ctx context.Context, f plugin.AuditFilter) ([]plu
 			!f.Until.IsZero() && !e.Time.Before(f.Until) {
 			continue
 		}
-		out = append(out, plugin.AuditEntry{
+		ae := plugin.AuditEntry{
 			Time: e.Time, Session: e.Session, Group: e.Group, Source: e.Source, Topic: e.Topic,
 			Correlation: e.Correlation, Stage: e.Stage, Outcome: e.Outcome, Code: e.Code,
 			Reason: e.Reason, Field: e.Field, DurationMS: e.DurationMS,
-		})
+		}
+		if e.Source != v.st.name && (e.Stage == audit.StageHandler || e.Stage == audit.StageService || e.Stage == audit.StageCore) {
+			// Another plugin's internal detail (paths, hosts) stays in
+			// the host's log, as get_diagnostics keeps it from the agent.
+			ae.Reason = ""
+		}
+		out = append(out, ae)
 	}
 	n := maxAuditEntries
 	if f.LastN > 0 && f.LastN < n {
@@ -98,7 +108,11 @@ func (v *services) ReadCredential(ctx context.Context, key string) (string, erro
 		v.s.log.Error("credential unreadable", "plugin", v.st.name, "key", key, "err", err)
 		err = fmt.Errorf("credential %s of plugin %s could not be read (see the core's log)", key, v.st.name)
 	}
-	_ = v.s.audit.Write(&audit.Entry{Source: v.st.name, Stage: audit.StageService, Outcome: outcome, Reason: reason})
+	e := &audit.Entry{Source: v.st.name, Stage: audit.StageService, Outcome: outcome, Reason: reason}
+	if sess, ok := pipeline.SessionFrom(ctx); ok {
+		e.Session, e.Group = sess.ID, sess.Group
+	}
+	_ = v.s.audit.Write(e)
 	if err != nil {
 		return "", err
 	}
@@ -122,7 +136,7 @@ func (v *services) PublishEvent(ctx context.Context, ev *plugin.Event) error {
 }
 
 // publish delivers an event to the healthy plugins that subscribe to its
-// topic ("message.inbound", or a prefix pattern "message.*"), each in its
+// topic (exact match: the manifest allows no patterns), each in its
 // own goroutine under EventTimeout. The ZeroMQ event bus of seed 000 is the
 // container issue's; this is its in-core delivery.
 func (s *Server) publish(ev *plugin.Event) {
@@ -154,7 +168,7 @@ func (s *Server) publish(ev *plugin.Event) {
 // subscribed reports whether topic matches one of the patterns.
 func subscribed(patterns []string, topic string) bool {
 	for _, p := range patterns {
-		if p == topic || strings.HasSuffix(p, ".*") && strings.HasPrefix(topic, strings.TrimSuffix(p, "*")) {
+		if p == topic {
 			return true
 		}
 	}

@@ -231,6 +231,14 @@ func checkPlugin(w io.Writer, dir, appVersion string, summary bool) checkReport 
 		printProblem(w, p)
 	}
 	r.tools = declaredTools(dir)
+	if abs, err := filepath.Abs(dir); err == nil {
+		if err := skills.CheckName(filepath.Base(abs)); err != nil {
+			// The folder name becomes the plugin's (unless installed with
+			// --name) and its skill's: Claude Code would refuse this one.
+			r.warnings++
+			fmt.Fprintf(w, "warning: %s: the agent would not be taught this plugin's tools: %s. Fix: install it under another name (carapace plugin install --name NAME)\n", printable(dir), printable(err.Error()))
+		}
+	}
 	if m != nil {
 		r.manifest = m
 		r.tools = len(m.Provides.Tools)

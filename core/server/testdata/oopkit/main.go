@@ -99,8 +99,13 @@ func (k *kit) Invoke(ctx context.Context, req *plugin.Request) (map[string]any, 
 			return nil, plugin.NewToolError("no audit: "+err.Error(), false)
 		}
 		groups := map[string]bool{}
+		foreign := 0 // other plugins' handler details visible to this one
+		me := os.Getenv("CARAPACE_PLUGIN_NAME")
 		for _, e := range entries {
 			groups[e.Group] = true
+			if e.Source != me && e.Stage == "handler" && e.Reason != "" {
+				foreign++
+			}
 		}
 		var gs []string
 		for g := range groups {
@@ -108,7 +113,13 @@ func (k *kit) Invoke(ctx context.Context, req *plugin.Request) (map[string]any, 
 		}
 		sort.Strings(gs)
 		_, noScope := k.svc.GetSessionInfo(context.Background())
+		tools, _ := k.svc.GetToolCatalog(ctx)
+		var names []string
+		for _, t := range tools {
+			names = append(names, t.Name)
+		}
 		return map[string]any{"group": info.Group, "session": info.ID, "audit_groups": gs, "entries": len(entries),
+			"foreign_details": foreign, "tools": names,
 			"unscoped_refused": errors.Is(noScope, plugin.ErrNoRequest)}, nil
 	}
 	return nil, plugin.NewToolError("Unknown tool: "+req.Tool, false)
