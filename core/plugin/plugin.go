@@ -136,8 +136,14 @@ type InitError struct {
 	Err error
 }
 
-// Error implements the error interface.
-func (e *InitError) Error() string { return e.Cat + ": " + e.Err.Error() }
+// Error implements the error interface: the cause's text. The category is
+// reported apart (Category), so it is not repeated in messages.
+func (e *InitError) Error() string {
+	if e.Err == nil {
+		return e.Cat
+	}
+	return e.Err.Error()
+}
 
 // Unwrap returns the cause.
 func (e *InitError) Unwrap() error { return e.Err }

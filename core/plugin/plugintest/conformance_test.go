@@ -194,7 +194,7 @@ func TestConformanceCatchesBrokenPlugins(t *testing.T) {
 		{name: "reads an undeclared credential", h: &notes{readExtra: true},
 			want: []string{`fake/credentials: error: the handler read credential "secret-x", which manifest.json does not declare`}},
 		{name: "init fails", h: &notes{initErr: plugin.NewInitError(plugin.CategoryNetwork, errors.New("unreachable"))},
-			want: []string{"fake/init: fatal: Init failed (the agent would see NETWORK_ERROR): NETWORK_ERROR: unreachable"}, notRun: "unknown_tool"},
+			want: []string{"fake/init: fatal: Init failed (the agent would see NETWORK_ERROR): unreachable"}, notRun: "unknown_tool"},
 		{name: "required credential missing", h: &notes{}, opts: []Option{WithServices(&Services{})},
 			want: []string{`fake/init: fatal: the manifest marks credential "api-key" required`}, notRun: "tools/add_note"},
 		{name: "config does not match", h: &notes{}, opts: []Option{WithConfig(map[string]any{"endpoint": 7})},

@@ -345,7 +345,7 @@ func TestNewReportsBrokenLifecycles(t *testing.T) {
 	}{
 		{"init fails", &fnHandler{init: func(context.Context, map[string]any, plugin.Services) error {
 			return plugin.NewInitError(plugin.CategoryAuth, errors.New("token rejected"))
-		}}, []string{"fatal: Init failed (the agent would see AUTH_ERROR): AUTH_ERROR: token rejected"}},
+		}}, []string{"fatal: Init failed (the agent would see AUTH_ERROR): token rejected"}},
 		{"init panics", &fnHandler{init: func(context.Context, map[string]any, plugin.Services) error { panic("no config") }},
 			[]string{"fatal: Init panicked", "no config"}},
 		{"init hangs", &fnHandler{init: func(ctx context.Context, _ map[string]any, _ plugin.Services) error { return block(ctx) }},
