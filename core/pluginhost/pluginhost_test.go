@@ -744,3 +744,20 @@ func BenchmarkInvoke(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkInvokeRaw is BenchmarkInvoke against a handler that answers on
+// its receiving goroutine without the SDK (rawpeer): the difference is
+// what the SDK costs per call.
+func BenchmarkInvokeRaw(b *testing.B) {
+	f := newFixture(b, bin.raw, "results")
+	p := f.startInit(b, nil, nil)
+	ctx := context.Background()
+	req := request("x", map[string]any{"raw": `{"text":"hello","n":1}`})
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := p.Invoke(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
