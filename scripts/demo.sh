@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# make demo: a core in a temporary home, one agent session with the `none`
-# runtime that lists the tools, calls echo, triggers a validation error and
-# has an echo_confirm call approved; then the audit trail.
+# make demo: a plugin created, built and installed with the CLI; a core in a
+# temporary home running it out of process beside the built-in echo; one
+# agent session with the `none` runtime that lists the tools, calls both
+# plugins, triggers a validation error and has an echo_confirm call
+# approved; then the plugin list and the audit trail.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=$PWD/bin
@@ -16,6 +18,13 @@ cleanup() {
   rm -rf "$HOME_DIR"
 }
 trap cleanup EXIT
+
+bold "a plugin: carapace plugin create, build, install"
+WORK=$HOME_DIR/src
+mkdir -p "$WORK"
+"$BIN/carapace" plugin create notes --dir "$WORK" --sdk "$PWD" | sed 's/^/  /'
+"$BIN/carapace" plugin build "$WORK/notes" | tail -n 2 | sed 's/^/  /'
+"$BIN/carapace" plugin install "$WORK/notes" | sed 's/^/  /'
 
 bold "starting the core in $HOME_DIR"
 "$BIN/carapace" serve >"$LOG" 2>&1 &
@@ -48,12 +57,17 @@ bold "agent session (runtime none)"
   ipc tool.invoke.list_tools | head -c 300; echo " …"
   echo "[agent] ipc tool.invoke.echo {\"message\":\"hello from the agent\",\"uppercase\":true}"
   ipc tool.invoke.echo "{\"message\":\"hello from the agent\",\"uppercase\":true}"
+  echo "[agent] ipc tool.invoke.notes_example {\"message\":\"from the agent\"}   (the plugin, in its own process)"
+  ipc tool.invoke.notes_example "{\"message\":\"from the agent\"}"
   echo "[agent] ipc tool.invoke.echo {\"message\":\"hi\",\"priority\":\"high\"}   (not in the schema)"
   ipc tool.invoke.echo "{\"message\":\"hi\",\"priority\":\"high\"}" || echo "[agent] -> exit $? (validation error above, on stderr)"
   echo "[agent] ipc tool.invoke.echo_confirm {\"message\":\"send it\"}   (high risk: waits for the user)"
   ipc tool.invoke.echo_confirm "{\"message\":\"send it\"}"
 '
 wait "$APPROVER" || true
+
+bold "plugins"
+"$BIN/carapace" plugin list
 
 bold "audit trail ($HOME_DIR/logs/audit.jsonl)"
 "$BIN/carapace" audit
