@@ -10,7 +10,6 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/go-zeromq/zmq4"
 
@@ -212,7 +211,7 @@ func (p *Process) closeTransport() {
 	close(p.quit)
 	p.loops.Wait()
 	if p.router != nil {
-		drain(p.router)
+		zmtp.Drain(p.router)
 	}
 	p.services.Wait()
 	if fi, err := os.Lstat(p.socket); err == nil && p.sockInfo != nil && os.SameFile(fi, p.sockInfo) {
@@ -221,25 +220,6 @@ func (p *Process) closeTransport() {
 	bySocket.CompareAndDelete(p.socket, p)
 }
 
-// drain empties a closed ROUTER's receive queue. zmq4 (v0.17.0) reads each
-// connection on its own goroutine, which blocks for ever on a full queue
-// once nobody calls Recv. Recv on a closed socket picks at random between
-// its cancelled context and a queued message, so calling it until it has
-// failed many times in a row, for a little while, lets every reader
-// deliver, see its closed connection and exit. (As core/session does.)
-func drain(router zmq4.Socket) {
-	start := time.Now()
-	for misses := 0; misses < 64 || time.Since(start) < 20*time.Millisecond; {
-		if _, err := router.Recv(); err != nil {
-			misses++
-			if misses >= 64 {
-				time.Sleep(time.Millisecond)
-			}
-			continue
-		}
-		misses = 0
-	}
-}
 
 // zmqLogger routes zmq4's log.Logger output to slog at debug level: its
 // messages describe peers' misbehaviour, which the transport reports.

@@ -244,31 +244,11 @@ func (l *live) close() {
 	l.cancel()
 	_ = l.router.Close()
 	<-l.done
-	drain(l.router)
+	zmtp.Drain(l.router)
 	l.wg.Wait()
 	_ = os.Remove(l.socket)
 }
 
-// drain empties a closed ROUTER's receive queue. zmq4 (v0.17.0) reads each
-// connection on its own goroutine, which blocks for ever on a full queue
-// once nobody calls Recv: after a flood, closing the session would leak one
-// goroutine and one message per connection. Recv on a closed socket picks
-// at random between its cancelled context and a queued message, so calling
-// it until it has failed many times in a row, for a little while, lets
-// every reader deliver, see its closed connection and exit.
-func drain(router zmq4.Socket) {
-	start := time.Now()
-	for misses := 0; misses < 64 || time.Since(start) < 20*time.Millisecond; {
-		if _, err := router.Recv(); err != nil {
-			misses++
-			if misses >= 64 {
-				time.Sleep(time.Millisecond)
-			}
-			continue
-		}
-		misses = 0
-	}
-}
 
 func (m *Manager) audit(l *live, outcome string) {
 	if m.opts.Audit == nil {
