@@ -220,7 +220,6 @@ func (p *Process) closeTransport() {
 	bySocket.CompareAndDelete(p.socket, p)
 }
 
-
 // zmqLogger routes zmq4's log.Logger output to slog at debug level: its
 // messages describe peers' misbehaviour, which the transport reports.
 func zmqLogger(l *slog.Logger) *log.Logger { return log.New(slogWriter{l}, "", 0) }

@@ -249,7 +249,6 @@ func (l *live) close() {
 	_ = os.Remove(l.socket)
 }
 
-
 func (m *Manager) audit(l *live, outcome string) {
 	if m.opts.Audit == nil {
 		return
