@@ -28,7 +28,8 @@ build: ## build bin/carapace and bin/ipc (static) and the linux/amd64 + linux/ar
 	  printf '  %-24s %7d KiB\n' $$f $$(( $$(wc -c < $$f) / 1024 )); done
 
 .PHONY: test
-test: build ## run every test: vet, darwin type-check (cgo files included), unit and end-to-end tests (race detector), brief fuzzing
+test: build ## run every test: gofmt, vet, darwin type-check (cgo files included), unit and end-to-end tests (race detector), brief fuzzing
+	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	$(GO) vet $(PKGS)
 	GOOS=darwin GOARCH=arm64 $(GO) vet $(PKGS)
 	$(GO) run ./internal/darwincheck $(PKGS)
