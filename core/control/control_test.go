@@ -2,7 +2,6 @@ package control_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,13 +15,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/control/controltest"
+	"github.com/carapace-dev/carapace/internal/testutil"
 )
 
 // The test binary re-executes itself as a client in another process: with
@@ -572,7 +571,7 @@ func TestPeerUID(t *testing.T) {
 	if err := os.Chmod(socket, 0o666); err != nil { // this test only
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &testutil.Buffer{}
 	srv := control.NewServer(controltest.NewBackend("/peer"), slog.New(slog.NewTextHandler(logs, nil)))
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -639,22 +638,4 @@ func copyExecutable(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	return dst
-}
-
-// syncBuffer is a bytes.Buffer safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -1,15 +1,15 @@
 package control
 
 import (
-	"bytes"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/carapace-dev/carapace/internal/testutil"
 )
 
 // TestUIDListenerRejects checks the rejection path with real peer
@@ -25,7 +25,7 @@ func TestUIDListenerRejects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &lockedBuffer{}
+	logs := &testutil.Buffer{}
 	tests := []struct {
 		name   string
 		uid    int
@@ -78,22 +78,4 @@ func TestUIDListenerRejects(t *testing.T) {
 			inner.Close() // ends the Accept goroutine
 		})
 	}
-}
-
-// lockedBuffer is a bytes.Buffer safe for concurrent use.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

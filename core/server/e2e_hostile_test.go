@@ -35,6 +35,7 @@ import (
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/server"
+	"github.com/carapace-dev/carapace/internal/testutil"
 	"github.com/carapace-dev/carapace/ipc"
 	"github.com/carapace-dev/carapace/ipc/zmtp"
 )
@@ -748,14 +749,14 @@ func (hd *hostileDealer) exchangeRaw(t *testing.T, wire []byte) (*ipc.Response, 
 
 type hostileProc struct {
 	cmd            *exec.Cmd
-	stdout, stderr *lockedBuffer
+	stdout, stderr *testutil.Buffer
 	done           chan struct{}
 	err            error
 }
 
 func hostileStart(t *testing.T, cmd *exec.Cmd) *hostileProc {
 	t.Helper()
-	p := &hostileProc{cmd: cmd, stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, done: make(chan struct{})}
+	p := &hostileProc{cmd: cmd, stdout: &testutil.Buffer{}, stderr: &testutil.Buffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.stdout, p.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

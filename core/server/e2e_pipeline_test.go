@@ -25,6 +25,7 @@ import (
 
 	"github.com/carapace-dev/carapace/core/audit"
 	"github.com/carapace-dev/carapace/core/control"
+	"github.com/carapace-dev/carapace/internal/testutil"
 	"github.com/carapace-dev/carapace/ipc"
 	"github.com/carapace-dev/carapace/ipc/zmtp"
 )
@@ -650,7 +651,7 @@ func cliConfirmations(t *testing.T, c *testCore) []control.Confirmation {
 type bgIPC struct {
 	cmd    *exec.Cmd
 	stdout bytes.Buffer
-	stderr lockedBuffer
+	stderr testutil.Buffer
 	done   chan struct{}
 	err    error
 }

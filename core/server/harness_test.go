@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -24,6 +23,7 @@ import (
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/core/server"
+	"github.com/carapace-dev/carapace/internal/testutil"
 	"github.com/carapace-dev/carapace/ipc"
 	"github.com/carapace-dev/carapace/plugins"
 )
@@ -121,7 +121,7 @@ type testCore struct {
 	Home   home.Dir
 	Client *control.Client
 	Kit    *testkit
-	Log    *lockedBuffer // everything the core logged (JSON lines)
+	Log    *testutil.Buffer // everything the core logged (JSON lines)
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -185,7 +185,7 @@ func runCore(t *testing.T, h home.Dir, o coreOptions) (*testCore, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan struct{})
-	c := &testCore{Home: h, Client: control.NewClient(h.ControlSocket()), Kit: kit, Log: &lockedBuffer{}, cancel: cancel, done: make(chan error, 1)}
+	c := &testCore{Home: h, Client: control.NewClient(h.ControlSocket()), Kit: kit, Log: &testutil.Buffer{}, cancel: cancel, done: make(chan error, 1)}
 	var w io.Writer = c.Log
 	if testing.Verbose() {
 		w = io.MultiWriter(c.Log, os.Stderr)
@@ -358,22 +358,4 @@ func scanLines(s string) []string {
 		}
 	}
 	return out
-}
-
-// lockedBuffer is safe to read while a process writes to it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

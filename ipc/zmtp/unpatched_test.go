@@ -1,16 +1,16 @@
 package zmtp
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-zeromq/zmq4"
+
+	"github.com/carapace-dev/carapace/internal/testutil"
 )
 
 // The flaws of zmq4 v0.17.0, reproduced against zmq4 without this package.
@@ -110,7 +110,7 @@ func TestUnpatchedZMQ4Crashes(t *testing.T) {
 			path := sockPath(t)
 			cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$")
 			cmd.Env = append(os.Environ(), "GO_WANT_HELPER_PROCESS=1", "ZT_HELPER_SOCK="+path)
-			var out syncBuffer
+			var out testutil.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &out
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
@@ -176,22 +176,4 @@ func firstLine(s, prefix string) string {
 		}
 	}
 	return ""
-}
-
-// syncBuffer is a bytes.Buffer safe for the concurrent writes of exec.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/carapace-dev/carapace/cmd/carapace/cli"
 	"github.com/carapace-dev/carapace/core/control/controltest"
 	"github.com/carapace-dev/carapace/core/home"
+	"github.com/carapace-dev/carapace/internal/testutil"
 )
 
 // secret is the value the tests store; no command may ever print it, or
@@ -31,7 +32,7 @@ const secret = "ghp_Sup3rS3cretT0kenValue0123456789"
 // nor stderr contains the secret or a long piece of it.
 func authRun(t *testing.T, h home.Dir, stdin string, args ...string) result {
 	t.Helper()
-	r := carapaceWith(t, cli.Config{Stdout: &syncBuffer{}, Stderr: &syncBuffer{}, Stdin: strings.NewReader(stdin)}, h, args...)
+	r := carapaceWith(t, cli.Config{Stdout: &testutil.Buffer{}, Stderr: &testutil.Buffer{}, Stdin: strings.NewReader(stdin)}, h, args...)
 	noSecret(t, r.stdout+r.stderr, secret)
 	return r
 }
@@ -252,10 +253,10 @@ func TestAuthStatusUnreadable(t *testing.T) {
 func TestAuthSetTerminal(t *testing.T) {
 	ptmx, tty := openPTY(t)
 	h := controltest.TempHome(t)
-	stderr := &syncBuffer{}
+	stderr := &testutil.Buffer{}
 	done := make(chan result, 1)
 	go func() {
-		done <- carapaceWith(t, cli.Config{Stdout: &syncBuffer{}, Stderr: stderr, Stdin: tty}, h,
+		done <- carapaceWith(t, cli.Config{Stdout: &testutil.Buffer{}, Stderr: stderr, Stdin: tty}, h,
 			"auth", "set", "--plugin", "github", "--key", "token")
 	}()
 	// Type only once echo is off, as a user would after the prompt.

@@ -22,6 +22,7 @@ import (
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/control/controltest"
 	"github.com/carapace-dev/carapace/core/home"
+	"github.com/carapace-dev/carapace/internal/testutil"
 )
 
 // result is what one command run printed and returned.
@@ -30,28 +31,10 @@ type result struct {
 	code           int
 }
 
-// syncBuffer is a bytes.Buffer safe for concurrent writers and readers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // carapace runs the command line in process against home h.
 func carapace(t *testing.T, h home.Dir, args ...string) result {
 	t.Helper()
-	var out, errb syncBuffer
+	var out, errb testutil.Buffer
 	return carapaceWith(t, cli.Config{Stdout: &out, Stderr: &errb}, h, args...)
 }
 
@@ -262,7 +245,7 @@ func TestRun(t *testing.T) {
 		out := &readyWriter{ready: make(chan struct{})}
 		done := make(chan result, 1)
 		go func() {
-			done <- carapaceWith(t, cli.Config{Stdout: out, Stderr: &syncBuffer{}}, c.home,
+			done <- carapaceWith(t, cli.Config{Stdout: out, Stderr: &testutil.Buffer{}}, c.home,
 				"run", "--group", "dev", "--runtime", "none", "--",
 				"sh", "-c", `trap 'exit 7' TERM; echo ready; while :; do sleep 0.05; done`)
 		}()
@@ -287,10 +270,10 @@ func TestRun(t *testing.T) {
 	t.Run("the core ending the session is reported", func(t *testing.T) {
 		c := newFakeCore(t)
 		flag := filepath.Join(string(c.home), "go")
-		stderr := &syncBuffer{}
+		stderr := &testutil.Buffer{}
 		done := make(chan result, 1)
 		go func() {
-			done <- carapaceWith(t, cli.Config{Stdout: &syncBuffer{}, Stderr: stderr}, c.home,
+			done <- carapaceWith(t, cli.Config{Stdout: &testutil.Buffer{}, Stderr: stderr}, c.home,
 				"run", "--group", "dev", "--runtime", "none", "--",
 				"sh", "-c", `while [ ! -e "$0" ]; do sleep 0.02; done`, flag)
 		}()
@@ -313,13 +296,13 @@ func TestRun(t *testing.T) {
 
 // readyWriter closes ready on the first write.
 type readyWriter struct {
-	syncBuffer
+	testutil.Buffer
 	once  sync.Once
 	ready chan struct{}
 }
 
 func (w *readyWriter) Write(p []byte) (int, error) {
-	n, err := w.syncBuffer.Write(p)
+	n, err := w.Buffer.Write(p)
 	w.once.Do(func() { close(w.ready) })
 	return n, err
 }
@@ -415,19 +398,19 @@ func TestServe(t *testing.T) {
 		}
 		return nil
 	}
-	out, errb := &syncBuffer{}, &syncBuffer{}
+	out, errb := &testutil.Buffer{}, &testutil.Buffer{}
 	r := carapaceWith(t, cli.Config{Serve: serve, Stdout: out, Stderr: errb}, h, "serve")
 	r.want(t, 0, nil, []string{"msg=serving"})
 	if got != h || strings.Contains(r.stderr, "debug line") {
 		t.Errorf("home %q, stderr %q", got, r.stderr)
 	}
-	r = carapaceWith(t, cli.Config{Serve: serve, Stdout: &syncBuffer{}, Stderr: &syncBuffer{}}, h, "serve", "--log-level", "debug")
+	r = carapaceWith(t, cli.Config{Serve: serve, Stdout: &testutil.Buffer{}, Stderr: &testutil.Buffer{}}, h, "serve", "--log-level", "debug")
 	r.want(t, 0, nil, []string{"debug line"})
 
 	failing := func(context.Context, home.Dir, *slog.Logger) error { return errors.New("a core is already running") }
-	carapaceWith(t, cli.Config{Serve: failing, Stdout: &syncBuffer{}, Stderr: &syncBuffer{}}, h, "serve").
+	carapaceWith(t, cli.Config{Serve: failing, Stdout: &testutil.Buffer{}, Stderr: &testutil.Buffer{}}, h, "serve").
 		want(t, 1, nil, []string{"carapace: a core is already running\n"})
-	carapaceWith(t, cli.Config{Serve: serve, Stdout: &syncBuffer{}, Stderr: &syncBuffer{}}, h, "serve", "--log-level", "loud").
+	carapaceWith(t, cli.Config{Serve: serve, Stdout: &testutil.Buffer{}, Stderr: &testutil.Buffer{}}, h, "serve", "--log-level", "loud").
 		want(t, 2, nil, []string{`carapace: --log-level "loud"`})
 }
 
@@ -517,7 +500,7 @@ func TestAudit(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan int, 1)
 		go func() {
-			root := cli.New(cli.Config{Stdout: out, Stderr: &syncBuffer{}})
+			root := cli.New(cli.Config{Stdout: out, Stderr: &testutil.Buffer{}})
 			root.SetArgs([]string{"--home", string(h), "audit", "--follow", "--last", "1", "--session", "s1"})
 			done <- cli.Execute(ctx, root)
 		}()
@@ -574,7 +557,7 @@ func TestUsageErrors(t *testing.T) {
 
 // TestHelp checks that every command documents itself.
 func TestHelp(t *testing.T) {
-	root := cli.New(cli.Config{Stdout: &syncBuffer{}, Stderr: &syncBuffer{}})
+	root := cli.New(cli.Config{Stdout: &testutil.Buffer{}, Stderr: &testutil.Buffer{}})
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
 		if c.Short == "" || c.Long == "" || c.Example == "" {
@@ -586,8 +569,8 @@ func TestHelp(t *testing.T) {
 	}
 	walk(root)
 
-	out := &syncBuffer{}
-	carapaceWith(t, cli.Config{Stdout: out, Stderr: &syncBuffer{}}, controltest.TempHome(t), "completion", "bash").want(t, 0, nil, nil)
+	out := &testutil.Buffer{}
+	carapaceWith(t, cli.Config{Stdout: out, Stderr: &testutil.Buffer{}}, controltest.TempHome(t), "completion", "bash").want(t, 0, nil, nil)
 	if !strings.Contains(out.String(), "bash completion") {
 		t.Error("no bash completion script")
 	}
