@@ -245,7 +245,7 @@ func (s *Server) loadPlugins(ctx context.Context) error {
 	for _, c := range cands {
 		sts = append(sts, s.prepare(c, s.cfg.Plugins[c.name]))
 	}
-	if err := checkConflicts(sts, s.toolOwners("")); err != nil {
+	if err := checkConflicts(sts, s.intrinsicOwners()); err != nil {
 		return fmt.Errorf("plugins: %w", err)
 	}
 	pins, err := install.LoadPins(s.opts.Home)
@@ -271,17 +271,6 @@ func (s *Server) loadPlugins(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// toolOwners maps every catalogued tool to its plugin, leaving out except.
-func (s *Server) toolOwners(except string) map[string]string {
-	out := map[string]string{}
-	for _, t := range s.catalog.List() {
-		if t.Plugin != except {
-			out[t.Name] = t.Plugin
-		}
-	}
-	return out
 }
 
 // start starts a prepared plugin (its process, for a user plugin) and
@@ -498,7 +487,7 @@ func (s *Server) shutdownOne(st *pluginState) {
 // load it again from disk (or unload it if it is gone; or load it if it is
 // new). Restarts are serialised.
 func (s *Server) RestartPlugin(ctx context.Context, name string) (control.PluginStatus, error) {
-	if err := manifest.CheckPluginName(name); err != nil && !s.isBuiltin(name) {
+	if err := manifest.CheckPluginName(name); err != nil {
 		return control.PluginStatus{}, fmt.Errorf("%w: %w", control.ErrInvalid, err)
 	}
 	if s.pipe.Draining() {
@@ -580,15 +569,6 @@ func (s *Server) RestartPlugin(ctx context.Context, name string) (control.Plugin
 	return s.pluginStatus(st), nil
 }
 
-func (s *Server) isBuiltin(name string) bool {
-	for _, b := range s.opts.Builtins {
-		if b.Name == name {
-			return true
-		}
-	}
-	return false
-}
-
 // intrinsicOwners maps the intrinsic tools to their owner.
 func (s *Server) intrinsicOwners() map[string]string {
 	out := map[string]string{}
@@ -616,7 +596,7 @@ func (s *Server) health() (healthy []string, failed []intrinsics.Failure) {
 	return healthy, failed
 }
 
-// healthySkills returns the healthy plugins, for the session's skill tree.
+// healthyPlugins returns the healthy plugins, for the session's skill tree and events.
 func (s *Server) healthyPlugins() []*pluginState {
 	s.mu.Lock()
 	defer s.mu.Unlock()
