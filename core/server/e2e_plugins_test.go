@@ -28,6 +28,7 @@ var kitActions = []struct{ action, risk, schema string }{
 	{"env", "low", `{"type":"object","additionalProperties":false,"properties":{}}`},
 	{"flood", "low", `{"type":"object","additionalProperties":false,"properties":{}}`},
 	{"scope", "low", `{"type":"object","additionalProperties":false,"properties":{}}`},
+	{"spawn", "low", `{"type":"object","additionalProperties":false,"properties":{}}`},
 }
 
 // kitManifest is the manifest of an oopkit plugin called name.
@@ -45,6 +46,36 @@ func kitManifest(name string) string {
   "config_schema": {"type": "object", "additionalProperties": false, "properties": {
     "fail_init": {"type": "string", "enum": ["auth", "network", "plain", "hang", "exit"]}}}
 }`, strings.Join(tools, ","))
+}
+
+// rawSource writes a plugin folder for pluginhost's rawpeer, a handler
+// without the SDK whose behaviour its name selects (see its doc), with one
+// tool <prefix>_raw that answers its "raw" argument verbatim.
+func rawSource(t *testing.T, name string) string {
+	t.Helper()
+	prefix := strings.ReplaceAll(name, "-", "_")
+	m := fmt.Sprintf(`{"description":"raw protocol peer","version":"1.0.0","app_compat":">=0.1.0","author":{"name":"tests"},
+"provides":{"channels":[],"tools":[{"name":"%s_raw","description":"answer raw","risk_level":"low",
+"arguments_schema":{"type":"object","additionalProperties":false,"properties":{"raw":{"type":"string","maxLength":100000}}}}]},
+"subscribes":[]}`, prefix)
+	src := filepath.Join(t.TempDir(), name)
+	if err := os.MkdirAll(filepath.Join(src, "skills"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	bin, err := os.ReadFile(bins.rawpeer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, data := range map[string][]byte{
+		"manifest.json":          []byte(m),
+		"skills/" + name + ".md": []byte("# " + name + "\n\n## " + prefix + "_raw\n"),
+		"handler":                bin,
+	} {
+		if err := os.WriteFile(filepath.Join(src, path), data, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return src
 }
 
 // kitSource writes an oopkit plugin folder (manifest, skills, handler)
@@ -557,4 +588,61 @@ func processAlive(pid int) bool {
 	// Field 3 is the state; Z is a zombie.
 	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
 	return len(f) > 0 && f[0] != "Z"
+}
+
+// TestMisbehavingHandlerIsCutOff drives handlers that break the protocol on
+// a tool call through the real core and bin/ipc: a non-object result is
+// the handler's error; a frame that is not JSON, or one over the size cap,
+// cuts the handler off (its process killed) and the agent gets
+// PLUGIN_ERROR, then PLUGIN_UNAVAILABLE.
+func TestMisbehavingHandlerIsCutOff(t *testing.T) {
+	names := []string{"results", "late-garbage-json", "late-oversized"}
+	c := startCoreWith(t, coreOptions{Setup: func(h home.Dir) {
+		for _, n := range names {
+			if _, err := install.Install(h, rawSource(t, n), install.Options{}); err != nil {
+				t.Fatalf("install %s: %v", n, err)
+			}
+		}
+	}})
+	s := c.Session(t, "main")
+	r := runIPC(t, s.Socket, nil, "tool.invoke.results_raw", `{"raw":"[1,2]"}`)
+	wantError(t, r, ipc.CodeHandlerError, 0, "")
+	if !strings.Contains(r.Err.Message, "JSON array, not an object") {
+		t.Fatalf("non-object result: %+v", r.Err)
+	}
+	if r := runIPC(t, s.Socket, nil, "tool.invoke.results_raw", `{"raw":"{\"a\":1}"}`); r.Code != 0 || fmt.Sprint(r.Result["a"]) != "1" {
+		t.Fatalf("object result: %+v", r)
+	}
+	for _, name := range names[1:] {
+		tool := "tool.invoke." + strings.ReplaceAll(name, "-", "_") + "_raw"
+		pid := pluginStatus(t, c, name).PID
+		wantError(t, runIPC(t, s.Socket, nil, tool, `{"raw":"{}"}`), ipc.CodePluginError, 0, "")
+		waitFor(t, name+" to be cut off", func() bool { return pluginStatus(t, c, name).State == "crashed" })
+		if processAlive(pid) {
+			t.Fatalf("%s: handler %d still alive after it was cut off", name, pid)
+		}
+		wantError(t, runIPC(t, s.Socket, nil, tool, `{"raw":"{}"}`), ipc.CodePluginUnavailable, 6, "")
+	}
+	if st := pluginStatus(t, c, "results"); st.State != "healthy" {
+		t.Fatalf("the well-behaved handler: %+v", st)
+	}
+}
+
+// TestHandlerChildrenDieWithTheCore checks that a process a handler starts
+// (in its process group) does not outlive the core's shutdown.
+func TestHandlerChildrenDieWithTheCore(t *testing.T) {
+	c := startCoreWith(t, coreOptions{Setup: func(h home.Dir) { installKit(t, h, "alpha") }})
+	s := c.Session(t, "main")
+	r := runIPC(t, s.Socket, nil, "tool.invoke.alpha_spawn", `{}`)
+	if r.Code != 0 {
+		t.Fatalf("alpha_spawn: %s", r.Stderr)
+	}
+	child := int(r.Result["pid"].(float64))
+	if !processAlive(child) {
+		t.Fatalf("the handler's child %d is not running", child)
+	}
+	if err := c.Stop(t); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the handler's child to be gone", func() bool { return !processAlive(child) })
 }

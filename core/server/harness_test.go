@@ -29,7 +29,7 @@ import (
 )
 
 // bins are the real binaries under test, built once by TestMain.
-var bins struct{ ipc, carapace, oopkit string }
+var bins struct{ ipc, carapace, oopkit, rawpeer string }
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "cpbin")
@@ -38,7 +38,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	bins.ipc, bins.carapace, bins.oopkit = filepath.Join(dir, "ipc"), filepath.Join(dir, "carapace"), filepath.Join(dir, "oopkit")
-	for out, pkg := range map[string]string{bins.ipc: "../../cmd/ipc", bins.carapace: "../../cmd/carapace", bins.oopkit: "./testdata/oopkit"} {
+	bins.rawpeer = filepath.Join(dir, "rawpeer")
+	for out, pkg := range map[string]string{bins.ipc: "../../cmd/ipc", bins.carapace: "../../cmd/carapace", bins.oopkit: "./testdata/oopkit",
+		bins.rawpeer: "../pluginhost/testdata/rawpeer"} {
 		cmd := exec.Command("go", "build", "-o", out, pkg)
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if b, err := cmd.CombinedOutput(); err != nil {

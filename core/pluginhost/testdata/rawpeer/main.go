@@ -12,6 +12,10 @@
 //	wrong-token    says hello with a wrong token, then waits
 //	wrong-version  says hello with protocol version 99, then waits
 //	exit-early     exits with status 7 at once
+//
+// A name prefixed with "late-" (late-garbage-json, late-oversized, …)
+// answers init normally and misbehaves on its first invoke instead, so that
+// the core's tests can load it and see a tool call cut it off.
 package main
 
 import (
@@ -22,6 +26,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-zeromq/zmq4"
@@ -67,7 +72,14 @@ func main() {
 		if err := json.Unmarshal(msg.Frames[0], &m); err != nil || m.Type != pluginproto.TypeCall {
 			continue
 		}
-		switch name {
+		mode := name
+		if late, ok := strings.CutPrefix(name, "late-"); ok {
+			mode = ""
+			if m.Method == pluginproto.MethodInvoke {
+				mode = late
+			}
+		}
+		switch mode {
 		case "garbage-json":
 			send(d, []byte("this is not json"))
 			continue

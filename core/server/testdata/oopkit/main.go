@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"sort"
 	"strings"
 	"time"
@@ -59,6 +60,14 @@ func (k *kit) Invoke(ctx context.Context, req *plugin.Request) (map[string]any, 
 	switch action {
 	case "echo":
 		return map[string]any{"message": req.Arguments["message"], "plugin": os.Getenv("CARAPACE_PLUGIN_NAME"), "group": req.Group, "pid": os.Getpid()}, nil
+	case "spawn":
+		// A child in the handler's process group, left running: the
+		// core must take it down with the handler.
+		cmd := exec.Command("sleep", "300")
+		if err := cmd.Start(); err != nil {
+			return nil, plugin.NewToolError("cannot start sleep", false)
+		}
+		return map[string]any{"pid": cmd.Process.Pid}, nil
 	case "crash":
 		os.Exit(3)
 	case "hang":
