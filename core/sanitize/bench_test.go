@@ -2,6 +2,8 @@ package sanitize
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -48,5 +50,22 @@ func BenchmarkStringSecret(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		String(s)
+	}
+}
+
+// BenchmarkStringPathological times the inputs of
+// TestPathologicalInputsStayLinear at two sizes; ns/op per byte should be
+// about the same at both.
+func BenchmarkStringPathological(b *testing.B) {
+	for _, unit := range pathologicalUnits {
+		for _, n := range []int{64 << 10, 256 << 10} {
+			s := strings.Repeat(unit, n/len(unit))
+			b.Run(fmt.Sprintf("%q/%dKiB", unit, n>>10), func(b *testing.B) {
+				b.SetBytes(int64(len(s)))
+				for b.Loop() {
+					String(s)
+				}
+			})
+		}
 	}
 }
