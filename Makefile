@@ -5,10 +5,15 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 # sdkDir lets `carapace plugin create` point a new plugin's go.mod at this
 # source tree (a replace directive) until the SDK is published.
 LDFLAGS   := -s -w -X main.version=$(VERSION) -X "github.com/carapace-dev/carapace/cmd/carapace/cli.sdkDir=$(CURDIR)"
-GOFLAGS   := -trimpath
+BUILDFLAGS := -trimpath
 PKGS      := ./...
 FUZZTIME  ?= 40000x
 export CGO_ENABLED ?= 0
+# The memory plugin (built into the core) needs SQLite with FTS5: every go
+# command run by make gets the tag, and the core is built with cgo.
+# Without the tag, packages that link the memory plugin do not compile.
+TAGS      := sqlite_fts5
+export GOFLAGS := $(strip $(GOFLAGS) -tags=$(TAGS))
 
 .DEFAULT_GOAL := help
 
@@ -17,15 +22,27 @@ help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[1m%-10s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
-build: ## build bin/carapace and bin/ipc (static) and the linux/amd64 + linux/arm64 ipc for agent images
-	CGO_ENABLED=0 $(GO) build $(GOFLAGS) -ldflags '$(LDFLAGS)' -o bin/carapace ./cmd/carapace
-	CGO_ENABLED=0 $(GO) build $(GOFLAGS) -ldflags '$(LDFLAGS)' -o bin/ipc ./cmd/ipc
+build: ## build bin/carapace (cgo, for SQLite), bin/ipc (static) and the linux/amd64 + linux/arm64 ipc for agent images
+	CGO_ENABLED=1 $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)' -o bin/carapace ./cmd/carapace
+	CGO_ENABLED=0 $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)' -o bin/ipc ./cmd/ipc
 	@for arch in amd64 arm64; do \
-	  CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build $(GOFLAGS) -ldflags '$(LDFLAGS)' -o bin/linux-$$arch/ipc ./cmd/ipc || exit 1; \
-	  CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build $(GOFLAGS) -ldflags '$(LDFLAGS)' -o bin/linux-$$arch/carapace ./cmd/carapace || exit 1; \
+	  CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)' -o bin/linux-$$arch/ipc ./cmd/ipc || exit 1; \
 	done
 	@for f in bin/ipc bin/linux-amd64/ipc bin/linux-arm64/ipc; do \
 	  printf '  %-24s %7d KiB\n' $$f $$(( $$(wc -c < $$f) / 1024 )); done
+
+ENGINE    ?= docker
+
+.PHONY: image-test
+image-test: build ## build the offline agent test image carapace-agent-test:dev (FROM scratch, no registry; needs busybox-static)
+	$(GO) run ./internal/agentimage/cmd/build-test-image -engine $(ENGINE) -version $(VERSION)
+
+.PHONY: image-agent
+image-agent: build ## build the real agent image carapace-agent:$(VERSION) with Claude Code (needs registry and npm access)
+	@ctx=$$(mktemp -d) && arch=$$($(ENGINE) version --format '{{.Server.Arch}}' 2>/dev/null || $(GO) env GOARCH) && \
+	  cp Resources/agent/Containerfile Resources/agent/entrypoint.sh $$ctx/ && cp bin/linux-$$arch/ipc $$ctx/ipc && \
+	  $(ENGINE) build -t carapace-agent:$(VERSION) --build-arg CARAPACE_VERSION=$(VERSION) -f $$ctx/Containerfile $$ctx; \
+	  s=$$?; rm -rf $$ctx; exit $$s
 
 .PHONY: test
 test: build ## run every test: gofmt, vet, darwin type-check (cgo files included), unit and end-to-end tests (race detector), brief fuzzing
@@ -44,10 +61,11 @@ fuzz: ## run each fuzz target briefly (FUZZTIME=40000x runs; a count, not a dura
 	$(GO) test -run '^$$' -fuzz '^FuzzPipeline$$' -fuzztime $(FUZZTIME) ./core/pipeline
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./core/manifest
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./core/internal/pluginproto
+	CGO_ENABLED=1 $(GO) test -run '^$$' -fuzz '^FuzzSearch$$' -fuzztime $(FUZZTIME) ./plugins/memory
 
 .PHONY: bench
 bench: build ## run the benchmarks, print a table and write docs/PERFORMANCE.md
-	$(GO) run ./internal/benchreport -out docs/PERFORMANCE.md
+	CGO_ENABLED=1 $(GO) run ./internal/benchreport -out docs/PERFORMANCE.md
 
 .PHONY: demo
 demo: build ## start a core in a temporary home and run a short agent session against it

@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
-# make demo: a plugin created, built and installed with the CLI; a core in a
-# temporary home running it out of process beside the built-in echo; one
-# agent session with the `none` runtime that lists the tools, calls both
-# plugins, triggers a validation error and has an echo_confirm call
-# approved; then the plugin list and the audit trail.
+# make demo: the whole thing with Docker. A plugin created, built and
+# installed with the CLI; the offline agent test image built (FROM scratch,
+# no registry); a core in a temporary home that runs agents in containers;
+# one session of the scripted test agent that lists the tools, echoes,
+# stores and searches a memory, and makes a high-risk call the "user"
+# approves with `carapace confirm`; a second session that starts with the
+# memory brief in its CLAUDE.md; then the plugins, the audit trail, and a
+# clean stop.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=$PWD/bin
 HOME_DIR=$(mktemp -d /tmp/carapace-demo.XXXXXX)
 export CARAPACE_HOME=$HOME_DIR
 LOG=$HOME_DIR/core.log
+IMAGE=carapace-agent-test:dev
 bold() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+say() { printf '   %s\n' "$*"; }
 
 cleanup() {
   "$BIN/carapace" stop >/dev/null 2>&1 || true
@@ -19,29 +24,49 @@ cleanup() {
 }
 trap cleanup EXIT
 
+bold "what this needs: a running Docker engine and a static busybox"
+if ! docker version >/dev/null 2>&1; then
+  echo "make demo runs the agent in Docker, and no Docker engine answers (is dockerd running?)" >&2
+  exit 1
+fi
+if [ ! -x /bin/busybox ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    say "installing Debian's busybox-static (the test image is FROM scratch + a static busybox)"
+    apt-get install -y -qq busybox-static >/dev/null
+  else
+    echo "the test image needs a static busybox at /bin/busybox: apt-get install busybox-static" >&2
+    exit 1
+  fi
+fi
+say "Docker $(docker version --format '{{.Server.Version}}'), /bin/busybox present"
+
+bold "the agent test image: FROM scratch, static busybox, bin/ipc, a scripted agent (no registry)"
+go run ./internal/agentimage/cmd/build-test-image -tag "$IMAGE" | sed 's/^/   /'
+
 bold "a plugin: carapace plugin create, build, install"
 WORK=$HOME_DIR/src
 mkdir -p "$WORK"
-"$BIN/carapace" plugin create notes --dir "$WORK" --sdk "$PWD" | sed 's/^/  /'
-"$BIN/carapace" plugin build "$WORK/notes" | tail -n 2 | sed 's/^/  /'
-"$BIN/carapace" plugin install "$WORK/notes" | sed 's/^/  /'
+"$BIN/carapace" plugin create notes --dir "$WORK" --sdk "$PWD" | sed 's/^/   /'
+"$BIN/carapace" plugin build "$WORK/notes" | tail -n 2 | sed 's/^/   /'
+"$BIN/carapace" plugin install "$WORK/notes" | sed 's/^/   /'
 
-bold "starting the core in $HOME_DIR"
+bold "starting the core in $HOME_DIR (agents run in Docker: [runtime] engine = \"docker\")"
+printf '[runtime]\nengine = "docker"\nimage = "%s"\nmemory_mb = 256\n' "$IMAGE" >"$HOME_DIR/config.toml"
 "$BIN/carapace" serve >"$LOG" 2>&1 &
 CORE_PID=$!
 for _ in $(seq 1 100); do
   "$BIN/carapace" status >/dev/null 2>&1 && break
   sleep 0.1
 done
-"$BIN/carapace" status
+"$BIN/carapace" status | sed 's/^/   /'
 
 # The approver plays the user: it approves the first confirmation it sees.
 (
-  for _ in $(seq 1 200); do
+  for _ in $(seq 1 300); do
     id=$("$BIN/carapace" confirm list --json 2>/dev/null | sed -n 's/.*"id": *"\(c-[0-9a-f]*\)".*/\1/p' | head -1)
     if [ -n "$id" ]; then
-      echo "[user] approving $id"
-      "$BIN/carapace" confirm approve "$id"
+      echo "   [user] approving $id with: carapace confirm approve $id"
+      "$BIN/carapace" confirm approve "$id" | sed 's/^/   /'
       exit 0
     fi
     sleep 0.1
@@ -49,25 +74,37 @@ done
 ) &
 APPROVER=$!
 
-bold "agent session (runtime none)"
-"$BIN/carapace" run --group main --runtime none -- bash -c '
-  set -u
-  export PATH='"$BIN"':$PATH
-  echo "[agent] ipc tool.invoke.list_tools"
-  ipc tool.invoke.list_tools | head -c 300; echo " …"
-  echo "[agent] ipc tool.invoke.echo {\"message\":\"hello from the agent\",\"uppercase\":true}"
-  ipc tool.invoke.echo "{\"message\":\"hello from the agent\",\"uppercase\":true}"
-  echo "[agent] ipc tool.invoke.notes_example {\"message\":\"from the agent\"}   (the plugin, in its own process)"
-  ipc tool.invoke.notes_example "{\"message\":\"from the agent\"}"
-  echo "[agent] ipc tool.invoke.echo {\"message\":\"hi\",\"priority\":\"high\"}   (not in the schema)"
-  ipc tool.invoke.echo "{\"message\":\"hi\",\"priority\":\"high\"}" || echo "[agent] -> exit $? (validation error above, on stderr)"
-  echo "[agent] ipc tool.invoke.echo_confirm {\"message\":\"send it\"}   (high risk: waits for the user)"
-  ipc tool.invoke.echo_confirm "{\"message\":\"send it\"}"
-'
+bold "an agent session in a container: the scripted agent makes the calls of its prompt"
+say "each line of the prompt is one ipc call; the container has no network, a read-only root,"
+say "no capabilities, uid 1000, and only its session's socket, workspace, skills, CLAUDE.md"
+say "and settings.json mounted"
+"$BIN/carapace" run --group main --runtime docker --prompt '
+tool.invoke.list_tools {}
+tool.invoke.echo {"message":"hello from inside the container","uppercase":true}
+tool.invoke.notes_example {"message":"from the container"}
+tool.invoke.memory_store {"type":"preference","content":"Prefers short answers, no summaries","tags":["style"]}
+tool.invoke.memory_search {"query":"short answers"}
+tool.invoke.echo_confirm {"message":"send it"}
+' 2>&1 | sed -u -e 's/^/   /' -e 's/^\(   {"tools":.\{200\}\).*/\1 …/'
 wait "$APPROVER" || true
 
+bold "a second session starts with the memory brief in its CLAUDE.md (mounted read-only)"
+"$BIN/carapace" run --group main --runtime docker -- --exec sh -c \
+  'sed -n "/^## Memory Context/,\$p" ~/.claude/CLAUDE.md; { echo x >> ~/.claude/CLAUDE.md; } 2>/dev/null || echo "(and the agent cannot change it: read-only)"' 2>&1 | sed -u 's/^/   /'
+
+bold "what the agent can reach from inside: nothing but its socket"
+"$BIN/carapace" run --group main --runtime docker -- --exec sh -c \
+  'id; grep -E "^(CapEff|NoNewPrivs)" /proc/self/status; ls /sys/class/net; nc -w 2 1.1.1.1 443 </dev/null 2>&1 | head -1; nslookup example.com 2>&1 | tail -1; touch /etc/x 2>&1 | head -1' 2>&1 | sed -u 's/^/   /'
+
 bold "plugins"
-"$BIN/carapace" plugin list
+"$BIN/carapace" plugin list | sed 's/^/   /'
 
 bold "audit trail ($HOME_DIR/logs/audit.jsonl)"
 "$BIN/carapace" audit
+
+bold "stopping the core (its containers go with it)"
+"$BIN/carapace" stop
+wait "$CORE_PID" 2>/dev/null || true
+CORE_PID=
+left=$(docker ps -a --filter label=carapace.version --format '{{.Names}}' | wc -l)
+say "containers left by this core: $left"

@@ -16,6 +16,8 @@ const (
 	StageCore      = "core"      // core lifecycle and plugin health
 	StageEvent     = "event"     // an event published on the core's bus
 	StageService   = "service"   // a plugin used a core service (credential reads)
+	StageBrief     = "brief"     // the memory brief given to a session at its start
+	StageLLM       = "llm"       // a model API call through the session's proxy
 )
 
 // Outcomes an entry can record.

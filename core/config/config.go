@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,6 +23,64 @@ type Config struct {
 	RateLimit RateLimit         `toml:"rate_limit"`
 	Audit     Audit             `toml:"audit"`
 	Plugins   map[string]Plugin `toml:"plugins"`
+	Runtime   Runtime           `toml:"runtime"`
+	Sessions  Sessions          `toml:"sessions"`
+	LLM       LLM               `toml:"llm"`
+	// Groups are the groups the core starts agent sessions for when an
+	// event names them ([groups.NAME]); events of other groups are logged
+	// and dropped.
+	Groups map[string]Group `toml:"groups"`
+}
+
+// LLM configures the proxy through which agents reach the model API.
+type LLM struct {
+	// Upstream is the model API's origin; default https://api.anthropic.com.
+	// Only https, and no path: requests keep theirs (/v1/messages…).
+	Upstream string `toml:"upstream"`
+	// CAFile, if set, is a PEM file of certificates to trust for the
+	// upstream instead of the system's (a gateway with a private CA, tests).
+	CAFile string `toml:"ca_file"`
+	// RequestsPerMinute bounds each session's model requests; default 60.
+	RequestsPerMinute int `toml:"requests_per_minute"`
+	// DailyTokens bounds each group's input and output tokens per day
+	// (local time); 0, the default, is no limit.
+	DailyTokens int64 `toml:"daily_tokens"`
+	// Port is where `ipc relay` listens inside the container; default 8377.
+	Port int `toml:"port"`
+}
+
+// SpawnTopics are the event topics that start an agent session by default.
+var SpawnTopics = []string{"message.inbound", "task.triggered"}
+
+// Group is one group the core runs agents for on events.
+type Group struct {
+	// Topics are the event topics that start a session for the group;
+	// default SpawnTopics. The event's payload "text" is the prompt.
+	Topics []string `toml:"topics"`
+}
+
+// Engines are the values of runtime.engine.
+var Engines = []string{"auto", "docker", "podman", "apple", "none"}
+
+// Runtime chooses where agent sessions run.
+type Runtime struct {
+	// Engine is "auto" (the default: Apple container on macOS when it is
+	// installed and recent enough, otherwise Docker, then Podman; never
+	// "none"), "docker", "podman", "apple", or "none" (the agent runs as a
+	// local process without isolation: plugin development only).
+	Engine string `toml:"engine"`
+	// Image is the agent image; default carapace-agent:<version>.
+	Image    string  `toml:"image"`
+	CPUs     float64 `toml:"cpus"`      // default 2
+	MemoryMB int     `toml:"memory_mb"` // default 4096
+	Pids     int     `toml:"pids"`      // default 256 (engines that have a pids limit)
+}
+
+// Sessions bounds agent sessions run by the core.
+type Sessions struct {
+	MaxPerGroup int      `toml:"max_per_group"` // concurrent sessions per group, default 3
+	Queue       int      `toml:"queue"`         // sessions waiting per group, default 16
+	IdleTimeout Duration `toml:"idle_timeout"`  // a session with no request for this long is stopped; default 30m
 }
 
 // Core holds the pipeline's timeouts and bounds.
@@ -122,6 +182,41 @@ func (c *Config) check() error {
 	if c.Core.MaxSessions < 0 || c.Audit.MaxSizeMB < 0 || c.Audit.MaxFiles < 0 || c.Audit.RejectionsPerMinute < 0 {
 		return errors.New("counts and sizes must not be negative")
 	}
+	if c.Runtime.Engine != "" && !slices.Contains(Engines, c.Runtime.Engine) {
+		return fmt.Errorf("runtime.engine %q: use one of %s", c.Runtime.Engine, strings.Join(Engines, ", "))
+	}
+	if c.Runtime.CPUs < 0 || c.Runtime.MemoryMB < 0 || c.Runtime.Pids < 0 || c.Sessions.MaxPerGroup < 0 || c.Sessions.Queue < 0 {
+		return errors.New("runtime and sessions: values must not be negative")
+	}
+	if c.Runtime.MemoryMB != 0 && c.Runtime.MemoryMB < 64 {
+		return errors.New("runtime.memory_mb: at least 64")
+	}
+	if strings.HasPrefix(c.Runtime.Image, "-") || strings.ContainsAny(c.Runtime.Image, " \t\n") {
+		return fmt.Errorf("runtime.image %q is not an image reference", c.Runtime.Image)
+	}
+	if u := c.LLM.Upstream; u != "" {
+		pu, err := url.Parse(u)
+		switch {
+		case err == nil && pu.User != nil:
+			// Not quoted: it holds a credential.
+			return errors.New("llm.upstream holds a user name or password: remove it (the credential comes from carapace auth set --llm)")
+		case err != nil || pu.Scheme != "https" || pu.Host == "" || (pu.Path != "" && pu.Path != "/") || pu.RawQuery != "" || pu.Fragment != "":
+			return fmt.Errorf("llm.upstream %q: want an https:// origin: a host (and port), no path, query or fragment", u)
+		}
+	}
+	if c.LLM.RequestsPerMinute < 0 || c.LLM.DailyTokens < 0 || c.LLM.Port < 0 || c.LLM.Port > 65535 {
+		return errors.New("llm: values must not be negative, and port at most 65535")
+	}
+	for name, g := range c.Groups {
+		if !groupRE.MatchString(name) {
+			return fmt.Errorf("groups.%s: not a group name (1-64 characters of a-z, A-Z, 0-9, _ and -)", name)
+		}
+		for _, t := range g.Topics {
+			if !slices.Contains(SpawnTopics, t) {
+				return fmt.Errorf("groups.%s.topics: %q does not start sessions; use %s", name, t, strings.Join(SpawnTopics, " or "))
+			}
+		}
+	}
 	for name, p := range c.Plugins {
 		// An empty list reads like "no group" but would mean "every
 		// group" (no restriction): refuse the ambiguity.
@@ -165,6 +260,40 @@ func (c *Config) withDefaults() *Config {
 	}
 	if c.Audit.RejectionsPerMinute == 0 {
 		c.Audit.RejectionsPerMinute = 600
+	}
+	if c.Runtime.Engine == "" {
+		c.Runtime.Engine = "auto"
+	}
+	if c.Runtime.CPUs == 0 {
+		c.Runtime.CPUs = 2
+	}
+	if c.Runtime.MemoryMB == 0 {
+		c.Runtime.MemoryMB = 4096
+	}
+	if c.Runtime.Pids == 0 {
+		c.Runtime.Pids = 256
+	}
+	if c.Sessions.MaxPerGroup == 0 {
+		c.Sessions.MaxPerGroup = 3
+	}
+	if c.Sessions.Queue == 0 {
+		c.Sessions.Queue = 16
+	}
+	def(&c.Sessions.IdleTimeout, 30*time.Minute)
+	if c.LLM.Upstream == "" {
+		c.LLM.Upstream = "https://api.anthropic.com"
+	}
+	if c.LLM.RequestsPerMinute == 0 {
+		c.LLM.RequestsPerMinute = 60
+	}
+	if c.LLM.Port == 0 {
+		c.LLM.Port = 8377
+	}
+	for name, g := range c.Groups {
+		if len(g.Topics) == 0 {
+			g.Topics = SpawnTopics
+			c.Groups[name] = g
+		}
 	}
 	return c
 }

@@ -22,7 +22,33 @@ func TestLoad(t *testing.T) {
 			if r := c.RateFor("echo"); r.PerMinute != 60 || r.Burst != 60 {
 				t.Errorf("rate = %+v", r)
 			}
+			if c.Runtime.Engine != "auto" || c.Runtime.MemoryMB != 4096 || c.Sessions.MaxPerGroup != 3 || c.Sessions.IdleTimeout.Duration != 30*time.Minute {
+				t.Errorf("runtime %+v, sessions %+v", c.Runtime, c.Sessions)
+			}
 		}},
+		{name: "runtime", toml: "[runtime]\nengine = \"docker\"\nimage = \"carapace-agent-test:dev\"\nmemory_mb = 512\n[sessions]\nmax_per_group = 1\nidle_timeout = \"2m\"\n", check: func(t *testing.T, c *Config) {
+			if c.Runtime.Engine != "docker" || c.Runtime.Image != "carapace-agent-test:dev" || c.Runtime.MemoryMB != 512 || c.Sessions.MaxPerGroup != 1 || c.Sessions.IdleTimeout.Duration != 2*time.Minute {
+				t.Errorf("runtime %+v, sessions %+v", c.Runtime, c.Sessions)
+			}
+		}},
+		{name: "groups", toml: "[groups.main]\n[groups.family]\ntopics = [\"task.triggered\"]\n", check: func(t *testing.T, c *Config) {
+			if len(c.Groups) != 2 || len(c.Groups["main"].Topics) != 2 || c.Groups["family"].Topics[0] != "task.triggered" {
+				t.Errorf("groups = %+v", c.Groups)
+			}
+		}},
+		{name: "bad group", toml: "[groups.\"../x\"]\n", wantErr: "not a group name"},
+		{name: "bad topic", toml: "[groups.main]\ntopics = [\"agent.started\"]\n", wantErr: "does not start sessions"},
+		{name: "llm", toml: "[llm]\nupstream = \"https://gateway.example:8443\"\ndaily_tokens = 100000\n", check: func(t *testing.T, c *Config) {
+			if c.LLM.Upstream != "https://gateway.example:8443" || c.LLM.DailyTokens != 100000 || c.LLM.RequestsPerMinute != 60 || c.LLM.Port != 8377 {
+				t.Errorf("llm = %+v", c.LLM)
+			}
+		}},
+		{name: "upstream with a path", toml: "[llm]\nupstream = \"https://gateway.example/anthropic\"\n", wantErr: "no path"},
+		{name: "plain http upstream", toml: "[llm]\nupstream = \"http://api.example\"\n", wantErr: "llm.upstream"},
+		{name: "upstream with credentials", toml: "[llm]\nupstream = \"https://user:hunter2@api.example\"\n", wantErr: "llm.upstream holds a user name or password"},
+		{name: "unknown engine", toml: "[runtime]\nengine = \"lxc\"\n", wantErr: "runtime.engine"},
+		{name: "option as image", toml: "[runtime]\nimage = \"--privileged\"\n", wantErr: "runtime.image"},
+		{name: "tiny memory", toml: "[runtime]\nmemory_mb = 8\n", wantErr: "memory_mb"},
 		{name: "overrides", toml: `
 [core]
 confirmation_timeout = "2s"

@@ -157,18 +157,25 @@ func (c *Client) Deny(ctx context.Context, id string) error {
 // ends). ctx therefore governs the session's whole life, not just the call:
 // do not pass a context with a short timeout.
 func (c *Client) OpenSession(ctx context.Context, group string) (*SessionHandle, error) {
-	body, err := json.Marshal(openRequest{Group: group})
+	return c.Open(ctx, SessionRequest{Group: group})
+}
+
+// Open opens a session as req asks; OpenSession's notes apply. For a
+// container runtime the core runs the agent: read its output from
+// SessionHandle.Output.
+func (c *Client) Open(ctx context.Context, req SessionRequest) (*SessionHandle, error) {
+	body, err := json.Marshal(req)
 	if err != nil {
 		return nil, err
 	}
 	sctx, cancel := context.WithCancel(ctx)
-	req, err := http.NewRequestWithContext(sctx, http.MethodPost, baseURL+"/v1/sessions", bytes.NewReader(body))
+	hreq, err := http.NewRequestWithContext(sctx, http.MethodPost, baseURL+"/v1/sessions", bytes.NewReader(body))
 	if err != nil {
 		cancel()
 		return nil, err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := c.hc.Do(req)
+	hreq.Header.Set("Content-Type", "application/json")
+	resp, err := c.hc.Do(hreq)
 	if err != nil {
 		cancel()
 		return nil, c.mapError(err)
@@ -185,11 +192,31 @@ func (c *Client) OpenSession(ctx context.Context, group string) (*SessionHandle,
 		resp.Body.Close()
 		return nil, fmt.Errorf("open session: read the core's answer: %w", err)
 	}
-	h := &SessionHandle{c: c, info: info, cancel: cancel, body: resp.Body, done: make(chan struct{})}
+	h := &SessionHandle{c: c, info: info, cancel: cancel, body: resp.Body, done: make(chan struct{}), stop: make(chan struct{})}
+	if info.Runtime == "none" || info.Runtime == "" {
+		go func() {
+			// The core writes nothing more; the read ends when the stream does.
+			_, _ = io.Copy(io.Discard, resp.Body)
+			close(h.done)
+		}()
+		return h, nil
+	}
+	out := make(chan Output, 64)
+	h.output = out
 	go func() {
-		// The core writes nothing more; the read ends when the stream does.
-		_, _ = io.Copy(io.Discard, resp.Body)
-		close(h.done)
+		defer close(h.done)
+		defer close(out)
+		for {
+			var o Output
+			if err := dec.Decode(&o); err != nil {
+				return
+			}
+			select {
+			case out <- o:
+			case <-h.stop: // Close does not wait for a reader
+				return
+			}
+		}
 	}()
 	return h, nil
 }
@@ -201,6 +228,8 @@ type SessionHandle struct {
 	cancel context.CancelFunc
 	body   io.ReadCloser
 	done   chan struct{}
+	output chan Output   // container runtimes only
+	stop   chan struct{} // closed by Close
 
 	closeOnce sync.Once
 	closeErr  error
@@ -208,6 +237,16 @@ type SessionHandle struct {
 
 // Info returns the session as the core opened it.
 func (h *SessionHandle) Info() Session { return h.info }
+
+// Output carries a container agent's output, ending with an Output whose
+// Exit or Error is set; it is closed when the stream ends. Nil for the
+// runtime "none". Read it until it is closed: the stream waits for it.
+func (h *SessionHandle) Output() <-chan Output {
+	if h.output == nil {
+		return nil
+	}
+	return h.output
+}
 
 // Done is closed when the session's stream ends: because the core ended it
 // (it is stopping, or the session was closed elsewhere), or after Close or
@@ -225,6 +264,7 @@ func (h *SessionHandle) Close() error {
 		if errors.Is(err, ErrNotFound) || errors.Is(err, ErrNotRunning) {
 			err = nil
 		}
+		close(h.stop)
 		h.cancel()
 		h.body.Close()
 		<-h.done

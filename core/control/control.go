@@ -17,7 +17,7 @@
 //
 //	GET    /v1/status                      Status
 //	POST   /v1/stop                        begin a graceful shutdown (202)
-//	POST   /v1/sessions {"group":"G"}      open a session; see below
+//	POST   /v1/sessions SessionRequest     open a session; see below
 //	GET    /v1/sessions                    []Session
 //	DELETE /v1/sessions/{id}               close a session (204)
 //	GET    /v1/confirmations               []Confirmation
@@ -30,13 +30,18 @@
 // the session lives. When the client goes away (it exits, crashes or closes
 // the connection) the server closes the session, so a crashed CLI never
 // leaks one. When the server shuts down it ends every stream, which the
-// client sees as SessionHandle.Done.
+// client sees as SessionHandle.Done. For a session whose agent the core runs
+// in a container, the lines after the Session are the agent's Output, and
+// the stream ends after the last one (the session is then closed).
 package control
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -49,9 +54,11 @@ type Backend interface {
 	Status(ctx context.Context) Status
 	// Stop begins a graceful shutdown and returns at once.
 	Stop()
-	// OpenSession starts an agent session for group, whose name the server
-	// has already checked with home.CheckGroup.
-	OpenSession(ctx context.Context, group string) (Session, error)
+	// OpenSession starts an agent session for req.Group, whose name the
+	// server has already checked with home.CheckGroup. For the runtime
+	// "none" the client runs the agent and Agent is nil; otherwise the core
+	// runs it in a container and Agent carries its output and its end.
+	OpenSession(ctx context.Context, req SessionRequest) (Session, *Agent, error)
 	// CloseSession ends session id; ErrNotFound if there is no such session.
 	CloseSession(ctx context.Context, id string) error
 	// Sessions lists the live sessions.
@@ -125,6 +132,55 @@ type Session struct {
 	// Skills is the session's read-only skill tree on the host (Claude
 	// Code's .claude/skills layout), for the runtime to mount.
 	Skills string `json:"skills,omitempty"`
+	// ClaudeMD is the session's read-only CLAUDE.md on the host: the
+	// agent's instructions and, when a memory plugin is healthy, the memory
+	// brief.
+	ClaudeMD string `json:"claude_md,omitempty"`
+}
+
+// SessionRequest asks the core for a session.
+type SessionRequest struct {
+	Group string `json:"group"`
+	// Runtime is "" or "none" for an agent the client runs itself (no
+	// isolation: plugin development); "container" for the engine of
+	// config.toml's [runtime]; or an engine: "docker", "podman", "apple".
+	Runtime string `json:"runtime,omitempty"`
+	// Command replaces the image's agent command (container runtimes).
+	Command []string `json:"command,omitempty"`
+	// Prompt is given to the image's agent through a read-only file, never
+	// through the environment (container runtimes).
+	Prompt string `json:"prompt,omitempty"`
+}
+
+// Runtimes are the values of SessionRequest.Runtime.
+var Runtimes = []string{"none", "container", "docker", "podman", "apple"}
+
+// check refuses a request no backend could serve.
+func (r *SessionRequest) check() error {
+	switch {
+	case r.Runtime != "" && !slices.Contains(Runtimes, r.Runtime):
+		return fmt.Errorf("runtime %q: use one of %s", r.Runtime, strings.Join(Runtimes, ", "))
+	case (r.Runtime == "" || r.Runtime == "none") && (len(r.Command) > 0 || r.Prompt != ""):
+		return errors.New("a command or a prompt needs a container runtime; with the runtime none the client runs the agent itself")
+	case len(r.Command) > 0 && r.Prompt != "":
+		return errors.New("give a command or a prompt, not both")
+	}
+	return nil
+}
+
+// Agent is the agent of a session the core runs in a container.
+type Agent struct {
+	// Output carries the agent's output, then one last Output with Exit or
+	// Error; it is closed after that, or when the session is closed first.
+	Output <-chan Output
+}
+
+// Output is one piece of a container agent's stream.
+type Output struct {
+	Stream string `json:"stream,omitempty"` // "stdout" or "stderr"
+	Data   string `json:"data,omitempty"`
+	Exit   *int   `json:"exit,omitempty"`  // the agent's exit status: the last line
+	Error  string `json:"error,omitempty"` // why the agent could not run or was stopped: the last line
 }
 
 // Confirmation is a high-risk tool call waiting for the user.

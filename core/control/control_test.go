@@ -296,7 +296,9 @@ func TestMalformedRequests(t *testing.T) {
 		name, method, path, body string
 		want                     int
 	}{
-		{"unknown field", "POST", "/v1/sessions", `{"group":"main","runtime":"docker"}`, 400},
+		{"unknown field", "POST", "/v1/sessions", `{"group":"main","teleport":true}`, 400},
+		{"unknown runtime", "POST", "/v1/sessions", `{"group":"main","runtime":"lxc"}`, 400},
+		{"command without a container", "POST", "/v1/sessions", `{"group":"main","command":["sh"]}`, 400},
 		{"empty body", "POST", "/v1/sessions", ``, 400},
 		{"trailing data", "POST", "/v1/sessions", `{"group":"main"} {}`, 400},
 		{"body too large", "POST", "/v1/confirmations/c1/approve", `{"args_hash":"` + strings.Repeat("a", 70<<10) + `"}`, 400},

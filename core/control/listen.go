@@ -3,14 +3,13 @@ package control
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
 	"sync/atomic"
-	"syscall"
-	"time"
+
+	"github.com/carapace-dev/carapace/internal/sockfile"
 )
 
 // Listen listens on the control socket at path.
@@ -32,8 +31,11 @@ func Listen(path string) (net.Listener, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("control socket: %w", err)
 	}
-	if err := removeStale(path); err != nil {
-		return nil, err
+	if err := sockfile.RemoveStale(path); err != nil {
+		if errors.Is(err, sockfile.ErrInUse) {
+			return nil, fmt.Errorf("a core is already running (control socket %s answers)", path)
+		}
+		return nil, fmt.Errorf("control socket: %w", err)
 	}
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
 	if err != nil {
@@ -46,34 +48,6 @@ func Listen(path string) (net.Listener, error) {
 		return nil, fmt.Errorf("control socket: %w", err)
 	}
 	return newUIDListener(ln, os.Geteuid()), nil
-}
-
-// removeStale removes the socket at path unless a server answers on it.
-func removeStale(path string) error {
-	fi, err := os.Lstat(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("control socket: %w", err)
-	}
-	if fi.Mode().Type() != fs.ModeSocket {
-		return fmt.Errorf("control socket %s exists and is not a socket; remove it if nothing uses it", path)
-	}
-	c, err := net.DialTimeout("unix", path, 2*time.Second)
-	if err == nil {
-		c.Close()
-		return fmt.Errorf("a core is already running (control socket %s answers)", path)
-	}
-	if !errors.Is(err, syscall.ECONNREFUSED) && !errors.Is(err, fs.ErrNotExist) {
-		// Anything else (a timeout, a permission error) is not proof
-		// that the socket is stale.
-		return fmt.Errorf("control socket %s: cannot tell whether a core is running: %w", path, err)
-	}
-	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("remove stale control socket: %w", err)
-	}
-	return nil
 }
 
 // uidListener accepts only connections whose peer runs as uid.

@@ -116,17 +116,12 @@ func (s *Server) handleStop(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusAccepted)
 }
 
-// openRequest is the body of POST /v1/sessions.
-type openRequest struct {
-	Group string `json:"group"`
-}
-
 // handleOpenSession opens a session and holds the response open for as
 // long as the session lives: the session is closed when the client goes
 // away, when the session is closed through DELETE, or when the server
 // shuts down.
 func (s *Server) handleOpenSession(w http.ResponseWriter, r *http.Request) {
-	var req openRequest
+	var req SessionRequest
 	if err := decodeBody(w, r, &req); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -135,7 +130,11 @@ func (s *Server) handleOpenSession(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, fmt.Errorf("%w: %w", ErrInvalid, err))
 		return
 	}
-	sess, err := s.b.OpenSession(r.Context(), req.Group)
+	if err := req.check(); err != nil {
+		s.writeError(w, r, fmt.Errorf("%w: %w", ErrInvalid, err))
+		return
+	}
+	sess, agent, err := s.b.OpenSession(r.Context(), req)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -151,19 +150,35 @@ func (s *Server) handleOpenSession(w http.ResponseWriter, r *http.Request) {
 
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.WriteHeader(http.StatusOK)
-	if err := json.NewEncoder(w).Encode(sess); err != nil {
+	enc, rc := json.NewEncoder(w), http.NewResponseController(w)
+	if err := enc.Encode(sess); err != nil {
 		return
 	}
-	if err := http.NewResponseController(w).Flush(); err != nil {
+	if err := rc.Flush(); err != nil {
 		return
 	}
-	s.logger.Info("control: session stream open", "session", sess.ID, "group", sess.Group)
+	s.logger.Info("control: session stream open", "session", sess.ID, "group", sess.Group, "runtime", sess.Runtime)
 	// net/http cancels r.Context when the client's connection closes: it
 	// watches the connection once the request body has been read to EOF,
 	// which decodeBody guarantees.
-	select {
-	case <-ctx.Done():
-	case <-s.done:
+	var output <-chan Output
+	if agent != nil {
+		output = agent.Output
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.done:
+			return
+		case o, ok := <-output:
+			if !ok {
+				return // the agent has ended: so does the session
+			}
+			if enc.Encode(o) != nil || rc.Flush() != nil {
+				return
+			}
+		}
 	}
 }
 

@@ -81,14 +81,6 @@ type VerifyResult struct {
 	Message string `json:"message"` // for the user; never a credential
 }
 
-// Brief is the memory brief injected into the agent's CLAUDE.md.
-type Brief struct {
-	Markdown    string    `json:"markdown"`
-	EntryCount  int       `json:"entry_count"` // entries stored for the group
-	BriefCount  int       `json:"brief_count"` // entries included in Markdown
-	GeneratedAt time.Time `json:"generated_at"`
-}
-
 // ToolError is an error a handler means the agent to read. Its message
 // reaches the agent (after sanitisation), so write it for the agent's eyes:
 // never wrap a caught error's text into it.

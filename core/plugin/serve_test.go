@@ -238,7 +238,7 @@ func (fullHandler) Verify(ctx context.Context) (*VerifyResult, error) {
 }
 
 func (fullHandler) MemoryBrief(ctx context.Context, group string) (*Brief, error) {
-	return &Brief{Markdown: "brief of " + group}, nil
+	return &Brief{Entries: []BriefEntry{{ID: "m1", Type: "fact", Content: "brief of " + group}}, EntryCount: 1, BriefCount: 1}, nil
 }
 
 func TestServeWithoutCore(t *testing.T) {
@@ -315,7 +315,7 @@ func TestServeCalls(t *testing.T) {
 	}{
 		{pluginproto.MethodEvent, Event{Topic: "x", Payload: map[string]any{"n": 7}}, `{}`},
 		{pluginproto.MethodVerify, struct{}{}, `{"ok":true,"message":"ok"}`},
-		{pluginproto.MethodBrief, pluginproto.BriefParams{Group: "main"}, `"markdown":"brief of main"`},
+		{pluginproto.MethodBrief, pluginproto.BriefParams{Group: "main"}, `"content":"brief of main"`},
 	} {
 		r := c.roundTrip(tc.method, tc.params)
 		if r.Error != nil || !strings.Contains(string(r.Result), tc.want) {

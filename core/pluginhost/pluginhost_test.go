@@ -59,7 +59,7 @@ func TestHappyPath(t *testing.T) {
 		t.Errorf("Verify = %+v, %v", v, err)
 	}
 	b, err := p.MemoryBrief(ctx, "family")
-	if err != nil || b == nil || b.Markdown != "# brief for family" || b.EntryCount != 3 || b.BriefCount != 2 ||
+	if err != nil || b == nil || len(b.Entries) != 1 || b.Entries[0].Content != "brief for family" || b.EntryCount != 3 || b.BriefCount != 2 ||
 		!b.GeneratedAt.Equal(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)) {
 		t.Errorf("MemoryBrief = %+v, %v", b, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/carapace-dev/carapace/core/confirm"
 	"github.com/carapace-dev/carapace/core/control"
@@ -32,32 +33,36 @@ func (s *Server) Status(context.Context) control.Status {
 // Stop implements control.Backend.
 func (s *Server) Stop() { s.once.Do(func() { close(s.stop) }) }
 
-// OpenSession implements control.Backend. Sessions opened through the
-// control API run their agent outside any container (runtime "none").
-func (s *Server) OpenSession(_ context.Context, group string) (control.Session, error) {
+// OpenSession implements control.Backend. With the runtime "none" the
+// client runs the agent; otherwise the core runs it in a container.
+func (s *Server) OpenSession(ctx context.Context, req control.SessionRequest) (control.Session, *control.Agent, error) {
 	if s.pipe.Draining() {
-		return control.Session{}, fmt.Errorf("the core is shutting down: %w", control.ErrConflict)
+		return control.Session{}, nil, fmt.Errorf("the core is shutting down: %w", control.ErrConflict)
 	}
-	info, err := s.sessions.Open(group, "none")
+	if req.Runtime != "" && req.Runtime != "none" {
+		return s.openContainerSession(ctx, req)
+	}
+	info, err := s.sessions.Open(req.Group, "none")
 	if err != nil {
-		return control.Session{}, fmt.Errorf("%w: %w", control.ErrInvalid, err)
+		return control.Session{}, nil, fmt.Errorf("%w: %w", control.ErrInvalid, err)
 	}
-	if err := s.assembleSkills(info.ID); err != nil {
+	if err := s.prepareAgent(ctx, info.ID, req.Group, info.Runtime, ""); err != nil {
 		_ = s.sessions.Close(info.ID)
-		return control.Session{}, err
+		return control.Session{}, nil, err
 	}
-	return s.toControl(info), nil
+	return s.toControl(info), nil, nil
 }
 
 // CloseSession implements control.Backend.
 func (s *Server) CloseSession(_ context.Context, id string) error {
+	s.stopContainer(id)
 	if err := s.sessions.Close(id); err != nil {
 		if errors.Is(err, session.ErrNotFound) {
 			return fmt.Errorf("%w: %w", control.ErrNotFound, err)
 		}
 		return err
 	}
-	s.removeSkills(id)
+	s.removeAgent(id)
 	return nil
 }
 
@@ -71,7 +76,8 @@ func (s *Server) Sessions(context.Context) []control.Session {
 }
 
 func (s *Server) toControl(i session.Info) control.Session {
-	return control.Session{ID: i.ID, Group: i.Group, Socket: i.Socket, Runtime: i.Runtime, Started: i.Started, Skills: s.skillsDir(i.ID)}
+	return control.Session{ID: i.ID, Group: i.Group, Socket: i.Socket, Runtime: i.Runtime, Started: i.Started,
+		Skills: filepath.Join(s.agentDir(i.ID), "skills"), ClaudeMD: filepath.Join(s.agentDir(i.ID), claudeFile)}
 }
 
 // Confirmations implements control.Backend.

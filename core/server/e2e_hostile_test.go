@@ -162,6 +162,7 @@ func TestHostileBytesOnSessionSocket(t *testing.T) {
 		switch {
 		case e.Stage == audit.StageCore && e.Outcome == audit.OutcomeStarted:
 		case e.Stage == audit.StageSession && e.Outcome == audit.OutcomeOpened && (e.Session == a.ID || e.Session == b.ID):
+		case e.Stage == audit.StageBrief && e.Outcome == audit.OutcomeOK && (e.Session == a.ID || e.Session == b.ID):
 		case e.Stage == audit.StageSession && e.Outcome == audit.OutcomeRejected && e.Session == a.ID && strings.HasPrefix(e.Reason, "transport: "):
 			drops++
 		case e.Stage == audit.StageRoute && e.Outcome == audit.OutcomeRouted && e.Topic == "tool.invoke.echo":

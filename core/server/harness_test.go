@@ -43,12 +43,17 @@ func TestMain(m *testing.M) {
 		bins.rawpeer: "../pluginhost/testdata/rawpeer"} {
 		cmd := exec.Command("go", "build", "-o", out, pkg)
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out == bins.carapace { // the core links the memory plugin: SQLite with FTS5
+			cmd = exec.Command("go", "build", "-tags", "sqlite_fts5", "-o", out, pkg)
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+		}
 		if b, err := cmd.CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", pkg, err, b)
 			os.Exit(1)
 		}
 	}
 	code := m.Run()
+	removeTestImage()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -134,6 +139,9 @@ type coreOptions struct {
 	Setup       func(home.Dir) // runs on the fresh home before the core starts
 	InitTimeout time.Duration  // 0: the default
 	NoTestkit   bool           // leave the in-process testkit plugin out
+	// Builtins, if set, edits the list of built-in plugins.
+	Builtins     func([]plugins.Builtin) []plugins.Builtin
+	BriefTimeout time.Duration // 0: the default
 }
 
 // startCore runs a core in a fresh short home (socket paths are limited to
@@ -183,7 +191,10 @@ func runCore(t *testing.T, h home.Dir, o coreOptions) (*testCore, error) {
 	kit := &testkit{}
 	builtins := plugins.Builtins()
 	if !o.NoTestkit {
-		builtins = append(builtins, plugins.Builtin{Name: "testkit", Manifest: []byte(testkitManifest), New: func() plugin.Handler { return kit }})
+		builtins = append(builtins, plugins.Builtin{Name: "testkit", Manifest: []byte(testkitManifest), New: func(plugins.Env) plugin.Handler { return kit }})
+	}
+	if o.Builtins != nil {
+		builtins = o.Builtins(builtins)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan struct{})
@@ -195,7 +206,7 @@ func runCore(t *testing.T, h home.Dir, o coreOptions) (*testCore, error) {
 	logger := slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	go func() {
 		c.done <- server.Run(ctx, server.Options{Home: h, Logger: logger, Version: "test", Builtins: builtins,
-			InitTimeout: o.InitTimeout, Ready: func(*server.Server) { close(ready) }})
+			InitTimeout: o.InitTimeout, BriefTimeout: o.BriefTimeout, Ready: func(*server.Server) { close(ready) }})
 	}()
 	select {
 	case <-ready:

@@ -296,7 +296,12 @@ func (s *Server) start(ctx context.Context, st *pluginState, pins map[string]ins
 		}
 	}
 	if st.builtin != nil {
-		st.handler = st.builtin.New()
+		dir := s.opts.Home.DataDir(st.name)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			s.failed(st, plugin.CategoryConfig, fmt.Errorf("create the data folder: %w", err))
+			return
+		}
+		st.handler = st.builtin.New(plugins.Env{DataDir: dir, Logger: s.log.With("plugin", st.name)})
 	} else {
 		pin, ok := pins[st.name]
 		if !ok {
@@ -331,6 +336,7 @@ func (s *Server) start(ctx context.Context, st *pluginState, pins map[string]ins
 		pid = st.proc.PID()
 	}
 	s.log.Info("plugin loaded", "plugin", st.name, "source", st.source, "tools", st.tools, "pid", pid, "took", time.Since(began).Round(time.Millisecond))
+	s.coreEvent("plugin.ready", "", map[string]any{"plugin": st.name, "version": st.manifest.Version})
 	_ = s.audit.Write(&audit.Entry{Source: st.name, Stage: audit.StageCore, Outcome: audit.OutcomeStarted, Reason: fmt.Sprintf("plugin %s %s loaded (%s), tools: %s", st.name, st.manifest.Version, st.source, strings.Join(st.tools, ", "))})
 }
 
@@ -455,6 +461,7 @@ func (s *Server) stopPlugin(st *pluginState, removeTools bool) {
 // shutdownOne calls a healthy plugin's Shutdown within the shutdown
 // timeout; an out-of-process handler that overruns it is killed.
 func (s *Server) shutdownOne(st *pluginState) {
+	s.coreEvent("plugin.stopping", "", map[string]any{"plugin": st.name})
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Core.ShutdownTimeout.Duration)
 	defer cancel()
 	done := make(chan error, 1)

@@ -20,9 +20,11 @@ import (
 	"github.com/carapace-dev/carapace/core/config"
 	"github.com/carapace-dev/carapace/core/confirm"
 	"github.com/carapace-dev/carapace/core/control"
+	"github.com/carapace-dev/carapace/core/events"
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/intrinsics"
 	"github.com/carapace-dev/carapace/core/pipeline"
+	"github.com/carapace-dev/carapace/core/runtime"
 	"github.com/carapace-dev/carapace/core/session"
 	"github.com/carapace-dev/carapace/keychain"
 	"github.com/carapace-dev/carapace/plugins"
@@ -43,6 +45,11 @@ type Options struct {
 	// Credentials replaces the credential store; nil means
 	// keychain.Default for the home.
 	Credentials keychain.Store
+	// BriefTimeout bounds the memory brief hook at session start; zero
+	// means BriefTimeout (5 s).
+	BriefTimeout time.Duration
+	// NewEngine, if set, replaces the container engines (tests).
+	NewEngine func(name string) (runtime.Engine, error)
 }
 
 // Server is a running core.
@@ -58,6 +65,9 @@ type Server struct {
 	pipe     *pipeline.Pipeline
 	sessions *session.Manager
 	creds    keychain.Store
+	ctrs     containers
+	bus      *events.Bus
+	llm      llmShared
 
 	mu        sync.Mutex
 	plugins   []*pluginState // sorted by name
@@ -78,7 +88,8 @@ func Run(ctx context.Context, opts Options) error {
 	if opts.InitTimeout <= 0 {
 		opts.InitTimeout = InitTimeout
 	}
-	s := &Server{opts: opts, log: opts.Logger, started: time.Now().UTC(), stop: make(chan struct{})}
+	s := &Server{opts: opts, log: opts.Logger, started: time.Now().UTC(), stop: make(chan struct{}),
+		ctrs: containers{engines: map[string]runtime.Engine{}, live: map[string]*agentRun{}, slots: groupSlots{groups: map[string]*slots{}}}}
 	if err := opts.Home.Ensure(); err != nil {
 		return err
 	}
@@ -87,6 +98,7 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	s.cfg = cfg
+	s.ctrs.slots.max, s.ctrs.slots.queue = cfg.Sessions.MaxPerGroup, cfg.Sessions.Queue
 
 	// The lock first: if another core is running, stop here before
 	// touching its sockets or files.
@@ -104,7 +116,7 @@ func Run(ctx context.Context, opts Options) error {
 		return fmt.Errorf("write pid file: %w", err)
 	}
 	defer os.Remove(opts.Home.PidFile())
-	s.clearSkills()
+	s.clearAgents()
 
 	s.audit, err = audit.Open(opts.Home.AuditLog(), audit.Options{
 		MaxBytes: int64(cfg.Audit.MaxSizeMB) << 20, MaxFiles: cfg.Audit.MaxFiles, Logger: s.log,
@@ -127,6 +139,11 @@ func Run(ctx context.Context, opts Options) error {
 	if err := s.catalog.Add(itools...); err != nil {
 		return err
 	}
+	closeBus, err := s.openBus()
+	if err != nil {
+		return err
+	}
+	defer closeBus()
 	if err := s.loadPlugins(ctx); err != nil {
 		return err
 	}
@@ -148,6 +165,11 @@ func Run(ctx context.Context, opts Options) error {
 	s.sessions = session.NewManager(session.Options{
 		Home: opts.Home, Pipeline: s.pipe, Audit: s.audit, Logger: s.log, MaxSessions: cfg.Core.MaxSessions,
 	})
+
+	s.removeLeftovers(ctx)
+	reapCtx, stopReaper := context.WithCancel(ctx)
+	defer stopReaper()
+	go s.reapIdle(reapCtx)
 
 	ctl := control.NewServer(s, s.log)
 	serveErr := make(chan error, 1)
@@ -213,8 +235,9 @@ func (s *Server) shutdown() {
 		})
 	}
 	wg.Wait()
+	s.stopAllContainers()
 	s.sessions.CloseAll()
-	s.clearSkills()
+	s.clearAgents()
 	reason := fmt.Sprintf("graceful stop in %s", time.Since(start).Round(time.Millisecond))
 	if !drained {
 		reason += "; some handlers did not finish before the drain deadline"

@@ -131,15 +131,19 @@ func (v *services) PublishEvent(ctx context.Context, ev *plugin.Event) error {
 	}
 	e := *ev
 	e.Source, e.ID, e.Time = v.st.name, uuid.NewString(), time.Now().UTC()
-	v.s.publish(&e)
-	return nil
+	return v.s.publish(ctx, &e)
 }
 
-// publish delivers an event to the healthy plugins that subscribe to its
-// topic (exact match: the manifest allows no patterns), each in its
-// own goroutine under EventTimeout. The ZeroMQ event bus of seed 000 is the
-// container issue's; this is its in-core delivery.
-func (s *Server) publish(ev *plugin.Event) {
+// publish puts a plugin's event on the event bus — where the core's
+// spawner and outside subscribers get it — and delivers it to the healthy
+// plugins that subscribe to its topic (exact match: the manifest allows
+// no patterns), each in its own goroutine under EventTimeout.
+func (s *Server) publish(ctx context.Context, ev *plugin.Event) error {
+	if s.bus != nil {
+		if err := s.bus.Publish(ctx, ev); err != nil {
+			return fmt.Errorf("publish event: %w", err)
+		}
+	}
 	_ = s.audit.Write(&audit.Entry{Source: ev.Source, Group: ev.Group, Topic: ev.Topic, Correlation: ev.Correlation, Stage: audit.StageEvent, Outcome: audit.OutcomePublished, ID: ev.ID})
 	delivered := 0
 	for _, st := range s.healthyPlugins() {
@@ -161,8 +165,9 @@ func (s *Server) publish(ev *plugin.Event) {
 		}()
 	}
 	if delivered == 0 {
-		s.log.Info("event dropped: no healthy plugin subscribes to it", "topic", ev.Topic, "source", ev.Source)
+		s.log.Debug("no healthy plugin subscribes to the event", "topic", ev.Topic, "source", ev.Source)
 	}
+	return nil
 }
 
 // subscribed reports whether topic matches one of the patterns.

@@ -27,6 +27,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zeromq/zmq4"
@@ -92,6 +93,9 @@ type live struct {
 	wg      sync.WaitGroup
 	cache   *cache
 	done    chan struct{}
+	// active is when the session last received a message (unix ns): the
+	// core stops a container session idle for too long.
+	active atomic.Int64
 }
 
 // NewManager returns a manager. It removes sockets a crashed core left behind.
@@ -123,6 +127,7 @@ type Info struct {
 	Socket  string
 	Runtime string
 	Started time.Time
+	Active  time.Time // when the session last received a message; Started before the first
 }
 
 // Open creates a session of group with its own socket, mode 0666 so a
@@ -184,7 +189,11 @@ func (m *Manager) Open(group, runtime string) (Info, error) {
 }
 
 func (l *live) info() Info {
-	return Info{ID: l.ID, Group: l.Group, Socket: l.socket, Runtime: l.Runtime, Started: l.Started}
+	i := Info{ID: l.ID, Group: l.Group, Socket: l.socket, Runtime: l.Runtime, Started: l.Started, Active: l.Started}
+	if ns := l.active.Load(); ns != 0 {
+		i.Active = time.Unix(0, ns)
+	}
+	return i
 }
 
 // Close ends a session: its socket stops accepting, in-flight work is
@@ -274,6 +283,7 @@ func (m *Manager) loop(l *live) {
 		if msg.Type == zmq4.CmdMsg || len(msg.Frames) < 2 {
 			continue
 		}
+		l.active.Store(time.Now().UnixNano())
 		j := job{rid: append([]byte(nil), msg.Frames[0]...), frames: msg.Frames[1:]}
 		select {
 		case l.jobs <- j: // an idle worker took it

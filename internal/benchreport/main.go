@@ -1,6 +1,7 @@
 // Command benchreport measures the spine of Carapace — the transport floor,
-// a request through the whole pipeline, throughput over concurrent sessions
-// and one run of the ipc binary — prints a table and writes the report
+// a request through the whole pipeline, throughput over concurrent sessions,
+// one run of the ipc binary, plugins, memory, the model API path, and container sessions on
+// Docker (-ctrreps 0 leaves those out) — prints a table and writes the report
 // (docs/PERFORMANCE.md under `make bench`):
 //
 //	go run ./internal/benchreport -out docs/PERFORMANCE.md
@@ -14,6 +15,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/carapace-dev/carapace/internal/benchreport/measure"
 )
 
 func main() {
@@ -23,11 +26,20 @@ func main() {
 	flag.IntVar(&p.LatReps, "latreps", 7, "repetitions of the latency measurements (a), (a′), (b), (b″)")
 	flag.IntVar(&p.Samples, "samples", 3500, "timed round trips per latency repetition (below 3700: a session remembers 4096 correlations)")
 	flag.DurationVar(&p.Duration, "dur", 3*time.Second, "duration of each throughput run")
+	flag.IntVar(&p.MemoryRows, "memrows", measure.MemoryEntries, "entries in the group the memory figures are taken on")
+	flag.IntVar(&p.MemoryOps, "memops", 500, "timed calls of each memory operation per repetition")
+	flag.IntVar(&p.LLMOps, "llmops", 500, "timed small model API calls of (m) per side and repetition (streamed calls of (n): a tenth, at least 5)")
+	flag.IntVar(&p.LLMReps, "llmreps", 0, "repetitions of (m) and (n) (0: as -reps)")
 	flag.IntVar(&p.IPCRuns, "ipcruns", 200, "ipc executions per repetition")
 	flag.StringVar(&p.IPCBin, "ipc", "bin/ipc", "the ipc binary (built into a temporary directory if missing)")
 	flag.StringVar(&p.ProfileDir, "profiles", "", "also keep the raw CPU profiles (for go tool pprof) in this directory")
 	flag.DurationVar(&p.StageTime, "stagetime", 200*time.Millisecond, "how long each piece of the core's work is timed alone")
+	flag.IntVar(&p.CtrReps, "ctrreps", 15, "timed container sessions of (k) and (l), after 2 untimed; they need Docker (0 leaves them out)")
+	flag.DurationVar(&p.CtrPoll, "ctrpoll", 10*time.Millisecond, "how often (l) polls docker ps -a for the closed session's container")
 	flag.Parse()
+	if p.LLMReps == 0 {
+		p.LLMReps = p.Reps
+	}
 	if err := run(p); err != nil {
 		fmt.Fprintln(os.Stderr, "benchreport:", err)
 		os.Exit(1)

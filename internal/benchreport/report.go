@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -19,12 +20,33 @@ const (
 	// Issue 3, item 10.
 	targetPluginRatio = 2.0
 	targetStartup     = 300 * time.Millisecond
+	// Issue 4, item 6.
+	targetMemSearch = 2 * time.Millisecond
+	targetMemBrief  = 10 * time.Millisecond
+	targetMemStore  = time.Millisecond
+	// Issue 5, item 7.
+	targetColdStart = 500 * time.Millisecond
+	targetTeardown  = time.Second
+	// Issue 6.
+	targetLLMAdded       = time.Millisecond
+	targetLLMStreamRatio = 0.9
 )
 
 // target is one line of the targets table.
 type target struct {
-	Name, Goal, Measured string
+	Name, Goal, Measured string // Measured is notMeasured for a figure the run left out
 	Met                  bool
+}
+
+// notMeasured is the Measured of a target the run left out.
+const notMeasured = "not measured"
+
+// verdict is the last column of a target's line.
+func (t target) verdict() string {
+	if t.Measured == notMeasured {
+		return "—"
+	}
+	return metWord(t.Met)
 }
 
 func (r *results) targets() []target {
@@ -40,7 +62,152 @@ func (r *results) targets() []target {
 		{"(e) one ipc run, exec to exit (median)", "≤ " + ms(targetIPC), ms(ipcMed), ipcMed <= targetIPC},
 		{"(f) out-of-process echo ÷ in-process echo, medians", fmt.Sprintf("≤ %.1f", targetPluginRatio), fmt.Sprintf("%.2f", measure.MedianFloat(r.PlugRatio)), measure.MedianFloat(r.PlugRatio) <= targetPluginRatio},
 		{fmt.Sprintf("(g) core start to ready, %d out-of-process plugins (median)", startupPlugins), "≤ " + ms(targetStartup), ms(measure.MedianDuration(r.Startup)), measure.MedianDuration(r.Startup) <= targetStartup},
+		r.memTarget("(h) memory_search", func(m measure.Memory) measure.Latency { return m.Search }, targetMemSearch),
+		r.memTarget("(i) memory brief", func(m measure.Memory) measure.Latency { return m.Brief }, targetMemBrief),
+		r.memTarget("(j) memory_store", func(m measure.Memory) measure.Latency { return m.Store }, targetMemStore),
+		r.llmAdded(),
+		r.llmStream(),
+		r.ctrTarget("(k) container session cold start, Open to the agent's first request at the core (median)", r.coldTotals(), targetColdStart),
+		r.ctrTarget("(l) container session teardown, Close to the container gone (median)", r.teardownTotals(), targetTeardown),
 	}
+}
+
+// ctrTarget is the target line of (k) or (l): the median of the sessions.
+func (r *results) ctrTarget(name string, ds []time.Duration, goal time.Duration) target {
+	if len(ds) == 0 {
+		return target{Name: name, Goal: "≤ " + ms(goal), Measured: notMeasured}
+	}
+	med := measure.MedianDuration(ds)
+	return target{Name: name, Goal: "≤ " + ms(goal), Measured: ms(med), Met: med <= goal}
+}
+
+func (r *results) coldTotals() []time.Duration {
+	return pick(r.Cold, func(c measure.ColdStart) (time.Duration, bool) { return c.Total, true })
+}
+
+func (r *results) teardownTotals() []time.Duration {
+	return pick(r.Teardowns, func(t measure.Teardown) (time.Duration, bool) { return t.Total, true })
+}
+
+// pick collects one duration of each element of xs for which f reports it.
+func pick[T any](xs []T, f func(T) (time.Duration, bool)) []time.Duration {
+	var out []time.Duration
+	for _, x := range xs {
+		if d, ok := f(x); ok {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// sampleRow is one line of the container table: single measurements, one
+// per session, summarised.
+type sampleRow struct {
+	Name string
+	L    measure.Latency
+}
+
+func newSampleRow(name string, ds []time.Duration) sampleRow {
+	return sampleRow{Name: name, L: measure.Summarize(slices.Clone(ds))}
+}
+
+// containerRows are the lines of (k) and (l): the figures, their parts
+// (over the sessions whose engine events were all there and in order), and
+// the engine's floor.
+func (r *results) containerRows() []sampleRow {
+	cold := func(f func(measure.ColdStart) time.Duration) []time.Duration {
+		return pick(r.Cold, func(c measure.ColdStart) (time.Duration, bool) { return f(c), c.Parts })
+	}
+	down := func(f func(measure.Teardown) time.Duration) []time.Duration {
+		return pick(r.Teardowns, func(t measure.Teardown) (time.Duration, bool) { return f(t), t.Parts })
+	}
+	return []sampleRow{
+		newSampleRow("(k) cold start: Open called → the agent's first request at the core (its audit `route` entry)", r.coldTotals()),
+		newSampleRow("(k) part 1: the control request, a slot of the group, the session socket (→ core log \"session opened\")", cold(func(c measure.ColdStart) time.Duration { return c.Session })),
+		newSampleRow("(k) part 2: skills, memory brief, CLAUDE.md, settings, group folders (→ \"agent container starting\", `docker run` is executed)", cold(func(c measure.ColdStart) time.Duration { return c.Files })),
+		newSampleRow("(k) part 3: the docker CLI's start and the container's creation (→ engine event `create`)", cold(func(c measure.ColdStart) time.Duration { return c.Create })),
+		newSampleRow("(k) part 4: attach and start (→ engine event `start`)", cold(func(c measure.ColdStart) time.Duration { return c.Start })),
+		newSampleRow("(k) part 5: init, the agent's shell, ipc's start, connection and request (→ first request routed)", cold(func(c measure.ColdStart) time.Duration { return c.Agent })),
+		newSampleRow("(k) aside: Open called → Open returned (the client has the session; the container is not started yet)", pick(r.Cold, func(c measure.ColdStart) (time.Duration, bool) { return c.Returned, true })),
+		newSampleRow("(k) floor: bare `docker run --rm IMAGE --exec true`, exec → engine event `start`", pick(r.Bare, func(b measure.BareRun) (time.Duration, bool) { return b.Start, b.Parts })),
+		newSampleRow("(k) floor: the same, exec → exit (container removed)", pick(r.Bare, func(b measure.BareRun) (time.Duration, bool) { return b.Total, true })),
+		newSampleRow("(l) teardown: Close called → `docker ps -a` no longer lists the container", r.teardownTotals()),
+		newSampleRow("(l) part: Close called → engine event `kill` (the close request, the core cancels the run, `docker stop` sends SIGTERM)", down(func(t measure.Teardown) time.Duration { return t.Kill })),
+		newSampleRow("(l) part: `kill` → `die` (init passes SIGTERM on, the agent exits)", down(func(t measure.Teardown) time.Duration { return t.Die })),
+		newSampleRow("(l) part: `die` → `destroy` (--rm removes the container)", down(func(t measure.Teardown) time.Duration { return t.Destroy })),
+		newSampleRow("(l) aside: Close called → Close returned (the core answers once its `docker run` has exited)", pick(r.Teardowns, func(t measure.Teardown) (time.Duration, bool) { return t.Closed, true })),
+		newSampleRow("(l) variant: the agent exits by itself (after (k)'s call): `die` → `destroy`", pick(r.Cold, func(c measure.ColdStart) (time.Duration, bool) { return c.ExitGone, c.ExitParts })),
+		newSampleRow("(l) resolution: mean time between two `docker ps -a` answers while polling", pick(r.Teardowns, func(t measure.Teardown) (time.Duration, bool) { return t.PollGap, t.Polls > 1 })),
+	}
+}
+
+func (r *results) memTarget(name string, f func(measure.Memory) measure.Latency, goal time.Duration) target {
+	med := medianOf(r.memory(f), func(l measure.Latency) time.Duration { return l.Median })
+	return target{fmt.Sprintf("%s, %d entries (median)", name, r.P.MemoryRows), "≤ " + ms(goal), ms(med), med <= goal}
+}
+
+// llm picks one latency out of the model API repetitions.
+func (r *results) llm(f func(measure.LLM) measure.Latency) []measure.Latency {
+	out := make([]measure.Latency, len(r.LLM))
+	for i, l := range r.LLM {
+		out[i] = f(l)
+	}
+	return out
+}
+
+// llmAddedLatency is (m): the relayed median less the direct one.
+func (r *results) llmAddedLatency() time.Duration {
+	med := func(f func(measure.LLM) measure.Latency) time.Duration {
+		return medianOf(r.llm(f), func(l measure.Latency) time.Duration { return l.Median })
+	}
+	return med(func(l measure.LLM) measure.Latency { return l.Relayed }) - med(func(l measure.LLM) measure.Latency { return l.Direct })
+}
+
+// llmStreamRatios are (n) per repetition.
+func (r *results) llmStreamRatios() []float64 {
+	out := make([]float64, len(r.LLM))
+	for i, l := range r.LLM {
+		out[i] = l.StreamRatio()
+	}
+	return out
+}
+
+func (r *results) llmAdded() target {
+	name := "(m) added latency of a model API call through ipc relay + proxy over direct (medians)"
+	if len(r.LLM) == 0 {
+		return target{Name: name, Goal: "≤ " + ms(targetLLMAdded), Measured: notMeasured}
+	}
+	d := r.llmAddedLatency()
+	return target{name, "≤ " + ms(targetLLMAdded), ms(d), d <= targetLLMAdded}
+}
+
+func (r *results) llmStream() target {
+	name := "(n) streaming throughput through relay + proxy ÷ direct"
+	if len(r.LLM) == 0 {
+		return target{Name: name, Goal: fmt.Sprintf("≥ %.2f", targetLLMStreamRatio), Measured: notMeasured}
+	}
+	ratio := measure.MedianFloat(r.llmStreamRatios())
+	return target{name, fmt.Sprintf("≥ %.2f", targetLLMStreamRatio), fmt.Sprintf("%.2f", ratio), ratio >= targetLLMStreamRatio}
+}
+
+// memory picks one operation's latencies out of the memory repetitions.
+func (r *results) memory(f func(measure.Memory) measure.Latency) []measure.Latency {
+	out := make([]measure.Latency, len(r.Memory))
+	for i, m := range r.Memory {
+		out[i] = f(m)
+	}
+	return out
+}
+
+// llmRates is (n)'s two throughputs, from the medians over repetitions.
+func (r *results) llmRates() string {
+	if len(r.LLM) == 0 {
+		return ""
+	}
+	n := r.LLM[0].StreamBytes
+	d := medianOf(r.llm(func(l measure.LLM) measure.Latency { return l.StreamDirect }), func(l measure.Latency) time.Duration { return l.Median })
+	x := medianOf(r.llm(func(l measure.LLM) measure.Latency { return l.StreamRelayed }), func(l measure.Latency) time.Duration { return l.Median })
+	return fmt.Sprintf("%.0f / %.0f MB/s", measure.MBPerSec(n, measure.Latency{Median: d}), measure.MBPerSec(n, measure.Latency{Median: x}))
 }
 
 func metWord(ok bool) string {
@@ -79,6 +246,13 @@ func (r *results) latencyRows() []latencyRow {
 		{"(f) echo request to the in-process (built-in) handler", r.PlugIn, us},
 		{"(f) echo request to the same handler out of process", r.PlugOut, us},
 		{"(f′) transport floor across two processes: (a) with the echo server in a child process", r.FloorX, us},
+		{fmt.Sprintf("(h) memory_search, two words, %d entries (handler)", r.P.MemoryRows), r.memory(func(m measure.Memory) measure.Latency { return m.Search }), us},
+		{fmt.Sprintf("(i) memory brief, generated and rendered, %d entries (handler)", r.P.MemoryRows), r.memory(func(m measure.Memory) measure.Latency { return m.Brief }), us},
+		{"(j) memory_store (handler, synchronous=FULL)", r.memory(func(m measure.Memory) measure.Latency { return m.Store }), us},
+		{"(m) model API call direct (TLS to the fake upstream, small JSON reply)", r.llm(func(l measure.LLM) measure.Latency { return l.Direct }), us},
+		{"(m) model API call through ipc relay + proxy (TCP → relay → Unix socket → proxy → TLS)", r.llm(func(l measure.LLM) measure.Latency { return l.Relayed }), us},
+		{"(n) streamed reply direct, request to last byte", r.llm(func(l measure.LLM) measure.Latency { return l.StreamDirect }), ms},
+		{"(n) streamed reply through ipc relay + proxy, request to last byte", r.llm(func(l measure.LLM) measure.Latency { return l.StreamRelayed }), ms},
 		{"(e) bin/ipc, exec to exit", r.IPC, ms},
 		{"(e) part: exec of /bin/true (starting any process)", r.ExecTrue, ms},
 		{"(e) part: bin/ipc --help (process + Go runtime start, no connection)", r.IPCHelp, ms},
@@ -128,6 +302,10 @@ func printTable(w io.Writer, r *results) {
 	fmt.Fprintf(tw, "(c) ratio b/a of the medians\t%.2f\t\t%s\n", measure.MedianFloat(r.Ratio), ratioSpread(r.Ratio))
 	fmt.Fprintf(tw, "(f) ratio out-of-process/in-process echo\t%.2f\t\t%s\n", measure.MedianFloat(r.PlugRatio), ratioSpread(r.PlugRatio))
 	fmt.Fprintf(tw, "(g) start to ready, %d out-of-process plugins\t%s\t\t%s\n", startupPlugins, ms(measure.MedianDuration(r.Startup)), durSpread(r.Startup))
+	if len(r.LLM) > 0 {
+		fmt.Fprintf(tw, "(n) stream throughput direct / through relay + proxy\t%s\t\t\n", r.llmRates())
+		fmt.Fprintf(tw, "(n) ratio relayed/direct throughput\t%.2f\t\t%s\n", measure.MedianFloat(r.llmStreamRatios()), ratioSpread(r.llmStreamRatios()))
+	}
 	for _, n := range sessionCounts {
 		fmt.Fprintf(tw, "(d) throughput, %d session%s, 1 in flight each\t%.0f/s\t\t%s\n", n, plural(n), medianRate(r.Seq[n]), rateSpread(r.Seq[n]))
 	}
@@ -135,9 +313,18 @@ func printTable(w io.Writer, r *results) {
 	tw.Flush()
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	if len(r.Cold) > 0 {
+		fmt.Fprintf(tw, "container sessions (%s)\tmedian\tp90\tmax\tn\n", r.Engine)
+		for _, l := range r.containerRows() {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", l.Name, ms(l.L.Median), ms(l.L.P90), ms(l.L.Max), l.L.N)
+		}
+		tw.Flush()
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	}
 	fmt.Fprintf(tw, "target\tgoal\tmeasured\t\n")
 	for _, t := range r.targets() {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Name, t.Goal, t.Measured, strings.Trim(metWord(t.Met), "*"))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Name, t.Goal, t.Measured, strings.Trim(t.verdict(), "*"))
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\nmachine: %s, %d cores, %s, commit %s; other processes used %s during the run (load average %s → %s)\n",

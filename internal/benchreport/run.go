@@ -22,6 +22,12 @@ type params struct {
 	IPCBin     string
 	ProfileDir string
 	StageTime  time.Duration // how long each piece of StageCosts runs
+	MemoryOps  int           // timed calls of each memory operation per repetition
+	MemoryRows int           // entries in the memory group
+	CtrReps    int           // timed container sessions of (k) and (l); 0 leaves them out
+	LLMOps     int           // timed small model API calls of (m) per side and repetition
+	LLMReps    int           // repetitions of (m) and (n)
+	CtrPoll    time.Duration // how often (l) asks the engine whether the container is there
 }
 
 // sessionCounts are the concurrency levels of the throughput runs.
@@ -33,6 +39,13 @@ const pipelinedWindow = 4
 
 // startupPlugins is how many out-of-process plugins (g) starts the core with.
 const startupPlugins = 10
+
+// containerWarmup is how many untimed rounds of (k) and (l) come first.
+const containerWarmup = 2
+
+// teardownSettle is how long (l) lets the agent run, once its container
+// runs, before it closes the session.
+const teardownSettle = 200 * time.Millisecond
 
 // results is everything one run measured.
 type results struct {
@@ -65,6 +78,13 @@ type results struct {
 	PlugOut   []measure.Latency // (f) the same handler out of process
 	PlugRatio []float64         // (f) out ÷ in medians, per repetition
 	Startup   []time.Duration   // (g) start to ready with startupPlugins out-of-process plugins
+	Memory    []measure.Memory  // (h), (i), (j): the memory plugin on a group of measure.MemoryEntries
+	LLM       []measure.LLM     // (m), (n): the model API path through the ipc relay and the proxy, and direct
+
+	Engine    string              // the container engine of (k) and (l); empty when they were left out
+	Cold      []measure.ColdStart // (k), one per timed session
+	Teardowns []measure.Teardown  // (l), one per timed session
+	Bare      []measure.BareRun   // (k)'s floor: a plain docker run of the same image
 
 	ProfSeq  *measure.CPUProfile // (b), one session, sequential
 	ProfLoad *measure.CPUProfile // (d), 16 sessions
@@ -74,8 +94,9 @@ type results struct {
 }
 
 func run(p params) error {
-	if p.Reps < 1 || p.LatReps < 1 || p.Samples < 10 || p.IPCRuns < 1 || p.Duration <= 0 || p.StageTime <= 0 {
-		return errors.New("reps, samples, ipcruns, dur and stagetime must be positive (samples at least 10)")
+	if p.Reps < 1 || p.LatReps < 1 || p.Samples < 10 || p.IPCRuns < 1 || p.MemoryOps < 1 || p.MemoryRows < 1 || p.LLMOps < 1 || p.LLMReps < 1 || p.Duration <= 0 || p.StageTime <= 0 ||
+		p.CtrReps < 0 || p.CtrPoll <= 0 {
+		return errors.New("reps, samples, ipcruns, memops, memrows, llmops, llmreps, dur, stagetime and ctrpoll must be positive (samples at least 10), ctrreps not negative")
 	}
 	if p.Samples+p.Samples/10+1 >= measure.CorrelationCacheCap {
 		// (b) is taken on a session whose correlation cache is not yet full;
@@ -130,6 +151,29 @@ func run(p params) error {
 
 	// (f) and (g): plugins out of process.
 	if err := plugins(r, p, log); err != nil {
+		return err
+	}
+
+	// (h), (i), (j): the memory plugin.
+	log("memory: seeding a group of %d entries", p.MemoryRows)
+	if r.Memory, err = measure.MeasureMemory(p.MemoryRows, p.MemoryOps, p.Reps); err != nil {
+		return fmt.Errorf("memory: %w", err)
+	}
+	for i, m := range r.Memory {
+		log("rep %d/%d: memory_search %s, brief %s, memory_store %s", i+1, p.Reps, us(m.Search.Median), us(m.Brief.Median), us(m.Store.Median))
+	}
+
+	// (m), (n): the model API path.
+	if r.LLM, err = measure.MeasureLLM(p.LLMOps, p.LLMReps); err != nil {
+		return fmt.Errorf("model API path: %w", err)
+	}
+	for i, l := range r.LLM {
+		log("rep %d/%d: model API call direct %s, through relay + proxy %s; %d KiB stream direct %.0f MB/s, through relay + proxy %.0f MB/s (×%.2f)", i+1, p.LLMReps,
+			us(l.Direct.Median), us(l.Relayed.Median), l.StreamBytes>>10, measure.MBPerSec(l.StreamBytes, l.StreamDirect), measure.MBPerSec(l.StreamBytes, l.StreamRelayed), l.StreamRatio())
+	}
+
+	// (k), (l): container sessions.
+	if err := containers(r, p, log); err != nil {
 		return err
 	}
 
@@ -338,6 +382,49 @@ func plugins(r *results, p params, log func(string, ...any)) error {
 		}
 		r.Startup = append(r.Startup, took)
 		log("rep %d/%d: start to ready with %d out-of-process plugins: %s", i+1, p.Reps, startupPlugins, ms(took))
+	}
+	return nil
+}
+
+// containers measures (k), a container session's cold start, and (l), its
+// teardown, on Docker with the offline test image: containerWarmup untimed
+// rounds, then p.CtrReps timed ones, each a cold start, a teardown and a
+// bare docker run of the same image.
+func containers(r *results, p params, log func(string, ...any)) (err error) {
+	if p.CtrReps == 0 {
+		log("container sessions: left out (-ctrreps 0)")
+		return nil
+	}
+	log("container sessions: building the agent test image")
+	c, err := measure.StartContainers()
+	if err != nil {
+		return fmt.Errorf("(k), (l): %w (they need a running Docker engine and busybox-static; -ctrreps 0 leaves them out)", err)
+	}
+	defer func() {
+		if cerr := c.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("(k), (l): clean up: %w", cerr))
+		}
+	}()
+	r.Engine = c.Engine
+	for i := range containerWarmup + p.CtrReps {
+		cs, err := c.ColdStart()
+		if err != nil {
+			return fmt.Errorf("(k): %w", err)
+		}
+		td, err := c.Teardown(p.CtrPoll, teardownSettle)
+		if err != nil {
+			return fmt.Errorf("(l): %w", err)
+		}
+		bare, err := c.Bare()
+		if err != nil {
+			return fmt.Errorf("(k) floor: %w", err)
+		}
+		if i < containerWarmup {
+			continue
+		}
+		r.Cold, r.Teardowns, r.Bare = append(r.Cold, cs), append(r.Teardowns, td), append(r.Bare, bare)
+		log("session %d/%d: cold start %s (docker run started after %s, container started after %s more), teardown %s (Close returned after %s); bare docker run %s",
+			i+1-containerWarmup, p.CtrReps, ms(cs.Total), ms(cs.Session+cs.Files), ms(cs.Create+cs.Start), ms(td.Total), ms(td.Closed), ms(bare.Total))
 	}
 	return nil
 }

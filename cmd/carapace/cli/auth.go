@@ -110,9 +110,10 @@ func checkCredentialNames(plugin, key string) error {
 }
 
 func (a *app) authSetCmd() *cobra.Command {
-	var plugin, key string
+	var plugin, key, llm string
+	var oauth bool
 	c := &cobra.Command{
-		Use:   "set --plugin NAME --key KEY",
+		Use:   "set (--plugin NAME --key KEY | --llm anthropic [--oauth])",
 		Short: "Store a credential read from stdin",
 		Long: `Store a credential for a plugin, replacing any previous value.
 
@@ -123,8 +124,15 @@ removed, so echo works as well as printf; anything else is kept as is.
 Secrets are at most 64 KiB and may not be empty.
 
 Plugin names are kebab-case (github, google-calendar). Keys are 1-128
-characters of A-Z, a-z, 0-9, '.', '_' and '-'.`,
-		Example: `  printf %s "$TOKEN" | carapace auth set --plugin github --key token
+characters of A-Z, a-z, 0-9, '.', '_' and '-'.
+
+--llm anthropic stores the model API's key, which the core's proxy adds to
+the agent's model requests (the container only ever holds a placeholder);
+with --oauth, a Claude subscription's OAuth token instead. No plugin can
+read it.`,
+		Example: `  printf %s "$ANTHROPIC_API_KEY" | carapace auth set --llm anthropic
+  carapace auth set --llm anthropic --oauth                # prompts; input hidden
+  printf %s "$TOKEN" | carapace auth set --plugin github --key token
   carapace auth set --plugin telegram --key bot_token     # prompts; input hidden
   carapace auth set --plugin gmail --key client.json < client_secret.json`,
 		// The arguments may be the secret itself: refuse them without
@@ -136,6 +144,9 @@ characters of A-Z, a-z, 0-9, '.', '_' and '-'.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := llmNames(&plugin, &key, llm, oauth); err != nil {
+				return err
+			}
 			if err := checkCredentialNames(plugin, key); err != nil {
 				return err
 			}
@@ -156,6 +167,8 @@ characters of A-Z, a-z, 0-9, '.', '_' and '-'.`,
 		},
 	}
 	a.credentialFlags(c, &plugin, &key)
+	c.Flags().StringVar(&llm, "llm", "", "store the model API's credential instead: anthropic")
+	c.Flags().BoolVar(&oauth, "oauth", false, "with --llm: a Claude subscription's OAuth token instead of an API key")
 	// A mistyped flag could be a secret starting with '-': name a long
 	// flag the user typed, but never echo a whole argument.
 	c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
@@ -342,15 +355,20 @@ func printCredentials(out io.Writer, where, plugin string, list []credentialStat
 }
 
 func (a *app) authDeleteCmd() *cobra.Command {
-	var plugin, key string
+	var plugin, key, llm string
+	var oauth bool
 	c := &cobra.Command{
-		Use:   "delete --plugin NAME --key KEY",
+		Use:   "delete (--plugin NAME --key KEY | --llm anthropic [--oauth])",
 		Short: "Delete a stored credential",
 		Long: `Delete one of a plugin's credentials. Deleting a credential that is not
 stored is an error (exit status 1).`,
-		Example: `  carapace auth delete --plugin github --key token`,
-		Args:    cobra.NoArgs,
+		Example: `  carapace auth delete --plugin github --key token
+  carapace auth delete --llm anthropic`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := llmNames(&plugin, &key, llm, oauth); err != nil {
+				return err
+			}
 			if err := checkCredentialNames(plugin, key); err != nil {
 				return err
 			}
@@ -370,5 +388,27 @@ stored is an error (exit status 1).`,
 		},
 	}
 	a.credentialFlags(c, &plugin, &key)
+	c.Flags().StringVar(&llm, "llm", "", "delete the model API's credential instead: anthropic")
+	c.Flags().BoolVar(&oauth, "oauth", false, "with --llm: the OAuth token instead of the API key")
 	return c
+}
+
+// llmNames turns --llm (and --oauth) into the credential's plugin and key,
+// refusing a mix with --plugin or --key.
+func llmNames(plugin, key *string, llm string, oauth bool) error {
+	if llm == "" {
+		if oauth {
+			return usagef("--oauth goes with --llm anthropic")
+		}
+		return nil
+	}
+	if *plugin != "" || *key != "" {
+		return usagef("give --llm, or --plugin and --key, not both")
+	}
+	k, err := keychain.LLMKey(llm, oauth)
+	if err != nil {
+		return &usageError{err: err}
+	}
+	*plugin, *key = keychain.LLMPlugin, k
+	return nil
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/carapace-dev/carapace/core/control/controltest"
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/internal/testutil"
+	"github.com/carapace-dev/carapace/keychain"
 )
 
 // secret is the value the tests store; no command may ever print it, or
@@ -335,4 +336,30 @@ func echoOn(t *testing.T, tty *os.File) bool {
 		t.Fatalf("read the terminal's settings: %v", err)
 	}
 	return tios.Lflag&unix.ECHO != 0
+}
+
+// The model API's credential: --llm names it, no plugin can.
+func TestAuthLLM(t *testing.T) {
+	h := controltest.TempHome(t)
+	authRun(t, h, "sk-ant-api03-llmkey\n", "auth", "set", "--llm", "anthropic").
+		want(t, 0, []string{"stored anthropic-api-key for plugin carapace-llm (19 bytes)"}, nil)
+	authRun(t, h, "oauth-token\n", "auth", "set", "--llm", "anthropic", "--oauth").
+		want(t, 0, []string{"stored anthropic-oauth-token for plugin carapace-llm"}, nil)
+	if b, err := os.ReadFile(credFile(h, keychain.LLMPlugin, keychain.LLMKeyAPI)); err != nil || string(b) != "sk-ant-api03-llmkey" {
+		t.Fatalf("stored key: %q, %v", b, err)
+	}
+	r := authRun(t, h, "", "auth", "status")
+	r.want(t, 0, []string{"carapace-llm", "anthropic-api-key", "anthropic-oauth-token"}, nil)
+	noSecret(t, r.stdout, "sk-ant-api03-llmkey")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--llm", "openai"}, "the only model API is anthropic"},
+		{[]string{"--llm", "anthropic", "--plugin", "x", "--key", "y"}, "give --llm, or --plugin and --key, not both"},
+		{[]string{"--oauth", "--plugin", "x", "--key", "y"}, "--oauth goes with --llm anthropic"},
+	} {
+		authRun(t, h, "s\n", append([]string{"auth", "set"}, tc.args...)...).want(t, 2, nil, []string{tc.want})
+	}
+	authRun(t, h, "", "auth", "delete", "--llm", "anthropic").want(t, 0, []string{"deleted anthropic-api-key for plugin carapace-llm"}, nil)
 }

@@ -319,14 +319,17 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 func TestRunUsage(t *testing.T) {
-	noRuntime := "no container runtime is available yet: pass --runtime none to run the agent without isolation"
+	noRuntime := "pass --runtime container (or docker, podman, apple) to run the agent in a container, or --runtime none to run it without isolation"
 	tests := []struct {
 		name string
 		args []string
 		want string
 	}{
 		{"no runtime", []string{"--group", "dev", "--", "true"}, "carapace: " + noRuntime + " (see 'carapace run --help')"},
-		{"another runtime", []string{"--group", "dev", "--runtime", "docker", "--", "true"}, `carapace: --runtime "docker": ` + noRuntime},
+		{"unknown runtime", []string{"--group", "dev", "--runtime", "lxc", "--", "true"}, `carapace: --runtime "lxc": ` + noRuntime},
+		{"prompt without a container", []string{"--group", "dev", "--runtime", "none", "--prompt", "hi", "--", "true"}, "carapace: --prompt needs a container runtime"},
+		{"prompt and command", []string{"--group", "dev", "--runtime", "docker", "--prompt", "hi", "--", "true"}, "carapace: give --prompt or a command, not both"},
+		{"container with nothing to run", []string{"--group", "dev", "--runtime", "container"}, "carapace: give the agent a --prompt, or a command after --"},
 		{"bad group", []string{"--group", "../x", "--runtime", "none", "--", "true"}, `carapace: --group: group "../x": group names are`},
 		{"bad group comes first", []string{"--group", "a b", "--", "true"}, `group "a b": group names are`},
 		{"no group", []string{"--runtime", "none", "--", "true"}, `carapace: --group: group "": group names are`},
@@ -574,4 +577,15 @@ func TestHelp(t *testing.T) {
 	if !strings.Contains(out.String(), "bash completion") {
 		t.Error("no bash completion script")
 	}
+}
+
+// A container session prints the agent's output and exits with its status.
+func TestRunContainer(t *testing.T) {
+	c := newFakeCore(t)
+	r := carapace(t, c.home, "run", "--group", "dev", "--runtime", "docker", "--", "echo", "hi")
+	r.want(t, 0, []string{"echo hi"}, []string{"to stderr", "running in docker"})
+	r = carapace(t, c.home, "run", "--group", "dev", "--runtime", "container", "--prompt", "what time is it")
+	r.want(t, 0, []string{"prompt: what time is it"}, nil)
+	r = carapace(t, c.home, "run", "--group", "dev", "--runtime", "docker", "--", "exit", "7")
+	r.want(t, 7, nil, nil)
 }

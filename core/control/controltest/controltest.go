@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -140,17 +142,39 @@ func (b *Backend) Stop() {
 
 // OpenSession implements control.Backend: ids are s1, s2, …; the runtime is
 // "none".
-func (b *Backend) OpenSession(_ context.Context, group string) (control.Session, error) {
+func (b *Backend) OpenSession(_ context.Context, req control.SessionRequest) (control.Session, *control.Agent, error) {
 	if err := b.fail("OpenSession"); err != nil {
-		return control.Session{}, err
+		return control.Session{}, nil, err
 	}
+	group := req.Group
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.nextID++
 	id := fmt.Sprintf("s%d", b.nextID)
 	s := control.Session{ID: id, Group: group, Socket: b.home.SessionSocket(id), Runtime: "none", Started: time.Now()}
+	var agent *control.Agent
+	if req.Runtime != "" && req.Runtime != "none" {
+		// A container session: the "agent" prints its command (or prompt)
+		// on stdout, "to stderr" on stderr, and exits with the status of
+		// an "exit N" command, 0 otherwise.
+		s.Runtime = req.Runtime
+		out := make(chan control.Output, 3)
+		what := strings.Join(req.Command, " ")
+		if req.Prompt != "" {
+			what = "prompt: " + req.Prompt
+		}
+		exit := 0
+		if len(req.Command) == 2 && req.Command[0] == "exit" {
+			exit, _ = strconv.Atoi(req.Command[1])
+		}
+		out <- control.Output{Stream: "stdout", Data: what + "\n"}
+		out <- control.Output{Stream: "stderr", Data: "to stderr\n"}
+		out <- control.Output{Exit: &exit}
+		close(out)
+		agent = &control.Agent{Output: out}
+	}
 	b.sessions = append(b.sessions, s)
-	return s, nil
+	return s, agent, nil
 }
 
 // CloseSession implements control.Backend.

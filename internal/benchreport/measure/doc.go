@@ -11,6 +11,10 @@
 //   - StageCosts, GoroutineCosts: pieces of the core's work per request,
 //     timed alone, and what a new goroutine per request would add to them.
 //   - Profile, CPUProfile: a CPU profile reduced to shares by component.
+//   - StartContainers, Containers.ColdStart, Containers.Teardown: agent
+//     sessions the core runs in Docker with the offline test image, from
+//     Open to the agent's first request and from Close to the container's
+//     removal, split by the core's log lines and the engine's events.
 //
 // Everything here runs in the calling process and shares its CPUs: the
 // figures describe the core and its load generator together, which the

@@ -75,6 +75,15 @@ func InstallEchoPlugins(h home.Dir, handler string, names ...string) error {
 // StartCoreWith starts a core like StartCore after setup has prepared its
 // home, and reports how long server.Run took from its start to ready.
 func StartCoreWith(config string, setup func(home.Dir) error) (*Core, time.Duration, error) {
+	return startCoreLogged(config, setup, nil)
+}
+
+// startCoreLogged is StartCoreWith with the core logging to log (nil
+// discards).
+func startCoreLogged(config string, setup func(home.Dir) error, log *slog.Logger) (*Core, time.Duration, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	if config == "" {
 		config = BenchConfig
 	}
@@ -103,7 +112,7 @@ func StartCoreWith(config string, setup func(home.Dir) error) (*Core, time.Durat
 	ready := make(chan time.Time, 1)
 	start := time.Now()
 	go func() {
-		c.done <- server.Run(ctx, server.Options{Home: h, Logger: slog.New(slog.DiscardHandler), Version: "bench",
+		c.done <- server.Run(ctx, server.Options{Home: h, Logger: log, Version: "bench",
 			Ready: func(*server.Server) { ready <- time.Now() }})
 	}()
 	select {

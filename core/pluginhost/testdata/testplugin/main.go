@@ -83,7 +83,7 @@ func (h *handler) Verify(ctx context.Context) (*plugin.VerifyResult, error) {
 }
 
 func (h *handler) MemoryBrief(ctx context.Context, group string) (*plugin.Brief, error) {
-	return &plugin.Brief{Markdown: "# brief for " + group, EntryCount: 3, BriefCount: 2, GeneratedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}, nil
+	return &plugin.Brief{Entries: []plugin.BriefEntry{{ID: "m1", Type: "fact", Content: "brief for " + group}}, EntryCount: 3, BriefCount: 2, GeneratedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}, nil
 }
 
 func (h *handler) Invoke(ctx context.Context, req *plugin.Request) (map[string]any, error) {

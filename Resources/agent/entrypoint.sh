@@ -1,0 +1,38 @@
+#!/bin/sh
+# carapace-agent: the entrypoint of Carapace's agent image.
+#
+#   carapace-agent                 run Claude Code on the prompt in
+#                                  $CARAPACE_PROMPT_FILE (mounted read-only
+#                                  by the core; never passed in the
+#                                  environment, which `inspect` shows)
+#   carapace-agent CMD [ARGS...]   run CMD instead (`carapace run -- CMD`)
+#
+# Claude Code reads the session's instructions and memory brief from
+# ~/.claude/CLAUDE.md, its permissions from ~/.claude/settings.json (ipc
+# allowed, web tools denied) and the tools' skills from ~/.claude/skills,
+# all mounted read-only by the core. It reaches the outside world only with
+# `ipc`, through /run/carapace/ipc.sock.
+set -eu
+# The model API: Claude Code talks to http://127.0.0.1:$CARAPACE_LLM_PORT
+# ($ANTHROPIC_BASE_URL, set by the core with a placeholder key), where the
+# relay copies bytes to the core's proxy over /run/carapace/llm.sock; the
+# proxy adds the real credential. Nothing here ever holds it.
+if [ -n "${CARAPACE_LLM_PORT:-}" ]; then
+	ipc relay --listen "127.0.0.1:$CARAPACE_LLM_PORT" 2>/tmp/relay.log &
+	# Claude Code's first request must not race the relay's listen.
+	for _ in $(seq 50); do
+		grep -q "listening on" /tmp/relay.log 2>/dev/null && break
+		sleep 0.1
+	done
+fi
+if [ "$#" -gt 0 ]; then
+	exec "$@"
+fi
+if [ -z "${CARAPACE_PROMPT_FILE:-}" ] || [ ! -r "$CARAPACE_PROMPT_FILE" ]; then
+	echo "carapace-agent: no prompt: the core mounts it at \$CARAPACE_PROMPT_FILE (carapace run --prompt TEXT)" >&2
+	exit 2
+fi
+# -p: print mode, non-interactive. Tools that settings.json neither allows
+# nor denies are refused rather than asked about, as nobody is there to
+# answer; high-risk ipc calls still wait for the user on the host.
+exec claude -p "$(cat "$CARAPACE_PROMPT_FILE")"

@@ -1,0 +1,50 @@
+// Package llmproxy is the host side of the agent's connection to the model
+// API (DESIGN decision 6). The agent container has no network and no
+// credential: Claude Code talks to http://127.0.0.1:<port> inside it, where
+// `ipc relay` copies bytes to a per-session Unix socket mounted at
+// /run/carapace/llm.sock. On the host, Serve listens on that socket and a
+// Proxy answers each request:
+//
+//  1. Only POST /v1/messages, POST /v1/messages/count_tokens, GET /v1/models
+//     and GET /v1/models/{id} pass, matched on the path exactly as sent (no
+//     percent-encoding, dot segments or doubled slashes); anything else is
+//     refused with 403 (405 for a wrong method) in the API's error shape.
+//  2. The session's request rate (a token bucket) and, for /v1/messages, the
+//     group's daily token Budget are checked; over either, 429
+//     rate_limit_error.
+//  3. The body is read whole, up to Options.MaxRequestBytes (413 past it),
+//     so that nothing leaves the host for a request that is refused.
+//  4. The credential is fetched (Options.Credential, every request) and a
+//     "routed" audit entry written; if it cannot be, nothing is sent.
+//  5. The request goes to the model API over verified TLS with an allowed
+//     set of headers only: whatever credential the container sent (its
+//     placeholder key) is dropped, the real one injected (x-api-key, or
+//     Authorization: Bearer plus OAuthBeta), Accept-Encoding is replaced by
+//     identity, and anthropic-beta values that would let the API reach the
+//     network for the agent (Options.DeniedBetas) are dropped.
+//  6. The reply's status and body are relayed as they arrive (a stream is
+//     flushed chunk by chunk), with an allowed set of response headers.
+//     Usage is read on the way: from message_start and message_delta
+//     events of a stream, without holding it, or from a JSON reply. The
+//     tokens are charged to the Budget and the call's outcome audited:
+//     session, group, model, status, tokens and latency; never a header, a
+//     body or the credential.
+//
+// The forwarding is written by hand rather than with
+// httputil.ReverseProxy: its generality — protocol upgrades, 1xx and
+// trailer relay, X-Forwarded-*, all response headers — is surface this
+// proxy must not have, and each of its hooks (Rewrite, ModifyResponse,
+// ErrorHandler, the body copy) would have been replaced; what remains is a
+// RoundTrip and a copy loop.
+//
+// # Limits
+//
+// The budget is checked before a call and charged after it, so calls in
+// flight when it runs out still finish and the day's total can exceed it.
+// DailyBudget is in memory and forgets usage when the core restarts. A
+// reply the model API compresses despite "Accept-Encoding: identity", or a
+// JSON reply over 16 MiB, is relayed but its usage is not counted (the log
+// says so). Options.DeniedBetas cannot cover a network-reaching feature
+// that needs no beta: the generally available web_search server tool is
+// one.
+package llmproxy

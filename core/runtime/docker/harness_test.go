@@ -1,0 +1,333 @@
+package docker_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/carapace-dev/carapace/core/audit"
+	"github.com/carapace-dev/carapace/core/control"
+	"github.com/carapace-dev/carapace/core/home"
+	"github.com/carapace-dev/carapace/core/runtime"
+	"github.com/carapace-dev/carapace/core/runtime/docker"
+	"github.com/carapace-dev/carapace/core/server"
+	"github.com/carapace-dev/carapace/internal/agentimage"
+	"github.com/carapace-dev/carapace/internal/testutil"
+)
+
+// What TestMain prepares for every test.
+var (
+	eng       *docker.Engine
+	engInfo   runtime.Info
+	testImage string        // the offline test image, built for this run
+	runID     string        // LabelInstance of every container this run starts
+	buildTime time.Duration // how long the image took to build
+)
+
+// TestMain builds the static linux ipc and the test image with the
+// engine's own architecture, runs the tests and removes the image and any
+// container left behind. There must be a Docker engine: without one the
+// tests fail, in CI and out of it; they never skip.
+func TestMain(m *testing.M) { os.Exit(testMain(m)) }
+
+func testMain(m *testing.M) int {
+	flag.Parse()
+	ctx := context.Background()
+	eng = docker.New(docker.Options{})
+	var err error
+	if engInfo, err = eng.Check(ctx); err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: the Docker engine is unreachable; these tests need it and never skip (CI=%q): %v\n", os.Getenv("CI"), err)
+		return 1
+	}
+	arch, err := agentimage.EngineArch(ctx, "docker")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL:", err)
+		return 1
+	}
+	dir, err := os.MkdirTemp("", "cpdocker")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	ipcBin := filepath.Join(dir, "ipc")
+	build := exec.Command("go", "build", "-o", ipcBin, "github.com/carapace-dev/carapace/cmd/ipc")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: build ipc for linux/%s: %v\n%s", arch, err, out)
+		return 1
+	}
+	runID = "e2e-" + randHex(6)
+	testImage = "carapace-agent-test:" + runID
+	start := time.Now()
+	if err := agentimage.BuildTest(ctx, agentimage.Options{Engine: "docker", Tag: testImage, IPC: ipcBin}); err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL:", err)
+		return 1
+	}
+	buildTime = time.Since(start)
+	defer func() {
+		// Containers this run left (none, if every test cleaned up), then
+		// the image: only what this run created.
+		names, _ := eng.List(ctx, runtime.LabelInstance, runID)
+		for _, n := range names {
+			fmt.Fprintf(os.Stderr, "removing container %s left by a test\n", n)
+			_ = eng.Stop(ctx, n)
+		}
+		if out, err := exec.Command("docker", "rmi", testImage).CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "remove image %s: %v\n%s", testImage, err, out)
+		}
+	}()
+	return m.Run()
+}
+
+// randHex returns n random bytes in hex.
+func randHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+// box is one container run by the Engine under test.
+type box struct {
+	Script  string   // run as /bin/sh -c Script (through test-agent --exec)
+	Cmd     []string // the command, when Script is empty
+	Image   string   // empty: the test image
+	Mounts  []runtime.Mount
+	Env     []string
+	User    string
+	Limits  *runtime.Limits // nil: runtime.DefaultLimits
+	Stdout  io.Writer       // also receives the output, as it comes
+	Timeout time.Duration   // 0: 2 minutes
+}
+
+// result is what a container run produced.
+type result struct {
+	Name           string
+	Exit           int
+	Err            error
+	Stdout, Stderr string
+}
+
+// Output is stdout and stderr, for messages.
+func (r result) Output() string { return r.Stdout + r.Stderr }
+
+// run starts b with the Engine and waits for it; the container is removed
+// (by label) when the test ends, whatever happened.
+func run(t *testing.T, ctx context.Context, b box) result {
+	t.Helper()
+	s := spec(t, b)
+	if b.Timeout == 0 {
+		b.Timeout = 2 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(ctx, b.Timeout)
+	defer cancel()
+	var stdout, stderr testutil.Buffer
+	var w io.Writer = &stdout
+	if b.Stdout != nil {
+		w = io.MultiWriter(&stdout, b.Stdout)
+	}
+	exit, err := eng.Run(ctx, s, runtime.IO{Stdout: w, Stderr: &stderr})
+	r := result{Name: s.Name, Exit: exit, Err: err, Stdout: stdout.String(), Stderr: stderr.String()}
+	if testing.Verbose() {
+		t.Logf("container %s: exit %d, err %v\n--- stdout\n%s--- stderr\n%s", s.Name, exit, err, r.Stdout, r.Stderr)
+	}
+	return r
+}
+
+// spec makes the Spec of b, named and labelled for this run, and registers
+// its removal.
+func spec(t *testing.T, b box) runtime.Spec {
+	t.Helper()
+	name := "carapace-e2e-" + randHex(6)
+	s := runtime.Spec{
+		Name:   name,
+		Image:  b.Image,
+		Labels: map[string]string{runtime.LabelSession: name, runtime.LabelInstance: runID, runtime.LabelVersion: "test"},
+		Mounts: b.Mounts,
+		Env:    b.Env,
+		Cmd:    b.Cmd,
+		User:   b.User,
+		Limits: runtime.DefaultLimits,
+	}
+	if s.Image == "" {
+		s.Image = testImage
+	}
+	if b.Script != "" {
+		s.Cmd = []string{"--exec", "/bin/sh", "-c", b.Script}
+	}
+	if b.Limits != nil {
+		s.Limits = *b.Limits
+	}
+	t.Cleanup(func() { removeByLabel(t, runtime.LabelSession, name) })
+	return s
+}
+
+// removeByLabel removes every container whose label key is value.
+func removeByLabel(t *testing.T, key, value string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	names, err := eng.List(ctx, key, value)
+	if err != nil {
+		t.Errorf("cleanup: %v", err)
+	}
+	for _, n := range names {
+		if err := eng.Stop(ctx, n); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+	}
+}
+
+// lines returns the lines of s that start with prefix, without it.
+func lines(s, prefix string) []string {
+	var out []string
+	sc := bufio.NewScanner(strings.NewReader(s))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), prefix); ok {
+			out = append(out, rest)
+		}
+	}
+	return out
+}
+
+// workspace makes a host folder the agent (uid 1000) can write to.
+func workspace(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// core is a Carapace core run in process with server.Run, the code
+// `carapace serve` runs, on a fresh home.
+type core struct {
+	Home   home.Dir
+	Client *control.Client
+	Log    *testutil.Buffer // everything the core logged
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// startCore starts a core with config as config.toml; setup runs on the
+// home before the core starts. The core stops when the test ends.
+func startCore(t *testing.T, config string, setup func(home.Dir)) *core {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "cp") // short: socket paths are limited to ~104 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	h := home.Dir(dir)
+	if err := h.Ensure(); err != nil {
+		t.Fatal(err)
+	}
+	if config != "" {
+		if err := os.WriteFile(h.Config(), []byte(config), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if setup != nil {
+		setup(h)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &core{Home: h, Client: control.NewClient(h.ControlSocket()), Log: &testutil.Buffer{}, cancel: cancel, done: make(chan error, 1)}
+	ready := make(chan struct{})
+	logger := slog.New(slog.NewJSONHandler(c.Log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	go func() {
+		c.done <- server.Run(ctx, server.Options{Home: h, Logger: logger, Version: "test", Ready: func(*server.Server) { close(ready) }})
+	}()
+	select {
+	case <-ready:
+	case err := <-c.done:
+		cancel()
+		t.Fatalf("core did not start: %v\n%s", err, c.Log)
+	case <-time.After(30 * time.Second):
+		cancel()
+		t.Fatal("core did not start within 30s")
+	}
+	t.Cleanup(func() { c.Stop(t) })
+	return c
+}
+
+// Stop stops the core and waits for it; it may be called more than once.
+func (c *core) Stop(t *testing.T) {
+	t.Helper()
+	c.cancel()
+	select {
+	case err, ok := <-c.done:
+		if ok {
+			close(c.done)
+			if err != nil {
+				t.Errorf("core stopped with %v", err)
+			}
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("core did not stop within 60s")
+	}
+}
+
+// Session opens a session of group, closed when the test ends.
+func (c *core) Session(t *testing.T, group string) control.Session {
+	t.Helper()
+	h, err := c.Client.OpenSession(context.Background(), group)
+	if err != nil {
+		t.Fatalf("open session: %v", err)
+	}
+	t.Cleanup(func() { _ = h.Close() })
+	return h.Info()
+}
+
+// Audit returns the audit entries written so far.
+func (c *core) Audit(t *testing.T) []audit.Entry {
+	t.Helper()
+	es, err := audit.Read(c.Home.AuditLog(), audit.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return es
+}
+
+// socketMount mounts a session's socket where ipc looks for it.
+func socketMount(s control.Session) runtime.Mount {
+	return runtime.Mount{Source: s.Socket, Target: runtime.SocketPath}
+}
+
+// lineWriter calls fn with each complete line written to it, as it comes.
+type lineWriter struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+	fn  func(line string, at time.Time)
+}
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	now := time.Now()
+	w.buf.Write(p)
+	for {
+		i := bytes.IndexByte(w.buf.Bytes(), '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		line := string(w.buf.Next(i + 1))
+		w.fn(strings.TrimSuffix(line, "\n"), now)
+	}
+}

@@ -1,0 +1,364 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	goruntime "runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/carapace-dev/carapace/applecontainer"
+	"github.com/carapace-dev/carapace/core/control"
+	"github.com/carapace-dev/carapace/core/runtime"
+	"github.com/carapace-dev/carapace/core/runtime/docker"
+	"github.com/carapace-dev/carapace/core/session"
+)
+
+// stopTimeout bounds how long closing a container session waits for its
+// container to go (engines stop with a grace period, then kill).
+const stopTimeout = 20 * time.Second
+
+// containers tracks the agent containers the core runs.
+type containers struct {
+	mu      sync.Mutex
+	engines map[string]runtime.Engine // checked engines, by name
+	live    map[string]*agentRun      // by session id
+	slots   groupSlots
+}
+
+// agentRun is one running agent container.
+type agentRun struct {
+	stopping atomic.Bool // cancelled: the container is on its way out
+	cancel   context.CancelCauseFunc
+	done     chan struct{} // closed when Run has returned
+	closed   chan struct{} // closed when the session closes: output is no longer read
+}
+
+// newEngine returns the engine named name, unchecked.
+func (s *Server) newEngine(name string) (runtime.Engine, error) {
+	if s.opts.NewEngine != nil {
+		return s.opts.NewEngine(name)
+	}
+	log := s.log.With("engine", name)
+	switch name {
+	case "docker", "podman":
+		return docker.New(docker.Options{Bin: name, Logger: log}), nil
+	case "apple":
+		return applecontainer.New(applecontainer.Options{Logger: log}), nil
+	}
+	return nil, fmt.Errorf("no container engine %q", name)
+}
+
+// engine returns the engine a session request names, checked once: "container"
+// means config.toml's [runtime] engine, "auto" the first of Apple
+// container (on macOS), Docker and Podman that is ready. "none" is never
+// chosen here.
+func (s *Server) engine(ctx context.Context, name string) (runtime.Engine, error) {
+	if name == "container" {
+		name = s.cfg.Runtime.Engine
+	}
+	var candidates []string
+	switch name {
+	case "none":
+		return nil, fmt.Errorf("%w: config.toml sets runtime.engine = \"none\": no container engine is configured (set it to \"auto\", \"docker\", \"podman\" or \"apple\")", control.ErrInvalid)
+	case "auto":
+		if goruntime.GOOS == "darwin" {
+			candidates = append(candidates, "apple")
+		}
+		candidates = append(candidates, "docker", "podman")
+	default:
+		candidates = []string{name}
+	}
+	s.ctrs.mu.Lock()
+	defer s.ctrs.mu.Unlock()
+	var errs []error
+	for _, c := range candidates {
+		if e, ok := s.ctrs.engines[c]; ok {
+			return e, nil
+		}
+		e, err := s.newEngine(c)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", control.ErrInvalid, err)
+		}
+		cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		info, err := e.Check(cctx)
+		cancel()
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		s.log.Info("container engine ready", "engine", info.Engine, "version", info.Version)
+		s.ctrs.engines[c] = e
+		return e, nil
+	}
+	return nil, fmt.Errorf("%w: no container engine is ready: %w", control.ErrConflict, errors.Join(errs...))
+}
+
+// instanceID tells this core's containers from another core's on the same
+// engine: a hash of its home.
+func (s *Server) instanceID() string {
+	h := sha256.Sum256([]byte(s.opts.Home))
+	return hex.EncodeToString(h[:6])
+}
+
+// removeLeftovers stops and removes containers a core on this home left
+// behind when it crashed. It runs at start, before any session, when a
+// container engine is configured and ready.
+func (s *Server) removeLeftovers(ctx context.Context) {
+	if s.cfg.Runtime.Engine == "none" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	e, err := s.engine(ctx, "container")
+	if err != nil {
+		s.log.Info("no container engine ready at start; agent containers will need one", "err", err)
+		return
+	}
+	names, err := e.List(ctx, runtime.LabelInstance, s.instanceID())
+	if err != nil {
+		s.log.Warn("could not list containers left by a previous core", "err", err)
+		return
+	}
+	for _, n := range names {
+		if err := e.Stop(ctx, n); err != nil {
+			s.log.Warn("could not remove a container left by a previous core", "container", n, "err", err)
+			continue
+		}
+		s.log.Warn("removed a container left by a previous core", "container", n)
+	}
+}
+
+// groupDirs creates the group's workspace and Claude Code state folders,
+// $CARAPACE_HOME/groups/<group>/{workspace,claude}, owned by the user the
+// agent runs as.
+func (s *Server) groupDirs(group string) (workspace, claude string, err error) {
+	base := s.opts.Home.Path("groups", group)
+	workspace, claude = filepath.Join(base, "workspace"), filepath.Join(base, "claude")
+	for _, d := range []string{workspace, claude} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return "", "", fmt.Errorf("group folder: %w", err)
+		}
+		if os.Getuid() == 0 {
+			// A core run as root runs the agent as 1000:1000, never as root.
+			if err := os.Chown(d, 1000, 1000); err != nil {
+				return "", "", fmt.Errorf("group folder: %w", err)
+			}
+		}
+	}
+	return workspace, claude, nil
+}
+
+// agentUser is the uid:gid the agent runs as: the core's own user, so that
+// what the agent writes in the workspace is the user's; 1000:1000 when the
+// core runs as root, so that the agent never does.
+func agentUser() string {
+	if os.Getuid() == 0 {
+		return runtime.AgentUser
+	}
+	return strconv.Itoa(os.Getuid()) + ":" + strconv.Itoa(os.Getgid())
+}
+
+// promptFile is the prompt's file in the session's agent folder, and its
+// path in the container: never the environment, which engines show in
+// their inspect output.
+const (
+	promptFile      = "prompt"
+	promptContainer = "/run/carapace/prompt"
+)
+
+// containerSpec is the container of session info.
+func (s *Server) containerSpec(info session.Info, req control.SessionRequest) (runtime.Spec, error) {
+	workspace, claude, err := s.groupDirs(info.Group)
+	if err != nil {
+		return runtime.Spec{}, err
+	}
+	dir := s.agentDir(info.ID)
+	image := s.cfg.Runtime.Image
+	if image == "" {
+		image = "carapace-agent:" + s.opts.Version
+	}
+	spec := runtime.Spec{
+		Name:  "carapace-" + info.ID,
+		Image: image,
+		Labels: map[string]string{
+			runtime.LabelSession: info.ID, runtime.LabelInstance: s.instanceID(), runtime.LabelVersion: s.opts.Version,
+		},
+		Mounts: []runtime.Mount{
+			{Source: info.Socket, Target: runtime.SocketPath},
+			{Source: workspace, Target: runtime.WorkspacePath},
+			{Source: claude, Target: runtime.ClaudeDir},
+			{Source: filepath.Join(dir, "skills"), Target: runtime.SkillsPath, ReadOnly: true},
+			{Source: filepath.Join(dir, claudeFile), Target: runtime.ClaudeMDPath, ReadOnly: true},
+			{Source: filepath.Join(dir, settingsFile), Target: runtime.SettingsPath, ReadOnly: true},
+			{Source: s.llmSocket(info.ID), Target: llmSocketContainer},
+		},
+		Env: []string{
+			"HOME=" + runtime.HomePath,
+			"CARAPACE_IPC_ENDPOINT=ipc://" + runtime.SocketPath,
+			"CARAPACE_SESSION=" + info.ID,
+			"CARAPACE_GROUP=" + info.Group,
+		},
+		Cmd:    req.Command,
+		User:   agentUser(),
+		Limits: runtime.Limits{CPUs: s.cfg.Runtime.CPUs, MemoryMB: s.cfg.Runtime.MemoryMB, Pids: s.cfg.Runtime.Pids},
+	}
+	spec.Env = append(spec.Env, s.llmEnv(info.ID)...)
+	if req.Prompt != "" {
+		spec.Mounts = append(spec.Mounts, runtime.Mount{Source: filepath.Join(dir, promptFile), Target: promptContainer, ReadOnly: true})
+		spec.Env = append(spec.Env, "CARAPACE_PROMPT_FILE="+promptContainer)
+	}
+	return spec, spec.Check()
+}
+
+// openContainerSession opens a session whose agent the core runs in a
+// container of the engine req names, and starts it.
+func (s *Server) openContainerSession(ctx context.Context, req control.SessionRequest) (control.Session, *control.Agent, error) {
+	eng, err := s.engine(ctx, req.Runtime)
+	if err != nil {
+		return control.Session{}, nil, err
+	}
+	release, err := s.ctrs.slots.acquire(ctx, req.Group)
+	if err != nil {
+		if errors.Is(err, errQueueFull) {
+			s.log.Warn("agent session refused: the group's queue is full", "group", req.Group, "err", err)
+		}
+		return control.Session{}, nil, err
+	}
+	info, err := s.sessions.Open(req.Group, eng.Name())
+	if err != nil {
+		release()
+		return control.Session{}, nil, fmt.Errorf("%w: %w", control.ErrInvalid, err)
+	}
+	fail := func(err error) (control.Session, *control.Agent, error) {
+		release()
+		_ = s.sessions.Close(info.ID)
+		s.removeAgent(info.ID)
+		return control.Session{}, nil, err
+	}
+	if err := s.prepareAgent(ctx, info.ID, req.Group, info.Runtime, req.Prompt); err != nil {
+		return fail(err)
+	}
+	spec, err := s.containerSpec(info, req)
+	if err != nil {
+		return fail(err)
+	}
+	runCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	if err := s.startLLMProxy(runCtx, info); err != nil {
+		cancel(err)
+		return fail(err)
+	}
+	out := make(chan control.Output, 64)
+	run := &agentRun{cancel: cancel, done: make(chan struct{}), closed: make(chan struct{})}
+	s.ctrs.mu.Lock()
+	s.ctrs.live[info.ID] = run
+	s.ctrs.mu.Unlock()
+	go func() {
+		defer close(run.done)
+		defer close(out)
+		defer release() // the container is gone: the group's next session may start
+		began := time.Now()
+		s.log.Info("agent container starting", "session", info.ID, "group", info.Group, "engine", eng.Name(), "image", spec.Image)
+		s.agentEvent("agent.started", info.ID, info.Group, map[string]any{"engine": eng.Name()})
+		exit, err := eng.Run(runCtx, spec, runtime.IO{
+			Stdout: &outputWriter{stream: "stdout", ch: out, closed: run.closed},
+			Stderr: &outputWriter{stream: "stderr", ch: out, closed: run.closed},
+		})
+		last := control.Output{Exit: &exit}
+		switch {
+		case err != nil:
+			last = control.Output{Error: oneLine(err.Error())}
+			s.log.Warn("agent container ended with an error", "session", info.ID, "err", err, "took", time.Since(began).Round(time.Millisecond))
+			s.agentEvent("agent.error", info.ID, info.Group, map[string]any{"error": last.Error})
+		case exit != 0:
+			s.log.Info("agent container exited", "session", info.ID, "exit", exit, "took", time.Since(began).Round(time.Millisecond))
+			s.agentEvent("agent.error", info.ID, info.Group, map[string]any{"exit": exit})
+		default:
+			s.log.Info("agent container exited", "session", info.ID, "exit", exit, "took", time.Since(began).Round(time.Millisecond))
+			s.agentEvent("agent.completed", info.ID, info.Group, map[string]any{"exit": exit})
+		}
+		select {
+		case out <- last:
+		case <-run.closed:
+		}
+	}()
+	return s.toControl(info), &control.Agent{Output: out}, nil
+}
+
+// stopContainer stops the agent container of session id, if it has one,
+// and waits (bounded) for it to go.
+func (s *Server) stopContainer(id string) {
+	s.ctrs.mu.Lock()
+	run, ok := s.ctrs.live[id]
+	delete(s.ctrs.live, id)
+	s.ctrs.mu.Unlock()
+	if !ok {
+		return
+	}
+	close(run.closed)
+	run.cancel(errors.New("the session was closed"))
+	select {
+	case <-run.done:
+	case <-time.After(stopTimeout):
+		s.log.Error("agent container did not stop in time", "session", id)
+	}
+}
+
+// cancelContainer stops the agent container of session id with cause,
+// without closing the session: the agent's stream ends with the cause,
+// and the session closes with it. It reports whether there was one.
+func (s *Server) cancelContainer(id string, cause error) bool {
+	s.ctrs.mu.Lock()
+	run, ok := s.ctrs.live[id]
+	s.ctrs.mu.Unlock()
+	if !ok || run.stopping.Swap(true) {
+		return false
+	}
+	run.cancel(cause)
+	return true
+}
+
+// stopAllContainers stops every agent container, in parallel: at shutdown.
+func (s *Server) stopAllContainers() {
+	s.ctrs.mu.Lock()
+	ids := make([]string, 0, len(s.ctrs.live))
+	for id := range s.ctrs.live {
+		ids = append(ids, id)
+	}
+	s.ctrs.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, id := range ids {
+		wg.Go(func() { s.stopContainer(id) })
+	}
+	wg.Wait()
+}
+
+// outputWriter sends an agent's output to its session's stream, in pieces
+// of at most maxOutputChunk bytes; once the session is closed it drops it.
+type outputWriter struct {
+	stream string
+	ch     chan<- control.Output
+	closed <-chan struct{}
+}
+
+const maxOutputChunk = 16 << 10
+
+func (w *outputWriter) Write(p []byte) (int, error) {
+	for rest := p; len(rest) > 0; {
+		n := min(len(rest), maxOutputChunk)
+		select {
+		case w.ch <- control.Output{Stream: w.stream, Data: string(rest[:n])}:
+		case <-w.closed:
+			return len(p), nil
+		}
+		rest = rest[n:]
+	}
+	return len(p), nil
+}

@@ -1,0 +1,140 @@
+package server
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/carapace-dev/carapace/core/llmproxy"
+	"github.com/carapace-dev/carapace/core/session"
+)
+
+// The model API reaches the container through a second socket per
+// session: the core's LLM proxy serves it, `ipc relay` inside the container
+// listens on 127.0.0.1:[llm] port and copies bytes to it.
+const (
+	llmSocketContainer = "/run/carapace/llm.sock"
+	// placeholderKey is what the container holds instead of the model
+	// API's key: the proxy drops it and adds the real one.
+	placeholderKey = "carapace-placeholder"
+)
+
+// llmShared is what every session's proxy shares: the budgets (per group)
+// and the transport (its TLS configuration and connection pool).
+type llmShared struct {
+	once      sync.Once
+	err       error
+	upstream  *url.URL
+	transport http.RoundTripper
+	mu        sync.Mutex
+	budgets   map[string]llmproxy.Budget
+}
+
+// llmSetup prepares, once, what the proxies share.
+func (s *Server) llmSetup() error {
+	l := &s.llm
+	l.once.Do(func() {
+		u, err := url.Parse(s.cfg.LLM.Upstream)
+		if err != nil {
+			l.err = fmt.Errorf("llm.upstream: %w", err)
+			return
+		}
+		u.Path = ""
+		l.upstream = u
+		l.budgets = map[string]llmproxy.Budget{}
+		if s.cfg.LLM.CAFile == "" {
+			return // the proxy's default: the system roots
+		}
+		pem, err := os.ReadFile(s.cfg.LLM.CAFile)
+		if err != nil {
+			l.err = fmt.Errorf("llm.ca_file: %w", err)
+			return
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			l.err = fmt.Errorf("llm.ca_file %s: no PEM certificate in it", s.cfg.LLM.CAFile)
+			return
+		}
+		l.transport = llmproxy.NewTransport(pool)
+	})
+	return l.err
+}
+
+// budget returns group's daily token budget, shared by its sessions.
+func (s *Server) budget(group string) llmproxy.Budget {
+	if s.cfg.LLM.DailyTokens <= 0 {
+		return nil
+	}
+	s.llm.mu.Lock()
+	defer s.llm.mu.Unlock()
+	b, ok := s.llm.budgets[group]
+	if !ok {
+		b = llmproxy.NewDailyBudget(s.cfg.LLM.DailyTokens, time.Now)
+		s.llm.budgets[group] = b
+	}
+	return b
+}
+
+// llmSocket is the host path of session id's model API socket, beside its
+// IPC socket in the private sessions folder.
+func (s *Server) llmSocket(id string) string {
+	return s.opts.Home.Path("run", "sessions", id+".llm.sock")
+}
+
+// startLLMProxy serves session info's model API socket until ctx ends. It
+// returns once the socket exists, so that it can be mounted.
+func (s *Server) startLLMProxy(ctx context.Context, info session.Info) error {
+	if err := s.llmSetup(); err != nil {
+		return err
+	}
+	p, err := llmproxy.New(llmproxy.Options{
+		Upstream: s.llm.upstream, Transport: s.llm.transport,
+		Credential: llmproxy.FromStore(s.creds),
+		Session:    info.ID, Group: info.Group,
+		RequestsPerMinute: s.cfg.LLM.RequestsPerMinute,
+		Budget:            s.budget(info.Group),
+		Audit:             s.audit,
+		Logger:            s.log.With("component", "llm", "session", info.ID),
+	})
+	if err != nil {
+		return fmt.Errorf("model API proxy: %w", err)
+	}
+	path := s.llmSocket(info.ID)
+	served := make(chan error, 1)
+	go func() { served <- llmproxy.Serve(ctx, path, p) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if fi, err := os.Stat(path); err == nil && fi.Mode()&os.ModeSocket != 0 {
+			return nil
+		}
+		select {
+		case err := <-served:
+			if err == nil {
+				err = errors.New("stopped before listening")
+			}
+			return fmt.Errorf("model API proxy: %w", err)
+		case <-time.After(5 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return errors.New("model API proxy: its socket did not appear")
+		}
+	}
+}
+
+// llmEnv is the environment that points the agent at its relay.
+func (s *Server) llmEnv(session string) []string {
+	port := strconv.Itoa(s.cfg.LLM.Port)
+	return []string{
+		"CARAPACE_LLM_SOCKET=" + llmSocketContainer,
+		"CARAPACE_LLM_PORT=" + port,
+		"ANTHROPIC_BASE_URL=http://127.0.0.1:" + port,
+		"ANTHROPIC_API_KEY=" + placeholderKey + "-" + session,
+	}
+}

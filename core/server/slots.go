@@ -1,0 +1,127 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/carapace-dev/carapace/core/audit"
+	"github.com/carapace-dev/carapace/core/control"
+)
+
+// groupSlots bounds the agent containers each group runs at once
+// ([sessions] max_per_group); requests past it wait, in order of arrival,
+// in a bounded queue ([sessions] queue), and those past the queue are
+// refused and logged.
+type groupSlots struct {
+	max, queue int
+
+	mu     sync.Mutex
+	groups map[string]*slots
+}
+
+type slots struct {
+	running int
+	waiting []chan struct{} // FIFO; a waiter's channel is closed when it gets a slot
+}
+
+// errQueueFull is returned when a group's queue is full.
+var errQueueFull = errors.New("session queue full")
+
+// acquire takes one of group's slots, waiting in the queue if they are all
+// taken. The returned release gives it back (once).
+func (g *groupSlots) acquire(ctx context.Context, group string) (release func(), err error) {
+	g.mu.Lock()
+	sl := g.groups[group]
+	if sl == nil {
+		sl = &slots{}
+		g.groups[group] = sl
+	}
+	if sl.running < g.max && len(sl.waiting) == 0 {
+		sl.running++
+		g.mu.Unlock()
+		return g.releaser(group), nil
+	}
+	if len(sl.waiting) >= g.queue {
+		running, waiting := sl.running, len(sl.waiting)
+		g.mu.Unlock()
+		return nil, fmt.Errorf("%w: group %s has %d agent sessions running and %d waiting, the most [sessions] allows; try again when one ends: %w",
+			control.ErrConflict, group, running, waiting, errQueueFull)
+	}
+	ready := make(chan struct{})
+	sl.waiting = append(sl.waiting, ready)
+	g.mu.Unlock()
+	select {
+	case <-ready:
+		return g.releaser(group), nil
+	case <-ctx.Done():
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		for i, w := range sl.waiting {
+			if w == ready {
+				sl.waiting = append(sl.waiting[:i], sl.waiting[i+1:]...)
+				return nil, fmt.Errorf("waiting for a session slot of group %s: %w", group, ctx.Err())
+			}
+		}
+		// The slot was handed over as ctx ended: give it back.
+		g.releaseLocked(group)
+		return nil, fmt.Errorf("waiting for a session slot of group %s: %w", group, ctx.Err())
+	}
+}
+
+func (g *groupSlots) releaser(group string) func() {
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			g.releaseLocked(group)
+		})
+	}
+}
+
+// releaseLocked frees a slot of group, handing it to the first waiter.
+func (g *groupSlots) releaseLocked(group string) {
+	sl := g.groups[group]
+	if len(sl.waiting) > 0 {
+		next := sl.waiting[0]
+		sl.waiting = sl.waiting[1:]
+		close(next) // the slot passes on: running stays the same
+		return
+	}
+	sl.running--
+	if sl.running == 0 {
+		delete(g.groups, group)
+	}
+}
+
+// errIdle is why an idle session's container is stopped.
+type errIdle struct{ after time.Duration }
+
+func (e errIdle) Error() string {
+	return fmt.Sprintf("stopped: no request for %s ([sessions] idle_timeout)", e.after)
+}
+
+// reapIdle stops the containers of sessions that have made no request for
+// the idle timeout, until ctx ends.
+func (s *Server) reapIdle(ctx context.Context) {
+	timeout := s.cfg.Sessions.IdleTimeout.Duration
+	tick := time.NewTicker(min(max(timeout/4, 10*time.Millisecond), 30*time.Second))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-tick.C:
+			for _, info := range s.sessions.List() {
+				if idle := now.Sub(info.Active); idle >= timeout && s.cancelContainer(info.ID, errIdle{timeout}) {
+					s.log.Info("agent session idle; stopping its container", "session", info.ID, "group", info.Group, "idle", idle.Round(time.Second))
+					_ = s.audit.Write(&audit.Entry{Source: "core", Session: info.ID, Group: info.Group, Stage: audit.StageSession,
+						Outcome: audit.OutcomeExpired, Reason: errIdle{timeout}.Error()})
+				}
+			}
+		}
+	}
+}
