@@ -126,3 +126,31 @@ env; grep -rs "CANARY" / --exclude-dir=proc --exclude-dir=sys 2>/dev/null | head
 		t.Errorf("no audit entry for the model calls of session %s", info.ID)
 	}
 }
+
+// TestBadLLMCAFileStopsTheCore: an unusable [llm] ca_file is reported when
+// the core starts, naming the setting, not at the first container session.
+func TestBadLLMCAFileStopsTheCore(t *testing.T) {
+	dir := t.TempDir()
+	notPEM := filepath.Join(dir, "not.pem")
+	if err := os.WriteFile(notPEM, []byte("hello\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, file, want string
+	}{
+		{"missing", filepath.Join(dir, "absent.pem"), "no such file"},
+		{"not PEM", notPEM, "no PEM certificate"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHome(t)
+			cfg := fmt.Sprintf("[llm]\nca_file = %q\n", tc.file)
+			if err := os.WriteFile(h.Config(), []byte(cfg), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := runCore(t, h, coreOptions{})
+			if err == nil || !strings.Contains(err.Error(), "llm.ca_file") || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("core start: %v; want an error naming llm.ca_file and %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -98,6 +98,11 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	s.cfg = cfg
+	// A bad [llm] section is a configuration error: report it now, not at
+	// the first container session.
+	if err := s.llmSetup(); err != nil {
+		return fmt.Errorf("%s: %w", opts.Home.Config(), err)
+	}
 	s.ctrs.slots.max, s.ctrs.slots.queue = cfg.Sessions.MaxPerGroup, cfg.Sessions.Queue
 
 	// The lock first: if another core is running, stop here before
