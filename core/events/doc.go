@@ -65,7 +65,10 @@
 //   - Inbound filtering before zmq4 sees a byte: the peer's greeting must be
 //     ZMTP 3.x with the NULL mechanism; its READY must be one command frame
 //     of at most 4 KiB whose metadata parses to its exact end and names
-//     Socket-Type SUB or XSUB; after that, only single-frame subscription
+//     Socket-Type SUB or XSUB (both checked by ipc/zmtp's CheckGreeting and
+//     ParseReady, the same code that guards the ROUTER sockets); zmq4 is
+//     shown a READY of the bus's own making instead, with the socket type in
+//     canonical spelling and no other property; after that, only single-frame subscription
 //     messages (first byte 0 or 1) of at most 1 KiB are accepted. Anything
 //     else, commands such as PING included, closes the connection, counted
 //     in Stats.RemoteRejected. (The bus greets as ZMTP 3.0, so libzmq peers
@@ -74,8 +77,8 @@
 //   - A handshake deadline (Options.HandshakeTimeout) and a cap on open
 //     connections (Options.MaxRemotes).
 //
-// Should ipc/zmtp learn to admit SUB peers, the inbound filter here could
-// go; the send buffer could not (zmtp bounds each write with a deadline, and
+// Should ipc/zmtp's listener learn to admit SUB peers, the rest of the
+// inbound filter here (the frame reader) could go; the send buffer could not (zmtp bounds each write with a deadline, and
 // zmq4's PUB would still wait on a slow peer up to that deadline for every
 // event).
 //

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/carapace-dev/carapace/ipc/zmtp"
 	"github.com/go-zeromq/zmq4"
 	"github.com/go-zeromq/zmq4/transport"
 )
@@ -38,8 +39,6 @@ type busKey struct{}
 
 // ZMTP 3.x wire constants (https://rfc.zeromq.org/spec/23/).
 const (
-	greetingLen = 64
-
 	flagMore    = 0x01
 	flagLong    = 0x02
 	flagCommand = 0x04
@@ -245,7 +244,7 @@ type subConn struct {
 }
 
 func newSubConn(raw *net.UnixConn, l *subListener) *subConn {
-	c := &subConn{Conn: raw, raw: raw, l: l, br: bufio.NewReaderSize(raw, 4096), out: outStream{greeting: greetingLen}}
+	c := &subConn{Conn: raw, raw: raw, l: l, br: bufio.NewReaderSize(raw, 4096), out: outStream{greeting: zmtp.GreetingLen}}
 	c.wcond = sync.NewCond(&c.wmu)
 	return c
 }
@@ -275,29 +274,30 @@ func (c *subConn) Read(p []byte) (int, error) {
 func (c *subConn) next() error {
 	switch c.phase {
 	case phaseGreeting:
-		g := make([]byte, greetingLen)
-		if _, err := io.ReadFull(c.br, g); err != nil {
+		var g [zmtp.GreetingLen]byte
+		if _, err := io.ReadFull(c.br, g[:]); err != nil {
 			return err
 		}
-		if err := checkGreeting(g); err != nil {
-			return err
+		if err := zmtp.CheckGreeting(&g); err != nil {
+			return protoError(err.Error())
 		}
-		c.pending, c.phase = g, phaseReady
+		c.pending, c.phase = g[:], phaseReady
 	case phaseReady:
-		frame, flags, body, err := c.readFrame(maxReady)
+		_, flags, body, err := c.readFrame(maxReady)
 		if err != nil {
 			return err
 		}
 		if flags&^flagLong != flagCommand {
 			return protoError("READY is not a single command frame")
 		}
-		if err := checkReady(body); err != nil {
+		ready, err := checkReady(body)
+		if err != nil {
 			return err
 		}
 		if err := c.raw.SetReadDeadline(time.Time{}); err != nil {
 			return err
 		}
-		c.pending, c.phase = frame, phaseSubscribe
+		c.pending, c.phase = ready, phaseSubscribe
 	default:
 		frame, flags, body, err := c.readFrame(maxSubscription)
 		if err != nil {
@@ -514,101 +514,21 @@ func (s *outStream) feed(buf, p []byte, full bool) ([]byte, int) {
 	return buf, dropped
 }
 
-// checkGreeting validates a peer's 64-byte ZMTP greeting: signature,
-// version 3.x, the NULL mechanism and an as-server byte of 0 or 1, which is
-// all zmq4 reads from it.
-func checkGreeting(g []byte) error {
-	switch {
-	case g[0] != 0xFF || g[9] != 0x7F:
-		return protoError("bad greeting signature")
-	case g[10] != 3:
-		return protoError("greeting version is not 3.x")
-	case string(g[12:16]) != "NULL" || !allZero(g[16:32]):
-		return protoError("greeting mechanism is not NULL")
-	case g[32] > 1:
-		return protoError("bad greeting as-server flag")
+// checkReady validates the body of a subscriber's READY command with the
+// IPC transport's parser (every length within what remains, names of ZMTP
+// name-chars, no name twice, a socket type zmq4 knows) and requires a SUB or
+// XSUB. It returns the READY frame zmq4 is shown instead of the peer's: the
+// socket type in canonical spelling (zmq4 panics on types it does not know)
+// and no other property, so no peer-chosen Identity reaches it.
+func checkReady(body []byte) ([]byte, error) {
+	st, err := zmtp.ParseReady(body)
+	if err != nil {
+		return nil, protoError(err.Error())
 	}
-	return nil
-}
-
-func allZero(b []byte) bool {
-	for _, c := range b {
-		if c != 0 {
-			return false
-		}
+	if st != "SUB" && st != "XSUB" {
+		return nil, protoError("peer is not a SUB socket")
 	}
-	return true
-}
-
-// checkReady validates the body of a READY command (name and metadata):
-// every length within what remains, names of ZMTP name-chars, no name
-// twice (zmq4 keys them case-insensitively), and a Socket-Type of SUB or
-// XSUB spelled exactly so (zmq4 panics on socket types it does not know).
-func checkReady(body []byte) error {
-	if len(body) < 1+len("READY") || body[0] != 5 || string(body[1:6]) != "READY" {
-		return protoError("not a READY command")
-	}
-	md := body[6:]
-	seen := map[string]bool{}
-	socketType := ""
-	for i := 0; i < len(md); {
-		klen := int(md[i])
-		i++
-		if klen == 0 || klen > len(md)-i {
-			return protoError("bad READY property name length")
-		}
-		name := md[i : i+klen]
-		i += klen
-		if !validName(name) {
-			return protoError("bad READY property name")
-		}
-		if len(md)-i < 4 {
-			return protoError("truncated READY value length")
-		}
-		vlen := uint64(binary.BigEndian.Uint32(md[i : i+4]))
-		i += 4
-		if vlen > uint64(len(md)-i) {
-			return protoError("READY value past its end")
-		}
-		value := string(md[i : i+int(vlen)])
-		i += int(vlen)
-		lower := asciiLower(name)
-		if seen[lower] {
-			return protoError("duplicate READY property")
-		}
-		seen[lower] = true
-		if lower == "socket-type" {
-			socketType = value
-		}
-	}
-	if socketType != "SUB" && socketType != "XSUB" {
-		return protoError("peer is not a SUB socket")
-	}
-	return nil
-}
-
-// validName reports whether a property name uses only ZMTP's name-chars.
-func validName(b []byte) bool {
-	for _, c := range b {
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9',
-			c == '-', c == '_', c == '.', c == '+':
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-func asciiLower(b []byte) string {
-	out := make([]byte, len(b))
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		out[i] = c
-	}
-	return string(out)
+	return zmtp.EncodeReady(st), nil
 }
 
 var (

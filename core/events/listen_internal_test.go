@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/carapace-dev/carapace/ipc/zmtp"
 )
 
 // zframe encodes one ZMTP frame.
@@ -21,7 +23,7 @@ func zframe(flags byte, body []byte) []byte {
 // and checks that exactly the messages that began while "full" are
 // missing, whole, from the result.
 func TestOutStreamDropsWholeMessages(t *testing.T) {
-	greet := make([]byte, greetingLen)
+	greet := make([]byte, zmtp.GreetingLen)
 	greet[0], greet[9], greet[10] = 0xFF, 0x7F, 3
 	ready := zframe(flagCommand, append([]byte{5}, "READY"...))
 	var msgs [][]byte
@@ -42,7 +44,7 @@ func TestOutStreamDropsWholeMessages(t *testing.T) {
 		for seed := range uint64(20) {
 			rng := rand.New(rand.NewPCG(seed, 1))
 			var s outStream
-			s.greeting = greetingLen
+			s.greeting = zmtp.GreetingLen
 			var buf []byte
 			feed := func(p []byte, full bool) int {
 				total := 0
@@ -95,31 +97,41 @@ func TestCheckReady(t *testing.T) {
 		}
 		return b
 	}
+	// want is the socket type of the READY zmq4 is shown; "" for a
+	// refusal.
 	tests := []struct {
 		name string
 		body []byte
-		ok   bool
+		want string
 	}{
-		{"SUB", ready(prop("Socket-Type", "SUB")), true},
-		{"XSUB with an identity", ready(prop("Identity", "abc"), prop("Socket-Type", "XSUB")), true},
-		{"name in lower case", ready(prop("socket-type", "SUB")), true},
-		{"empty", nil, false},
-		{"short name", []byte{5, 'R', 'E'}, false},
-		{"not READY", append([]byte{5}, "ERROR"...), false},
-		{"no properties", ready(), false},
-		{"PUB", ready(prop("Socket-Type", "PUB")), false},
-		{"sub", ready(prop("Socket-Type", "sub")), false},
-		{"SUB then DEALER", ready(prop("Socket-Type", "SUB"), prop("SOCKET-TYPE", "DEALER")), false},
-		{"empty name", ready(prop("", "x"), prop("Socket-Type", "SUB")), false},
-		{"bad name", ready(prop("Socket:Type", "SUB")), false},
-		{"truncated length", append(ready(prop("Socket-Type", "SUB")), 1, 'x', 0, 0), false},
-		{"value past the end", append(ready(prop("Socket-Type", "SUB")), 1, 'x', 0xFF, 0xFF, 0xFF, 0xFF), false},
+		{"SUB", ready(prop("Socket-Type", "SUB")), "SUB"},
+		{"XSUB with an identity", ready(prop("Identity", "abc"), prop("Socket-Type", "XSUB")), "XSUB"},
+		{"name in lower case", ready(prop("socket-type", "SUB")), "SUB"},
+		{"type in lower case", ready(prop("Socket-Type", "sub")), "SUB"},
+		{"empty", nil, ""},
+		{"short name", []byte{5, 'R', 'E'}, ""},
+		{"not READY", append([]byte{5}, "ERROR"...), ""},
+		{"no properties", ready(), ""},
+		{"PUB", ready(prop("Socket-Type", "PUB")), ""},
+		{"unknown type", ready(prop("Socket-Type", "SUBX")), ""},
+		{"SUB then DEALER", ready(prop("Socket-Type", "SUB"), prop("SOCKET-TYPE", "DEALER")), ""},
+		{"empty name", ready(prop("", "x"), prop("Socket-Type", "SUB")), ""},
+		{"bad name", ready(prop("Socket:Type", "SUB")), ""},
+		{"truncated length", append(ready(prop("Socket-Type", "SUB")), 1, 'x', 0, 0), ""},
+		{"value past the end", append(ready(prop("Socket-Type", "SUB")), 1, 'x', 0xFF, 0xFF, 0xFF, 0xFF), ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := checkReady(tt.body)
-			if (err == nil) != tt.ok {
-				t.Fatalf("checkReady = %v, want ok=%v", err, tt.ok)
+			got, err := checkReady(tt.body)
+			switch {
+			case tt.want == "" && err == nil:
+				t.Fatalf("checkReady accepted it: %q", got)
+			case tt.want != "" && err != nil:
+				t.Fatalf("checkReady = %v, want a READY of %s", err, tt.want)
+			case tt.want != "" && !bytes.Equal(got, zmtp.EncodeReady(tt.want)):
+				// Only the canonical Socket-Type reaches zmq4: never an
+				// Identity or the peer's spelling.
+				t.Fatalf("checkReady = %q, want %q", got, zmtp.EncodeReady(tt.want))
 			}
 		})
 	}

@@ -1,9 +1,12 @@
 package events_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"log/slog"
+	"net"
 	"testing"
 	"time"
 
@@ -24,20 +27,20 @@ func TestSubscriberConnectionsFiltered(t *testing.T) {
 		send       []byte
 		wantReason string
 	}{
-		{"not ZMTP", make([]byte, 64), "bad greeting signature"},
-		{"ZMTP 2", greeting("NULL", 2), "greeting version is not 3.x"},
-		{"PLAIN mechanism", greeting("PLAIN", 3), "greeting mechanism is not NULL"},
+		{"not ZMTP", make([]byte, 64), "zmtp: bad greeting: signature"},
+		{"ZMTP 2", greeting("NULL", 2), "zmtp: bad greeting: version is not 3.x"},
+		{"PLAIN mechanism", greeting("PLAIN", 3), "zmtp: bad greeting: mechanism is not NULL"},
 		{"READY claiming 2^62 bytes", append(greeting("NULL", 3), hugeLong(0x04)...), "frame too large"},
 		{"READY over 4 KiB", append(greeting("NULL", 3), frame(0x04, readyBody("Socket-Type", "SUB", "X", string(make([]byte, 5000))))...), "frame too large"},
 		{"a message instead of READY", append(greeting("NULL", 3), frame(0, []byte{1})...), "READY is not a single command frame"},
-		{"not READY", append(greeting("NULL", 3), frame(0x04, append([]byte{5}, "ERROR"...))...), "not a READY command"},
+		{"not READY", append(greeting("NULL", 3), frame(0x04, append([]byte{5}, "ERROR"...))...), "zmtp: bad READY: not a READY command"},
 		{"DEALER", append(greeting("NULL", 3), frame(0x04, readyBody("Socket-Type", "DEALER"))...), "peer is not a SUB socket"},
-		{"lower-case sub", append(greeting("NULL", 3), frame(0x04, readyBody("Socket-Type", "sub"))...), "peer is not a SUB socket"},
-		{"no Socket-Type", append(greeting("NULL", 3), frame(0x04, readyBody("Identity", "x"))...), "peer is not a SUB socket"},
-		{"Socket-Type twice", append(greeting("NULL", 3), frame(0x04, readyBody("Socket-Type", "SUB", "socket-type", "dealer"))...), "duplicate READY property"},
-		{"value past the end", append(greeting("NULL", 3), frame(0x04, append(readyBody(), 11, 'S', 'o', 'c', 'k', 'e', 't', '-', 'T', 'y', 'p', 'e', 0, 0, 0, 100, 'S'))...), "READY value past its end"},
-		{"name past the end", append(greeting("NULL", 3), frame(0x04, append(readyBody(), 40, 'S'))...), "bad READY property name length"},
-		{"bad name", append(greeting("NULL", 3), frame(0x04, readyBody("Socket Type", "SUB"))...), "bad READY property name"},
+		{"unknown socket type", append(greeting("NULL", 3), frame(0x04, readyBody("Socket-Type", "SUBSCRIBER"))...), "zmtp: bad READY: unknown socket type"},
+		{"no Socket-Type", append(greeting("NULL", 3), frame(0x04, readyBody("Identity", "x"))...), "zmtp: bad READY: missing Socket-Type"},
+		{"Socket-Type twice", append(greeting("NULL", 3), frame(0x04, readyBody("Socket-Type", "SUB", "socket-type", "dealer"))...), "zmtp: bad READY: duplicate property"},
+		{"value past the end", append(greeting("NULL", 3), frame(0x04, append(readyBody(), 11, 'S', 'o', 'c', 'k', 'e', 't', '-', 'T', 'y', 'p', 'e', 0, 0, 0, 100, 'S'))...), "zmtp: bad READY: value past end"},
+		{"name past the end", append(greeting("NULL", 3), frame(0x04, append(readyBody(), 40, 'S'))...), "zmtp: bad READY: property name past end"},
+		{"bad name", append(greeting("NULL", 3), frame(0x04, readyBody("Socket Type", "SUB"))...), "zmtp: bad READY: bad property name"},
 		{"frame claiming 2^62 bytes after the handshake", append(handshake(), hugeLong(0)...), "frame too large"},
 		{"unknown flags", append(handshake(), 0x80, 1, 1), "unknown frame flags"},
 		{"multi-part message", append(handshake(), frame(0x01, []byte{1})...), "a subscriber may send single-frame subscriptions only"},
@@ -78,6 +81,42 @@ func TestSubscriberConnectionsFiltered(t *testing.T) {
 
 // TestSilentPeerDelaysOthersOnlyBriefly: a peer that connects and says
 // nothing holds zmq4's accept loop for at most HandshakeTimeout.
+// TestReadyIsCanonicalised: a subscriber whose READY spells its socket type
+// in lower case and carries an Identity is served, and zmq4 is shown only a
+// canonical Socket-Type (it panics on spellings it does not know): the raw
+// peer subscribes and receives a published event.
+func TestReadyIsCanonicalised(t *testing.T) {
+	b := openBus(t, events.Options{HandshakeTimeout: 2 * time.Second})
+	c := rawConn(t, b)
+	hello := append(greeting("NULL", 3), frame(0x04, readyBody("Identity", "me", "Socket-Type", "sub"))...)
+	hello = append(hello, frame(0, []byte{1})...) // subscribe to everything
+	if _, err := c.Write(hello); err != nil {
+		t.Fatal(err)
+	}
+	var got []byte
+	buf := make([]byte, 4096)
+	deadline := time.Now().Add(15 * time.Second)
+	for !bytes.Contains(got, []byte("test.canonical_ready")) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the raw subscriber received no event in 15s; bytes so far %q; stats %+v", got, b.Stats())
+		}
+		// The subscription may land after a publish: keep publishing.
+		if err := b.Publish(context.Background(), &plugin.Event{Topic: "test.canonical_ready", Payload: map[string]any{}}); err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+		n, err := c.Read(buf)
+		got = append(got, buf[:n]...)
+		var ne net.Error
+		if err != nil && !(errors.As(err, &ne) && ne.Timeout()) {
+			t.Fatalf("read: %v (stats %+v)", err, b.Stats())
+		}
+	}
+	if st := b.Stats(); st.RemoteRejected != 0 {
+		t.Errorf("stats %+v: the subscriber was counted as rejected", st)
+	}
+}
+
 func TestSilentPeerDelaysOthersOnlyBriefly(t *testing.T) {
 	b := openBus(t, events.Options{HandshakeTimeout: 300 * time.Millisecond})
 	silent := rawConn(t, b)

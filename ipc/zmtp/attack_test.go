@@ -185,7 +185,7 @@ func TestHandshakeAccepted(t *testing.T) {
 			}
 			// The server's greeting and READY come back once zmq4 has it.
 			c.SetReadDeadline(time.Now().Add(wait))
-			var g [greetingLen + 2]byte
+			var g [GreetingLen + 2]byte
 			if _, err := io.ReadFull(c, g[:]); err != nil {
 				t.Fatalf("not accepted: %v", err)
 			}
@@ -280,7 +280,7 @@ func TestMaxConns(t *testing.T) {
 	echoRouter(t, ep)
 	accepted := func(c net.Conn) bool {
 		c.SetReadDeadline(time.Now().Add(wait))
-		var g [greetingLen]byte
+		var g [GreetingLen]byte
 		_, err := io.ReadFull(c, g[:])
 		return err == nil
 	}

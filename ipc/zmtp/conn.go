@@ -69,7 +69,7 @@ type conn struct {
 	total   uint64 // body bytes so far in the current message
 	rerr    error  // sticky: once Read failed it keeps failing
 	hdr     [9]byte
-	greet   [greetingLen]byte
+	greet   [GreetingLen]byte
 
 	wmu     sync.Mutex
 	swallow []byte // listener: the part of zmq4's greeting not yet swallowed (we sent ours already)
@@ -114,14 +114,14 @@ func (c *conn) serverHandshake() error {
 	if _, err := io.ReadFull(c.br, c.greet[:]); err != nil {
 		return c.handshakeFail(err)
 	}
-	if err := checkGreeting(&c.greet); err != nil {
+	if err := CheckGreeting(&c.greet); err != nil {
 		return c.handshakeFail(err)
 	}
 	ready, err := c.readReady()
 	if err != nil {
 		return c.handshakeFail(err)
 	}
-	replay := make([]byte, 0, greetingLen+len(ready))
+	replay := make([]byte, 0, GreetingLen+len(ready))
 	replay = append(replay, c.greet[:]...)
 	c.pending = append(replay, ready...)
 	c.phase = phaseFrames
@@ -153,14 +153,14 @@ func (c *conn) readReady() ([]byte, error) {
 	if _, err := io.ReadFull(c.br, body); err != nil {
 		return nil, err
 	}
-	st, err := parseReady(body)
+	st, err := ParseReady(body)
 	if err != nil {
 		return nil, err
 	}
 	if c.side == sideListen && st != "DEALER" {
 		return nil, ErrSocketType
 	}
-	return encodeReady(st), nil
+	return EncodeReady(st), nil
 }
 
 // readSize reads the size field that follows a flags byte into c.hdr.
@@ -221,7 +221,7 @@ func (c *conn) advance() error {
 		if _, err := io.ReadFull(c.br, c.greet[:]); err != nil {
 			return c.handshakeFail(err)
 		}
-		if err := checkGreeting(&c.greet); err != nil {
+		if err := CheckGreeting(&c.greet); err != nil {
 			return c.handshakeFail(err)
 		}
 		c.pending = c.greet[:]

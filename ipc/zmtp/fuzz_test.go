@@ -108,11 +108,11 @@ func checkFilterOutput(t *testing.T, stream []byte) {
 		return
 	}
 	// The replay: the peer's greeting, then a READY with Socket-Type only.
-	var g [greetingLen]byte
-	if _, err := io.ReadFull(c, g[:]); err != nil || !bytes.Equal(g[:], stream[:greetingLen]) {
+	var g [GreetingLen]byte
+	if _, err := io.ReadFull(c, g[:]); err != nil || !bytes.Equal(g[:], stream[:GreetingLen]) {
 		t.Fatalf("replayed greeting %x, %v", g, err)
 	}
-	want := encodeReady("DEALER")
+	want := EncodeReady("DEALER")
 	got := make([]byte, len(want))
 	if _, err := io.ReadFull(c, got); err != nil || !bytes.Equal(got, want) {
 		t.Fatalf("replayed READY %q, %v", got, err)

@@ -249,11 +249,11 @@ func rawHandshake(t testing.TB, c net.Conn) {
 	}
 	c.SetReadDeadline(time.Now().Add(wait))
 	defer c.SetReadDeadline(time.Time{})
-	var g [greetingLen]byte
+	var g [GreetingLen]byte
 	if _, err := io.ReadFull(c, g[:]); err != nil {
 		t.Fatalf("server greeting: %v", err)
 	}
-	if err := checkGreeting(&g); err != nil {
+	if err := CheckGreeting(&g); err != nil {
 		t.Fatalf("server greeting: %v", err)
 	}
 	var h [2]byte
@@ -267,7 +267,7 @@ func rawHandshake(t testing.TB, c net.Conn) {
 	if _, err := io.ReadFull(c, body); err != nil {
 		t.Fatalf("server READY: %v", err)
 	}
-	if st, err := parseReady(body); err != nil || st != "ROUTER" {
+	if st, err := ParseReady(body); err != nil || st != "ROUTER" {
 		t.Fatalf("server READY: %q, %v", st, err)
 	}
 }

@@ -52,7 +52,7 @@ func TestListenerClose(t *testing.T) {
 		var stalled []net.Conn
 		for i := 0; i < 5; i++ {
 			c := rawConn(t, path)
-			var g [greetingLen]byte
+			var g [GreetingLen]byte
 			if _, err := io.ReadFull(c, g[:]); err != nil { // our greeting: it is in pre-validation
 				t.Fatal(err)
 			}

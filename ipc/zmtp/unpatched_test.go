@@ -17,7 +17,7 @@ import (
 
 // TestZMQ4MetadataParserPanics calls zmq4's own READY metadata parser
 // (Metadata.UnmarshalZMTP → Property.Write) on malformed variants, in process
-// and under recover, and records which of them panic; parseReady must reject
+// and under recover, and records which of them panic; ParseReady must reject
 // every one without panicking.
 func TestZMQ4MetadataParserPanics(t *testing.T) {
 	st := prop("Socket-Type", "DEALER")
@@ -47,8 +47,8 @@ func TestZMQ4MetadataParserPanics(t *testing.T) {
 			if panicked != tc.zmq4Panic {
 				t.Errorf("zmq4 panicked=%v, want %v", panicked, tc.zmq4Panic)
 			}
-			if _, err := parseReady(cat([]byte("\x05READY"), md)); err == nil {
-				t.Error("parseReady accepted it")
+			if _, err := ParseReady(cat([]byte("\x05READY"), md)); err == nil {
+				t.Error("ParseReady accepted it")
 			}
 		})
 	}
@@ -57,7 +57,7 @@ func TestZMQ4MetadataParserPanics(t *testing.T) {
 // TestZMQ4SocketTypePanics: zmq4's Conn.init calls
 // SocketType(peer's Socket-Type).IsCompatible(own type), and IsCompatible
 // panics on any type it does not know — including "" (no Socket-Type in
-// READY) and "dealer" in lower case. parseReady only ever hands zmq4 a
+// READY) and "dealer" in lower case. ParseReady only ever hands zmq4 a
 // canonical, known type.
 func TestZMQ4SocketTypePanics(t *testing.T) {
 	for _, tc := range []struct {
@@ -82,9 +82,9 @@ func TestZMQ4SocketTypePanics(t *testing.T) {
 		if tc.peer == "" {
 			md = prop("Identity", "x")
 		}
-		st, err := parseReady(cat([]byte("\x05READY"), md))
+		st, err := ParseReady(cat([]byte("\x05READY"), md))
 		if err == nil && canonicalType([]byte(st)) != st {
-			t.Errorf("parseReady(%q) = %q, not canonical", tc.peer, st)
+			t.Errorf("ParseReady(%q) = %q, not canonical", tc.peer, st)
 		}
 	}
 }

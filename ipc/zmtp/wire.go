@@ -7,7 +7,7 @@ import (
 
 // ZMTP 3.x wire constants (https://rfc.zeromq.org/spec/23/).
 const (
-	greetingLen = 64
+	GreetingLen = 64 // bytes in a ZMTP 3.x greeting
 
 	sigHeader = 0xFF // greeting byte 0
 	sigFooter = 0x7F // greeting byte 9
@@ -26,7 +26,7 @@ const (
 // greeting zmq4 v0.17.0 writes for the NULL mechanism (signature with zero
 // padding, version 3.0, "NULL", as-server 0, zero filler): the listener sends
 // it before zmq4 takes the connection over and then swallows zmq4's own copy.
-var localGreeting = func() (g [greetingLen]byte) {
+var localGreeting = func() (g [GreetingLen]byte) {
 	g[0] = sigHeader
 	g[9] = sigFooter
 	g[10] = 3
@@ -41,10 +41,10 @@ var socketTypes = []string{
 	"PULL", "PUSH", "XPUB", "XSUB",
 }
 
-// checkGreeting validates a peer's 64-byte ZMTP greeting. The 8 padding bytes
+// CheckGreeting validates a peer's 64-byte ZMTP greeting. The 8 padding bytes
 // of the signature and the 31 filler bytes are not checked: libzmq puts a
 // ZMTP 1.0 length in the padding, and nothing reads the filler.
-func checkGreeting(g *[greetingLen]byte) error {
+func CheckGreeting(g *[GreetingLen]byte) error {
 	switch {
 	case g[0] != sigHeader || g[9] != sigFooter:
 		return fmt.Errorf("%w: signature", ErrBadGreeting)
@@ -67,11 +67,11 @@ func allZero(b []byte) bool {
 	return true
 }
 
-// parseReady validates the body of a READY command frame (command name and
+// ParseReady validates the body of a READY command frame (command name and
 // metadata) and returns the peer's socket type in canonical spelling. Every
 // length is checked against what remains before it is used; any property
 // other than Socket-Type — Identity in particular — is parsed and dropped.
-func parseReady(body []byte) (socketType string, err error) {
+func ParseReady(body []byte) (socketType string, err error) {
 	if len(body) == 0 {
 		return "", fmt.Errorf("%w: empty command", ErrBadReady)
 	}
@@ -166,10 +166,14 @@ func canonicalType(v []byte) string {
 	return ""
 }
 
-// encodeReady returns a complete READY command frame (header included) whose
+// EncodeReady returns a complete READY command frame (header included) whose
 // only property is Socket-Type. This is what zmq4 is shown instead of the
 // peer's own READY, so it never sees a peer-chosen Identity.
-func encodeReady(socketType string) []byte {
+//
+// CheckGreeting, ParseReady and EncodeReady are exported for the module's
+// other hardened listener, the event bus (core/events), which filters its
+// subscribers' handshakes the same way.
+func EncodeReady(socketType string) []byte {
 	bodyLen := 1 + len(cmdReady) + 1 + len(propSocketType) + 4 + len(socketType)
 	b := make([]byte, 0, 2+bodyLen) // always < 256 bytes: a short frame
 	b = append(b, flagCommand, byte(bodyLen))
