@@ -154,3 +154,123 @@ func TestBadLLMCAFileStopsTheCore(t *testing.T) {
 		})
 	}
 }
+
+// llmScript is a container script that starts ipc relay and then makes the
+// calls named in its arguments through it with raw HTTP/1.0 (so that error
+// bodies are shown too): "post" a Messages call, "get" the model list. Each
+// answer ends with a line "--- end". busybox nc quits when its input ends,
+// before the answer has come, so the request is written by nc -e's program,
+// which then copies the answer to stderr.
+const llmScript = `ipc relay --listen 127.0.0.1:$CARAPACE_LLM_PORT 2>/dev/null &
+for i in 1 2 3 4 5 6 7 8 9 10; do nc -z 127.0.0.1 $CARAPACE_LLM_PORT 2>/dev/null && break; sleep 0.1; done
+cat > /tmp/call.sh <<'END'
+msg='{"model":"claude-test-1","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}'
+case $1 in
+post) printf 'POST /v1/messages HTTP/1.0\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s' ${#msg} "$msg" ;;
+get) printf 'GET /v1/models HTTP/1.0\r\nHost: x\r\n\r\n' ;;
+esac
+cat >&2
+END
+for call in "$@"; do
+	nc 127.0.0.1 $CARAPACE_LLM_PORT -e sh /tmp/call.sh $call 2>&1
+	echo; echo "--- end"
+done`
+
+// llmAnswer is one raw answer of llmScript: its status code and body.
+type llmAnswer struct {
+	Status int
+	Body   string
+}
+
+// llmCalls runs llmScript in a container session of group and returns the
+// answers, one per call.
+func llmCalls(t *testing.T, c *testCore, group string, calls ...string) ([]llmAnswer, control.Session) {
+	t.Helper()
+	cmd := append([]string{"sh", "-c", llmScript, "llm"}, calls...)
+	stdout, stderr, exit, info := runAgent(t, c, control.SessionRequest{Group: group, Runtime: "docker", Command: cmd})
+	if exit != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", exit, stdout, stderr)
+	}
+	parts := strings.Split(stdout, "--- end\n")
+	if len(parts) != len(calls)+1 {
+		t.Fatalf("%d answers for %d calls:\n%s\nstderr:\n%s", len(parts)-1, len(calls), stdout, stderr)
+	}
+	var as []llmAnswer
+	for _, p := range parts[:len(calls)] {
+		var a llmAnswer
+		if _, err := fmt.Sscanf(p, "HTTP/1.%d %d", new(int), &a.Status); err != nil {
+			t.Fatalf("no status line in %q", p)
+		}
+		if _, body, ok := strings.Cut(p, "\r\n\r\n"); ok {
+			a.Body = body
+		}
+		as = append(as, a)
+	}
+	return as, info
+}
+
+// TestModelAPILimitsThroughTheRelay: the per-session request rate and the
+// per-group daily token budget trip for calls made from inside the real
+// container, answered in the model API's own error shape; the budget is
+// the group's (a new session of the group is refused too, another group is
+// not) and both refusals are audited.
+func TestModelAPILimitsThroughTheRelay(t *testing.T) {
+	up := newFakeModelAPI(t)
+	// Each fake Messages answer costs 17 tokens (12 in, 5 out): the budget
+	// of 20 lets two calls start and refuses the third. 4 requests a minute
+	// (burst 4): the fourth call passes, the fifth is refused.
+	c := startCoreWith(t, coreOptions{
+		Config: dockerConfig(t, fmt.Sprintf("[llm]\nupstream = %q\nca_file = %q\nrequests_per_minute = 4\ndaily_tokens = 20\n", up.URL, up.caFile(t))),
+		Setup: func(h home.Dir) {
+			if err := keychain.NewFileStore(h.CredentialsDir()).Set(keychain.LLMPlugin, keychain.LLMKeyAPI, []byte("sk-ant-api03-limits")); err != nil {
+				t.Fatal(err)
+			}
+		},
+	})
+	as, first := llmCalls(t, c, "main", "post", "post", "post", "get", "get")
+	want := []struct {
+		status int
+		body   string
+	}{
+		{200, "hello from the fake model"},
+		{200, "hello from the fake model"},
+		{429, `"type":"rate_limit_error"`},
+		{200, "claude-test-1"},
+		{429, `"type":"rate_limit_error"`},
+	}
+	for i, w := range want {
+		if as[i].Status != w.status || !strings.Contains(as[i].Body, w.body) || !strings.HasPrefix(strings.TrimSpace(as[i].Body), `{`) {
+			t.Errorf("call %d: %d %q; want %d with %s", i+1, as[i].Status, as[i].Body, w.status, w.body)
+		}
+	}
+	if !strings.Contains(as[2].Body, "daily token budget") || !strings.Contains(as[4].Body, "model API requests a minute") {
+		t.Errorf("the refusals do not say which limit: %q, %q", as[2].Body, as[4].Body)
+	}
+
+	// The budget is the group's: a fresh session of main is refused at
+	// once, while group other still gets an answer.
+	as, _ = llmCalls(t, c, "main", "post")
+	if as[0].Status != 429 || !strings.Contains(as[0].Body, "daily token budget") {
+		t.Errorf("a new session of the spent group: %d %q; want the budget refusal", as[0].Status, as[0].Body)
+	}
+	as, _ = llmCalls(t, c, "other", "post")
+	if as[0].Status != 200 {
+		t.Errorf("group other: %d %q; want 200", as[0].Status, as[0].Body)
+	}
+
+	up.mu.Lock()
+	forwarded := len(up.seen)
+	up.mu.Unlock()
+	if forwarded != 4 { // two Messages calls and a model list from main, one call from other
+		t.Errorf("the model API got %d requests; want 4 (refused calls must not be forwarded)", forwarded)
+	}
+	got := map[string]int{}
+	for _, e := range c.Audit(t) {
+		if e.Session == first.ID && e.Stage == "llm" {
+			got[e.Code]++
+		}
+	}
+	if got["BUDGET_EXCEEDED"] != 1 || got["RATE_LIMITED"] != 1 {
+		t.Errorf("audit codes for session %s: %v; want one BUDGET_EXCEEDED and one RATE_LIMITED", first.ID, got)
+	}
+}
