@@ -33,7 +33,6 @@ import (
 
 	"github.com/carapace-dev/carapace/core/audit"
 	"github.com/carapace-dev/carapace/core/control"
-	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/server"
 	"github.com/carapace-dev/carapace/internal/testutil"
 	"github.com/carapace-dev/carapace/ipc"
@@ -370,13 +369,7 @@ func TestShutdownDrainsInProcess(t *testing.T) {
 		return false
 	})
 
-	stopped := make(chan error, 1)
-	go func() {
-		c.cancel() // what the serve command does on SIGTERM
-		err := <-c.done
-		close(c.done) // c.Stop in the harness's cleanup sees it closed
-		stopped <- err
-	}()
+	c.Cancel() // what the serve command does on SIGTERM
 	waitFor(t, "the core to report draining", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
@@ -396,8 +389,8 @@ func TestShutdownDrainsInProcess(t *testing.T) {
 		t.Fatalf("in-flight call: %v; want count 1", r.Result)
 	}
 	select {
-	case err := <-stopped:
-		if err != nil {
+	case <-c.Stopped():
+		if err := c.Stop(t); err != nil {
 			t.Fatalf("Run: %v", err)
 		}
 	case <-time.After(20 * time.Second):
@@ -431,15 +424,7 @@ func TestShutdownDrainsInProcess(t *testing.T) {
 // withdraws a pending confirmation (the agent gets PLUGIN_UNAVAILABLE at
 // stage 5), exits 0 and leaves no socket or pid file behind.
 func TestShutdownServeBinarySIGTERM(t *testing.T) {
-	dir, err := os.MkdirTemp("", "cp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	h := home.Dir(dir)
-	if err := h.Ensure(); err != nil {
-		t.Fatal(err)
-	}
+	h := newHome(t)
 	// Small timeouts so that the drain bound is short: the drain waits up
 	// to handler_timeout + 1 s, plugin shutdown up to shutdown_timeout, the
 	// control API up to 2 s.
@@ -448,13 +433,13 @@ func TestShutdownServeBinarySIGTERM(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	serve := hostileStart(t, exec.Command(bins.carapace, "--home", dir, "serve"))
+	serve := hostileStart(t, exec.Command(bins.carapace, "--home", string(h), "serve"))
 	waitFor(t, "carapace status to answer", func() bool {
 		_, _, code := runCLI(t, h, "status")
 		return code == 0
 	})
 
-	run := hostileStart(t, exec.Command(bins.carapace, "--home", dir, "run", "--group", "main", "--runtime", "none", "--",
+	run := hostileStart(t, exec.Command(bins.carapace, "--home", string(h), "run", "--group", "main", "--runtime", "none", "--",
 		bins.ipc, "tool.invoke.echo_confirm", `{"message":"x"}`))
 	var sessions []string
 	waitFor(t, "the confirmation to be pending", func() bool {
@@ -517,19 +502,11 @@ func TestAuditUnwritableAtStartRefusesToStart(t *testing.T) {
 	if _, err := os.Stat("/dev/full"); err != nil {
 		t.Fatalf("this test needs /dev/full: %v", err)
 	}
-	dir, err := os.MkdirTemp("", "cp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	h := home.Dir(dir)
-	if err := h.Ensure(); err != nil {
-		t.Fatal(err)
-	}
+	h := newHome(t)
 	if err := os.Symlink("/dev/full", h.AuditLog()); err != nil { // every write fails with ENOSPC
 		t.Fatal(err)
 	}
-	err = server.Run(context.Background(), server.Options{Home: h, Logger: slog.New(slog.DiscardHandler), Version: "test"})
+	err := server.Run(context.Background(), server.Options{Home: h, Logger: slog.New(slog.DiscardHandler), Version: "test"})
 	if err == nil || !strings.Contains(err.Error(), "audit log") {
 		t.Fatalf("Run = %v; want a refusal to start naming the audit log", err)
 	}

@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,12 +16,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/carapace-dev/carapace/core/audit"
-	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/core/server"
-	"github.com/carapace-dev/carapace/internal/testutil"
+	"github.com/carapace-dev/carapace/internal/testutil/coretest"
 	"github.com/carapace-dev/carapace/ipc"
 	"github.com/carapace-dev/carapace/plugins"
 )
@@ -125,12 +121,8 @@ func (k *testkit) Invoke(ctx context.Context, req *plugin.Request) (map[string]a
 // testCore is a core started in process with server.Run — the same code
 // `carapace serve` runs — plus the testkit plugin.
 type testCore struct {
-	Home   home.Dir
-	Client *control.Client
-	Kit    *testkit
-	Log    *testutil.Buffer // everything the core logged (JSON lines)
-	cancel context.CancelFunc
-	done   chan error
+	*coretest.Core
+	Kit *testkit
 }
 
 // coreOptions vary startCoreWith.
@@ -144,40 +136,18 @@ type coreOptions struct {
 	BriefTimeout time.Duration // 0: the default
 }
 
-// startCore runs a core in a fresh short home (socket paths are limited to
-// ~104 bytes) with config as config.toml.
+// startCore runs a core in a fresh short home with config as config.toml.
 func startCore(t *testing.T, config string) *testCore {
 	t.Helper()
 	return startCoreWith(t, coreOptions{Config: config})
 }
 
 // newHome makes a fresh short home, removed at the end of the test.
-func newHome(t *testing.T) home.Dir {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "cp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	h := home.Dir(dir)
-	if err := h.Ensure(); err != nil {
-		t.Fatal(err)
-	}
-	return h
-}
+func newHome(t *testing.T) home.Dir { return coretest.NewHome(t) }
 
 func startCoreWith(t *testing.T, o coreOptions) *testCore {
 	t.Helper()
-	h := newHome(t)
-	if o.Config != "" {
-		if err := os.WriteFile(h.Config(), []byte(o.Config), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if o.Setup != nil {
-		o.Setup(h)
-	}
-	c, err := runCore(t, h, o)
+	c, err := runCore(t, newHome(t), o)
 	if err != nil {
 		t.Fatalf("core did not start: %v", err)
 	}
@@ -196,68 +166,13 @@ func runCore(t *testing.T, h home.Dir, o coreOptions) (*testCore, error) {
 	if o.Builtins != nil {
 		builtins = o.Builtins(builtins)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan struct{})
-	c := &testCore{Home: h, Client: control.NewClient(h.ControlSocket()), Kit: kit, Log: &testutil.Buffer{}, cancel: cancel, done: make(chan error, 1)}
-	var w io.Writer = c.Log
-	if testing.Verbose() {
-		w = io.MultiWriter(c.Log, os.Stderr)
-	}
-	logger := slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	go func() {
-		c.done <- server.Run(ctx, server.Options{Home: h, Logger: logger, Version: "test", Builtins: builtins,
-			InitTimeout: o.InitTimeout, BriefTimeout: o.BriefTimeout, Ready: func(*server.Server) { close(ready) }})
-	}()
-	select {
-	case <-ready:
-	case err := <-c.done:
-		cancel()
+	c, err := coretest.Start(t, h, coretest.Options{Config: o.Config, Setup: o.Setup, Server: server.Options{
+		Builtins: builtins, InitTimeout: o.InitTimeout, BriefTimeout: o.BriefTimeout,
+	}})
+	if err != nil {
 		return nil, err
-	case <-time.After(30 * time.Second):
-		t.Fatal("core did not start within 30s")
 	}
-	t.Cleanup(func() { c.Stop(t) })
-	return c, nil
-}
-
-// Stop cancels the core (what SIGTERM does) and waits for Run to return.
-// It may be called more than once.
-func (c *testCore) Stop(t *testing.T) error {
-	t.Helper()
-	c.cancel()
-	select {
-	case err, ok := <-c.done:
-		if ok {
-			close(c.done)
-		}
-		return err
-	case <-time.After(60 * time.Second):
-		t.Fatal("core did not stop within 60s")
-	}
-	return nil
-}
-
-// Session opens a session of group; it is closed at the end of the test.
-func (c *testCore) Session(t *testing.T, group string) control.Session {
-	t.Helper()
-	// The session lives as long as the stream that opened it: the context
-	// must outlive the test, not just the call.
-	h, err := c.Client.OpenSession(context.Background(), group)
-	if err != nil {
-		t.Fatalf("open session: %v", err)
-	}
-	t.Cleanup(func() { _ = h.Close() })
-	return h.Info()
-}
-
-// Audit returns every audit entry written so far.
-func (c *testCore) Audit(t *testing.T) []audit.Entry {
-	t.Helper()
-	es, err := audit.Read(c.Home.AuditLog(), audit.Filter{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return es
+	return &testCore{Core: c, Kit: kit}, nil
 }
 
 // ipcRun is what one run of bin/ipc produced.

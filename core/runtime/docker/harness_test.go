@@ -9,7 +9,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,14 +17,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/carapace-dev/carapace/core/audit"
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/runtime"
 	"github.com/carapace-dev/carapace/core/runtime/docker"
-	"github.com/carapace-dev/carapace/core/server"
 	"github.com/carapace-dev/carapace/internal/agentimage"
 	"github.com/carapace-dev/carapace/internal/testutil"
+	"github.com/carapace-dev/carapace/internal/testutil/coretest"
 )
 
 // What TestMain prepares for every test.
@@ -216,93 +214,19 @@ func workspace(t *testing.T) string {
 	return dir
 }
 
-// core is a Carapace core run in process with server.Run, the code
-// `carapace serve` runs, on a fresh home.
-type core struct {
-	Home   home.Dir
-	Client *control.Client
-	Log    *testutil.Buffer // everything the core logged
-	cancel context.CancelFunc
-	done   chan error
-}
-
-// startCore starts a core with config as config.toml; setup runs on the
-// home before the core starts. The core stops when the test ends.
-func startCore(t *testing.T, config string, setup func(home.Dir)) *core {
+// startCore starts a core, with server.Run as `carapace serve` does, on a
+// fresh home with config as config.toml; setup runs on the home before the
+// core starts. The core stops when the test ends, and an error it stops
+// with fails the test.
+func startCore(t *testing.T, config string, setup func(home.Dir)) *coretest.Core {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "cp") // short: socket paths are limited to ~104 bytes
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	h := home.Dir(dir)
-	if err := h.Ensure(); err != nil {
-		t.Fatal(err)
-	}
-	if config != "" {
-		if err := os.WriteFile(h.Config(), []byte(config), 0o600); err != nil {
-			t.Fatal(err)
+	c := coretest.MustStart(t, coretest.Options{Config: config, Setup: setup})
+	t.Cleanup(func() {
+		if err := c.Stop(t); err != nil {
+			t.Errorf("core stopped with %v", err)
 		}
-	}
-	if setup != nil {
-		setup(h)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	c := &core{Home: h, Client: control.NewClient(h.ControlSocket()), Log: &testutil.Buffer{}, cancel: cancel, done: make(chan error, 1)}
-	ready := make(chan struct{})
-	logger := slog.New(slog.NewJSONHandler(c.Log, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	go func() {
-		c.done <- server.Run(ctx, server.Options{Home: h, Logger: logger, Version: "test", Ready: func(*server.Server) { close(ready) }})
-	}()
-	select {
-	case <-ready:
-	case err := <-c.done:
-		cancel()
-		t.Fatalf("core did not start: %v\n%s", err, c.Log)
-	case <-time.After(30 * time.Second):
-		cancel()
-		t.Fatal("core did not start within 30s")
-	}
-	t.Cleanup(func() { c.Stop(t) })
+	})
 	return c
-}
-
-// Stop stops the core and waits for it; it may be called more than once.
-func (c *core) Stop(t *testing.T) {
-	t.Helper()
-	c.cancel()
-	select {
-	case err, ok := <-c.done:
-		if ok {
-			close(c.done)
-			if err != nil {
-				t.Errorf("core stopped with %v", err)
-			}
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatal("core did not stop within 60s")
-	}
-}
-
-// Session opens a session of group, closed when the test ends.
-func (c *core) Session(t *testing.T, group string) control.Session {
-	t.Helper()
-	h, err := c.Client.OpenSession(context.Background(), group)
-	if err != nil {
-		t.Fatalf("open session: %v", err)
-	}
-	t.Cleanup(func() { _ = h.Close() })
-	return h.Info()
-}
-
-// Audit returns the audit entries written so far.
-func (c *core) Audit(t *testing.T) []audit.Entry {
-	t.Helper()
-	es, err := audit.Read(c.Home.AuditLog(), audit.Filter{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return es
 }
 
 // socketMount mounts a session's socket where ipc looks for it.
