@@ -641,3 +641,43 @@ func copyExecutable(t *testing.T, dir string) string {
 	}
 	return dst
 }
+
+// TestShutdownClosesSilentConnections: a connection that has sent no
+// request (a silent local process, or the spare connection an HTTP client
+// keeps after a dial race) does not hold Shutdown up; net/http alone waits
+// 5 s for it, longer than this test's deadline.
+func TestShutdownClosesSilentConnections(t *testing.T) {
+	h := controltest.TempHome(t)
+	ln, err := control.Listen(h.ControlSocket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := control.NewServer(controltest.NewBackend(h), slog.New(slog.DiscardHandler))
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+
+	// A connection that says nothing, then a request on another one: the
+	// server accepts in order, so once the request is answered the silent
+	// connection is the server's too.
+	silent, err := net.Dial("unix", h.ControlSocket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	if _, err := control.NewClient(h.ControlSocket()).Status(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown with a silent connection open: %v", err)
+	}
+	if err := <-served; err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+	_ = silent.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, err := silent.Read(make([]byte, 1)); err == nil {
+		t.Fatalf("the silent connection is still open (read %d bytes)", n)
+	}
+}

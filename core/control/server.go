@@ -37,6 +37,7 @@ type Server struct {
 
 	mu      sync.Mutex
 	streams map[string]*stream // held POST /v1/sessions responses, by session id
+	fresh   map[net.Conn]bool  // connections that have not sent a request yet
 }
 
 // stream is one held POST /v1/sessions response.
@@ -55,6 +56,7 @@ func NewServer(b Backend, logger *slog.Logger) *Server {
 		logger:  logger,
 		done:    make(chan struct{}),
 		streams: make(map[string]*stream),
+		fresh:   make(map[net.Conn]bool),
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/status", s.handleStatus)
@@ -76,8 +78,27 @@ func NewServer(b Backend, logger *slog.Logger) *Server {
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       time.Minute,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		ConnState:         s.connState,
 	}
+	s.hs.RegisterOnShutdown(s.closeFresh)
 	return s
+}
+
+// connState tracks the connections that have not sent a request yet, for
+// Shutdown; one accepted while Shutdown runs is closed at once.
+func (s *Server) connState(c net.Conn, st http.ConnState) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st != http.StateNew {
+		delete(s.fresh, c)
+		return
+	}
+	select {
+	case <-s.done:
+		_ = c.Close()
+	default:
+		s.fresh[c] = true
+	}
 }
 
 // Serve serves the control API on ln until Shutdown; it then returns nil.
@@ -97,9 +118,24 @@ func (s *Server) Serve(ln net.Listener) error {
 // Shutdown stops accepting connections, ends every session stream (the
 // sessions are closed through the Backend as their streams end), and waits
 // for requests in flight until ctx is done.
+//
+// Connections that have not sent a request are closed at once. net/http
+// would wait up to 5 s for each to send one: an HTTP client keeps the spare
+// connections it dialled while another became free, and a silent local
+// process could hold one open.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.doneOnce.Do(func() { close(s.done) })
 	return s.hs.Shutdown(ctx)
+}
+
+// closeFresh closes the connections that have not sent a request. net/http
+// calls it once Shutdown has closed the listener.
+func (s *Server) closeFresh() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.fresh {
+		_ = c.Close()
+	}
 }
 
 func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
