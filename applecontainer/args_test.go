@@ -2,7 +2,6 @@ package applecontainer
 
 import (
 	"errors"
-	"flag"
 	"net"
 	"os"
 	"path/filepath"
@@ -11,9 +10,8 @@ import (
 	"testing"
 
 	"github.com/carapace-dev/carapace/core/runtime"
+	"github.com/carapace-dev/carapace/internal/testutil"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/golden from the current output")
 
 // host is a session's files on the host, laid out as the core lays them out.
 type host struct {
@@ -110,22 +108,7 @@ func TestRunArgsGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := strings.Join(h.generic(args), "\n") + "\n"
-	golden := filepath.Join("testdata", "golden", "run.args")
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run the test with -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("run arguments differ from %s (-update rewrites it)\ngot:\n%s\nwant:\n%s", golden, got, want)
-	}
+	testutil.Golden(t, filepath.Join("testdata", "golden", "run.args"), []byte(got))
 }
 
 // flagPairs returns args's "flag value" pairs and lone flags, up to the

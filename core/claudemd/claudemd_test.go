@@ -2,8 +2,6 @@ package claudemd
 
 import (
 	"encoding/json"
-	"flag"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -12,9 +10,8 @@ import (
 	"time"
 
 	"github.com/carapace-dev/carapace/core/plugin"
+	"github.com/carapace-dev/carapace/internal/testutil"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 func TestRender(t *testing.T) {
 	brief := &plugin.Brief{EntryCount: 2, Entries: []plugin.BriefEntry{
@@ -31,20 +28,7 @@ func TestRender(t *testing.T) {
 		{"unavailable.md", Params{Group: "main", Memory: MemoryUnavailable}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := Render(tc.p)
-			path := filepath.Join("testdata", tc.name)
-			if *update {
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test -update)", err)
-			}
-			if string(got) != string(want) {
-				t.Errorf("got\n%s\nwant\n%s", got, want)
-			}
+			testutil.Golden(t, filepath.Join("testdata", tc.name), Render(tc.p))
 		})
 	}
 }

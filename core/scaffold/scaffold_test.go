@@ -2,7 +2,6 @@ package scaffold_test
 
 import (
 	"errors"
-	"flag"
 	"go/format"
 	"os"
 	"os/exec"
@@ -15,9 +14,8 @@ import (
 	"github.com/carapace-dev/carapace/core/manifest"
 	"github.com/carapace-dev/carapace/core/scaffold"
 	"github.com/carapace-dev/carapace/core/skills"
+	"github.com/carapace-dev/carapace/internal/testutil"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // goldenCases are the plugins whose generated trees are kept in
 // testdata/<name>/ as <file>.golden.
@@ -70,7 +68,7 @@ func TestGolden(t *testing.T) {
 				t.Errorf("files = %v, want %v (no SDK: go mod tidy must not run)", paths, want)
 			}
 			golden := filepath.Join("testdata", tc.name)
-			if *update {
+			if testutil.Update() {
 				if err := os.RemoveAll(golden); err != nil {
 					t.Fatal(err)
 				}

@@ -2,16 +2,13 @@ package docker
 
 import (
 	"errors"
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/carapace-dev/carapace/core/runtime"
+	"github.com/carapace-dev/carapace/internal/testutil"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // fullSpec is a Spec with every field set, in no particular order.
 func fullSpec() runtime.Spec {
@@ -57,20 +54,7 @@ func TestRunArgsGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := strings.Join(args, "\n") + "\n"
-			path := filepath.Join("testdata", tc.golden)
-			if *update {
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test -update to create it)", err)
-			}
-			if got != string(want) {
-				t.Fatalf("docker run arguments changed (go test -update rewrites %s):\n got:\n%s\nwant:\n%s", path, got, want)
-			}
+			testutil.Golden(t, filepath.Join("testdata", tc.golden), []byte(strings.Join(args, "\n")+"\n"))
 		})
 	}
 }
