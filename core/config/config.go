@@ -234,61 +234,35 @@ func (c *Config) check() error {
 
 var groupRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
+// orDefault sets *p to v if *p is its type's zero value (not set in the
+// file).
+func orDefault[T comparable](p *T, v T) {
+	var zero T
+	if *p == zero {
+		*p = v
+	}
+}
+
 func (c *Config) withDefaults() *Config {
-	def := func(d *Duration, v time.Duration) {
-		if d.Duration == 0 {
-			d.Duration = v
-		}
-	}
-	def(&c.Core.HandlerTimeout, 30*time.Second)
-	def(&c.Core.ConfirmationTimeout, 5*time.Minute)
-	def(&c.Core.ShutdownTimeout, 10*time.Second)
-	if c.Core.MaxSessions == 0 {
-		c.Core.MaxSessions = 64
-	}
-	if c.RateLimit.PerMinute == 0 {
-		c.RateLimit.PerMinute = 60
-	}
-	if c.RateLimit.Burst == 0 {
-		c.RateLimit.Burst = c.RateLimit.PerMinute
-	}
-	if c.Audit.MaxSizeMB == 0 {
-		c.Audit.MaxSizeMB = 10
-	}
-	if c.Audit.MaxFiles == 0 {
-		c.Audit.MaxFiles = 5
-	}
-	if c.Audit.RejectionsPerMinute == 0 {
-		c.Audit.RejectionsPerMinute = 600
-	}
-	if c.Runtime.Engine == "" {
-		c.Runtime.Engine = "auto"
-	}
-	if c.Runtime.CPUs == 0 {
-		c.Runtime.CPUs = 2
-	}
-	if c.Runtime.MemoryMB == 0 {
-		c.Runtime.MemoryMB = 4096
-	}
-	if c.Runtime.Pids == 0 {
-		c.Runtime.Pids = 256
-	}
-	if c.Sessions.MaxPerGroup == 0 {
-		c.Sessions.MaxPerGroup = 3
-	}
-	if c.Sessions.Queue == 0 {
-		c.Sessions.Queue = 16
-	}
-	def(&c.Sessions.IdleTimeout, 30*time.Minute)
-	if c.LLM.Upstream == "" {
-		c.LLM.Upstream = "https://api.anthropic.com"
-	}
-	if c.LLM.RequestsPerMinute == 0 {
-		c.LLM.RequestsPerMinute = 60
-	}
-	if c.LLM.Port == 0 {
-		c.LLM.Port = 8377
-	}
+	orDefault(&c.Core.HandlerTimeout, Duration{30 * time.Second})
+	orDefault(&c.Core.ConfirmationTimeout, Duration{5 * time.Minute})
+	orDefault(&c.Core.ShutdownTimeout, Duration{10 * time.Second})
+	orDefault(&c.Core.MaxSessions, 64)
+	orDefault(&c.RateLimit.PerMinute, 60)
+	orDefault(&c.RateLimit.Burst, c.RateLimit.PerMinute)
+	orDefault(&c.Audit.MaxSizeMB, 10)
+	orDefault(&c.Audit.MaxFiles, 5)
+	orDefault(&c.Audit.RejectionsPerMinute, 600)
+	orDefault(&c.Runtime.Engine, "auto")
+	orDefault(&c.Runtime.CPUs, 2)
+	orDefault(&c.Runtime.MemoryMB, 4096)
+	orDefault(&c.Runtime.Pids, 256)
+	orDefault(&c.Sessions.MaxPerGroup, 3)
+	orDefault(&c.Sessions.Queue, 16)
+	orDefault(&c.Sessions.IdleTimeout, Duration{30 * time.Minute})
+	orDefault(&c.LLM.Upstream, "https://api.anthropic.com")
+	orDefault(&c.LLM.RequestsPerMinute, 60)
+	orDefault(&c.LLM.Port, 8377)
 	for name, g := range c.Groups {
 		if len(g.Topics) == 0 {
 			g.Topics = SpawnTopics
