@@ -40,7 +40,7 @@ image-test: build ## build the offline agent test image carapace-agent-test:dev 
 .PHONY: image-agent
 image-agent: build ## build the real agent image carapace-agent:$(VERSION) with Claude Code (needs registry and npm access)
 	@ctx=$$(mktemp -d) && arch=$$($(ENGINE) version --format '{{.Server.Arch}}' 2>/dev/null || $(GO) env GOARCH) && \
-	  cp Resources/agent/Containerfile Resources/agent/entrypoint.sh $$ctx/ && cp bin/linux-$$arch/ipc $$ctx/ipc && \
+	  cp Resources/agent/Containerfile Resources/agent/entrypoint.sh Resources/agent/managed-settings.json $$ctx/ && cp bin/linux-$$arch/ipc $$ctx/ipc && \
 	  $(ENGINE) build -t carapace-agent:$(VERSION) --build-arg CARAPACE_VERSION=$(VERSION) -f $$ctx/Containerfile $$ctx; \
 	  s=$$?; rm -rf $$ctx; exit $$s
 
@@ -58,6 +58,7 @@ fuzz: ## run each fuzz target briefly (FUZZTIME=40000x runs; a count, not a dura
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME) ./ipc
 	$(GO) test -run '^$$' -fuzz '^FuzzFilter$$' -fuzztime $(FUZZTIME) ./ipc/zmtp
 	$(GO) test -run '^$$' -fuzz '^FuzzString$$' -fuzztime $(FUZZTIME) ./core/sanitize
+	$(GO) test -run '^$$' -fuzz '^FuzzInline$$' -fuzztime $(FUZZTIME) ./core/claudemd
 	$(GO) test -run '^$$' -fuzz '^FuzzPipeline$$' -fuzztime $(FUZZTIME) ./core/pipeline
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./core/manifest
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./core/internal/pluginproto

@@ -8,9 +8,11 @@
 #   carapace-agent CMD [ARGS...]   run CMD instead (`carapace run -- CMD`)
 #
 # Claude Code reads the session's instructions and memory brief from
-# ~/.claude/CLAUDE.md, its permissions from ~/.claude/settings.json (ipc
-# allowed, web tools denied) and the tools' skills from ~/.claude/skills,
-# all mounted read-only by the core. It reaches the outside world only with
+# ~/.claude/CLAUDE.md, its environment from ~/.claude/settings.json and the
+# tools' skills from ~/.claude/skills, all mounted read-only by the core;
+# its permissions (ipc allowed, web tools denied) and every lock on what a
+# session could leave for the next come from the image's
+# /etc/claude-code/managed-settings.json. It reaches the outside world only with
 # `ipc`, through /run/carapace/ipc.sock.
 set -eu
 # The model API: Claude Code talks to http://127.0.0.1:$CARAPACE_LLM_PORT
@@ -32,7 +34,10 @@ if [ -z "${CARAPACE_PROMPT_FILE:-}" ] || [ ! -r "$CARAPACE_PROMPT_FILE" ]; then
 	echo "carapace-agent: no prompt: the core mounts it at \$CARAPACE_PROMPT_FILE (carapace run --prompt TEXT)" >&2
 	exit 2
 fi
-# -p: print mode, non-interactive. Tools that settings.json neither allows
-# nor denies are refused rather than asked about, as nobody is there to
+# -p: print mode, non-interactive. Tools that the managed settings neither
+# allow nor deny are refused rather than asked about, as nobody is there to
 # answer; high-risk ipc calls still wait for the user on the host.
-exec claude -p "$(cat "$CARAPACE_PROMPT_FILE")"
+# --setting-sources user: no settings, CLAUDE.md, rules, skills or MCP
+# servers from the workspace (project and local scope), which a session
+# could have left there for the next; -p has no trust dialog to stop them.
+exec claude -p --setting-sources user "$(cat "$CARAPACE_PROMPT_FILE")"

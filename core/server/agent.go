@@ -30,6 +30,8 @@ const BriefTimeout = 5 * time.Second
 //	CLAUDE.md                  the session's instructions and memory brief
 //	settings.json              Claude Code's permissions: ipc, no web tools
 //	prompt                     the prompt, for the image's agent (container sessions)
+//	shadow, shadow-file        empty, mounted over the places a session could leave
+//	                           instructions for the next (container sessions; shadow.go)
 const (
 	claudeFile   = "CLAUDE.md"
 	settingsFile = "settings.json"
@@ -71,6 +73,11 @@ func (s *Server) prepareAgent(ctx context.Context, session, group, runtime, prom
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o444); err != nil {
 			return fmt.Errorf("write %s of session %s: %w", name, session, err)
+		}
+	}
+	if runtime != "none" {
+		if err := writeShadows(dir); err != nil {
+			return fmt.Errorf("agent folder of session %s: %w", session, err)
 		}
 	}
 	if err := os.Chmod(dir, 0o555); err != nil {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/carapace-dev/carapace/applecontainer"
+	"github.com/carapace-dev/carapace/core/claudemd"
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/runtime"
 	"github.com/carapace-dev/carapace/core/runtime/docker"
@@ -180,6 +181,12 @@ func (s *Server) containerSpec(info session.Info, req control.SessionRequest) (r
 	if err != nil {
 		return runtime.Spec{}, err
 	}
+	if err := shadowTargets(workspace, claudemd.ShadowedWorkspace); err != nil {
+		return runtime.Spec{}, err
+	}
+	if err := shadowTargets(claude, claudemd.ShadowedClaude); err != nil {
+		return runtime.Spec{}, err
+	}
 	dir := s.agentDir(info.ID)
 	image := s.cfg.Runtime.Image
 	if image == "" {
@@ -210,6 +217,7 @@ func (s *Server) containerSpec(info session.Info, req control.SessionRequest) (r
 		User:   agentUser(),
 		Limits: runtime.Limits{CPUs: s.cfg.Runtime.CPUs, MemoryMB: s.cfg.Runtime.MemoryMB, Pids: s.cfg.Runtime.Pids},
 	}
+	spec.Mounts = append(spec.Mounts, shadowMounts(dir)...)
 	spec.Env = append(spec.Env, s.llmEnv(info.ID)...)
 	if req.Prompt != "" {
 		spec.Mounts = append(spec.Mounts, runtime.Mount{Source: filepath.Join(dir, promptFile), Target: promptContainer, ReadOnly: true})

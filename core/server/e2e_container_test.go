@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/carapace-dev/carapace/core/audit"
+	"github.com/carapace-dev/carapace/core/claudemd"
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/events"
 	"github.com/carapace-dev/carapace/core/plugin"
@@ -132,7 +133,7 @@ echo scratch > ~/.claude/state && echo state-ok
 cat /proc/self/mountinfo
 echo work > /workspace/note && echo workspace-ok`
 	stdout, stderr, exit, _ = runAgent(t, c, control.SessionRequest{Group: "main", Runtime: "docker", Command: []string{"--exec", "sh", "-c", script}})
-	for _, want := range []string{"- [fact] The container agent was here", "carapace-core", "echo", "memory", `"Bash(ipc:*)"`, "state-ok", "workspace-ok", "You run in an isolated container"} {
+	for _, want := range []string{"- [fact] `The container agent was here", "carapace-core", "echo", "memory", `"CLAUDE_CODE_DISABLE_AUTO_MEMORY": "1"`, "state-ok", "workspace-ok", "You run in an isolated container"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("container output lacks %q\nstdout:\n%s\nstderr:\n%s", want, stdout, stderr)
 		}
@@ -155,8 +156,8 @@ echo work > /workspace/note && echo workspace-ok`
 			homeMounts++
 		}
 	}
-	if homeMounts != 7 {
-		t.Errorf("%d mounts from the core's home, want 7 (socket, model API socket, workspace, state, skills, CLAUDE.md, settings.json):\n%s", homeMounts, stdout)
+	if want := 7 + len(claudemd.ShadowedWorkspace) + len(claudemd.ShadowedClaude); homeMounts != want {
+		t.Errorf("%d mounts from the core's home, want %d (socket, model API socket, workspace, state, skills, CLAUDE.md, settings.json, and the shadows):\n%s", homeMounts, want, stdout)
 	}
 	note, err := os.ReadFile(c.Home.Path("groups", "main", "workspace", "note"))
 	if err != nil || string(note) != "work\n" {

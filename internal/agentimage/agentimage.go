@@ -24,6 +24,7 @@ import (
 	"strings"
 
 	agenttest "github.com/carapace-dev/carapace/Resources/agent/test"
+	"github.com/carapace-dev/carapace/core/claudemd"
 )
 
 // TestTag is the tag of the test image that `make image-test` builds.
@@ -98,6 +99,7 @@ func BuildTest(ctx context.Context, o Options) error {
 	}{
 		{name: "Containerfile", data: agenttest.Containerfile, mode: 0o644},
 		{name: "test-agent", data: agenttest.TestAgent, mode: 0o755},
+		{name: "managed-settings.json", data: claudemd.ManagedSettings(), mode: 0o644},
 		{name: "busybox", src: o.Busybox, mode: 0o755},
 		{name: "ipc", src: o.IPC, mode: 0o755},
 	}

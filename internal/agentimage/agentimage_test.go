@@ -103,7 +103,7 @@ func TestBuildTestAssemblesTheContext(t *testing.T) {
 	for _, want := range []string{
 		"build\n--quiet\n", "--build-arg\nCARAPACE_VERSION=1.2.3\n", "--tag\ncarapace-agent-test:unit\n",
 		"DOCKER_BUILDKIT=0\n", // the legacy builder: BuildKit may pull its frontend
-		"-rw-r--r-- Containerfile\n", "-rwxr-xr-x busybox\n", "-rwxr-xr-x ipc\n", "-rwxr-xr-x test-agent\n",
+		"-rw-r--r-- Containerfile\n", "-rw-r--r-- managed-settings.json\n", "-rwxr-xr-x busybox\n", "-rwxr-xr-x ipc\n", "-rwxr-xr-x test-agent\n",
 	} {
 		if !strings.Contains(string(got), want) {
 			t.Errorf("build lacks %q:\n%s", want, got)

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/carapace-dev/carapace/core/claudemd"
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/core/plugin/plugintest"
 	"github.com/carapace-dev/carapace/plugins/memory"
@@ -140,7 +141,7 @@ func BenchmarkMemoryBrief(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if md := br.Markdown(); br.BriefCount == 0 || md == "" {
+		if md := claudemd.Brief(br); br.BriefCount == 0 || md == "" {
 			b.Fatal("empty brief")
 		}
 	}

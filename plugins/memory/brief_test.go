@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/carapace-dev/carapace/core/claudemd"
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/core/plugin/plugintest"
 )
@@ -119,12 +120,12 @@ func TestBriefStructureAndOrder(t *testing.T) {
 			t.Errorf("entry %+v", e)
 		}
 	}
-	md := b.Markdown()
+	md := claudemd.Brief(b)
 	checkMarkdown(t, md, 6)
 	beh := strings.Index(md, "### Behavioral Preferences")
 	facts := strings.Index(md, "### Known Facts")
-	if beh < 0 || facts < beh || !strings.Contains(md[beh:facts], "- [correction] Don't suggest Python (4d ago)") ||
-		!strings.Contains(md[facts:], "- [fact] User's dog is named Luna (30d ago)") {
+	if beh < 0 || facts < beh || !strings.Contains(md[beh:facts], "- [correction] `Don't suggest Python` (4d ago)") ||
+		!strings.Contains(md[facts:], "- [fact] `User's dog is named Luna` (30d ago)") {
 		t.Errorf("sections wrong:\n%s", md)
 	}
 
@@ -200,7 +201,7 @@ func TestBriefLimits(t *testing.T) {
 			if limit := f.h.cfg.MaxBriefChars; chars > limit {
 				t.Errorf("%d characters; limit %d", chars, limit)
 			}
-			md := b.Markdown()
+			md := claudemd.Brief(b)
 			checkMarkdown(t, md, tc.want)
 			if tc.want < len(tc.contents) && !strings.Contains(md, fmt.Sprintf("%d of %d memories shown", tc.want, len(tc.contents))) {
 				t.Errorf("the brief does not say it is cut:\n%s", md)
@@ -241,7 +242,7 @@ func TestBriefInjection(t *testing.T) {
 			t.Errorf("entry content not on one line: %q", e.Content)
 		}
 	}
-	checkMarkdown(t, b.Markdown(), len(attacks))
+	checkMarkdown(t, claudemd.Brief(b), len(attacks))
 	v := plugintest.AssertSuccess(t, f.hs.Invoke("memory_brief", nil))
 	md, _ := v["markdown"].(string)
 	checkMarkdown(t, md, jsonInt(t, v["brief_count"]))
@@ -259,7 +260,7 @@ func TestBriefEmptyGroup(t *testing.T) {
 	if b.EntryCount != 0 || b.BriefCount != 0 || b.Entries == nil || b.GeneratedAt.IsZero() {
 		t.Errorf("empty brief %+v", b)
 	}
-	checkMarkdown(t, b.Markdown(), 0)
+	checkMarkdown(t, claudemd.Brief(b), 0)
 	v := plugintest.AssertSuccess(t, f.hs.Invoke("memory_brief", map[string]any{"include_provenance": true}, plugintest.WithGroup("nobody")))
 	if jsonInt(t, v["brief_count"]) != 0 || jsonInt(t, v["entry_count"]) != 0 {
 		t.Errorf("memory_brief of an empty group: %v", v)

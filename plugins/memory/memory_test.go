@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/carapace-dev/carapace/core/claudemd"
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/core/plugin/plugintest"
 	"github.com/carapace-dev/carapace/ipc"
@@ -426,7 +427,7 @@ func TestHandlerGroupIsolation(t *testing.T) {
 		t.Errorf("group a's brief shows group b: %s", md)
 	}
 	b, err := f.h.MemoryBrief(t.Context(), "a")
-	if err != nil || strings.Contains(b.Markdown(), "Group B") || b.EntryCount != 1 {
+	if err != nil || strings.Contains(claudemd.Brief(b), "Group B") || b.EntryCount != 1 {
 		t.Errorf("MemoryBrief(a) = %+v, %v", b, err)
 	}
 	wantToolError(t, f.hs.Invoke("memory_store", map[string]any{"type": "instruction", "content": "x", "supersedes": secret}, inA), CodeNotFound, "supersedes")

@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/carapace-dev/carapace/core/claudemd"
 	"github.com/carapace-dev/carapace/core/plugin"
 )
 
@@ -158,7 +159,7 @@ func (h *Handler) briefTool(ctx context.Context, req *plugin.Request) (map[strin
 		return nil, err
 	}
 	res := map[string]any{
-		"markdown":     b.Markdown(),
+		"markdown":     claudemd.Brief(b),
 		"entry_count":  b.EntryCount,
 		"brief_count":  b.BriefCount,
 		"generated_at": formatTime(b.GeneratedAt),

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/carapace-dev/carapace/core/claudemd"
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/plugins/memory"
 	"github.com/carapace-dev/carapace/plugins/memory/memorytest"
@@ -71,7 +72,7 @@ func MeasureMemory(entries, n, reps int) ([]Memory, error) {
 			}},
 			{&m.Brief, func() error {
 				b, err := h.MemoryBrief(ctx, group)
-				if err == nil && len(b.Markdown()) == 0 {
+				if err == nil && len(claudemd.Brief(b)) == 0 {
 					err = fmt.Errorf("empty brief")
 				}
 				return err
