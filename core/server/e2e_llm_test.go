@@ -73,17 +73,21 @@ func TestModelAPIThroughTheRelay(t *testing.T) {
 			}
 		},
 	})
-	script := `ipc relay --listen 127.0.0.1:$CARAPACE_LLM_PORT 2>/dev/null &
-for i in 1 2 3 4 5 6 7 8 9 10; do nc -z 127.0.0.1 $CARAPACE_LLM_PORT 2>/dev/null && break; sleep 0.1; done
+	script := relayUp + `
 echo "base: $ANTHROPIC_BASE_URL"
 wget -q -O- --header "x-api-key: $ANTHROPIC_API_KEY" "$ANTHROPIC_BASE_URL/v1/models"; echo
 wget -q -O- --header "x-api-key: $ANTHROPIC_API_KEY" --header "content-type: application/json" --post-data '{"model":"claude-test-1","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}' "$ANTHROPIC_BASE_URL/v1/messages"; echo
 wget -q -O- "$ANTHROPIC_BASE_URL/v1/files" >/dev/null 2>&1 && echo "FILES REACHED" || echo "files refused"
 wget -q -T 2 -O- ` + up.URL + `/v1/models >/dev/null 2>&1 && echo "DIRECT REACHED" || echo "direct refused"
 nc -w 2 1.1.1.1 443 </dev/null >/dev/null 2>&1 && echo "NET REACHED" || echo "net refused"
-env; grep -rs "CANARY" / --exclude-dir=proc --exclude-dir=sys 2>/dev/null | head -3; cat /proc/self/environ /proc/1/environ 2>/dev/null | tr '\0' '\n'`
+env; cat /proc/self/environ /proc/1/environ | tr '\0' '\n'
+` + searchFiles + `
+search CANARY
+# The control: the same search finds the word once a file holds it.
+mkdir -p /tmp/control && printf '%s%s\n' CANA RY > /tmp/control/planted
+search CANARY`
 	stdout, stderr, exit, info := runAgent(t, c, control.SessionRequest{Group: "main", Runtime: "docker", Command: []string{"sh", "-c", script}})
-	for _, want := range []string{"base: http://127.0.0.1:8377", `"claude-test-1"`, "hello from the fake model", "files refused", "direct refused", "net refused"} {
+	for _, want := range []string{"RELAY UP", "base: http://127.0.0.1:8377", `"claude-test-1"`, "hello from the fake model", "files refused", "direct refused", "net refused"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("container output lacks %q\nstdout:\n%s\nstderr:\n%s", want, stdout, stderr)
 		}
@@ -91,7 +95,14 @@ env; grep -rs "CANARY" / --exclude-dir=proc --exclude-dir=sys 2>/dev/null | head
 	if exit != 0 {
 		t.Errorf("exit %d", exit)
 	}
-	if strings.Contains(stdout+stderr, "CANARY") || strings.Contains(stdout+stderr, key) {
+	// The first search finds nothing, the second (after the control is
+	// planted) exactly the control: a search that failed silently would
+	// find nothing both times.
+	searches := strings.Split(stdout, "SEARCH DONE")
+	if len(searches) != 3 || strings.Contains(searches[0], "HIT ") || strings.Count(searches[1], "HIT ") != 1 || !strings.Contains(searches[1], "HIT /tmp/control/planted\n") {
+		t.Errorf("a file in the container holds the key, or the control was not found:\n%s", stdout)
+	}
+	if strings.Contains(searches[0], "CANARY") || strings.Contains(stdout+stderr, key) {
 		t.Errorf("the container saw the model API key:\n%s", stdout)
 	}
 	up.mu.Lock()
@@ -155,14 +166,31 @@ func TestBadLLMCAFileStopsTheCore(t *testing.T) {
 	}
 }
 
+// relayUp starts ipc relay in the container as the image's entrypoint does
+// and waits until it listens: it prints "RELAY UP", or "RELAY DOWN" and
+// the relay's log and exits 3. (busybox nc has no -z to probe the port.)
+const relayUp = `ipc relay --listen 127.0.0.1:$CARAPACE_LLM_PORT 2>/tmp/relay.log &
+up=
+for i in $(seq 100); do grep -q "listening on" /tmp/relay.log && up=1 && break; sleep 0.05; done
+if [ -n "$up" ]; then echo "RELAY UP"; else echo "RELAY DOWN: $(cat /tmp/relay.log)"; exit 3; fi`
+
+// searchFiles defines search PATTERN in a container script: it prints
+// "HIT path" for every regular file outside /proc, /sys and /dev that holds
+// PATTERN, then "SEARCH DONE". It uses only what busybox has (its grep
+// has no --exclude-dir); its failures are not hidden, and each use is
+// paired with a control that plants PATTERN and must be found.
+const searchFiles = `search() {
+	find / \( -path /proc -o -path /sys -o -path /dev \) -prune -o -type f -exec grep -lF "$1" {} + | sed 's/^/HIT /'
+	echo "SEARCH DONE"
+}`
+
 // llmScript is a container script that starts ipc relay and then makes the
 // calls named in its arguments through it with raw HTTP/1.0 (so that error
 // bodies are shown too): "post" a Messages call, "get" the model list. Each
 // answer ends with a line "--- end". busybox nc quits when its input ends,
 // before the answer has come, so the request is written by nc -e's program,
 // which then copies the answer to stderr.
-const llmScript = `ipc relay --listen 127.0.0.1:$CARAPACE_LLM_PORT 2>/dev/null &
-for i in 1 2 3 4 5 6 7 8 9 10; do nc -z 127.0.0.1 $CARAPACE_LLM_PORT 2>/dev/null && break; sleep 0.1; done
+const llmScript = relayUp + `
 cat > /tmp/call.sh <<'END'
 msg='{"model":"claude-test-1","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}'
 case $1 in
@@ -190,6 +218,10 @@ func llmCalls(t *testing.T, c *testCore, group string, calls ...string) ([]llmAn
 	stdout, stderr, exit, info := runAgent(t, c, control.SessionRequest{Group: group, Runtime: "docker", Command: cmd})
 	if exit != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", exit, stdout, stderr)
+	}
+	stdout, ok := strings.CutPrefix(stdout, "RELAY UP\n")
+	if !ok {
+		t.Fatalf("the relay did not come up:\n%s\nstderr:\n%s", stdout, stderr)
 	}
 	parts := strings.Split(stdout, "--- end\n")
 	if len(parts) != len(calls)+1 {
