@@ -44,10 +44,15 @@ image-agent: build ## build the real agent image carapace-agent:$(VERSION) with 
 	  $(ENGINE) build -t carapace-agent:$(VERSION) --build-arg CARAPACE_VERSION=$(VERSION) -f $$ctx/Containerfile $$ctx; \
 	  s=$$?; rm -rf $$ctx; exit $$s
 
+.PHONY: test-agent
+test-agent: image-agent ## run real Claude Code in the real agent image against a scripted model API: planted instructions, hooks, the key (needs registry and npm access; not part of make test)
+	CGO_ENABLED=1 CARAPACE_AGENT_IMAGE=carapace-agent:$(VERSION) $(GO) test -tags '$(TAGS) agentimage' -count=1 -v -timeout 20m -run '^TestRealClaudeCode' ./core/server
+
 .PHONY: test
 test: build ## run every test: gofmt, vet, darwin type-check (cgo files included), unit and end-to-end tests (race detector), brief fuzzing
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	$(GO) vet $(PKGS)
+	$(GO) vet -tags '$(TAGS) agentimage' ./core/server
 	GOOS=darwin GOARCH=arm64 $(GO) vet $(PKGS)
 	$(GO) run ./internal/darwincheck $(PKGS)
 	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 15m $(PKGS)

@@ -181,11 +181,13 @@ func (s *Server) containerSpec(info session.Info, req control.SessionRequest) (r
 	if err != nil {
 		return runtime.Spec{}, err
 	}
-	if err := shadowTargets(workspace, claudemd.ShadowedWorkspace); err != nil {
-		return runtime.Spec{}, err
-	}
-	if err := shadowTargets(claude, claudemd.ShadowedClaude); err != nil {
-		return runtime.Spec{}, err
+	if !s.opts.NoShadows {
+		if err := shadowTargets(workspace, claudemd.ShadowedWorkspace); err != nil {
+			return runtime.Spec{}, err
+		}
+		if err := shadowTargets(claude, claudemd.ShadowedClaude); err != nil {
+			return runtime.Spec{}, err
+		}
 	}
 	dir := s.agentDir(info.ID)
 	image := s.cfg.Runtime.Image
@@ -217,7 +219,9 @@ func (s *Server) containerSpec(info session.Info, req control.SessionRequest) (r
 		User:   agentUser(),
 		Limits: runtime.Limits{CPUs: s.cfg.Runtime.CPUs, MemoryMB: s.cfg.Runtime.MemoryMB, Pids: s.cfg.Runtime.Pids},
 	}
-	spec.Mounts = append(spec.Mounts, shadowMounts(dir)...)
+	if !s.opts.NoShadows {
+		spec.Mounts = append(spec.Mounts, shadowMounts(dir)...)
+	}
 	spec.Env = append(spec.Env, s.llmEnv(info.ID)...)
 	if req.Prompt != "" {
 		spec.Mounts = append(spec.Mounts, runtime.Mount{Source: filepath.Join(dir, promptFile), Target: promptContainer, ReadOnly: true})

@@ -134,6 +134,7 @@ type coreOptions struct {
 	// Builtins, if set, edits the list of built-in plugins.
 	Builtins     func([]plugins.Builtin) []plugins.Builtin
 	BriefTimeout time.Duration // 0: the default
+	NoShadows    bool          // no shadow mounts (server.Options.NoShadows)
 }
 
 // startCore runs a core in a fresh short home with config as config.toml.
@@ -167,7 +168,7 @@ func runCore(t *testing.T, h home.Dir, o coreOptions) (*testCore, error) {
 		builtins = o.Builtins(builtins)
 	}
 	c, err := coretest.Start(t, h, coretest.Options{Config: o.Config, Setup: o.Setup, Server: server.Options{
-		Builtins: builtins, InitTimeout: o.InitTimeout, BriefTimeout: o.BriefTimeout,
+		Builtins: builtins, InitTimeout: o.InitTimeout, BriefTimeout: o.BriefTimeout, NoShadows: o.NoShadows,
 	}})
 	if err != nil {
 		return nil, err

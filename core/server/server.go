@@ -50,6 +50,10 @@ type Options struct {
 	BriefTimeout time.Duration
 	// NewEngine, if set, replaces the container engines (tests).
 	NewEngine func(name string) (runtime.Engine, error)
+	// NoShadows leaves out the empty read-only mounts over the places a
+	// session could leave instructions for the next (shadow.go): only for
+	// tests that prove the image's managed settings hold by themselves.
+	NoShadows bool
 }
 
 // Server is a running core.
