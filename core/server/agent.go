@@ -28,7 +28,7 @@ const BriefTimeout = 5 * time.Second
 //
 //	skills/<plugin>/SKILL.md   one per healthy plugin, plus carapace-core
 //	CLAUDE.md                  the session's instructions and memory brief
-//	settings.json              Claude Code's permissions: ipc, no web tools
+//	settings.json              Claude Code's user settings: the environment
 //	prompt                     the prompt, for the image's agent (container sessions)
 //	shadow, shadow-file        empty, mounted over the places a session could leave
 //	                           instructions for the next (container sessions; shadow.go)
