@@ -301,7 +301,7 @@ func (e *Engine) binary() (path, from string, err error) {
 	}
 	for _, f := range e.fallbacks {
 		if fi, ferr := os.Stat(f.path); ferr == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
-			return f.path, f.by + " (not on PATH)", nil
+			return f.path, f.by + ", not on PATH", nil
 		}
 	}
 	where := ""

@@ -156,9 +156,9 @@ func TestDefaultBin(t *testing.T) {
 	}{
 		{"on PATH", filepath.Dir(f.bin), nil, f.bin, "PATH"},
 		{"PATH wins over the installers' places", filepath.Dir(f.bin), []install{{missing, "Apple's installer package"}}, f.bin, "PATH"},
-		{"Apple's package", t.TempDir(), []install{{f.bin, "Apple's installer package"}, {missing, "Homebrew"}}, f.bin, "Apple's installer package (not on PATH)"},
-		{"Homebrew", t.TempDir(), []install{{missing, "Apple's installer package"}, {f.bin, "Homebrew"}, {missing, "MacPorts"}}, f.bin, "Homebrew (not on PATH)"},
-		{"MacPorts", t.TempDir(), []install{{missing, "Apple's installer package"}, {missing, "Homebrew"}, {f.bin, "MacPorts"}}, f.bin, "MacPorts (not on PATH)"},
+		{"Apple's package", t.TempDir(), []install{{f.bin, "Apple's installer package"}, {missing, "Homebrew"}}, f.bin, "Apple's installer package, not on PATH"},
+		{"Homebrew", t.TempDir(), []install{{missing, "Apple's installer package"}, {f.bin, "Homebrew"}, {missing, "MacPorts"}}, f.bin, "Homebrew, not on PATH"},
+		{"MacPorts", t.TempDir(), []install{{missing, "Apple's installer package"}, {missing, "Homebrew"}, {f.bin, "MacPorts"}}, f.bin, "MacPorts, not on PATH"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

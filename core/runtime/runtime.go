@@ -141,7 +141,7 @@ type Info struct {
 	Version string // the engine's version
 	// Bin is the engine CLI that Check ran, and BinFrom how it was found:
 	// "PATH", "configured", or the installer whose location it is when
-	// PATH does not have it ("Homebrew (not on PATH)"). Engines that do
+	// PATH does not have it ("Homebrew, not on PATH"). Engines that do
 	// not say leave them empty.
 	Bin, BinFrom string
 }

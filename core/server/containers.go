@@ -29,6 +29,7 @@ const stopTimeout = 20 * time.Second
 type containers struct {
 	mu      sync.Mutex
 	engines map[string]runtime.Engine // checked engines, by name
+	infos   map[string]runtime.Info   // what their Check said, by name
 	live    map[string]*agentRun      // by session id
 	slots   groupSlots
 }
@@ -94,8 +95,9 @@ func (s *Server) engine(ctx context.Context, name string) (runtime.Engine, error
 			errs = append(errs, err)
 			continue
 		}
-		s.log.Info("container engine ready", "engine", info.Engine, "version", info.Version)
+		s.log.Info("container engine ready", "engine", info.Engine, "version", info.Version, "bin", info.Bin, "found", info.BinFrom)
 		s.ctrs.engines[c] = e
+		s.rememberEngine(c, info)
 		return e, nil
 	}
 	return nil, fmt.Errorf("%w: no container engine is ready: %w", control.ErrConflict, errors.Join(errs...))
