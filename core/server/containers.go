@@ -253,7 +253,12 @@ func (s *Server) openContainerSession(ctx context.Context, req control.SessionRe
 		return fail(err)
 	}
 	runCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
-	if err := s.startLLMProxy(runCtx, info); err != nil {
+	// The model API's socket lives until the container is gone, not until
+	// it is told to stop: on Apple's runtime one connect to a socket that
+	// is no longer there ends the relay for good (reach.go).
+	llmCtx, stopLLM := context.WithCancel(context.WithoutCancel(ctx))
+	if err := s.startLLMProxy(llmCtx, info); err != nil {
+		stopLLM()
 		cancel(err)
 		return fail(err)
 	}
@@ -266,6 +271,7 @@ func (s *Server) openContainerSession(ctx context.Context, req control.SessionRe
 		defer close(run.done)
 		defer close(out)
 		defer release() // the container is gone: the group's next session may start
+		defer stopLLM()
 		began := time.Now()
 		s.log.Info("agent container starting", "session", info.ID, "group", info.Group, "engine", eng.Name(), "image", spec.Image)
 		s.agentEvent("agent.started", info.ID, info.Group, map[string]any{"engine": eng.Name()})

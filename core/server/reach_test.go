@@ -2,7 +2,9 @@ package server_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -63,6 +65,49 @@ func TestReachedAgentIsNotStopped(t *testing.T) {
 	}
 	if _, stopped := agent.vanished("carapace-" + h.Info().ID); stopped {
 		t.Error("its container was stopped")
+	}
+}
+
+// A session's sockets stay while its container is stopping: on Apple's
+// runtime a connect to a socket that is gone ends the relay for good
+// (apple/containerization #867). Both the IPC and the model API socket
+// are checked, for a session closed by its client and for one stopped by
+// the core.
+func TestSocketsOutliveTheirContainer(t *testing.T) {
+	tests := []struct {
+		name  string
+		extra string
+		close bool // the client closes the session; else the core stops it
+	}{
+		{"closed by the client", "", true},
+		{"stopped as unreached", "[sessions]\nconnect_timeout = \"200ms\"\n", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := &fakeEngine{info: homebrewApple, watch: 300 * time.Millisecond}
+			c := startFakeCore(t, e, tt.extra)
+			h, err := c.Client.Open(context.Background(), control.SessionRequest{Group: "main", Runtime: "container", Command: []string{"sleep", "600"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			name := "carapace-" + h.Info().ID
+			socks, _ := filepath.Glob(filepath.Join(string(c.Home), "run", "sessions", h.Info().ID+"*.sock"))
+			if len(socks) != 2 {
+				t.Fatalf("session sockets %q, want the IPC and the model API socket", socks)
+			}
+			if tt.close {
+				if err := h.Close(); err != nil && !errors.Is(err, context.Canceled) {
+					t.Fatal(err)
+				}
+			} else {
+				lastOutput(t, h)
+				defer h.Close()
+			}
+			waitFor(t, "the container to stop", func() bool { _, stopped := e.vanished(name); return stopped })
+			if gone, _ := e.vanished(name); len(gone) != 0 {
+				t.Errorf("sockets removed while the container was stopping: %q", gone)
+			}
+		})
 	}
 }
 
