@@ -81,7 +81,7 @@ type Sessions struct {
 	MaxPerGroup int      `toml:"max_per_group"` // concurrent sessions per group, default 3
 	Queue       int      `toml:"queue"`         // sessions waiting per group, default 16
 	IdleTimeout Duration `toml:"idle_timeout"`  // a session with no request for this long is stopped; default 30m
-	// ConnectTimeout bounds how long a container session may run before
+	// ConnectTimeout bounds how long a session's container may run before
 	// its agent first reaches the core (a connection to its socket, or a
 	// model API request); past it the container is stopped. Default 5m,
 	// time enough for an engine to fetch the image on first use. On Apple

@@ -36,7 +36,8 @@ type containers struct {
 
 // agentRun is one running agent container.
 type agentRun struct {
-	stopping atomic.Bool // cancelled: the container is on its way out
+	stopping atomic.Bool  // cancelled: the container is on its way out
+	started  atomic.Int64 // when the engine's Run began (unix ns); 0 before
 	cancel   context.CancelCauseFunc
 	done     chan struct{} // closed when Run has returned
 	closed   chan struct{} // closed when the session closes: output is no longer read
@@ -273,6 +274,7 @@ func (s *Server) openContainerSession(ctx context.Context, req control.SessionRe
 		defer release() // the container is gone: the group's next session may start
 		defer stopLLM()
 		began := time.Now()
+		run.started.Store(began.UnixNano())
 		s.log.Info("agent container starting", "session", info.ID, "group", info.Group, "engine", eng.Name(), "image", spec.Image)
 		s.agentEvent("agent.started", info.ID, info.Group, map[string]any{"engine": eng.Name()})
 		exit, err := eng.Run(runCtx, spec, runtime.IO{

@@ -29,7 +29,7 @@ type errUnreached struct {
 }
 
 func (e errUnreached) Error() string {
-	msg := fmt.Sprintf("stopped: the agent did not reach the core within %s of the session's start "+
+	msg := fmt.Sprintf("stopped: the agent did not reach the core within %s of its container's start "+
 		"(no connection to its socket, no request; [sessions] connect_timeout)", e.after)
 	if e.engine == "apple" {
 		return msg + "; on Apple container the likely cause is the socket relay into the VM, which stops for good " +
@@ -39,9 +39,10 @@ func (e errUnreached) Error() string {
 }
 
 // reapUnreached stops the containers of sessions whose agent has not
-// reached the core within [sessions] connect_timeout of the session's
-// start, until ctx ends: logged, audited, and the session's stream ends
-// with the reason.
+// reached the core within [sessions] connect_timeout of the container's
+// start (the engine's Run, after the session's files and the memory brief
+// are ready), until ctx ends: logged, audited, and the session's stream
+// ends with the reason.
 func (s *Server) reapUnreached(ctx context.Context) {
 	timeout := s.cfg.Sessions.ConnectTimeout.Duration
 	tick := time.NewTicker(min(max(timeout/4, 10*time.Millisecond), 5*time.Second))
@@ -52,7 +53,10 @@ func (s *Server) reapUnreached(ctx context.Context) {
 			return
 		case now := <-tick.C:
 			for _, info := range s.sessions.List() {
-				if !info.Reached.IsZero() || now.Sub(info.Started) < timeout {
+				if !info.Reached.IsZero() {
+					continue
+				}
+				if started, ok := s.containerStarted(info.ID); !ok || now.Sub(started) < timeout {
 					continue
 				}
 				cause := errUnreached{after: timeout, engine: info.Runtime}
@@ -76,4 +80,17 @@ func (s *Server) markReached(id string, h http.Handler) http.Handler {
 		s.sessions.MarkReached(id)
 		h.ServeHTTP(w, r)
 	})
+}
+
+// containerStarted returns when session id's container started, if it
+// has one that has.
+func (s *Server) containerStarted(id string) (time.Time, bool) {
+	s.ctrs.mu.Lock()
+	run, ok := s.ctrs.live[id]
+	s.ctrs.mu.Unlock()
+	if !ok {
+		return time.Time{}, false
+	}
+	ns := run.started.Load()
+	return time.Unix(0, ns), ns != 0
 }
