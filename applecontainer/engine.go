@@ -161,16 +161,16 @@ func (e *Engine) cliVersion(ctx context.Context) (*semver.Version, error) {
 // systemStatus is the output of `container system status --format json`
 // (SystemStatus.swift). Status is "running", "not running" or
 // "unregistered" (the services were never started, or were stopped).
-// Up to 1.2.2 at least (the source read; apple/container PR #1769 changed
-// it by 1.4.1, perhaps in 1.3.0) the API server's version is
-// apiServerVersion, which holds
-// the server's whole banner: "container-apiserver version 1.1.0 (build:
-// release, commit: 5973b9c)" (HealthCheckHarness.swift sends
-// ReleaseVersion.singleLine). From 1.4.1 the output is nested
-// (apple/container PR #1769): {"status", "client": {…}, "server":
-// {"version": "1.4.1", …}, "host", "resources", "paths"}, and
-// server.version is what the running server sent: a bare version from a
-// 1.4.1 server, still the banner from an older one.
+//
+// Up to 1.2.2 at least (the source read) the API server's version is
+// apiServerVersion, and it holds the server's whole banner:
+// "container-apiserver version 1.1.0 (build: release, commit: 5973b9c)"
+// (HealthCheckHarness.swift sends ReleaseVersion.singleLine). By 1.4.1,
+// perhaps from 1.3.0, the output is nested (apple/container PR #1769):
+// {"status", "client": {…}, "server": {"version": "1.4.1", …}, "host",
+// "resources", "paths"}, and server.version is what the running server
+// sent: a bare version from a 1.4.1 server, still the banner from an
+// older one.
 type systemStatus struct {
 	Status           string `json:"status"`
 	APIServerVersion string `json:"apiServerVersion"`
