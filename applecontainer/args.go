@@ -96,6 +96,7 @@ func runArgs(s runtime.Spec) ([]string, error) {
 // each source resolved to its real path.
 func volumes(mounts []runtime.Mount, user string) ([]string, error) {
 	srcs := make([]string, len(mounts))
+	files := make([]bool, len(mounts)) // a regular file: shared through its folder
 	for i, m := range mounts {
 		src, err := filepath.EvalSymlinks(m.Source)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -124,6 +125,10 @@ func volumes(mounts []runtime.Mount, user string) ([]string, error) {
 				i, src, fi.Mode().Perm(), user, runtime.ErrInvalidSpec)
 		}
 		srcs[i] = src
+		files[i] = fi.Mode().IsRegular()
+	}
+	if err := checkFileFolders(mounts, srcs, files); err != nil {
+		return nil, err
 	}
 	// Spec.Check refused nested sources as given; symbolic links can
 	// still nest the real ones, and Apple silently drops the outer share.
@@ -143,6 +148,46 @@ func volumes(mounts []runtime.Mount, user string) ([]string, error) {
 		}
 	}
 	return vols, nil
+}
+
+// checkFileFolders refuses single-file mounts from one folder that mix
+// read-only and writable. Virtiofs shares folders only, so Apple's runtime
+// shares a file's folder and bind-mounts the file from it, adding the
+// folder's share once per container with the options of the first file
+// mounted from it (apple/containerization FileMount.swift, 0.35.0 to
+// 0.40.1, that is container 1.1.0 to 1.2.2): after a read-only file, a
+// writable one from the same folder is read-only too, and a writable file
+// first leaves the folder's share writable under a read-only one.
+// Sockets are relayed, not shared, and are left out.
+func checkFileFolders(mounts []runtime.Mount, srcs []string, files []bool) error {
+	first := map[string]int{} // folder → the first file mount from it
+	for i, m := range mounts {
+		if !files[i] {
+			continue
+		}
+		dir := filepath.Dir(srcs[i])
+		j, ok := first[dir]
+		if !ok {
+			first[dir] = i
+			continue
+		}
+		if mounts[j].ReadOnly != m.ReadOnly {
+			return fmt.Errorf("mount %d (%s → %s, %s) and mount %d (%s → %s, %s) are single files from one folder, %s: "+
+				"Apple's container shares that folder once, with the first file's options, so both would be %s; "+
+				"mount files from one folder with the same mode, or put them in different folders: %w",
+				j, srcs[j], mounts[j].Target, mode(mounts[j].ReadOnly), i, srcs[i], m.Target, mode(m.ReadOnly), dir,
+				mode(mounts[j].ReadOnly), runtime.ErrInvalidSpec)
+		}
+	}
+	return nil
+}
+
+// mode names a mount's mode.
+func mode(readOnly bool) string {
+	if readOnly {
+		return "read-only"
+	}
+	return "writable"
 }
 
 // isRoot reports whether user (name|uid[:gid]) is the root user.

@@ -302,6 +302,75 @@ func TestRunArgsMounts(t *testing.T) {
 	}
 }
 
+// Single files from one folder share the folder's share on Apple, with the
+// first file's options: a mix of read-only and writable is refused, in
+// either order and through symbolic links; one mode per folder is fine.
+func TestRunArgsFileMountsOfOneFolder(t *testing.T) {
+	h := newHost(t)
+	agent := filepath.Join(h.root, "run/s1")
+	claudeMD, settings := filepath.Join(agent, "CLAUDE.md"), filepath.Join(agent, "settings.json")
+	other := filepath.Join(h.root, "groups/main/notes.txt")
+	writeFile(t, other, "x", 0o600)
+	link := filepath.Join(h.root, "settings-link")
+	if err := os.Symlink(settings, link); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		mounts  []runtime.Mount
+		wantErr []string // substrings of the error; nil: accepted
+	}{
+		{"all read-only", []runtime.Mount{
+			{Source: claudeMD, Target: runtime.ClaudeMDPath, ReadOnly: true},
+			{Source: settings, Target: runtime.SettingsPath, ReadOnly: true},
+		}, nil},
+		{"all writable", []runtime.Mount{{Source: claudeMD, Target: "/a"}, {Source: settings, Target: "/b"}}, nil},
+		{"read-only then writable", []runtime.Mount{
+			{Source: claudeMD, Target: runtime.ClaudeMDPath, ReadOnly: true},
+			{Source: settings, Target: runtime.SettingsPath},
+		}, []string{"mount 0", "mount 1", agent, "both would be read-only", "same mode"}},
+		{"writable then read-only", []runtime.Mount{
+			{Source: claudeMD, Target: "/a"},
+			{Source: settings, Target: "/b", ReadOnly: true},
+		}, []string{"both would be writable"}},
+		{"mixed through a symbolic link", []runtime.Mount{
+			{Source: claudeMD, Target: "/a", ReadOnly: true},
+			{Source: link, Target: "/b"},
+		}, []string{settings, "both would be read-only"}},
+		{"different folders may differ", []runtime.Mount{
+			{Source: claudeMD, Target: "/a", ReadOnly: true},
+			{Source: other, Target: "/b"},
+		}, nil},
+		{"a socket is relayed, not shared", []runtime.Mount{
+			{Source: h.sock, Target: runtime.SocketPath},
+			{Source: writeFile(t, filepath.Join(h.sockDir, "token"), "x", 0o600), Target: "/run/carapace/token", ReadOnly: true},
+		}, nil},
+		{"a folder and a file beside it", []runtime.Mount{
+			{Source: filepath.Join(agent, "skills"), Target: runtime.SkillsPath},
+			{Source: claudeMD, Target: runtime.ClaudeMDPath, ReadOnly: true},
+		}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := runArgs(runtime.Spec{Name: "carapace-x", Image: "agent", Mounts: tt.mounts})
+			if tt.wantErr == nil {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, runtime.ErrInvalidSpec) {
+				t.Fatalf("err = %v, want ErrInvalidSpec", err)
+			}
+			for _, w := range tt.wantErr {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error does not say %q: %v", w, err)
+				}
+			}
+		})
+	}
+}
+
 func mustDangle(t *testing.T, dir string) string {
 	t.Helper()
 	p := filepath.Join(dir, "dangling")

@@ -5,13 +5,22 @@
 //
 // NOTHING in this package was run on a Mac. It is tested on Linux against
 // a fake `container` executable (testdata/fakecontainer) that replays
-// outputs reconstructed from apple/container's source at the tags 0.12.3,
-// 1.0.0, 1.1.0 and 1.2.2 and from third parties' reports
-// (testdata/README.md). The version floor, the flags and the JSON shapes
-// below come from that source; the behaviour of the VM (the socket relay,
-// loopback under --network none) comes from the source and from
-// provos/ironcurtain's live tests, not from ours. Test on real hardware
-// before relying on it.
+// output recorded on real Macs by others where it exists (apple/container
+// issues and PRs, other projects' tests: gascan, cspace, Kontena,
+// container-ui, MacPorts, Homebrew), and output reconstructed from
+// apple/container's source at the tags 0.12.3 to 1.2.2 where it does not;
+// testdata/README.md says which is which, file by file. The behaviour of
+// the VM (the socket relay, loopback under --network none) comes from
+// source and from third parties' live tests, not from ours. Test on real
+// hardware before relying on it.
+//
+// # Finding the CLI
+//
+// With no Options.Bin, the CLI is "container" on PATH or, when PATH does
+// not have it (a login item or LaunchAgent gets a minimal PATH), where
+// Apple's installer package, Homebrew and MacPorts put it, in that order:
+// /usr/local/bin, /opt/homebrew/bin, /opt/local/bin. Check reports which
+// one it ran in runtime.Info, and `carapace status` shows it.
 //
 // # Minimum version: 1.1.0
 //
@@ -23,11 +32,30 @@
 // host socket's permissions, so a host socket mounted with -v could not be
 // reached by the non-root agent and the agent could not reach the core
 // (apple/container issue #1750, fixed by PR #1751 in 1.1.0; ironcurtain saw
-// ECONNREFUSED on 1.0.0). Check refuses older versions with that reason,
-// and also refuses a running API server older than 1.1.0: after an upgrade
-// the old services keep running until `container system stop`. 1.2.1 or
-// later is recommended: 1.2.0 started applying read-only /proc paths that
-// only 1.2.1 can override, and the relay has had bug fixes since.
+// ECONNREFUSED on 1.0.0). Check refuses older versions with that reason.
+// It also refuses a running API server that is not the CLI's version:
+// after an upgrade the old services keep running until `container system
+// stop`, and a 1.0.0 server relays the socket so that the agent cannot
+// connect. Up to 1.2.2 at least (the source read) `system status` gives
+// the server's whole banner,
+// "container-apiserver version 1.1.0 (build: release, commit: 5973b9c)";
+// from 1.4.1 (perhaps 1.3.0) the status is nested and the version is
+// server.version (apple/container PR #1769). Check reads both, and refuses a server
+// version it cannot read, showing it. A development build,
+// "1.1.0-23-g7b94575", counts as its release. 1.2.1 or later is
+// recommended: 1.2.0 started applying read-only /proc paths that only
+// 1.2.1 can override, and the relay has had bug fixes since.
+//
+// # The socket relay stops for good after one failed connect
+//
+// In apple/containerization's UnixSocketRelay (0.35.0 in container 1.1.0,
+// 0.40.1 in 1.2.2, and later) the relay's accept loop ends the first time
+// the host socket cannot be connected to (the listener gone, the socket
+// being re-bound); later connects from the guest hang instead of being
+// refused (apple/containerization issue #867; fix PR #868 closed unmerged,
+// PR #933 open). The core therefore never unlinks or re-binds a session's
+// socket while its container lives, and stops a container whose agent has
+// not reached the core within [sessions] connect_timeout.
 //
 // # The flags of `container run`
 //
@@ -79,8 +107,14 @@
 //     source that does not exist: the CLI checks existence too, but later
 //     and with a less helpful message.
 //   - No mount source may lie inside another's: Apple silently drops the
-//     outer share. runtime.Spec.Check refuses that for the paths as given,
-//     and Run again for the resolved ones.
+//     outer share (apple/container #2148, recorded on 1.2.2).
+//     runtime.Spec.Check refuses that for the paths as given, and Run
+//     again for the resolved ones.
+//   - Single files mounted from one folder must all be read-only or all
+//     writable. Apple shares a file's folder once per container, with the
+//     options of the first file mounted from it (apple/containerization
+//     FileMount.swift), so a read-only file before a writable one makes
+//     both read-only. Run refuses the mix.
 //   - The guest's end of a socket is owned by root and carries the host
 //     socket's mode bits, so a non-root agent can connect only if the socket
 //     is writable by others: the core creates it 0666 inside a 0700

@@ -23,10 +23,22 @@ import (
 // defaultBin is the CLI's name, looked up on PATH.
 const defaultBin = "container"
 
-// installedBin is where Apple's installer puts the CLI. A login item or a
-// LaunchAgent gets a PATH without /usr/local/bin, so the default Bin falls
-// back to it.
-const installedBin = "/usr/local/bin/container"
+// install is a place an installer puts the CLI.
+type install struct {
+	path string
+	by   string // who puts it there
+}
+
+// installs are where the CLI's installers put it. A login item or a
+// LaunchAgent gets a minimal PATH, without /usr/local/bin or
+// /opt/homebrew/bin, so the default Bin is looked up here, in this order,
+// when PATH does not have it. Apple's own package comes first: it is the
+// one Apple's documentation installs.
+var installs = []install{
+	{"/usr/local/bin/container", "Apple's installer package"}, // the .pkg from the releases page (and Homebrew's cask, which runs it)
+	{"/opt/homebrew/bin/container", "Homebrew"},               // `brew install container`, Apple silicon's prefix
+	{"/opt/local/bin/container", "MacPorts"},                  // `port install container`, MacPorts' default prefix
+}
 
 // stopSeconds is how long `container stop` waits after SIGTERM before it
 // kills the agent.
@@ -35,8 +47,9 @@ const stopSeconds = 5
 // Options configure an Engine.
 type Options struct {
 	// Bin is the container CLI: a path, or a name looked up on PATH.
-	// Empty means "container", on PATH or else at /usr/local/bin/container
-	// where Apple's installer puts it.
+	// Empty means "container" on PATH or, when PATH does not have it,
+	// where Apple's installer package, Homebrew or MacPorts put it:
+	// /usr/local/bin, /opt/homebrew/bin, /opt/local/bin.
 	Bin string
 	// Logger receives warnings and debug records; nil discards them.
 	Logger *slog.Logger
@@ -46,7 +59,7 @@ type Options struct {
 // be called concurrently.
 type Engine struct {
 	bin       string
-	fallbacks []string // tried in order when bin is not on PATH
+	fallbacks []install // tried in order when bin is not on PATH
 	log       *slog.Logger
 	// stopGrace bounds how long Run waits for `container run` to exit once
 	// its context is cancelled, issuing `container stop` every stopRetry,
@@ -72,7 +85,7 @@ func New(opts Options) *Engine {
 	}
 	if e.bin == "" {
 		e.bin = defaultBin
-		e.fallbacks = []string{installedBin}
+		e.fallbacks = installs
 	}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
@@ -86,11 +99,12 @@ func (e *Engine) Name() string { return "apple" }
 // Check runs `container --version` (or, when that prints no version it
 // recognises, `container system version --format json`) and refuses a CLI
 // older than MinVersion; then `container system status --format json`,
-// which must report the services running, with an API server no older than
-// MinVersion either. Every refusal wraps runtime.ErrUnavailable and says
-// what to do.
+// which must report the services running, with an API server of the same
+// version as the CLI. Every refusal wraps runtime.ErrUnavailable and says
+// what to do. Info.Bin is the CLI Check ran, and Info.BinFrom how it was
+// found.
 func (e *Engine) Check(ctx context.Context) (runtime.Info, error) {
-	bin, err := e.binary()
+	bin, from, err := e.binary()
 	if err != nil {
 		return runtime.Info{}, err
 	}
@@ -105,11 +119,11 @@ func (e *Engine) Check(ctx context.Context) (runtime.Info, error) {
 		e.log.Warn("Apple container works, but a newer version is recommended: 1.2.0 cannot override its read-only /proc paths, and the socket relay has had fixes since 1.1.0",
 			"version", v.String(), "recommended", RecommendedVersion, "from", ReleasesURL)
 	}
-	if err := e.checkSystem(ctx); err != nil {
+	if err := e.checkSystem(ctx, v); err != nil {
 		return runtime.Info{}, err
 	}
-	e.log.Debug("Apple container ready", "bin", bin, "version", v.String())
-	return runtime.Info{Engine: e.Name(), Version: v.String()}, nil
+	e.log.Debug("Apple container ready", "bin", bin, "found", from, "version", v.String())
+	return runtime.Info{Engine: e.Name(), Version: v.String(), Bin: bin, BinFrom: from}, nil
 }
 
 // cliVersion returns the CLI's version.
@@ -135,21 +149,54 @@ func (e *Engine) cliVersion(ctx context.Context) (*semver.Version, error) {
 		}
 		jerr = perr
 	}
-	return nil, fmt.Errorf("cannot tell the version of the Apple container CLI (--version: %w; system version: %w); "+
-		"Carapace needs %s or later, from %s: %w", err, jerr, MinVersion, ReleasesURL, runtime.ErrUnavailable)
+	hint := fmt.Sprintf("Carapace needs %s or later, from %s", MinVersion, ReleasesURL)
+	if errors.Is(err, errEmptyVersion) {
+		hint = "this build does not say its version, as MacPorts' port did up to 1.2.0: upgrade it " +
+			"(`sudo port selfupdate && sudo port upgrade container`; 1.2.1 and later print their version), or " + installHint
+	}
+	return nil, fmt.Errorf("cannot tell the version of the Apple container CLI (--version: %w; system version: %w); %s: %w",
+		err, jerr, hint, runtime.ErrUnavailable)
 }
 
 // systemStatus is the output of `container system status --format json`
-// (SystemStatus.swift): status is "running", "not running" or
+// (SystemStatus.swift). Status is "running", "not running" or
 // "unregistered" (the services were never started, or were stopped).
+//
+// Up to 1.2.2 at least (the source read) the API server's version is
+// apiServerVersion, and it holds the server's whole banner:
+// "container-apiserver version 1.1.0 (build: release, commit: 5973b9c)"
+// (HealthCheckHarness.swift sends ReleaseVersion.singleLine). By 1.4.1,
+// perhaps from 1.3.0, the output is nested (apple/container PR #1769):
+// {"status", "client": {…}, "server": {"version": "1.4.1", …}, "host",
+// "resources", "paths"}, and server.version is what the running server
+// sent: a bare version from a 1.4.1 server, still the banner from an
+// older one.
 type systemStatus struct {
 	Status           string `json:"status"`
 	APIServerVersion string `json:"apiServerVersion"`
+	Server           struct {
+		Version string `json:"version"`
+	} `json:"server"`
 }
 
+// serverVersion is the API server's version as the output gives it, and
+// the field it came from.
+func (st *systemStatus) serverVersion() (raw, field string) {
+	if st.APIServerVersion != "" {
+		return st.APIServerVersion, "apiServerVersion"
+	}
+	return st.Server.Version, "server.version"
+}
+
+// restartHint is what to do about an API server that is not the CLI's.
+const restartHint = "restart the services so that the installed version runs: `container system stop`, then `container system start`"
+
 // checkSystem checks that the container services are running, and that
-// the API server that runs is recent enough.
-func (e *Engine) checkSystem(ctx context.Context) error {
+// the API server that runs is the CLI's version: after an upgrade the old
+// server keeps running until `container system stop`, and a server older
+// than 1.1.0 relays the session's socket so that the non-root agent
+// cannot connect.
+func (e *Engine) checkSystem(ctx context.Context, cli *semver.Version) error {
 	out, err := e.output(ctx, "system", "status", "--format", "json")
 	if err != nil && ctx.Err() != nil {
 		return err
@@ -171,18 +218,25 @@ func (e *Engine) checkSystem(ctx context.Context) error {
 		}
 		return fmt.Errorf("the Apple container services are not running (system status: %s): run `container system start`: %w",
 			status, runtime.ErrUnavailable)
+	case jsonErr != nil:
+		return fmt.Errorf("container system status --format json printed no JSON (%w): %q: %w", jsonErr, firstLine(string(out)), runtime.ErrUnavailable)
 	}
-	if st.APIServerVersion == "" {
-		return nil
+	raw, field := st.serverVersion()
+	if raw == "" {
+		return fmt.Errorf("container system status says the services run but gives no API server version (neither apiServerVersion nor server.version): %s; "+
+			"Carapace cannot tell whether the server is as recent as the CLI (%s): %s: %w", firstLine(string(out)), cli, restartHint, runtime.ErrUnavailable)
 	}
-	sv, err := semver.NewVersion(st.APIServerVersion)
+	sv, err := parseVersion(raw)
 	if err != nil {
-		e.log.Warn("cannot parse the API server's version", "version", st.APIServerVersion, "err", err)
-		return nil
+		return fmt.Errorf("cannot tell the version of the running API server from container system status's %s %q (%w), so Carapace will not use it: %s: %w",
+			field, raw, err, restartHint, runtime.ErrUnavailable)
 	}
 	if sv.LessThan(minVersion) {
-		return tooOld("API server", sv, "the services that run are older than the CLI: restart them with "+
-			"`container system stop` and `container system start`, or "+installHint)
+		return tooOld("API server", sv, "the services that run are older than the CLI ("+cli.String()+"): "+restartHint+"; or "+installHint)
+	}
+	if !sameVersion(sv, cli) {
+		return fmt.Errorf("the running container API server is %s but the CLI is %s: the services of another installation (or of the version before an upgrade) still run; %s: %w",
+			sv, cli, restartHint, runtime.ErrUnavailable)
 	}
 	return nil
 }
@@ -233,19 +287,33 @@ func (e *Engine) List(ctx context.Context, key, value string) ([]string, error) 
 // cannot take for an option.
 var nameRE = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]{1,62}$`)
 
-// binary returns the CLI's path.
-func (e *Engine) binary() (string, error) {
+// binary returns the CLI's path and how it was found: "PATH", the
+// installer whose location it is when PATH does not have it, or
+// "configured" for an Options.Bin with a directory.
+func (e *Engine) binary() (path, from string, err error) {
 	p, err := exec.LookPath(e.bin)
 	if err == nil {
-		return p, nil
+		from = "PATH"
+		if strings.ContainsRune(e.bin, os.PathSeparator) {
+			from = "configured"
+		}
+		return p, from, nil
 	}
 	for _, f := range e.fallbacks {
-		if fi, ferr := os.Stat(f); ferr == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
-			return f, nil
+		if fi, ferr := os.Stat(f.path); ferr == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+			return f.path, f.by + ", not on PATH", nil
 		}
 	}
-	return "", fmt.Errorf("the Apple container CLI is not installed (%w): %s, then run `container system start`: %w",
-		err, installHint, runtime.ErrUnavailable)
+	where := ""
+	if len(e.fallbacks) > 0 {
+		paths := make([]string, len(e.fallbacks))
+		for i, f := range e.fallbacks {
+			paths[i] = f.path
+		}
+		where = ", nor at " + strings.Join(paths, ", ")
+	}
+	return "", "", fmt.Errorf("the Apple container CLI is not installed (%w%s): %s, then run `container system start`: %w",
+		err, where, installHint, runtime.ErrUnavailable)
 }
 
 // cliError is a container command that exited with a non-zero status.
@@ -295,7 +363,7 @@ func servicesDown(ce *cliError) bool {
 // with a non-zero status (a *cliError, wrapping runtime.ErrUnavailable when
 // the services are not running).
 func (e *Engine) output(ctx context.Context, args ...string) ([]byte, error) {
-	bin, err := e.binary()
+	bin, _, err := e.binary()
 	if err != nil {
 		return nil, err
 	}

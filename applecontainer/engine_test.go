@@ -19,6 +19,7 @@ func TestName(t *testing.T) {
 }
 
 func TestCheck(t *testing.T) {
+	const restart = "`container system stop`, then `container system start`"
 	tests := []struct {
 		version string
 		want    string   // Info.Version when it succeeds
@@ -31,14 +32,36 @@ func TestCheck(t *testing.T) {
 		{version: "1.0.0", errHas: []string{"1.0.0 is too old", "1.1.0 or later", "PR #1751", "could not reach the core",
 			"https://github.com/apple/container/releases"},
 			calls: []string{"--version"}},
+		// The API server's version is its banner, as recorded on 1.1.0.
 		{version: "1.1.0", want: "1.1.0", calls: []string{"--version", "system"}},
 		{version: "1.2.2", want: "1.2.2", calls: []string{"--version", "system"}},
+		// Homebrew's build: "commit: unspeci".
+		{version: "1.2.2-homebrew", want: "1.2.2", calls: []string{"--version", "system"}},
+		// A development build is its release plus commits, not below it.
+		{version: "1.1.0-dev", want: "1.1.0+23.g7b94575", calls: []string{"--version", "system"}},
+		// 1.4.1 nests the server's version under "server".
+		{version: "1.4.1", want: "1.4.1", calls: []string{"--version", "system"}},
 		// --version printed nothing recognisable: system version tells.
 		{version: "1.2.2-oddversion", want: "1.2.2", calls: []string{"--version", "system", "system"}},
+		// MacPorts' port up to 1.2.0 says no version at all.
+		{version: "macports-1.2.0", errHas: []string{"cannot tell the version of the Apple container CLI", "container CLI version  (build: release, commit: )",
+			"MacPorts", "sudo port upgrade container", "https://github.com/apple/container/releases"},
+			calls: []string{"--version", "system"}},
 		{version: "1.2.2-stopped", errHas: []string{"not running", "`container system start`"}, calls: []string{"--version", "system"}},
 		{version: "1.2.2-unregistered", errHas: []string{"unregistered", "`container system start`"}, calls: []string{"--version", "system"}},
-		// An upgraded CLI whose old services still run.
-		{version: "1.2.2-oldserver", errHas: []string{"API server 1.0.0 is too old", "container system stop", "PR #1751"},
+		{version: "1.4.1-stopped", errHas: []string{"not running", "`container system start`"}, calls: []string{"--version", "system"}},
+		// An upgraded CLI whose old services still run: a 1.0.0 server
+		// left by an upgrade, in either shape of the status.
+		{version: "1.2.2-oldserver", errHas: []string{"API server 1.0.0 is too old", restart, "PR #1751"},
+			calls: []string{"--version", "system"}},
+		{version: "1.4.1-oldserver", errHas: []string{"API server is 1.2.2 but the CLI is 1.4.1", restart},
+			calls: []string{"--version", "system"}},
+		{version: "1.2.2-server1.1.0", errHas: []string{"API server is 1.1.0 but the CLI is 1.2.2", restart},
+			calls: []string{"--version", "system"}},
+		// A server whose version cannot be read is refused, showing it.
+		{version: "1.2.2-macportsserver", errHas: []string{`apiServerVersion "container-apiserver version  (build: release, commit: )"`,
+			"empty version", restart}, calls: []string{"--version", "system"}},
+		{version: "1.2.2-noserverversion", errHas: []string{"no API server version", `"apiServerVersion":""`, restart},
 			calls: []string{"--version", "system"}},
 	}
 	for _, tt := range tests {
@@ -63,8 +86,9 @@ func TestCheck(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if info != (runtime.Info{Engine: "apple", Version: tt.want}) {
-				t.Errorf("info = %+v, want apple %s", info, tt.want)
+			want := runtime.Info{Engine: "apple", Version: tt.want, Bin: f.bin, BinFrom: "configured"}
+			if info != want {
+				t.Errorf("info = %+v, want %+v", info, want)
 			}
 		})
 	}
@@ -107,31 +131,58 @@ func TestCheckNotInstalled(t *testing.T) {
 	}
 }
 
-// The default Bin is looked up on PATH, then where Apple's installer puts
-// it: a LaunchAgent's PATH has no /usr/local/bin.
+// The default Bin is looked up on PATH, then where Apple's installer,
+// Homebrew and MacPorts put it: a LaunchAgent's PATH has none of them.
 func TestDefaultBin(t *testing.T) {
-	f := newFake(t, "1.2.2", nil)
-	t.Setenv("PATH", t.TempDir())
-	e := New(Options{Logger: testLogger(t)})
-	if !slices.Equal(e.fallbacks, []string{"/usr/local/bin/container"}) {
-		t.Errorf("fallbacks = %q", e.fallbacks)
+	wantInstalls := []install{
+		{"/usr/local/bin/container", "Apple's installer package"},
+		{"/opt/homebrew/bin/container", "Homebrew"},
+		{"/opt/local/bin/container", "MacPorts"},
 	}
-	e.fallbacks = []string{filepath.Join(t.TempDir(), "container")}
-	if _, err := e.Check(context.Background()); !errors.Is(err, runtime.ErrUnavailable) {
-		t.Fatalf("no container anywhere: err = %v, want ErrUnavailable", err)
+	if e := New(Options{}); !slices.Equal(e.fallbacks, wantInstalls) {
+		t.Errorf("fallbacks = %q, want %q", e.fallbacks, wantInstalls)
 	}
-	e.fallbacks = []string{f.bin}
-	if _, err := e.Check(context.Background()); err != nil {
-		t.Fatalf("fallback: %v", err)
+	if e := New(Options{Bin: "/somewhere/container"}); e.fallbacks != nil {
+		t.Errorf("a configured Bin has fallbacks %q", e.fallbacks)
 	}
-	t.Setenv("PATH", filepath.Dir(f.bin))
-	e.fallbacks = nil
-	if _, err := e.Check(context.Background()); err != nil {
-		t.Fatalf("on PATH: %v", err)
+	f := newFake(t, "1.2.2-homebrew", nil)
+	missing := filepath.Join(t.TempDir(), "container")
+	tests := []struct {
+		name      string
+		path      string // PATH
+		fallbacks []install
+		wantBin   string
+		wantFrom  string
+	}{
+		{"on PATH", filepath.Dir(f.bin), nil, f.bin, "PATH"},
+		{"PATH wins over the installers' places", filepath.Dir(f.bin), []install{{missing, "Apple's installer package"}}, f.bin, "PATH"},
+		{"Apple's package", t.TempDir(), []install{{f.bin, "Apple's installer package"}, {missing, "Homebrew"}}, f.bin, "Apple's installer package, not on PATH"},
+		{"Homebrew", t.TempDir(), []install{{missing, "Apple's installer package"}, {f.bin, "Homebrew"}, {missing, "MacPorts"}}, f.bin, "Homebrew, not on PATH"},
+		{"MacPorts", t.TempDir(), []install{{missing, "Apple's installer package"}, {missing, "Homebrew"}, {f.bin, "MacPorts"}}, f.bin, "MacPorts, not on PATH"},
 	}
-	if n := len(f.calls(t)); n != 4 {
-		t.Errorf("the fake ran %d times, want 4", n)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("PATH", tt.path)
+			e := New(Options{Logger: testLogger(t)})
+			e.fallbacks = tt.fallbacks
+			info, err := e.Check(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info.Bin != tt.wantBin || info.BinFrom != tt.wantFrom {
+				t.Errorf("Bin %q from %q, want %q from %q", info.Bin, info.BinFrom, tt.wantBin, tt.wantFrom)
+			}
+		})
 	}
+	t.Run("nowhere", func(t *testing.T) {
+		t.Setenv("PATH", t.TempDir())
+		e := New(Options{Logger: testLogger(t)})
+		e.fallbacks = []install{{missing, "Homebrew"}, {filepath.Join(t.TempDir(), "nope"), "MacPorts"}}
+		_, err := e.Check(context.Background())
+		if !errors.Is(err, runtime.ErrUnavailable) || !strings.Contains(err.Error(), "not installed") || !strings.Contains(err.Error(), missing) {
+			t.Fatalf("err = %v, want ErrUnavailable naming the places looked at", err)
+		}
+	})
 }
 
 func TestList(t *testing.T) {

@@ -37,7 +37,7 @@ func (e *Engine) Run(ctx context.Context, s runtime.Spec, o runtime.IO) (exit in
 	if s.Limits.Pids > 0 {
 		e.log.Debug("Apple's container has no pids limit; ignoring it", "container", s.Name, "pids", s.Limits.Pids)
 	}
-	bin, err := e.binary()
+	bin, _, err := e.binary()
 	if err != nil {
 		return -1, err
 	}

@@ -33,31 +33,77 @@ var (
 const ReleasesURL = "https://github.com/apple/container/releases"
 
 // The version in `container --version`. The CLI prints
-// "container CLI version 1.2.2 (build: release, commit: abc1234)"
+// "container CLI version 1.2.2 (build: release, commit: 0190097)"
 // (ContainerVersion/ReleaseVersion.swift, since 0.6.0); 0.1.0 added
-// ", sdk: MacOS 15" inside the parentheses. versionWordRE takes the
-// version after the word "version", whatever the program's name;
-// bareVersionRE takes a line that holds nothing but a version.
+// ", sdk: MacOS 15" inside the parentheses. Up to 1.2.2 at least, the API
+// server's version in `container system status` is the same banner,
+// "container-apiserver version 1.1.0 (build: release, commit: 5973b9c)";
+// by 1.4.1 it is the bare version (apple/container PR #1769).
+// versionWordRE takes the version after the word "version", whatever the
+// program's name; bareVersionRE takes a line that holds nothing but a
+// version.
 var (
 	versionWordRE = regexp.MustCompile(`(?i)\bversion:?\s+v?(\d+\.\d+(?:\.\d+)?(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?)`)
 	bareVersionRE = regexp.MustCompile(`^\s*v?(\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?)\s*$`)
+	// emptyVersionRE is a banner whose version is empty: MacPorts' port
+	// built the CLI without RELEASE_VERSION up to its 1.2.1 update, and it
+	// printed "container CLI version  (build: release, commit: )"
+	// (macports/macports-ports PR #33932).
+	emptyVersionRE = regexp.MustCompile(`(?i)\bversion\s+\(build:`)
+	// gitDescribeRE is a version `git describe` made for a build between
+	// releases, "1.1.0-23-g7b94575": 23 commits after 1.1.0 (apple/container
+	// PR #16 and PR #1769 show such versions).
+	gitDescribeRE = regexp.MustCompile(`^(.+?)-(\d+)-g([0-9a-f]{4,40})(?:[-.](dirty))?$`)
 )
 
-// errNoVersion: the output holds no version this package recognises.
-var errNoVersion = errors.New("no version in the output")
+// Errors of version parsing.
+var (
+	// errNoVersion: the output holds no version this package recognises.
+	errNoVersion = errors.New("no version in the output")
+	// errEmptyVersion: the output is a version banner with an empty
+	// version.
+	errEmptyVersion = errors.New("the version banner has an empty version (a build made without RELEASE_VERSION, such as MacPorts' port before 1.2.1)")
+)
 
-// parseVersion finds the CLI's version in the output of `container
-// --version`.
+// parseVersion finds the version in the output of `container --version`,
+// or in the API server's version from `container system status`: a banner
+// or a bare version.
 func parseVersion(out string) (*semver.Version, error) {
 	if m := versionWordRE.FindStringSubmatch(out); m != nil {
-		return semver.NewVersion(m[1])
+		return newVersion(m[1])
 	}
 	for line := range strings.Lines(out) {
 		if m := bareVersionRE.FindStringSubmatch(line); m != nil {
-			return semver.NewVersion(m[1])
+			return newVersion(m[1])
 		}
 	}
+	if emptyVersionRE.MatchString(out) {
+		return nil, fmt.Errorf("%q: %w", firstLine(out), errEmptyVersion)
+	}
 	return nil, fmt.Errorf("%q: %w", firstLine(out), errNoVersion)
+}
+
+// newVersion parses v. A build between releases, "1.1.0-23-g7b94575", is
+// read as 1.1.0 with build metadata "23.g7b94575": semantic versioning
+// would take "-23-g7b94575" for a pre-release and sort the build below the
+// release it comes after, refusing a 1.1.0 development build as older than
+// 1.1.0.
+func newVersion(v string) (*semver.Version, error) {
+	if m := gitDescribeRE.FindStringSubmatch(v); m != nil {
+		meta := m[2] + ".g" + m[3]
+		if m[4] != "" {
+			meta += "." + m[4]
+		}
+		v = m[1] + "+" + meta
+	}
+	return semver.NewVersion(v)
+}
+
+// sameVersion reports whether a and b are the same build: the same
+// version, pre-release and build metadata (a development build's commit
+// count and hash).
+func sameVersion(a, b *semver.Version) bool {
+	return a.Equal(b) && a.Metadata() == b.Metadata()
 }
 
 // versionInfo is one entry of `container system version --format json`
@@ -79,7 +125,7 @@ func parseSystemVersion(out []byte) (*semver.Version, error) {
 	}
 	for _, in := range infos {
 		if in.AppName == "container" {
-			return semver.NewVersion(in.Version)
+			return newVersion(in.Version)
 		}
 	}
 	return nil, fmt.Errorf("system version: no entry for the CLI: %w", errNoVersion)

@@ -81,6 +81,13 @@ type Sessions struct {
 	MaxPerGroup int      `toml:"max_per_group"` // concurrent sessions per group, default 3
 	Queue       int      `toml:"queue"`         // sessions waiting per group, default 16
 	IdleTimeout Duration `toml:"idle_timeout"`  // a session with no request for this long is stopped; default 30m
+	// ConnectTimeout bounds how long a session's container may run before
+	// its agent first reaches the core (a connection to its socket, or a
+	// model API request); past it the container is stopped. Default 5m,
+	// time enough for an engine to fetch the image on first use. On Apple
+	// container a relay that failed once never connects again
+	// (apple/containerization #867), and the agent would hang.
+	ConnectTimeout Duration `toml:"connect_timeout"`
 }
 
 // Core holds the pipeline's timeouts and bounds.
@@ -260,6 +267,7 @@ func (c *Config) withDefaults() *Config {
 	orDefault(&c.Sessions.MaxPerGroup, 3)
 	orDefault(&c.Sessions.Queue, 16)
 	orDefault(&c.Sessions.IdleTimeout, Duration{30 * time.Minute})
+	orDefault(&c.Sessions.ConnectTimeout, Duration{5 * time.Minute})
 	orDefault(&c.LLM.Upstream, "https://api.anthropic.com")
 	orDefault(&c.LLM.RequestsPerMinute, 60)
 	orDefault(&c.LLM.Port, 8377)

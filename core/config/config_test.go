@@ -22,12 +22,14 @@ func TestLoad(t *testing.T) {
 			if r := c.RateFor("echo"); r.PerMinute != 60 || r.Burst != 60 {
 				t.Errorf("rate = %+v", r)
 			}
-			if c.Runtime.Engine != "auto" || c.Runtime.MemoryMB != 4096 || c.Sessions.MaxPerGroup != 3 || c.Sessions.IdleTimeout.Duration != 30*time.Minute {
+			if c.Runtime.Engine != "auto" || c.Runtime.MemoryMB != 4096 || c.Sessions.MaxPerGroup != 3 || c.Sessions.IdleTimeout.Duration != 30*time.Minute ||
+				c.Sessions.ConnectTimeout.Duration != 5*time.Minute {
 				t.Errorf("runtime %+v, sessions %+v", c.Runtime, c.Sessions)
 			}
 		}},
-		{name: "runtime", toml: "[runtime]\nengine = \"docker\"\nimage = \"carapace-agent-test:dev\"\nmemory_mb = 512\n[sessions]\nmax_per_group = 1\nidle_timeout = \"2m\"\n", check: func(t *testing.T, c *Config) {
-			if c.Runtime.Engine != "docker" || c.Runtime.Image != "carapace-agent-test:dev" || c.Runtime.MemoryMB != 512 || c.Sessions.MaxPerGroup != 1 || c.Sessions.IdleTimeout.Duration != 2*time.Minute {
+		{name: "runtime", toml: "[runtime]\nengine = \"docker\"\nimage = \"carapace-agent-test:dev\"\nmemory_mb = 512\n[sessions]\nmax_per_group = 1\nidle_timeout = \"2m\"\nconnect_timeout = \"30s\"\n", check: func(t *testing.T, c *Config) {
+			if c.Runtime.Engine != "docker" || c.Runtime.Image != "carapace-agent-test:dev" || c.Runtime.MemoryMB != 512 || c.Sessions.MaxPerGroup != 1 ||
+				c.Sessions.IdleTimeout.Duration != 2*time.Minute || c.Sessions.ConnectTimeout.Duration != 30*time.Second {
 				t.Errorf("runtime %+v, sessions %+v", c.Runtime, c.Sessions)
 			}
 		}},

@@ -101,6 +101,21 @@ type Status struct {
 	Tools                int            `json:"tools"`                 // tools in the catalogue
 	Plugins              []PluginStatus `json:"plugins"`               // every plugin, healthy or not
 	Draining             bool           `json:"draining"`              // stopping: no new sessions, in-flight calls finishing
+	// Engines are the container engines the core has checked and found
+	// ready, by name; empty until the first container session (or the
+	// start-up clean-up) needs one.
+	Engines []EngineStatus `json:"engines,omitempty"`
+}
+
+// EngineStatus is a container engine the core uses.
+type EngineStatus struct {
+	Name    string `json:"name"`    // "apple", "docker", "podman"
+	Version string `json:"version"` // the engine's version
+	// Bin is the engine's CLI, and BinFrom how the core found it: "PATH",
+	// or where an installer puts it when PATH does not have it (a login
+	// item's PATH is minimal), e.g. "Homebrew, not on PATH".
+	Bin     string `json:"bin,omitempty"`
+	BinFrom string `json:"bin_from,omitempty"`
 }
 
 // PluginStatus is the health of one plugin.

@@ -139,6 +139,11 @@ var (
 type Info struct {
 	Engine  string // "docker", "podman", "apple"
 	Version string // the engine's version
+	// Bin is the engine CLI that Check ran, and BinFrom how it was found:
+	// "PATH", "configured", or the installer whose location it is when
+	// PATH does not have it ("Homebrew, not on PATH"). Engines that do
+	// not say leave them empty.
+	Bin, BinFrom string
 }
 
 // IO is where a container's output goes.

@@ -27,6 +27,7 @@ func (s *Server) Status(context.Context) control.Status {
 	for _, p := range ps {
 		st.Plugins = append(st.Plugins, s.pluginStatus(p))
 	}
+	st.Engines = s.engineStatus()
 	return st
 }
 

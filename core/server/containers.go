@@ -30,13 +30,15 @@ const stopTimeout = 20 * time.Second
 type containers struct {
 	mu      sync.Mutex
 	engines map[string]runtime.Engine // checked engines, by name
+	infos   map[string]runtime.Info   // what their Check said, by name
 	live    map[string]*agentRun      // by session id
 	slots   groupSlots
 }
 
 // agentRun is one running agent container.
 type agentRun struct {
-	stopping atomic.Bool // cancelled: the container is on its way out
+	stopping atomic.Bool  // cancelled: the container is on its way out
+	started  atomic.Int64 // when the engine's Run began (unix ns); 0 before
 	cancel   context.CancelCauseFunc
 	done     chan struct{} // closed when Run has returned
 	closed   chan struct{} // closed when the session closes: output is no longer read
@@ -95,8 +97,9 @@ func (s *Server) engine(ctx context.Context, name string) (runtime.Engine, error
 			errs = append(errs, err)
 			continue
 		}
-		s.log.Info("container engine ready", "engine", info.Engine, "version", info.Version)
+		s.log.Info("container engine ready", "engine", info.Engine, "version", info.Version, "bin", info.Bin, "found", info.BinFrom)
 		s.ctrs.engines[c] = e
+		s.rememberEngine(c, info)
 		return e, nil
 	}
 	return nil, fmt.Errorf("%w: no container engine is ready: %w", control.ErrConflict, errors.Join(errs...))
@@ -263,7 +266,12 @@ func (s *Server) openContainerSession(ctx context.Context, req control.SessionRe
 		return fail(err)
 	}
 	runCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
-	if err := s.startLLMProxy(runCtx, info); err != nil {
+	// The model API's socket lives until the container is gone, not until
+	// it is told to stop: on Apple's runtime one connect to a socket that
+	// is no longer there ends the relay for good (reach.go).
+	llmCtx, stopLLM := context.WithCancel(context.WithoutCancel(ctx))
+	if err := s.startLLMProxy(llmCtx, info); err != nil {
+		stopLLM()
 		cancel(err)
 		return fail(err)
 	}
@@ -276,7 +284,9 @@ func (s *Server) openContainerSession(ctx context.Context, req control.SessionRe
 		defer close(run.done)
 		defer close(out)
 		defer release() // the container is gone: the group's next session may start
+		defer stopLLM()
 		began := time.Now()
+		run.started.Store(began.UnixNano())
 		s.log.Info("agent container starting", "session", info.ID, "group", info.Group, "engine", eng.Name(), "image", spec.Image)
 		s.agentEvent("agent.started", info.ID, info.Group, map[string]any{"engine": eng.Name()})
 		exit, err := eng.Run(runCtx, spec, runtime.IO{

@@ -108,7 +108,7 @@ func (s *Server) startLLMProxy(ctx context.Context, info session.Info) error {
 	}
 	path := s.llmSocket(info.ID)
 	served := make(chan error, 1)
-	go func() { served <- llmproxy.Serve(ctx, path, p) }()
+	go func() { served <- llmproxy.Serve(ctx, path, s.markReached(info.ID, p)) }()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		if fi, err := os.Stat(path); err == nil && fi.Mode()&os.ModeSocket != 0 {

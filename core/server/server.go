@@ -179,6 +179,7 @@ func Run(ctx context.Context, opts Options) error {
 	reapCtx, stopReaper := context.WithCancel(ctx)
 	defer stopReaper()
 	go s.reapIdle(reapCtx)
+	go s.reapUnreached(reapCtx)
 
 	ctl := control.NewServer(s, s.log)
 	serveErr := make(chan error, 1)

@@ -96,6 +96,10 @@ type live struct {
 	// active is when the session last received a message (unix ns): the
 	// core stops a container session idle for too long.
 	active atomic.Int64
+	// reached is when the agent first reached the core (unix ns): a
+	// connection accepted on the socket, a message, or MarkReached. The
+	// core stops a container session whose agent never does.
+	reached atomic.Int64
 }
 
 // NewManager returns a manager. It removes sockets a crashed core left behind.
@@ -128,6 +132,11 @@ type Info struct {
 	Runtime string
 	Started time.Time
 	Active  time.Time // when the session last received a message; Started before the first
+	// Reached is when the agent first reached the core: a connection
+	// accepted on the session's socket, a message on it, or MarkReached
+	// (the core's other socket of the session, the model API's). Zero
+	// until then.
+	Reached time.Time
 }
 
 // Open creates a session of group with its own socket, mode 0666 so a
@@ -193,7 +202,28 @@ func (l *live) info() Info {
 	if ns := l.active.Load(); ns != 0 {
 		i.Active = time.Unix(0, ns)
 	}
+	if ns := l.reached.Load(); ns != 0 {
+		i.Reached = time.Unix(0, ns)
+	}
 	return i
+}
+
+// markReached records the agent's first contact; later ones change
+// nothing.
+func (l *live) markReached() {
+	l.reached.CompareAndSwap(0, time.Now().UnixNano())
+}
+
+// MarkReached records that session id's agent reached the core by another
+// way than the session's socket (the model API's socket, which the core
+// serves beside it). An unknown id is ignored.
+func (m *Manager) MarkReached(id string) {
+	m.mu.Lock()
+	l, ok := m.sessions[id]
+	m.mu.Unlock()
+	if ok {
+		l.markReached()
+	}
 }
 
 // Close ends a session: its socket stops accepting, in-flight work is
@@ -284,6 +314,7 @@ func (m *Manager) loop(l *live) {
 			continue
 		}
 		l.active.Store(time.Now().UnixNano())
+		l.markReached()
 		j := job{rid: append([]byte(nil), msg.Frames[0]...), frames: msg.Frames[1:]}
 		select {
 		case l.jobs <- j: // an idle worker took it
@@ -406,11 +437,20 @@ var (
 
 func scheme() string {
 	registerOnce.Do(func() {
-		if err := zmtp.Register(sessionScheme, zmtp.Options{OnReject: onReject}); err != nil {
+		if err := zmtp.Register(sessionScheme, zmtp.Options{OnReject: onReject, OnAccept: onAccept}); err != nil {
 			panic(fmt.Sprintf("register %s transport: %v", sessionScheme, err)) // only a second registration can fail
 		}
 	})
 	return sessionScheme
+}
+
+// onAccept records that a peer reached a session's socket: on Apple's
+// runtime, that the relay into the VM works. It runs on the transport's
+// accept loop and only stores a time.
+func onAccept(socket string) {
+	if v, ok := bySocket.Load(socket); ok {
+		v.(*live).markReached()
+	}
 }
 
 // onReject runs on transport goroutines: it must not block.

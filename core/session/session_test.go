@@ -296,3 +296,62 @@ func TestCloseUnderFloodLeaksNoGoroutines(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// Reached is zero until the agent reaches the core: a bare connection to
+// the session's socket is enough (on Apple's runtime, the relay's
+// connect), and so is MarkReached; another session's contact is not this
+// session's. The first contact's time stays.
+func TestReached(t *testing.T) {
+	m := newManager(t, &countingPipeline{}, &memAudit{})
+	a, err := m.Open("main", "docker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := m.Open("main", "docker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := m.Open("main", "docker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reached := func(id string) time.Time {
+		for _, i := range m.List() {
+			if i.ID == id {
+				return i.Reached
+			}
+		}
+		t.Fatalf("session %s not listed", id)
+		return time.Time{}
+	}
+	for _, id := range []string{a.ID, b.ID, c.ID} {
+		if !reached(id).IsZero() {
+			t.Fatalf("session %s reached before anything connected", id)
+		}
+	}
+	conn, err := net.Dial("unix", a.Socket) // a connection, no byte sent
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for reached(a.ID).IsZero() {
+		if time.Now().After(deadline) {
+			t.Fatal("a connection to the socket did not mark the session reached")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	first := reached(a.ID)
+	m.MarkReached(b.ID)
+	m.MarkReached("s-unknown") // ignored
+	m.MarkReached(a.ID)
+	if reached(b.ID).IsZero() {
+		t.Error("MarkReached did not mark the session reached")
+	}
+	if got := reached(a.ID); !got.Equal(first) {
+		t.Errorf("a later contact moved Reached from %v to %v", first, got)
+	}
+	if !reached(c.ID).IsZero() {
+		t.Error("another session's contact marked this one reached")
+	}
+}

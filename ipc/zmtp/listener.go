@@ -73,6 +73,9 @@ func (l *listener) loop() {
 			continue
 		}
 		backoff = 0
+		if l.o.OnAccept != nil {
+			l.o.OnAccept(raw.LocalAddr().String())
+		}
 		// Only this goroutine increments live, so the check cannot race
 		// with another increment.
 		if l.live.Load() >= int64(l.o.MaxConns) {

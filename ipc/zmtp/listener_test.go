@@ -156,3 +156,32 @@ func TestListenerClose(t *testing.T) {
 		}
 	})
 }
+
+// OnAccept reports every accepted connection with the listener's path,
+// before a byte is read: also one that never sends a greeting, and one
+// dropped for exceeding MaxConns; nothing else.
+func TestListenerOnAccept(t *testing.T) {
+	type accepted struct{ socket string }
+	got := make(chan accepted, 16)
+	_, path := listen(t, context.Background(), Options{MaxConns: 1, HandshakeTimeout: time.Minute,
+		OnAccept: func(socket string) { got <- accepted{socket} }})
+	first := rawConn(t, path) // sends nothing: still in the handshake
+	defer first.Close()
+	second := rawConn(t, path) // over MaxConns: closed at once
+	defer second.Close()
+	for i := 0; i < 2; i++ {
+		select {
+		case a := <-got:
+			if a.socket != path {
+				t.Errorf("OnAccept(%q), want %q", a.socket, path)
+			}
+		case <-time.After(wait):
+			t.Fatalf("OnAccept called %d times, want 2", i)
+		}
+	}
+	select {
+	case a := <-got:
+		t.Errorf("extra OnAccept(%q)", a.socket)
+	case <-time.After(100 * time.Millisecond):
+	}
+}

@@ -61,6 +61,13 @@ type Options struct {
 	// not block, and must not close the zmq4 socket (or the listener)
 	// synchronously: Close waits for those goroutines.
 	OnReject func(socket, reason string)
+	// OnAccept, if set, is called with the listener's path for every
+	// connection it accepts, before anything is read from it (and also for
+	// one closed at once for exceeding MaxConns): a peer reached the
+	// socket. A relay that connects on a peer's behalf (Apple's container
+	// runtime) is the peer here. The same rules as OnReject apply: it runs
+	// on the accept loop, so it must not block.
+	OnAccept func(socket string)
 }
 
 func (o Options) withDefaults() Options {

@@ -85,19 +85,26 @@ func (r result) want(t *testing.T, code int, stdout, stderr []string) {
 
 func TestStatus(t *testing.T) {
 	c := newFakeCore(t)
+	carapace(t, c.home, "status").want(t, 0, []string{"engines                none checked yet"}, nil)
 	c.b.SetStatus(control.Status{Version: "1.2.3", PID: 4242, Started: time.Now().Add(-90 * time.Minute), Tools: 12,
-		Plugins: []control.PluginStatus{{Name: "telegram", Healthy: true}, {Name: "weather", Category: "NETWORK_ERROR"}}})
+		Plugins: []control.PluginStatus{{Name: "telegram", Healthy: true}, {Name: "weather", Category: "NETWORK_ERROR"}},
+		Engines: []control.EngineStatus{
+			{Name: "apple", Version: "1.2.2", Bin: "/opt/homebrew/bin/container", BinFrom: "Homebrew, not on PATH"},
+			{Name: "docker", Version: "20.10.24"},
+		}})
 	c.b.AddConfirmation(control.Confirmation{ID: "c1", Tool: "send_email", ArgsHash: "h"})
 
 	r := carapace(t, c.home, "status")
 	r.want(t, 0, []string{"version", "1.2.3", "4242", "1h30m0s", string(c.home), "12",
 		"pending confirmations  1 (carapace confirm list)", "telegram", "healthy", "weather", "failed: NETWORK_ERROR",
-		"draining               no"}, nil)
+		"draining               no",
+		"engines                apple 1.2.2      /opt/homebrew/bin/container (Homebrew, not on PATH)\n",
+		"                       docker 20.10.24  -\n"}, nil)
 
 	r = carapace(t, c.home, "status", "--json")
 	r.want(t, 0, []string{`"pending_confirmations": 1`, `"version": "1.2.3"`}, nil)
 	var st control.Status
-	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || st.PID != 4242 || len(st.Plugins) != 2 {
+	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || st.PID != 4242 || len(st.Plugins) != 2 || len(st.Engines) != 2 || st.Engines[0].Bin != "/opt/homebrew/bin/container" {
 		t.Errorf("status --json: %v %+v", err, st)
 	}
 }

@@ -65,8 +65,11 @@ func (a *app) statusCmd() *cobra.Command {
 		Use:   "status",
 		Short: "Show the running core's status",
 		Long: `Show the running core's status: version, pid, uptime, home, live sessions,
-pending confirmations, tools, plugin health, and whether it is draining
-(stopping). Fails if no core is running.`,
+pending confirmations, tools, plugin health, whether it is draining
+(stopping), and the container engines it uses: their version and the CLI
+it runs, with where it was found (a login item's PATH is minimal, so Apple's
+container may be found where Homebrew or MacPorts put it). Fails if no core
+is running.`,
 		Example: `  carapace status
   carapace status --json | jq .plugins`,
 		Args: cobra.NoArgs,
@@ -109,6 +112,20 @@ func printStatus(cmd *cobra.Command, st control.Status) error {
 		draining = "yes (stopping)"
 	}
 	fmt.Fprintf(tw, "draining\t%s\n", draining)
+	if len(st.Engines) == 0 {
+		fmt.Fprintf(tw, "engines\tnone checked yet (the first container session checks one)\n")
+	}
+	for i, e := range st.Engines {
+		label := ""
+		if i == 0 {
+			label = "engines"
+		}
+		bin := orDash(e.Bin)
+		if e.BinFrom != "" {
+			bin += " (" + e.BinFrom + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s %s\t%s\n", label, printable(e.Name), printable(e.Version), printable(bin))
+	}
 	if len(st.Plugins) == 0 {
 		fmt.Fprintf(tw, "plugins\tnone\n")
 	}
