@@ -105,7 +105,9 @@ func (e errIdle) Error() string {
 }
 
 // reapIdle stops the containers of sessions that have made no request for
-// the idle timeout, until ctx ends.
+// the idle timeout, until ctx ends. The time counts from the session's last
+// request or its container's start, whichever is later: a session is not
+// idle while its files are prepared and the engine starts its container.
 func (s *Server) reapIdle(ctx context.Context) {
 	timeout := s.cfg.Sessions.IdleTimeout.Duration
 	tick := time.NewTicker(min(max(timeout/4, 10*time.Millisecond), 30*time.Second))
@@ -116,7 +118,11 @@ func (s *Server) reapIdle(ctx context.Context) {
 			return
 		case now := <-tick.C:
 			for _, info := range s.sessions.List() {
-				if idle := now.Sub(info.Active); idle >= timeout && s.cancelContainer(info.ID, errIdle{timeout}) {
+				started, ok := s.containerStarted(info.ID)
+				if !ok { // no container, or not started yet
+					continue
+				}
+				if idle := now.Sub(latest(info.Active, started)); idle >= timeout && s.cancelContainer(info.ID, errIdle{timeout}) {
 					s.log.Info("agent session idle; stopping its container", "session", info.ID, "group", info.Group, "idle", idle.Round(time.Second))
 					_ = s.audit.Write(&audit.Entry{Source: "core", Session: info.ID, Group: info.Group, Stage: audit.StageSession,
 						Outcome: audit.OutcomeExpired, Reason: errIdle{timeout}.Error()})
@@ -124,4 +130,12 @@ func (s *Server) reapIdle(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// latest returns the later of a and b.
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
