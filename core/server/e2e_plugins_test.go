@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -31,8 +32,9 @@ var kitActions = []struct{ action, risk, schema string }{
 	{"spawn", "low", `{"type":"object","additionalProperties":false,"properties":{}}`},
 }
 
-// kitManifest is the manifest of an oopkit plugin called name.
-func kitManifest(name string) string {
+// kitManifest is the manifest of an oopkit plugin called name, subscribed
+// to the topics given.
+func kitManifest(name string, subscribes ...string) string {
 	prefix := strings.ReplaceAll(name, "-", "_")
 	var tools []string
 	for _, a := range kitActions {
@@ -42,10 +44,19 @@ func kitManifest(name string) string {
 	return fmt.Sprintf(`{
   "description": "out-of-process test plugin", "version": "1.2.3", "app_compat": ">=0.1.0", "author": {"name": "tests"},
   "provides": {"channels": [], "tools": [%s]},
-  "subscribes": [],
+  "subscribes": %s,
   "config_schema": {"type": "object", "additionalProperties": false, "properties": {
     "fail_init": {"type": "string", "enum": ["auth", "network", "plain", "hang", "exit"]}}}
-}`, strings.Join(tools, ","))
+}`, strings.Join(tools, ","), jsonList(subscribes))
+}
+
+// jsonList is a JSON array of strings, [] for none.
+func jsonList(ss []string) string {
+	if ss == nil {
+		ss = []string{}
+	}
+	b, _ := json.Marshal(ss)
+	return string(b)
 }
 
 // rawSource writes a plugin folder for pluginhost's rawpeer, a handler

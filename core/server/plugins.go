@@ -19,6 +19,7 @@ import (
 	"github.com/carapace-dev/carapace/core/catalog"
 	"github.com/carapace-dev/carapace/core/config"
 	"github.com/carapace-dev/carapace/core/control"
+	"github.com/carapace-dev/carapace/core/events"
 	"github.com/carapace-dev/carapace/core/install"
 	"github.com/carapace-dev/carapace/core/intrinsics"
 	"github.com/carapace-dev/carapace/core/manifest"
@@ -67,6 +68,7 @@ type pluginState struct {
 	handler plugin.Handler      // the running handler (in process, or a *pluginhost.Process)
 	proc    *pluginhost.Process // out-of-process plugins only
 	calls   inflight
+	events  *events.Subscription // its subscribed events, while healthy (plugin_events.go); guarded by Server.mu
 
 	// Guarded by Server.mu.
 	state    string
@@ -336,6 +338,7 @@ func (s *Server) start(ctx context.Context, st *pluginState, pins map[string]ins
 		pid = st.proc.PID()
 	}
 	s.log.Info("plugin loaded", "plugin", st.name, "source", st.source, "tools", st.tools, "pid", pid, "took", time.Since(began).Round(time.Millisecond))
+	s.subscribePlugin(st)
 	s.coreEvent("plugin.ready", "", map[string]any{"plugin": st.name, "version": st.manifest.Version})
 	_ = s.audit.Write(&audit.Entry{Source: st.name, Stage: audit.StageCore, Outcome: audit.OutcomeStarted, Reason: fmt.Sprintf("plugin %s %s loaded (%s), tools: %s", st.name, st.manifest.Version, st.source, strings.Join(st.tools, ", "))})
 }
@@ -416,6 +419,7 @@ func (s *Server) crashed(st *pluginState, err error) {
 	}
 	st.state, st.category, st.problem = stateCrashed, plugin.CategoryInternal, problem
 	s.mu.Unlock()
+	s.unsubscribePlugin(st)
 	s.log.Error("CRITICAL: plugin handler died; its calls get PLUGIN_UNAVAILABLE until `carapace plugin restart "+st.name+"`", "plugin", st.name, "err", err)
 	_ = s.audit.Write(&audit.Entry{Source: st.name, Stage: audit.StageCore, Outcome: audit.OutcomeCrashed, Code: plugin.CategoryInternal, Reason: clip(problem, 4000)})
 }
@@ -444,6 +448,7 @@ func (s *Server) stopPlugin(st *pluginState, removeTools bool) {
 	was := st.state
 	st.state = stateStopping
 	s.mu.Unlock()
+	s.unsubscribePlugin(st)
 	dctx, cancel := context.WithTimeout(context.Background(), s.cfg.Core.HandlerTimeout.Duration+time.Second)
 	st.calls.closeAndWait(dctx)
 	cancel()

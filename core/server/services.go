@@ -134,48 +134,14 @@ func (v *services) PublishEvent(ctx context.Context, ev *plugin.Event) error {
 	return v.s.publish(ctx, &e)
 }
 
-// publish puts a plugin's event on the event bus — where the core's
-// spawner and outside subscribers get it — and delivers it to the healthy
-// plugins that subscribe to its topic (exact match: the manifest allows
-// no patterns), each in its own goroutine under EventTimeout.
+// publish puts a plugin's event on the event bus, the one fan-out: the
+// core's spawner, the plugins subscribed to its topic (plugin_events.go)
+// and outside subscribers all get it from there. It is audited (topic and
+// group, never the payload).
 func (s *Server) publish(ctx context.Context, ev *plugin.Event) error {
-	if s.bus != nil {
-		if err := s.bus.Publish(ctx, ev); err != nil {
-			return fmt.Errorf("publish event: %w", err)
-		}
+	if err := s.bus.Publish(ctx, ev); err != nil {
+		return fmt.Errorf("publish event: %w", err)
 	}
 	_ = s.audit.Write(&audit.Entry{Source: ev.Source, Group: ev.Group, Topic: ev.Topic, Correlation: ev.Correlation, Stage: audit.StageEvent, Outcome: audit.OutcomePublished, ID: ev.ID})
-	delivered := 0
-	for _, st := range s.healthyPlugins() {
-		eh, ok := st.handler.(plugin.EventHandler)
-		if !ok || !subscribed(st.manifest.Subscribes, ev.Topic) {
-			continue
-		}
-		if !st.calls.enter() {
-			continue
-		}
-		delivered++
-		go func() {
-			defer st.calls.leave()
-			ctx, cancel := context.WithTimeout(context.Background(), EventTimeout)
-			defer cancel()
-			if err := eh.HandleEvent(ctx, ev); err != nil {
-				s.log.Warn("plugin failed to handle an event", "plugin", st.name, "topic", ev.Topic, "err", err)
-			}
-		}()
-	}
-	if delivered == 0 {
-		s.log.Debug("no healthy plugin subscribes to the event", "topic", ev.Topic, "source", ev.Source)
-	}
 	return nil
-}
-
-// subscribed reports whether topic matches one of the patterns.
-func subscribed(patterns []string, topic string) bool {
-	for _, p := range patterns {
-		if p == topic {
-			return true
-		}
-	}
-	return false
 }

@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -50,6 +51,22 @@ func (k *kit) Shutdown(ctx context.Context) error {
 		f.Close()
 	}
 	return nil
+}
+
+// HandleEvent appends each event it is given to events.jsonl in its
+// folder, one JSON line, for the tests to read.
+func (k *kit) HandleEvent(ctx context.Context, ev *plugin.Event) error {
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile("events.jsonl", os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = f.Write(append(b, '\n'))
+	return err
 }
 
 func (k *kit) Invoke(ctx context.Context, req *plugin.Request) (map[string]any, error) {

@@ -1,0 +1,82 @@
+package server
+
+import (
+	"context"
+	"strings"
+
+	"github.com/carapace-dev/carapace/core/plugin"
+)
+
+// Events reach plugins through the bus like every other subscriber: each
+// healthy plugin that handles events and subscribes to topics in its
+// manifest gets an in-process subscription of its own, drained by one
+// goroutine that calls HandleEvent in order, each call under EventTimeout.
+// The bus owns the topic filter (exact topics) and the backpressure rule: a
+// plugin that falls a buffer behind loses events, counted and logged by the
+// bus, and never slows a publisher or another subscriber.
+
+// reservedForPlugins are topic prefixes no plugin is given, whatever its
+// manifest says: confirmations carry the arguments of other groups' calls,
+// and answering them is a capability plugins do not have yet.
+var reservedForPlugins = []string{"confirmation."}
+
+// subscribePlugin starts delivering st's subscribed events to it. Called
+// once st is healthy; stopPlugin and crashed end the delivery.
+func (s *Server) subscribePlugin(st *pluginState) {
+	eh, ok := st.handler.(plugin.EventHandler)
+	if !ok || s.bus == nil {
+		return
+	}
+	var topics []string
+	for _, t := range st.manifest.Subscribes {
+		if reserved(t) {
+			s.log.Warn("plugin subscribes to a topic plugins are not given; ignored", "plugin", st.name, "topic", t)
+			continue
+		}
+		topics = append(topics, t)
+	}
+	if len(topics) == 0 {
+		return
+	}
+	sub, err := s.bus.Subscribe(topics...)
+	if err != nil {
+		s.log.Error("plugin cannot subscribe to its events", "plugin", st.name, "topics", topics, "err", err)
+		return
+	}
+	s.mu.Lock()
+	st.events = sub
+	s.mu.Unlock()
+	go func() {
+		for ev := range sub.C() {
+			if !st.calls.enter() {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), EventTimeout)
+			if err := eh.HandleEvent(ctx, ev); err != nil {
+				s.log.Warn("plugin failed to handle an event", "plugin", st.name, "topic", ev.Topic, "err", err)
+			}
+			cancel()
+			st.calls.leave()
+		}
+	}()
+}
+
+// unsubscribePlugin ends the delivery of events to st.
+func (s *Server) unsubscribePlugin(st *pluginState) {
+	s.mu.Lock()
+	sub := st.events
+	st.events = nil
+	s.mu.Unlock()
+	if sub != nil {
+		_ = sub.Close()
+	}
+}
+
+func reserved(topic string) bool {
+	for _, p := range reservedForPlugins {
+		if strings.HasPrefix(topic, p) {
+			return true
+		}
+	}
+	return false
+}
