@@ -31,6 +31,7 @@ const (
 	OutcomeApproved  = "approved"  // the user approved
 	OutcomeDenied    = "denied"    // the user denied
 	OutcomeExpired   = "expired"   // nobody answered in time
+	OutcomeWithdrawn = "withdrawn" // a confirmation whose call went away: the session closed, the core stopped
 	OutcomeOpened    = "opened"    // session opened
 	OutcomeClosed    = "closed"    // session closed, or core stopped
 	OutcomeStarted   = "started"   // core started, or a plugin initialised

@@ -20,6 +20,7 @@ import (
 // "use the default".
 type Config struct {
 	Core      Core              `toml:"core"`
+	Confirm   Confirm           `toml:"confirm"`
 	RateLimit RateLimit         `toml:"rate_limit"`
 	Audit     Audit             `toml:"audit"`
 	Plugins   map[string]Plugin `toml:"plugins"`
@@ -92,10 +93,22 @@ type Sessions struct {
 
 // Core holds the pipeline's timeouts and bounds.
 type Core struct {
-	HandlerTimeout      Duration `toml:"handler_timeout"`      // default 30s
-	ConfirmationTimeout Duration `toml:"confirmation_timeout"` // default 5m
-	ShutdownTimeout     Duration `toml:"shutdown_timeout"`     // default 10s
-	MaxSessions         int      `toml:"max_sessions"`         // default 64
+	HandlerTimeout  Duration `toml:"handler_timeout"`  // default 30s
+	ShutdownTimeout Duration `toml:"shutdown_timeout"` // default 10s
+	MaxSessions     int      `toml:"max_sessions"`     // default 64
+	// MovedConfirmationTimeout is [core] confirmation_timeout, which moved
+	// to [confirm] timeout: refused with a message that says so.
+	MovedConfirmationTimeout Duration `toml:"confirmation_timeout"`
+}
+
+// Confirm configures the confirmations high-risk tools wait on.
+type Confirm struct {
+	// Timeout is how long a call waits for the user; past it the call is
+	// refused (CONFIRMATION_TIMEOUT). Default 5m.
+	Timeout Duration `toml:"timeout"`
+	// MaxPending bounds the confirmations waiting at once per group; a
+	// call past it is denied at once, not queued. Default 8.
+	MaxPending int `toml:"max_pending"`
 }
 
 // RateLimit is the per-session, per-tool request rate.
@@ -186,6 +199,12 @@ func (c *Config) check() error {
 			return fmt.Errorf("rate_limit.tools.%s.burst must not be negative", name)
 		}
 	}
+	if c.Core.MovedConfirmationTimeout.Duration != 0 {
+		return fmt.Errorf("core.confirmation_timeout has moved: write [confirm] timeout = %q instead", c.Core.MovedConfirmationTimeout.Duration)
+	}
+	if c.Confirm.MaxPending < 0 || c.Confirm.Timeout.Duration < 0 {
+		return errors.New("confirm: values must not be negative")
+	}
 	if c.Core.MaxSessions < 0 || c.Audit.MaxSizeMB < 0 || c.Audit.MaxFiles < 0 || c.Audit.RejectionsPerMinute < 0 {
 		return errors.New("counts and sizes must not be negative")
 	}
@@ -252,7 +271,8 @@ func orDefault[T comparable](p *T, v T) {
 
 func (c *Config) withDefaults() *Config {
 	orDefault(&c.Core.HandlerTimeout, Duration{30 * time.Second})
-	orDefault(&c.Core.ConfirmationTimeout, Duration{5 * time.Minute})
+	orDefault(&c.Confirm.Timeout, Duration{5 * time.Minute})
+	orDefault(&c.Confirm.MaxPending, 8)
 	orDefault(&c.Core.ShutdownTimeout, Duration{10 * time.Second})
 	orDefault(&c.Core.MaxSessions, 64)
 	orDefault(&c.RateLimit.PerMinute, 60)

@@ -16,8 +16,8 @@ func TestLoad(t *testing.T) {
 		check   func(t *testing.T, c *Config)
 	}{
 		{name: "defaults", toml: "", check: func(t *testing.T, c *Config) {
-			if c.Core.HandlerTimeout.Duration != 30*time.Second || c.Core.ConfirmationTimeout.Duration != 5*time.Minute {
-				t.Errorf("timeouts = %v, %v", c.Core.HandlerTimeout, c.Core.ConfirmationTimeout)
+			if c.Core.HandlerTimeout.Duration != 30*time.Second || c.Confirm.Timeout.Duration != 5*time.Minute || c.Confirm.MaxPending != 8 {
+				t.Errorf("timeouts = %v, %v, max pending %d", c.Core.HandlerTimeout, c.Confirm.Timeout, c.Confirm.MaxPending)
 			}
 			if r := c.RateFor("echo"); r.PerMinute != 60 || r.Burst != 60 {
 				t.Errorf("rate = %+v", r)
@@ -51,9 +51,12 @@ func TestLoad(t *testing.T) {
 		{name: "unknown engine", toml: "[runtime]\nengine = \"lxc\"\n", wantErr: "runtime.engine"},
 		{name: "option as image", toml: "[runtime]\nimage = \"--privileged\"\n", wantErr: "runtime.image"},
 		{name: "tiny memory", toml: "[runtime]\nmemory_mb = 8\n", wantErr: "memory_mb"},
+		{name: "confirmation_timeout moved", toml: "[core]\nconfirmation_timeout = \"2s\"\n", wantErr: `core.confirmation_timeout has moved: write [confirm] timeout = "2s"`},
+		{name: "negative max_pending", toml: "[confirm]\nmax_pending = -1\n", wantErr: "confirm:"},
 		{name: "overrides", toml: `
-[core]
-confirmation_timeout = "2s"
+[confirm]
+timeout = "2s"
+max_pending = 3
 [rate_limit]
 per_minute = 10
 [rate_limit.tools.echo]
@@ -62,8 +65,8 @@ burst = 5
 [plugins.echo]
 allowed_groups = ["main"]
 `, check: func(t *testing.T, c *Config) {
-			if c.Core.ConfirmationTimeout.Duration != 2*time.Second {
-				t.Errorf("confirmation_timeout = %v", c.Core.ConfirmationTimeout)
+			if c.Confirm.Timeout.Duration != 2*time.Second || c.Confirm.MaxPending != 3 {
+				t.Errorf("confirm = %+v", c.Confirm)
 			}
 			if r := c.RateFor("echo"); r.PerMinute != 600 || r.Burst != 5 {
 				t.Errorf("echo rate = %+v", r)

@@ -1,7 +1,29 @@
 // Package confirm is stage 5 of the pipeline: the confirmation gate for
-// high-risk tools. A call waits for the user's decision, bound to the exact
-// tool and a hash of its canonical arguments, and fails closed: no decision
-// within the timeout is a refusal, and so is a core that starts draining.
+// high-risk tools, fit to be answered from several surfaces at once (the
+// CLI, the menu-bar app, a notification, the phone).
+//
+// A call waits for the user's decision on a Confirmation bound to the
+// exact tool and the SHA-256 of its canonical arguments (ArgsHash). Its id
+// has 128 random bits, so that it cannot be guessed (people may type a
+// unique prefix: control.FindConfirmation).
+//
+// Every decision names the confirmation and the args_hash the deciding
+// surface showed; the gate applies exactly one: the first decision that
+// arrives while the confirmation is pending wins, by one compare-and-set
+// under the gate's lock. Any later one — another surface's click, a
+// retried request — is refused with ErrDecided, which carries the
+// decision that won. A decision with another hash is refused with
+// ErrMismatch and decides nothing.
+//
+// It fails closed: no decision before the expiry is Expired; a call whose
+// session closes (or whose every waiter gives up) is Withdrawn; the gate
+// keeps nothing across a restart of the core. An identical request (same
+// session, tool and hash) while one is pending joins it rather than asking
+// the user twice; past MaxPending pending confirmations in a group, a new
+// one is refused at once (ErrTooMany), never queued.
+//
+// Observe is told of every change — requested, then exactly one resolution
+// — in order, for the audit log and the event bus.
 package confirm
 
 import (
@@ -16,49 +38,146 @@ import (
 	"time"
 )
 
-// DefaultTimeout is how long a call waits for the user.
-const DefaultTimeout = 5 * time.Minute
-
-// Errors a decision can fail with.
-var (
-	ErrNotFound = errors.New("no pending confirmation with that id")
-	ErrMismatch = errors.New("the confirmation's arguments differ from the ones approved")
+// Defaults.
+const (
+	DefaultTimeout    = 5 * time.Minute // how long a call waits for the user
+	DefaultMaxPending = 8               // pending confirmations per group
+	// keepResolved is how many resolved confirmations the gate remembers,
+	// so that a late decision is told "already decided", not "not found".
+	keepResolved = 1024
 )
 
-// Outcomes of a wait.
-var (
-	ErrDenied   = errors.New("denied by the user")
-	ErrTimeout  = errors.New("no decision before the confirmation expired")
-	ErrTooMany  = errors.New("too many confirmations pending for this session")
-	ErrCanceled = errors.New("the wait was cancelled")
+// Decision is how a confirmation ended; empty while it is pending.
+type Decision string
+
+// The decisions.
+const (
+	Approved  Decision = "approved"  // a person approved it
+	Denied    Decision = "denied"    // a person denied it
+	Expired   Decision = "expired"   // nobody answered before it expired
+	Withdrawn Decision = "withdrawn" // its call went away: the session closed, the core stopped
 )
 
-// Pending is one call waiting for the user.
-type Pending struct {
-	ID          string
+// Errors of Request, Wait and Decide.
+var (
+	ErrNotFound = errors.New("no confirmation with that id")
+	ErrMismatch = errors.New("the confirmation's arguments differ from the ones shown")
+	ErrTooMany  = errors.New("too many confirmations pending for this group")
+	ErrInvalid  = errors.New("invalid decision")
+
+	// Outcomes of Wait: what the waiting call learns.
+	ErrDenied    = errors.New("denied by the user")
+	ErrTimeout   = errors.New("no decision before the confirmation expired")
+	ErrWithdrawn = errors.New("the confirmation was withdrawn")
+)
+
+// ErrDecided refuses a decision on a confirmation that is no longer
+// pending. Confirmation says how it ended, where and by whom.
+type ErrDecided struct{ Confirmation Confirmation }
+
+func (e *ErrDecided) Error() string {
+	c := e.Confirmation
+	msg := fmt.Sprintf("confirmation %s is already decided: %s", c.ID, c.Decision)
+	if c.Surface != "" {
+		msg += " (" + c.Surface
+		if c.Decider != "" {
+			msg += ", " + c.Decider
+		}
+		msg += ")"
+	}
+	return msg
+}
+
+// Request is a call that needs the user.
+type Request struct {
 	Session     string
 	Group       string
 	Tool        string
 	Correlation string
-	ArgsHash    string // hex SHA-256 of the canonical arguments
-	Display     []byte // sanitised canonical arguments, for the user to read
+	ArgsHash    string // HashArguments of the canonical arguments
+	Display     []byte // the canonical arguments, sanitised, for people to read
+}
+
+// Confirmation is one confirmation as it stands: a copy, safe to keep.
+type Confirmation struct {
+	ID          string
+	Session     string
+	Group       string
+	Tool        string
+	Correlation string // the first call's
+	ArgsHash    string
+	Display     []byte
 	Created     time.Time
 	Expires     time.Time
-
-	decision chan bool
+	// Set once resolved.
+	Decision Decision
+	Surface  string // where it was decided: "cli", "app", "notification", "telegram"; "core" for expiry and withdrawal
+	Decider  string // who decided, as the surface knows them
+	Decided  time.Time
+	Reason   string // for a withdrawal: why
 }
 
-// Gate holds the pending confirmations. It is safe for concurrent use.
+// Pending reports whether c is still waiting for a decision.
+func (c Confirmation) Pending() bool { return c.Decision == "" }
+
+// Decide is one decision from a surface.
+type Decide struct {
+	ID       string // the confirmation's full id
+	Approve  bool
+	ArgsHash string // the hash of the arguments the surface showed
+	Surface  string
+	Decider  string
+}
+
+// Options configure a Gate.
+type Options struct {
+	Timeout    time.Duration // how long a confirmation waits; DefaultTimeout if zero
+	MaxPending int           // pending confirmations per group; DefaultMaxPending if zero
+	// Observe, if set, is told of each change, in order: a new
+	// confirmation (Pending), then its resolution. It is called with the
+	// gate's lock held, so it must not call the gate, and should be quick
+	// (an audit line, a publish that never waits). An error for a new
+	// confirmation refuses it: the gate fails closed when the change
+	// cannot be recorded.
+	Observe func(Confirmation) error
+	// Now returns the time; time.Now if nil (tests).
+	Now func() time.Time
+}
+
+// Gate holds the confirmations. It is safe for concurrent use.
 type Gate struct {
-	Timeout    time.Duration // default DefaultTimeout
-	MaxPending int           // per session; default 8
-	// Notify, if set, is called (without locks held) when a confirmation is
-	// created, so that surfaces such as notifications can show it.
-	Notify func(Pending)
+	opts Options
 
-	mu      sync.Mutex
-	pending map[string]*Pending
+	mu       sync.Mutex
+	pending  map[string]*entry
+	resolved map[string]Confirmation
+	order    []string // resolved ids, oldest first
 }
+
+// entry is a pending confirmation and its waiters.
+type entry struct {
+	c       Confirmation
+	waiters int
+	done    chan struct{} // closed when resolved
+	timer   *time.Timer
+}
+
+// New returns a Gate.
+func New(opts Options) *Gate {
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.MaxPending <= 0 {
+		opts.MaxPending = DefaultMaxPending
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Gate{opts: opts, pending: map[string]*entry{}, resolved: map[string]Confirmation{}}
+}
+
+// Timeout is how long a confirmation waits for the user.
+func (g *Gate) Timeout() time.Duration { return g.opts.Timeout }
 
 // HashArguments returns the hex SHA-256 of canonical argument JSON.
 func HashArguments(canonical []byte) string {
@@ -66,91 +185,212 @@ func HashArguments(canonical []byte) string {
 	return hex.EncodeToString(h[:])
 }
 
-// Open registers a pending confirmation for a call. The caller then waits
-// with Wait. p's ID, Created and Expires are set here.
-func (g *Gate) Open(p Pending) (*Pending, error) {
-	timeout, maxp := g.Timeout, g.MaxPending
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
-	if maxp <= 0 {
-		maxp = 8
-	}
-	p.ID = newID()
-	p.Created = time.Now().UTC()
-	p.Expires = p.Created.Add(timeout)
-	p.decision = make(chan bool, 1)
+// Ticket is one call's hold on a confirmation, for Wait.
+type Ticket struct {
+	e *entry
+	c Confirmation
+	// Joined says the call joined a confirmation an identical call of the
+	// same session was already waiting on.
+	Joined bool
+}
+
+// Confirmation returns the confirmation as it was when the ticket was
+// taken.
+func (t *Ticket) Confirmation() Confirmation { return t.c }
+
+// ID returns the confirmation's id.
+func (t *Ticket) ID() string { return t.e.c.ID }
+
+// Request registers a call that needs the user and returns its ticket. An
+// identical pending request (same session, tool and hash) is joined. It
+// fails with ErrTooMany when the group already has MaxPending pending, and
+// with Observe's error when the new confirmation cannot be recorded.
+func (g *Gate) Request(r Request) (*Ticket, error) {
 	g.mu.Lock()
-	if g.pending == nil {
-		g.pending = map[string]*Pending{}
-	}
+	defer g.mu.Unlock()
 	n := 0
-	for _, q := range g.pending {
-		if q.Session == p.Session {
+	for _, e := range g.pending {
+		if e.c.Session == r.Session && e.c.Tool == r.Tool && e.c.ArgsHash == r.ArgsHash {
+			e.waiters++
+			return &Ticket{e: e, Joined: true, c: e.c}, nil
+		}
+		if e.c.Group == r.Group {
 			n++
 		}
 	}
-	if n >= maxp {
-		g.mu.Unlock()
-		return nil, ErrTooMany
+	if n >= g.opts.MaxPending {
+		return nil, fmt.Errorf("group %s has %d confirmations pending: %w", r.Group, n, ErrTooMany)
 	}
-	pp := &p
-	g.pending[p.ID] = pp
-	g.mu.Unlock()
-	if g.Notify != nil {
-		g.Notify(*pp)
+	now := g.opts.Now().UTC()
+	e := &entry{
+		c: Confirmation{
+			ID: newID(), Session: r.Session, Group: r.Group, Tool: r.Tool, Correlation: r.Correlation,
+			ArgsHash: r.ArgsHash, Display: r.Display, Created: now, Expires: now.Add(g.opts.Timeout),
+		},
+		waiters: 1,
+		done:    make(chan struct{}),
 	}
-	return pp, nil
-}
-
-// Wait blocks until p is decided, expires, or ctx ends. It returns nil for
-// an approval, ErrDenied, ErrTimeout or ErrCanceled. The confirmation is
-// removed in every case.
-func (g *Gate) Wait(ctx context.Context, p *Pending) error {
-	defer g.remove(p.ID)
-	t := time.NewTimer(time.Until(p.Expires))
-	defer t.Stop()
-	select {
-	case ok := <-p.decision:
-		if ok {
-			return nil
+	if g.opts.Observe != nil {
+		if err := g.opts.Observe(e.c); err != nil {
+			return nil, err
 		}
-		return ErrDenied
-	case <-t.C:
-		return ErrTimeout
+	}
+	g.pending[e.c.ID] = e
+	e.timer = time.AfterFunc(g.opts.Timeout, func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		g.resolve(e, Expired, "core", "", "")
+	})
+	return &Ticket{e: e, c: e.c}, nil
+}
+
+// Wait blocks until the confirmation is resolved or ctx ends. It returns
+// nil for an approval, ErrDenied, ErrTimeout or ErrWithdrawn. When ctx
+// ends, the call leaves; a confirmation nobody waits on any more is
+// withdrawn.
+func (g *Gate) Wait(ctx context.Context, t *Ticket) error {
+	select {
+	case <-t.e.done:
 	case <-ctx.Done():
-		return ErrCanceled
+		g.mu.Lock()
+		t.e.waiters--
+		if t.e.waiters > 0 && t.e.c.Decision == "" {
+			g.mu.Unlock()
+			return ErrWithdrawn // for this call; the others still wait
+		}
+		g.resolve(t.e, Withdrawn, "core", "", "the call went away: "+context.Cause(ctx).Error())
+		g.mu.Unlock()
+	}
+	g.mu.Lock()
+	d := t.e.c.Decision
+	g.mu.Unlock()
+	switch d {
+	case Approved:
+		return nil
+	case Denied:
+		return ErrDenied
+	case Expired:
+		return ErrTimeout
+	default:
+		return ErrWithdrawn
 	}
 }
 
-// Decide approves or denies a pending confirmation. An approval must carry
-// the arguments hash the user was shown; a different one is refused with
-// ErrMismatch and decides nothing.
-func (g *Gate) Decide(id string, approve bool, argsHash string) error {
+// Decide applies a decision from a surface and returns the confirmation as
+// it now stands. It fails with ErrNotFound for an unknown id, ErrDecided
+// when the confirmation is no longer pending (expired included), and
+// ErrMismatch, deciding nothing, when the hash is not the confirmation's.
+func (g *Gate) Decide(d Decide) (Confirmation, error) {
+	if d.ArgsHash == "" {
+		return Confirmation{}, fmt.Errorf("%w: a decision needs the args_hash of the arguments shown", ErrInvalid)
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	p, ok := g.pending[id]
+	e, ok := g.pending[d.ID]
 	if !ok {
-		return fmt.Errorf("confirmation %q: %w", id, ErrNotFound)
+		if c, ok := g.resolved[d.ID]; ok {
+			return c, &ErrDecided{Confirmation: c}
+		}
+		return Confirmation{}, fmt.Errorf("confirmation %q: %w", d.ID, ErrNotFound)
 	}
-	if approve && argsHash != p.ArgsHash {
-		return fmt.Errorf("confirmation %q: %w", id, ErrMismatch)
+	if !g.opts.Now().Before(e.c.Expires) { // its timer has not run yet
+		g.resolve(e, Expired, "core", "", "")
+		return e.c, &ErrDecided{Confirmation: e.c}
 	}
-	delete(g.pending, id)
-	p.decision <- approve
-	return nil
+	if d.ArgsHash != e.c.ArgsHash {
+		return e.c, fmt.Errorf("confirmation %s: %w", e.c.ID, ErrMismatch)
+	}
+	dec := Denied
+	if d.Approve {
+		dec = Approved
+	}
+	g.resolve(e, dec, d.Surface, d.Decider, "")
+	return e.c, nil
 }
 
-// List returns the pending confirmations, oldest first.
-func (g *Gate) List() []Pending {
+// WithdrawSession withdraws the pending confirmations of a session that
+// closed, and returns them.
+func (g *Gate) WithdrawSession(session, reason string) []Confirmation {
 	g.mu.Lock()
-	out := make([]Pending, 0, len(g.pending))
-	for _, p := range g.pending {
-		out = append(out, *p)
+	defer g.mu.Unlock()
+	var out []Confirmation
+	for _, e := range g.sorted() {
+		if e.c.Session == session {
+			g.resolve(e, Withdrawn, "core", "", reason)
+			out = append(out, e.c)
+		}
 	}
-	g.mu.Unlock()
-	sort.Slice(out, func(i, j int) bool { return out[i].Created.Before(out[j].Created) })
 	return out
+}
+
+// WithdrawAll withdraws every pending confirmation: the core is stopping.
+func (g *Gate) WithdrawAll(reason string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, e := range g.sorted() {
+		g.resolve(e, Withdrawn, "core", "", reason)
+	}
+}
+
+// resolve records e's decision once, wakes its waiters and tells Observe.
+// Called with g.mu held.
+func (g *Gate) resolve(e *entry, d Decision, surface, decider, reason string) {
+	if e.c.Decision != "" {
+		return
+	}
+	e.c.Decision, e.c.Surface, e.c.Decider, e.c.Reason = d, surface, decider, reason
+	e.c.Decided = g.opts.Now().UTC()
+	e.timer.Stop()
+	close(e.done)
+	delete(g.pending, e.c.ID)
+	g.resolved[e.c.ID] = e.c
+	g.order = append(g.order, e.c.ID)
+	if len(g.order) > keepResolved {
+		delete(g.resolved, g.order[0])
+		g.order = g.order[1:]
+	}
+	if g.opts.Observe != nil {
+		_ = g.opts.Observe(e.c) // a resolution stands even if it cannot be recorded
+	}
+}
+
+// Pending returns the pending confirmations, oldest first.
+func (g *Gate) Pending() []Confirmation {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	es := g.sorted()
+	out := make([]Confirmation, len(es))
+	for i, e := range es {
+		out[i] = e.c
+	}
+	return out
+}
+
+// Recent returns the pending confirmations and the resolved ones the gate
+// still remembers, oldest first.
+func (g *Gate) Recent() []Confirmation {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make([]Confirmation, 0, len(g.pending)+len(g.resolved))
+	for _, e := range g.pending {
+		out = append(out, e.c)
+	}
+	for _, c := range g.resolved {
+		out = append(out, c)
+	}
+	sortByCreated(out)
+	return out
+}
+
+// Get returns the confirmation with the full id, pending or remembered.
+func (g *Gate) Get(id string) (Confirmation, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if e, ok := g.pending[id]; ok {
+		return e.c, true
+	}
+	c, ok := g.resolved[id]
+	return c, ok
 }
 
 // Len returns the number of pending confirmations.
@@ -160,15 +400,30 @@ func (g *Gate) Len() int {
 	return len(g.pending)
 }
 
-func (g *Gate) remove(id string) {
-	g.mu.Lock()
-	delete(g.pending, id)
-	g.mu.Unlock()
+// sorted returns the pending entries, oldest first. Called with g.mu held.
+func (g *Gate) sorted() []*entry {
+	es := make([]*entry, 0, len(g.pending))
+	for _, e := range g.pending {
+		es = append(es, e)
+	}
+	sort.Slice(es, func(i, j int) bool { return less(es[i].c, es[j].c) })
+	return es
 }
 
-// newID returns a short id a person can type: "c-" and 8 hex digits.
+func sortByCreated(cs []Confirmation) {
+	sort.Slice(cs, func(i, j int) bool { return less(cs[i], cs[j]) })
+}
+
+func less(a, b Confirmation) bool {
+	if !a.Created.Equal(b.Created) {
+		return a.Created.Before(b.Created)
+	}
+	return a.ID < b.ID
+}
+
+// newID returns 128 random bits as 32 hex digits.
 func newID() string {
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	return "c-" + hex.EncodeToString(b[:])
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24)
+	return hex.EncodeToString(b[:])
 }

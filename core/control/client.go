@@ -124,31 +124,11 @@ func (c *Client) Sessions(ctx context.Context) ([]Session, error) {
 	return list, err
 }
 
-// Confirmations lists the pending confirmations.
-func (c *Client) Confirmations(ctx context.Context) ([]Confirmation, error) {
-	var list []Confirmation
-	err := c.do(ctx, http.MethodGet, "/v1/confirmations", nil, &list)
-	return list, err
-}
-
-// Approve approves confirmation id. argsHash must be the ArgsHash of the
-// confirmation as it was shown to the user; the core refuses with an error
-// wrapping ErrConflict if it does not match.
-func (c *Client) Approve(ctx context.Context, id, argsHash string) error {
-	return c.do(ctx, http.MethodPost, "/v1/confirmations/"+url.PathEscape(id)+"/approve",
-		approveRequest{ArgsHash: argsHash}, nil)
-}
-
 // RestartPlugin reloads plugin name from disk in the running core.
 func (c *Client) RestartPlugin(ctx context.Context, name string) (PluginStatus, error) {
 	var st PluginStatus
 	err := c.do(ctx, http.MethodPost, "/v1/plugins/"+url.PathEscape(name)+"/restart", nil, &st)
 	return st, err
-}
-
-// Deny denies confirmation id.
-func (c *Client) Deny(ctx context.Context, id string) error {
-	return c.do(ctx, http.MethodPost, "/v1/confirmations/"+url.PathEscape(id)+"/deny", nil, nil)
 }
 
 // OpenSession opens a session for group and keeps its stream open: the

@@ -20,9 +20,11 @@
 //	POST   /v1/sessions SessionRequest     open a session; see below
 //	GET    /v1/sessions                    []Session
 //	DELETE /v1/sessions/{id}               close a session (204)
-//	GET    /v1/confirmations               []Confirmation
-//	POST   /v1/confirmations/{id}/approve  {"args_hash":"…"} (204)
-//	POST   /v1/confirmations/{id}/deny     (204)
+//	GET    /v1/confirmations[?recent=1]    []Confirmation: pending (and recently resolved)
+//	GET    /v1/confirmations/{ref}         Confirmation: by id or unique prefix (≥ 6), pending or recent
+//	POST   /v1/confirmations/{id}/approve  Decision → Confirmation (409: already decided, or another hash)
+//	POST   /v1/confirmations/{id}/deny     Decision → Confirmation (409 likewise)
+//	GET    /v1/watch                       JSON lines: a snapshot, then one line per change (watch.go)
 //	POST   /v1/plugins/{name}/restart      PluginStatus (reload from disk)
 //
 // POST /v1/sessions holds its response open: the server writes the Session
@@ -37,7 +39,6 @@ package control
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -63,12 +64,18 @@ type Backend interface {
 	CloseSession(ctx context.Context, id string) error
 	// Sessions lists the live sessions.
 	Sessions(ctx context.Context) []Session
-	// Confirmations lists the confirmations waiting for the user.
-	Confirmations(ctx context.Context) []Confirmation
-	// Decide answers confirmation id. When approving, argsHash must equal
-	// the pending confirmation's ArgsHash (ErrConflict otherwise), so that
-	// the user approves exactly the arguments they were shown.
-	Decide(ctx context.Context, id string, approve bool, argsHash string) error
+	// Confirmations lists the confirmations waiting for the user, oldest
+	// first; with recent, also the resolved ones the core remembers.
+	Confirmations(ctx context.Context, recent bool) []Confirmation
+	// Decide applies one decision and returns the confirmation as it now
+	// stands. The decision's ArgsHash must be the confirmation's
+	// (ErrConflict otherwise), so that the user decides exactly the
+	// arguments they were shown; a confirmation already decided (or
+	// expired, or withdrawn) refuses it with ErrConflict and a message
+	// that says how it ended. ErrNotFound for an unknown id.
+	Decide(ctx context.Context, d Decision) (Confirmation, error)
+	// Watch starts a watch: a snapshot, then the changes (watch.go).
+	Watch(ctx context.Context) (*Watch, error)
 	// RestartPlugin stops plugin name (draining its calls) and loads it
 	// again from disk: manifest, pin, handler, init. A plugin that is no
 	// longer installed is unloaded; a new one is loaded. ErrNotFound if
@@ -196,20 +203,4 @@ type Output struct {
 	Data   string `json:"data,omitempty"`
 	Exit   *int   `json:"exit,omitempty"`  // the agent's exit status: the last line
 	Error  string `json:"error,omitempty"` // why the agent could not run or was stopped: the last line
-}
-
-// Confirmation is a high-risk tool call waiting for the user.
-type Confirmation struct {
-	ID          string `json:"id"`          // the confirmation's id
-	Session     string `json:"session"`     // the session that made the call
-	Group       string `json:"group"`       // the session's group
-	Tool        string `json:"tool"`        // the tool to run
-	Correlation string `json:"correlation"` // links the call to its audit entries
-	// ArgsHash is the hash of the canonical arguments; an approval must
-	// send it back unchanged.
-	ArgsHash string `json:"args_hash"`
-	// Arguments are the call's arguments, sanitised, for display only.
-	Arguments json.RawMessage `json:"arguments"`
-	Created   time.Time       `json:"created"` // when the call started waiting
-	Expires   time.Time       `json:"expires"` // when it counts as denied
 }

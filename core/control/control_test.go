@@ -82,10 +82,23 @@ func newFixture(t *testing.T) *fixture {
 }
 
 func TestEndpoints(t *testing.T) {
+	const c1 = "c1c1c1c1aaaaaaaaaaaaaaaaaaaaaaaa"
 	confirmation := control.Confirmation{
-		ID: "c1", Session: "s9", Group: "main", Tool: "send_email", Correlation: "corr",
+		ID: c1, Session: "s9", Group: "main", Tool: "send_email", Correlation: "corr",
 		ArgsHash: "sha256:abc", Arguments: json.RawMessage(`{"to":"a@example.com"}`),
-		Created: time.Now(), Expires: time.Now().Add(5 * time.Minute),
+		CreatedAt: time.Now(), ExpiresAt: time.Now().Add(5 * time.Minute),
+	}
+	approve := func(id, hash string) func(ctx context.Context, c *control.Client) error {
+		return func(ctx context.Context, c *control.Client) error {
+			_, err := c.Decide(ctx, control.Decision{ID: id, Approve: true, ArgsHash: hash, Surface: "cli", Decider: "alice"})
+			return err
+		}
+	}
+	deny := func(id string) func(ctx context.Context, c *control.Client) error {
+		return func(ctx context.Context, c *control.Client) error {
+			_, err := c.Decide(ctx, control.Decision{ID: id, ArgsHash: "sha256:abc", Surface: "cli"})
+			return err
+		}
 	}
 	tests := []struct {
 		name    string
@@ -156,11 +169,11 @@ func TestEndpoints(t *testing.T) {
 			name:  "confirmations",
 			setup: func(b *controltest.Backend) { b.AddConfirmation(confirmation) },
 			call: func(ctx context.Context, c *control.Client) error {
-				list, err := c.Confirmations(ctx)
+				list, err := c.Confirmations(ctx, false)
 				if err != nil {
 					return err
 				}
-				if len(list) != 1 || list[0].ID != "c1" || list[0].ArgsHash != "sha256:abc" ||
+				if len(list) != 1 || list[0].ID != c1 || list[0].ArgsHash != "sha256:abc" ||
 					string(list[0].Arguments) != `{"to":"a@example.com"}` {
 					return fmt.Errorf("confirmations = %+v", list)
 				}
@@ -170,38 +183,105 @@ func TestEndpoints(t *testing.T) {
 		{
 			name:  "approve",
 			setup: func(b *controltest.Backend) { b.AddConfirmation(confirmation) },
-			call:  func(ctx context.Context, c *control.Client) error { return c.Approve(ctx, "c1", "sha256:abc") },
+			call:  approve(c1, "sha256:abc"),
 			check: func(t *testing.T, b *controltest.Backend) {
-				want := []controltest.Decision{{ID: "c1", Approve: true, ArgsHash: "sha256:abc"}}
+				want := []controltest.Decision{{ID: c1, Approve: true, ArgsHash: "sha256:abc", Surface: "cli", Decider: "alice"}}
 				if d := b.Decisions(); len(d) != 1 || d[0] != want[0] {
 					t.Errorf("decisions = %+v, want %+v", d, want)
 				}
 			},
 		},
 		{
+			name: "a second decision is refused as already decided",
+			setup: func(b *controltest.Backend) {
+				b.AddConfirmation(confirmation)
+			},
+			call: func(ctx context.Context, c *control.Client) error {
+				if err := approve(c1, "sha256:abc")(ctx, c); err != nil {
+					return fmt.Errorf("first decision: %w", err)
+				}
+				return deny(c1)(ctx, c)
+			},
+			wantErr: control.ErrConflict,
+			wantMsg: "already decided: approved (cli)",
+		},
+		{
+			name:  "one confirmation by a unique prefix",
+			setup: func(b *controltest.Backend) { b.AddConfirmation(confirmation) },
+			call: func(ctx context.Context, c *control.Client) error {
+				got, err := c.Confirmation(ctx, "C1C1C1")
+				if err == nil && got.ID != c1 {
+					return fmt.Errorf("got %+v", got)
+				}
+				return err
+			},
+		},
+		{
+			name: "an ambiguous prefix",
+			setup: func(b *controltest.Backend) {
+				b.AddConfirmation(confirmation)
+				other := confirmation
+				other.ID = "c1c1c1c1bbbbbbbbbbbbbbbbbbbbbbbb"
+				b.AddConfirmation(other)
+			},
+			call: func(ctx context.Context, c *control.Client) error {
+				_, err := c.Confirmation(ctx, "c1c1c1")
+				return err
+			},
+			wantErr: control.ErrInvalid,
+			wantMsg: "ambiguous",
+		},
+		{
+			name:  "a prefix too short",
+			setup: func(b *controltest.Backend) { b.AddConfirmation(confirmation) },
+			call: func(ctx context.Context, c *control.Client) error {
+				_, err := c.Confirmation(ctx, "c1c1")
+				return err
+			},
+			wantErr: control.ErrInvalid,
+			wantMsg: "at least 6",
+		},
+		{
+			name:  "a decision needs a surface",
+			setup: func(b *controltest.Backend) { b.AddConfirmation(confirmation) },
+			call: func(ctx context.Context, c *control.Client) error {
+				_, err := c.Decide(ctx, control.Decision{ID: c1, ArgsHash: "sha256:abc"})
+				return err
+			},
+			wantErr: control.ErrInvalid,
+			wantMsg: "surface",
+		},
+		{
+			name:    "a decision names a full id",
+			setup:   func(b *controltest.Backend) { b.AddConfirmation(confirmation) },
+			call:    approve("c1c1c1", "sha256:abc"),
+			wantErr: control.ErrInvalid,
+			wantMsg: "not a confirmation id",
+		},
+		{
 			name:    "approve with another hash",
 			setup:   func(b *controltest.Backend) { b.AddConfirmation(confirmation) },
-			call:    func(ctx context.Context, c *control.Client) error { return c.Approve(ctx, "c1", "sha256:other") },
+			call:    approve(c1, "sha256:other"),
 			wantErr: control.ErrConflict,
 			wantMsg: "arguments changed",
 		},
 		{
 			name:    "approve without a hash",
 			setup:   func(b *controltest.Backend) { b.AddConfirmation(confirmation) },
-			call:    func(ctx context.Context, c *control.Client) error { return c.Approve(ctx, "c1", "") },
+			call:    approve(c1, ""),
 			wantErr: control.ErrInvalid,
 			wantMsg: "args_hash",
 		},
 		{
 			name:    "approve unknown",
-			call:    func(ctx context.Context, c *control.Client) error { return c.Approve(ctx, "nope", "h") },
+			call:    approve("0123456789abcdef0123456789abcdef", "h"),
 			wantErr: control.ErrNotFound,
-			wantMsg: "confirmation nope",
+			wantMsg: "confirmation 0123456789abcdef0123456789abcdef",
 		},
 		{
 			name:  "deny",
 			setup: func(b *controltest.Backend) { b.AddConfirmation(confirmation) },
-			call:  func(ctx context.Context, c *control.Client) error { return c.Deny(ctx, "c1") },
+			call:  deny(c1),
 			check: func(t *testing.T, b *controltest.Backend) {
 				if d := b.Decisions(); len(d) != 1 || d[0].Approve {
 					t.Errorf("decisions = %+v, want one denial", d)
@@ -210,7 +290,7 @@ func TestEndpoints(t *testing.T) {
 		},
 		{
 			name:    "deny unknown",
-			call:    func(ctx context.Context, c *control.Client) error { return c.Deny(ctx, "nope") },
+			call:    deny("0123456789abcdef0123456789abcdef"),
 			wantErr: control.ErrNotFound,
 		},
 		{
@@ -237,7 +317,7 @@ func TestEndpoints(t *testing.T) {
 		{
 			name:    "internal errors are not passed on",
 			setup:   func(b *controltest.Backend) { b.Fail = failWith("Decide", errors.New("disk on fire at /secret/path")) },
-			call:    func(ctx context.Context, c *control.Client) error { return c.Deny(ctx, "c1") },
+			call:    deny(c1),
 			wantMsg: "internal error",
 			check: func(t *testing.T, b *controltest.Backend) {
 				if len(b.Decisions()) != 0 {
@@ -679,5 +759,53 @@ func TestShutdownClosesSilentConnections(t *testing.T) {
 	_ = silent.SetReadDeadline(time.Now().Add(5 * time.Second))
 	if n, err := silent.Read(make([]byte, 1)); err == nil {
 		t.Fatalf("the silent connection is still open (read %d bytes)", n)
+	}
+}
+
+// The watch stream: the snapshot first, then each change as the backend
+// reports it, and an "end" line when the core stops.
+func TestWatch(t *testing.T) {
+	f := newFixture(t)
+	f.b.SetStatus(control.Status{Version: "1.2.3", Plugins: []control.PluginStatus{{Name: "echo", Healthy: true}}})
+	pending := control.Confirmation{ID: "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", Tool: "send", Group: "main", ArgsHash: "h1"}
+	f.b.AddConfirmation(pending)
+	ws, err := f.c.Watch(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	next := func() control.WatchEvent {
+		t.Helper()
+		ev, err := ws.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ev
+	}
+	snap := next()
+	if snap.Type != control.WatchSnapshot || snap.Status == nil || snap.Status.Version != "1.2.3" ||
+		len(snap.Confirmations) != 1 || snap.Confirmations[0].ID != pending.ID || len(snap.Plugins) != 1 {
+		t.Fatalf("snapshot %+v", snap)
+	}
+	second := pending
+	second.ID = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+	f.b.AddConfirmation(second)
+	if ev := next(); ev.Type != control.WatchConfirmationRequested || ev.Confirmation == nil || ev.Confirmation.ID != second.ID {
+		t.Fatalf("after a request: %+v", ev)
+	}
+	if _, err := f.c.Decide(t.Context(), control.Decision{ID: second.ID, Approve: true, ArgsHash: "h1", Surface: "cli"}); err != nil {
+		t.Fatal(err)
+	}
+	if ev := next(); ev.Type != control.WatchConfirmationResolved || ev.Confirmation.Decision != "approved" || ev.Confirmation.Surface != "cli" {
+		t.Fatalf("after a decision: %+v", ev)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	go func() { _ = f.srv.Shutdown(ctx) }()
+	if ev := next(); ev.Type != control.WatchEnd || !strings.Contains(ev.Error, "stopping") {
+		t.Fatalf("at shutdown: %+v", ev)
+	}
+	if _, err := ws.Next(); !errors.Is(err, io.EOF) {
+		t.Fatalf("after the end: %v, want EOF", err)
 	}
 }

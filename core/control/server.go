@@ -65,8 +65,10 @@ func NewServer(b Backend, logger *slog.Logger) *Server {
 	mux.HandleFunc("GET /v1/sessions", s.handleSessions)
 	mux.HandleFunc("DELETE /v1/sessions/{id}", s.handleCloseSession)
 	mux.HandleFunc("GET /v1/confirmations", s.handleConfirmations)
+	mux.HandleFunc("GET /v1/confirmations/{ref}", s.handleConfirmation)
 	mux.HandleFunc("POST /v1/confirmations/{id}/approve", s.handleApprove)
 	mux.HandleFunc("POST /v1/confirmations/{id}/deny", s.handleDeny)
+	mux.HandleFunc("GET /v1/watch", s.handleWatch)
 	mux.HandleFunc("POST /v1/plugins/{name}/restart", s.handleRestartPlugin)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, fmt.Errorf("%s %s: no such endpoint: %w", r.Method, r.URL.Path, ErrNotFound))
@@ -261,46 +263,6 @@ func (s *Server) handleCloseSession(w http.ResponseWriter, r *http.Request) {
 		st.cancel()
 	}
 	s.mu.Unlock()
-	w.WriteHeader(http.StatusNoContent)
-}
-
-func (s *Server) handleConfirmations(w http.ResponseWriter, r *http.Request) {
-	list := s.b.Confirmations(r.Context())
-	if list == nil {
-		list = []Confirmation{}
-	}
-	writeJSON(w, http.StatusOK, list)
-}
-
-// approveRequest is the body of POST /v1/confirmations/{id}/approve.
-type approveRequest struct {
-	ArgsHash string `json:"args_hash"`
-}
-
-func (s *Server) handleApprove(w http.ResponseWriter, r *http.Request) {
-	var req approveRequest
-	if err := decodeBody(w, r, &req); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if req.ArgsHash == "" {
-		s.writeError(w, r, fmt.Errorf("%w: approving needs the args_hash of the arguments shown to the user", ErrInvalid))
-		return
-	}
-	s.decide(w, r, true, req.ArgsHash)
-}
-
-func (s *Server) handleDeny(w http.ResponseWriter, r *http.Request) {
-	s.decide(w, r, false, "")
-}
-
-func (s *Server) decide(w http.ResponseWriter, r *http.Request, approve bool, argsHash string) {
-	id := r.PathValue("id")
-	if err := s.b.Decide(r.Context(), id, approve, argsHash); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.logger.Info("control: confirmation answered", "confirmation", id, "approved", approve)
 	w.WriteHeader(http.StatusNoContent)
 }
 

@@ -172,13 +172,24 @@ func (b *Bus) Publish(ctx context.Context, ev *plugin.Event) error {
 }
 
 // deliver hands ev to s unless its buffer is full. Called with b.mu held
-// for reading, so s's channel is open.
+// for reading, so s's channel is open. A full buffer drops the event for s
+// alone; for a cut-off subscription it ends the subscription instead
+// (Subscription.Cut), and nothing more is delivered to it.
 func (b *Bus) deliver(s *Subscription, ev *plugin.Event) {
+	if s.cutOff && s.isCut() {
+		return
+	}
 	select {
 	case s.ch <- ev:
 	default:
 		n := s.dropped.Add(1)
 		b.dropped.Add(1)
+		if s.cutOff {
+			s.cutOnce.Do(func() { close(s.cut) })
+			b.dropLog.warn(b.log, "subscriber cut off: it is not keeping up",
+				"topic", ev.Topic, "subscription", s.id)
+			return
+		}
 		b.dropLog.warn(b.log, "event dropped: an in-process subscriber is not keeping up",
 			"topic", ev.Topic, "subscription", s.id, "dropped_by_subscription", n)
 	}
@@ -186,8 +197,22 @@ func (b *Bus) deliver(s *Subscription, ev *plugin.Event) {
 
 // Subscribe returns an in-process subscription to the given topics (exact
 // match), or to every topic when none is given. Each topic must pass
-// CheckTopic.
+// CheckTopic. An event the subscription has no room for is dropped for it
+// alone (counted and logged): for subscribers that may miss some.
 func (b *Bus) Subscribe(topics ...string) (*Subscription, error) {
+	return b.subscribe(false, topics)
+}
+
+// SubscribeCutOff is Subscribe for a subscriber that must not miss an
+// event without knowing: the first event it has no room for ends it
+// instead — Cut is closed and no event is delivered after — and it should
+// then close, and start again from a fresh view of the state. The watch
+// stream of the control API is one.
+func (b *Bus) SubscribeCutOff(topics ...string) (*Subscription, error) {
+	return b.subscribe(true, topics)
+}
+
+func (b *Bus) subscribe(cutOff bool, topics []string) (*Subscription, error) {
 	set := map[string]struct{}{}
 	for _, t := range topics {
 		if err := CheckTopic(t); err != nil {
@@ -207,7 +232,7 @@ func (b *Bus) Subscribe(topics ...string) (*Subscription, error) {
 		return nil, fmt.Errorf("subscribe: %w", ErrClosed)
 	}
 	b.nextID++
-	s := &Subscription{b: b, id: b.nextID, topics: uniq, ch: make(chan *plugin.Event, b.opts.Buffer)}
+	s := &Subscription{b: b, id: b.nextID, topics: uniq, ch: make(chan *plugin.Event, b.opts.Buffer), cutOff: cutOff, cut: make(chan struct{})}
 	if len(uniq) == 0 {
 		b.all = append(b.all, s)
 	}
@@ -330,6 +355,23 @@ type Subscription struct {
 	ch      chan *plugin.Event
 	dropped atomic.Uint64
 	closed  bool // guarded by b.mu
+
+	cutOff  bool          // SubscribeCutOff: a full buffer ends the subscription
+	cut     chan struct{} // closed when it was cut off
+	cutOnce sync.Once
+}
+
+// Cut is closed when a SubscribeCutOff subscription fell a buffer behind
+// and was cut off; it is never closed for a Subscribe subscription.
+func (s *Subscription) Cut() <-chan struct{} { return s.cut }
+
+func (s *Subscription) isCut() bool {
+	select {
+	case <-s.cut:
+		return true
+	default:
+		return false
+	}
 }
 
 // C returns the channel events arrive on. The events are shared with other

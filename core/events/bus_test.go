@@ -316,6 +316,60 @@ func TestSlowSubscriberNeverBlocksPublish(t *testing.T) {
 	}
 }
 
+// A cut-off subscription that falls its buffer behind is ended, not fed
+// with gaps: it keeps the events before the first it had no room for,
+// gets none after, and Cut says so; Publish never waits, and an ordinary
+// subscription beside it is untouched.
+func TestCutOffSubscription(t *testing.T) {
+	const buffer = 4
+	b := openBus(t, events.Options{Buffer: buffer})
+	cut, err := b.SubscribeCutOff(events.TopicMessageInbound)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keeps, err := b.Subscribe(events.TopicMessageInbound)
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish := func(i int) string {
+		ev := &plugin.Event{Topic: events.TopicMessageInbound, Payload: map[string]any{"i": i}}
+		if err := b.Publish(context.Background(), ev); err != nil {
+			t.Fatal(err)
+		}
+		return ev.ID
+	}
+	var ids []string
+	for i := range buffer {
+		ids = append(ids, publish(i))
+	}
+	select {
+	case <-cut.Cut():
+		t.Fatal("cut off with room left in its buffer")
+	default:
+	}
+	publish(buffer) // no room: the subscription is cut off
+	<-cut.Cut()
+	for i := range buffer {
+		if ev := next(t, cut); ev.ID != ids[i] {
+			t.Fatalf("event %d: %s, want %s", i, ev.ID, ids[i])
+		}
+	}
+	publish(buffer + 1) // room again, but it stays cut off
+	select {
+	case ev := <-cut.C():
+		t.Fatalf("an event after the cut: %v", ev)
+	default:
+	}
+	if keeps.Dropped() != 2 { // its buffer of 4 kept the first four of six
+		t.Errorf("the ordinary subscription dropped %d, want 2", keeps.Dropped())
+	}
+	select {
+	case <-keeps.Cut():
+		t.Error("an ordinary subscription was cut off")
+	default:
+	}
+}
+
 func TestCloseEndsSubscriptionsAndRemovesSocket(t *testing.T) {
 	b, err := events.Open(filepath.Join(privateDir(t), "events.sock"), events.Options{})
 	if err != nil {

@@ -8,7 +8,17 @@
 //     exact topic matching. Publish never waits for them: an event a
 //     subscriber has no room for is dropped for that subscriber, counted
 //     (Subscription.Dropped, Stats.Dropped) and logged, rate-limited, as
-//     seed 000 asks of dropped events.
+//     seed 000 asks of dropped events. A subscriber that must not miss an
+//     event unknowingly (the control API's watch stream) subscribes with
+//     SubscribeCutOff instead: the first event it has no room for ends its
+//     subscription (Subscription.Cut), and it starts again from a fresh
+//     view of the state.
+//
+// The bus is the core's one fan-out: the core's own events (agent.*,
+// plugin.*, session.*, confirmation.*), plugins' events and, next, the
+// scheduler's all go through Publish, and every subscriber — the core's
+// session spawner, each plugin's HandleEvent, the watch stream, other
+// processes — takes what it asked for from here.
 //   - Other processes (plugins later, the menu-bar app, `carapace events`)
 //     subscribe over ZeroMQ: the Bus binds a PUB socket on a Unix socket
 //     file, by convention SocketPath(home) = $CARAPACE_HOME/run/events.sock,

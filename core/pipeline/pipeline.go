@@ -280,34 +280,40 @@ type confirmFailure struct {
 
 func (p *Pipeline) confirm(ctx context.Context, c *call, canonical []byte) *confirmFailure {
 	display, _ := sanitizeJSON(canonical)
-	pend, err := p.opts.Gate.Open(confirm.Pending{
+	tk, err := p.opts.Gate.Request(confirm.Request{
 		Session: c.s.ID, Group: c.s.Group, Tool: c.tool.Name, Correlation: c.req.Correlation,
 		ArgsHash: confirm.HashArguments(canonical), Display: display,
 	})
-	if err != nil {
-		e := ipc.Errorf(ipc.CodeRateLimited, 5, "too many confirmations are already pending in this session; wait for the user to answer them")
-		e.RetryAfter = 30
-		return &confirmFailure{audit.OutcomeRejected, e}
-	}
-	if err := p.write(c, &audit.Entry{Stage: audit.StageConfirm, Outcome: audit.OutcomePending, Source: "core", Confirmation: pend.ID}); err != nil {
-		p.opts.Gate.Decide(pend.ID, false, "")
+	switch {
+	case errors.Is(err, confirm.ErrTooMany):
+		return &confirmFailure{audit.OutcomeDenied, ipc.Errorf(ipc.CodeConfirmationDenied, 5,
+			"too many confirmations are already waiting for the user in group %s, so %s was denied without asking; wait for the user to answer them", c.s.Group, c.tool.Name)}
+	case err != nil: // the confirmation could not be recorded: fail closed
 		return &confirmFailure{audit.OutcomeRejected, ipc.Errorf(ipc.CodePluginUnavailable, 5, "the core cannot write its audit log, so the request was not run")}
 	}
-	c.send(p.pendingFrame(c, pend), false)
+	// The gate's observer records the confirmation itself; a call that
+	// joins an identical pending one is recorded here.
+	if tk.Joined {
+		if err := p.write(c, &audit.Entry{Stage: audit.StageConfirm, Outcome: audit.OutcomePending, Source: "core", Confirmation: tk.ID(),
+			Reason: "joined an identical pending confirmation"}); err != nil {
+			return &confirmFailure{audit.OutcomeRejected, ipc.Errorf(ipc.CodePluginUnavailable, 5, "the core cannot write its audit log, so the request was not run")}
+		}
+	}
+	c.send(p.pendingFrame(c, tk.Confirmation()), false)
 
-	wctx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(p.drainCtx, cancel)
-	err = p.opts.Gate.Wait(wctx, pend)
+	wctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(p.drainCtx, func() { cancel(errors.New("the core is shutting down")) })
+	err = p.opts.Gate.Wait(wctx, tk)
 	stop()
-	cancel()
+	cancel(nil)
+	cf := tk.Confirmation()
 	switch {
 	case err == nil:
-		_ = p.write(c, &audit.Entry{Stage: audit.StageConfirm, Outcome: audit.OutcomeApproved, Source: "core", Confirmation: pend.ID})
 		return nil
 	case errors.Is(err, confirm.ErrDenied):
 		return &confirmFailure{audit.OutcomeDenied, ipc.Errorf(ipc.CodeConfirmationDenied, 5, "User denied %s request", c.tool.Name)}
 	case errors.Is(err, confirm.ErrTimeout):
-		return &confirmFailure{audit.OutcomeExpired, ipc.Errorf(ipc.CodeConfirmationTimeout, 5, "Nobody approved %s within %s", c.tool.Name, pend.Expires.Sub(pend.Created).Round(time.Second))}
+		return &confirmFailure{audit.OutcomeExpired, ipc.Errorf(ipc.CodeConfirmationTimeout, 5, "Nobody approved %s within %s", c.tool.Name, cf.Expires.Sub(cf.Created).Round(time.Second))}
 	default:
 		why := "the session closed"
 		if p.Draining() {
@@ -502,7 +508,7 @@ func (p *Pipeline) frame(c *call, source string, result json.RawMessage, e *ipc.
 	return b
 }
 
-func (p *Pipeline) pendingFrame(c *call, pend *confirm.Pending) []byte {
+func (p *Pipeline) pendingFrame(c *call, pend confirm.Confirmation) []byte {
 	r := ipc.Response{
 		ID: c.id, Version: ipc.ProtocolVersion, Type: ipc.TypePending, Topic: c.req.Topic, Source: "core",
 		Correlation: c.req.Correlation, Timestamp: time.Now().UTC(), Group: c.s.Group,

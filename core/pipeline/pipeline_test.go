@@ -72,7 +72,7 @@ func newTestPipeline(t testing.TB, a *memAudit, h plugin.Handler) *Pipeline {
 	if err := cat.Add(append(tools, &catalog.Tool{Name: "fn", Plugin: "fnplug", RiskLevel: "low", Schema: s, RawSchema: schema, Handler: h})...); err != nil {
 		t.Fatal(err)
 	}
-	return New(Options{Catalog: cat, Audit: a, Gate: &confirm.Gate{Timeout: time.Millisecond}, HandlerTimeout: 200 * time.Millisecond,
+	return New(Options{Catalog: cat, Audit: a, Gate: confirm.New(confirm.Options{Timeout: time.Millisecond}), HandlerTimeout: 200 * time.Millisecond,
 		RateFor: func(string) Rate { return Rate{PerMinute: 1 << 30, Burst: 1 << 20} }})
 }
 
@@ -309,7 +309,7 @@ func FuzzPipeline(f *testing.F) {
 
 func TestDrainAnswersPendingConfirmationBeforeWaitReturns(t *testing.T) {
 	p := newTestPipeline(t, &memAudit{}, nil)
-	p.opts.Gate.Timeout = time.Hour
+	p.opts.Gate = confirm.New(confirm.Options{Timeout: time.Hour})
 	s := NewSession("s1", "main", "none")
 	req, werr := ipc.DecodeRequest(wire("tool.invoke.echo_confirm", `{"message":"x"}`))
 	if werr != nil {

@@ -65,7 +65,7 @@ func (s *Server) prepareAgent(ctx context.Context, session, group, runtime, prom
 	p.Memory, p.Brief = s.memoryBrief(ctx, session, group)
 	files := map[string][]byte{
 		claudeFile:   claudemd.Render(p),
-		settingsFile: claudemd.Settings(s.cfg.Core.ConfirmationTimeout.Duration),
+		settingsFile: claudemd.Settings(s.cfg.Confirm.Timeout.Duration),
 	}
 	if prompt != "" {
 		files[promptFile] = []byte(prompt)

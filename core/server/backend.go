@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/carapace-dev/carapace/core/confirm"
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/session"
 )
@@ -79,35 +78,4 @@ func (s *Server) Sessions(context.Context) []control.Session {
 func (s *Server) toControl(i session.Info) control.Session {
 	return control.Session{ID: i.ID, Group: i.Group, Socket: i.Socket, Runtime: i.Runtime, Started: i.Started,
 		Skills: filepath.Join(s.agentDir(i.ID), "skills"), ClaudeMD: filepath.Join(s.agentDir(i.ID), claudeFile)}
-}
-
-// Confirmations implements control.Backend.
-func (s *Server) Confirmations(context.Context) []control.Confirmation {
-	var out []control.Confirmation
-	for _, p := range s.gate.List() {
-		out = append(out, control.Confirmation{
-			ID: p.ID, Session: p.Session, Group: p.Group, Tool: p.Tool, Correlation: p.Correlation,
-			ArgsHash: p.ArgsHash, Arguments: p.Display, Created: p.Created, Expires: p.Expires,
-		})
-	}
-	return out
-}
-
-// Decide implements control.Backend.
-func (s *Server) Decide(_ context.Context, id string, approve bool, argsHash string) error {
-	err := s.gate.Decide(id, approve, argsHash)
-	switch {
-	case errors.Is(err, confirm.ErrNotFound):
-		return fmt.Errorf("%w: %w", control.ErrNotFound, err)
-	case errors.Is(err, confirm.ErrMismatch):
-		return fmt.Errorf("%w: %w", control.ErrConflict, err)
-	}
-	if err == nil {
-		verb := "denied"
-		if approve {
-			verb = "approved"
-		}
-		s.log.Info("confirmation "+verb, "id", id)
-	}
-	return err
 }

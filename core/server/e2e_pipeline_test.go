@@ -36,7 +36,8 @@ import (
 const pipelineConfig = `
 [core]
 handler_timeout = "1s"
-confirmation_timeout = "2s"
+[confirm]
+timeout = "2s"
 
 [rate_limit.tools.tk_count]
 per_minute = 2
@@ -50,7 +51,8 @@ allowed_groups = ["other"]
 const confirmConfig = `
 [core]
 handler_timeout = "1s"
-confirmation_timeout = "20s"
+[confirm]
+timeout = "20s"
 `
 
 // leaks are strings a handler planted that must never reach the agent.
@@ -579,8 +581,13 @@ func TestE2EConfirmations(t *testing.T) {
 				outcomes = append(outcomes, e.Outcome)
 			}
 		}
-		if !slices.Equal(outcomes, []string{audit.OutcomePending, audit.OutcomeDenied}) {
-			t.Errorf("confirm outcomes %v; want pending, denied", outcomes)
+		// The confirmation's lines (requested, denied on the CLI), then the
+		// call's (refused).
+		if !slices.Equal(outcomes, []string{audit.OutcomePending, audit.OutcomeDenied, audit.OutcomeDenied}) {
+			t.Errorf("confirm outcomes %v; want pending, denied (the decision), denied (the call)", outcomes)
+		}
+		if d := es[slices.IndexFunc(es, func(e audit.Entry) bool { return e.Outcome == audit.OutcomeDenied })]; !strings.Contains(d.Reason, "decided on cli by ") || d.Confirmation != id {
+			t.Errorf("the decision's entry %+v does not say where and who", d)
 		}
 	})
 
@@ -615,7 +622,7 @@ func TestE2EConfirmations(t *testing.T) {
 		}
 
 		// The first call's hash does not approve the second.
-		err := c.Client.Approve(context.Background(), secondID, byID[firstID].ArgsHash)
+		_, err := c.Client.Decide(context.Background(), control.Decision{ID: secondID, Approve: true, ArgsHash: byID[firstID].ArgsHash, Surface: "cli"})
 		if !errors.Is(err, control.ErrConflict) {
 			t.Fatalf("approve with another call's hash: %v; want a conflict", err)
 		}

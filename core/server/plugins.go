@@ -339,6 +339,7 @@ func (s *Server) start(ctx context.Context, st *pluginState, pins map[string]ins
 	}
 	s.log.Info("plugin loaded", "plugin", st.name, "source", st.source, "tools", st.tools, "pid", pid, "took", time.Since(began).Round(time.Millisecond))
 	s.subscribePlugin(st)
+	s.healthChanged(st)
 	s.coreEvent("plugin.ready", "", map[string]any{"plugin": st.name, "version": st.manifest.Version})
 	_ = s.audit.Write(&audit.Entry{Source: st.name, Stage: audit.StageCore, Outcome: audit.OutcomeStarted, Reason: fmt.Sprintf("plugin %s %s loaded (%s), tools: %s", st.name, st.manifest.Version, st.source, strings.Join(st.tools, ", "))})
 }
@@ -400,6 +401,7 @@ func (s *Server) failed(st *pluginState, cat string, err error) *pluginState {
 	s.mu.Lock()
 	st.state, st.category, st.problem = stateFailed, cat, problem
 	s.mu.Unlock()
+	s.healthChanged(st)
 	s.log.Error("CRITICAL: plugin failed to load; its tools and skills are left out", "plugin", st.name, "category", cat, "err", problem)
 	_ = s.audit.Write(&audit.Entry{Source: st.name, Stage: audit.StageCore, Outcome: audit.OutcomeError, Code: cat, Reason: "plugin failed to load: " + clip(problem, 4000)})
 	return st
@@ -420,6 +422,7 @@ func (s *Server) crashed(st *pluginState, err error) {
 	st.state, st.category, st.problem = stateCrashed, plugin.CategoryInternal, problem
 	s.mu.Unlock()
 	s.unsubscribePlugin(st)
+	s.healthChanged(st)
 	s.log.Error("CRITICAL: plugin handler died; its calls get PLUGIN_UNAVAILABLE until `carapace plugin restart "+st.name+"`", "plugin", st.name, "err", err)
 	_ = s.audit.Write(&audit.Entry{Source: st.name, Stage: audit.StageCore, Outcome: audit.OutcomeCrashed, Code: plugin.CategoryInternal, Reason: clip(problem, 4000)})
 }
@@ -449,6 +452,7 @@ func (s *Server) stopPlugin(st *pluginState, removeTools bool) {
 	st.state = stateStopping
 	s.mu.Unlock()
 	s.unsubscribePlugin(st)
+	s.healthChanged(st)
 	dctx, cancel := context.WithTimeout(context.Background(), s.cfg.Core.HandlerTimeout.Duration+time.Second)
 	st.calls.closeAndWait(dctx)
 	cancel()

@@ -157,10 +157,7 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 
-	s.gate = &confirm.Gate{Timeout: cfg.Core.ConfirmationTimeout.Duration, Notify: func(p confirm.Pending) {
-		s.log.Warn("confirmation required", "id", p.ID, "tool", p.Tool, "group", p.Group, "session", p.Session,
-			"expires", p.Expires.Format(time.RFC3339), "approve", "carapace confirm approve "+p.ID)
-	}}
+	s.gate = s.newGate()
 	s.pipe = pipeline.New(pipeline.Options{
 		Catalog: s.catalog, Audit: s.audit, Gate: s.gate, Logger: s.log,
 		HandlerTimeout: cfg.Core.HandlerTimeout.Duration,
@@ -173,6 +170,7 @@ func Run(ctx context.Context, opts Options) error {
 	})
 	s.sessions = session.NewManager(session.Options{
 		Home: opts.Home, Pipeline: s.pipe, Audit: s.audit, Logger: s.log, MaxSessions: cfg.Core.MaxSessions,
+		Observe: s.observeSession,
 	})
 
 	s.removeLeftovers(ctx)
@@ -245,6 +243,7 @@ func (s *Server) shutdown() {
 		})
 	}
 	wg.Wait()
+	s.gate.WithdrawAll("the core is stopping")
 	s.stopAllContainers()
 	s.sessions.CloseAll()
 	s.clearAgents()

@@ -64,6 +64,10 @@ type Options struct {
 	MaxInFlight int           // requests handled at once per session; default 32
 	CacheTTL    time.Duration // how long an answer is kept for a retried correlation; default 2m
 	MaxSessions int           // default 64
+	// Observe, if set, is told when a session opens (opened true) and
+	// when it closes, after its socket is gone; it must not call the
+	// Manager.
+	Observe func(info Info, opened bool)
 }
 
 // Manager is safe for concurrent use.
@@ -161,7 +165,8 @@ func (m *Manager) Open(group, runtime string) (Info, error) {
 	if len(path) > maxSocketPath {
 		return Info{}, fmt.Errorf("session socket path %s is %d bytes, longer than Unix sockets allow (%d): use a shorter home", path, len(path), maxSocketPath)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancelCause := context.WithCancelCause(context.Background())
+	cancel := func() { cancelCause(errClosed) } // what a waiting call learns: context.Cause
 	router := zmq4.NewRouter(ctx, zmq4.WithTimeout(10*time.Second), zmq4.WithLogger(log.New(slogWriter{m.log}, "", 0)))
 	if err := router.Listen(scheme() + "://" + path); err != nil {
 		cancel()
@@ -194,7 +199,11 @@ func (m *Manager) Open(group, runtime string) (Info, error) {
 	go m.loop(l)
 	m.audit(l, audit.OutcomeOpened)
 	m.log.Info("session opened", "session", id, "group", group, "runtime", runtime)
-	return l.info(), nil
+	info := l.info()
+	if m.opts.Observe != nil {
+		m.opts.Observe(info, true)
+	}
+	return info, nil
 }
 
 func (l *live) info() Info {
@@ -239,8 +248,14 @@ func (m *Manager) Close(id string) error {
 	l.close()
 	m.audit(l, audit.OutcomeClosed)
 	m.log.Info("session closed", "session", id, "group", l.Group)
+	if m.opts.Observe != nil {
+		m.opts.Observe(l.info(), false)
+	}
 	return nil
 }
+
+// errClosed is the cause of a closed session's context.
+var errClosed = errors.New("the session closed")
 
 // ErrNotFound is returned for an unknown session id.
 var ErrNotFound = errors.New("no such session")

@@ -83,6 +83,7 @@ exits with the agent command's status.`,
 		Example: `  carapace serve
   carapace status
   carapace confirm list
+  carapace watch
   carapace audit --last 20 --outcome error`,
 		Version:       cfg.Version,
 		SilenceErrors: true,
@@ -95,7 +96,7 @@ exits with the agent command's status.`,
 	root.PersistentFlags().StringVar(&a.homeFlag, "home", "", "the Carapace home directory (default $CARAPACE_HOME, else ~/.carapace)")
 	root.AddCommand(
 		a.serveCmd(), a.statusCmd(), a.stopCmd(), a.versionCmd(), a.sessionsCmd(),
-		a.runCmd(), a.confirmCmd(), a.auditCmd(), a.pluginCmd(), a.authCmd(),
+		a.runCmd(), a.confirmCmd(), a.watchCmd(), a.auditCmd(), a.pluginCmd(), a.authCmd(),
 	)
 	markRuntime(root)
 	return root

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -136,14 +138,21 @@ func TestSessions(t *testing.T) {
 
 func TestConfirm(t *testing.T) {
 	long := `{"to":"someone@example.com","subject":"` + strings.Repeat("x", 100) + "\u009b31m" + `"}`
+	const c1, c2, c3 = "c1c1c1c1000000000000000000000000", "c2c2c2c2000000000000000000000000", "c2c2c2c2ffff00000000000000000000"
 	pending := func() []control.Confirmation {
 		now := time.Now()
 		return []control.Confirmation{
-			{ID: "c1", Session: "s1", Group: "main", Tool: "send_email", ArgsHash: "sha256:one",
-				Arguments: json.RawMessage("{\n  \"to\": \"a@example.com\"\n}"), Created: now.Add(-time.Minute), Expires: now.Add(4 * time.Minute)},
-			{ID: "c2", Session: "s2", Group: "work", Tool: "delete_file", ArgsHash: "sha256:two",
-				Arguments: json.RawMessage(long), Created: now, Expires: now.Add(5 * time.Minute)},
+			{ID: c1, Session: "s1", Group: "main", Tool: "send_email", ArgsHash: "sha256:one",
+				Arguments: json.RawMessage("{\n  \"to\": \"a@example.com\"\n}"), CreatedAt: now.Add(-time.Minute), ExpiresAt: now.Add(4 * time.Minute)},
+			{ID: c2, Session: "s2", Group: "work", Tool: "delete_file", ArgsHash: "sha256:two",
+				Arguments: json.RawMessage(long), CreatedAt: now, ExpiresAt: now.Add(5 * time.Minute)},
+			{ID: c3, Session: "s3", Group: "work", Tool: "delete_file", ArgsHash: "sha256:three",
+				Arguments: json.RawMessage(`{}`), CreatedAt: now, ExpiresAt: now.Add(5 * time.Minute)},
 		}
+	}
+	me := "uid " + strconv.Itoa(os.Getuid())
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		me = u.Username
 	}
 	tests := []struct {
 		name           string
@@ -155,36 +164,42 @@ func TestConfirm(t *testing.T) {
 		{
 			name:   "list",
 			args:   []string{"confirm", "list"},
-			stdout: []string{"ID", "TOOL", "LEFT", "c1", "send_email", "main", "s1", `{"to":"a@example.com"}`, "c2", "delete_file", "…"},
+			stdout: []string{"ID", "TOOL", "LEFT", c1[:8], "send_email", "main", "s1", `{"to":"a@example.com"}`, c2[:8], "delete_file", "…"},
 		},
 		{
 			name:   "list json",
 			args:   []string{"confirm", "list", "--json"},
-			stdout: []string{`"args_hash": "sha256:two"`, strings.Repeat("x", 100)},
+			stdout: []string{`"args_hash": "sha256:two"`, strings.Repeat("x", 100), `"id": "` + c1 + `"`},
 		},
 		{
-			name:      "approve sends the listed hash",
-			args:      []string{"confirm", "approve", "c2"},
-			stdout:    []string{"Approving delete_file for group work (session s2", strings.Repeat("x", 100), `\u009b31m`, "approved c2"},
-			decisions: []controltest.Decision{{ID: "c2", Approve: true, ArgsHash: "sha256:two"}},
+			name:      "approve by a unique prefix sends the shown hash",
+			args:      []string{"confirm", "approve", "c2c2c2c20"},
+			stdout:    []string{"Approving delete_file for group work (session s2", strings.Repeat("x", 100), `\u009b31m`, "digest:    sha256:two", "approved " + c2},
+			decisions: []controltest.Decision{{ID: c2, Approve: true, ArgsHash: "sha256:two", Surface: "cli", Decider: me}},
 		},
 		{
-			name:      "deny",
-			args:      []string{"confirm", "deny", "c1"},
-			stdout:    []string{"denied c1"},
-			decisions: []controltest.Decision{{ID: "c1"}},
+			name:      "deny carries the hash too",
+			args:      []string{"confirm", "deny", "c1c1c1"},
+			stdout:    []string{"Denying send_email", "denied " + c1},
+			decisions: []controltest.Decision{{ID: c1, ArgsHash: "sha256:one", Surface: "cli", Decider: me}},
+		},
+		{
+			name:   "an ambiguous prefix is refused",
+			args:   []string{"confirm", "approve", "c2c2c2"},
+			code:   1,
+			stderr: []string{"c2c2c2 is ambiguous", c2, c3},
+		},
+		{
+			name:   "a prefix too short",
+			args:   []string{"confirm", "approve", "c1c1"},
+			code:   1,
+			stderr: []string{"at least 6 hex characters"},
 		},
 		{
 			name:   "approve unknown",
-			args:   []string{"confirm", "approve", "nope"},
+			args:   []string{"confirm", "approve", "abcdef"},
 			code:   1,
-			stderr: []string{`carapace: no pending confirmation "nope"`},
-		},
-		{
-			name:   "deny unknown",
-			args:   []string{"confirm", "deny", "nope"},
-			code:   1,
-			stderr: []string{"carapace: confirmation nope: not found"},
+			stderr: []string{"no confirmation abcdef"},
 		},
 		{
 			name:   "approve needs an id",
@@ -209,13 +224,26 @@ func TestConfirm(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a decided confirmation says how", func(t *testing.T) {
+		c := newFakeCore(t)
+		for _, p := range pending() {
+			c.b.AddConfirmation(p)
+		}
+		if _, err := c.b.Decide(t.Context(), control.Decision{ID: c1, Approve: true, ArgsHash: "sha256:one", Surface: "telegram", Decider: "owner"}); err != nil {
+			t.Fatal(err)
+		}
+		carapace(t, c.home, "confirm", "deny", "c1c1c1").want(t, 1, nil, []string{"is already decided: approved on telegram by owner"})
+		if len(c.b.Decisions()) != 1 {
+			t.Errorf("decisions: %+v", c.b.Decisions())
+		}
+	})
 	t.Run("list truncates arguments to one line", func(t *testing.T) {
 		c := newFakeCore(t)
 		for _, p := range pending() {
 			c.b.AddConfirmation(p)
 		}
 		r := carapace(t, c.home, "confirm", "list")
-		if lines := strings.Split(strings.TrimSpace(r.stdout), "\n"); len(lines) != 3 {
+		if lines := strings.Split(strings.TrimSpace(r.stdout), "\n"); len(lines) != 4 {
 			t.Errorf("want a header and one line per confirmation:\n%s", r.stdout)
 		}
 	})
@@ -365,7 +393,7 @@ func TestNoCore(t *testing.T) {
 	h := controltest.TempHome(t)
 	want := "carapace: no core is running at " + string(h) + " (start one with `carapace serve`)\n"
 	for _, args := range [][]string{
-		{"status"}, {"stop"}, {"sessions"}, {"confirm", "list"}, {"confirm", "approve", "c1"}, {"confirm", "deny", "c1"},
+		{"status"}, {"stop"}, {"sessions"}, {"confirm", "list"}, {"confirm", "approve", "c1c1c1"}, {"confirm", "deny", "c1c1c1"},
 		{"run", "--group", "dev", "--runtime", "none", "--", "true"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
@@ -595,4 +623,66 @@ func TestRunContainer(t *testing.T) {
 	r.want(t, 0, []string{"prompt: what time is it"}, nil)
 	r = carapace(t, c.home, "run", "--group", "dev", "--runtime", "docker", "--", "exit", "7")
 	r.want(t, 7, nil, nil)
+}
+
+// carapace watch prints the snapshot, then each change as it comes, with
+// the command that approves a waiting call, and exits 1 when the core ends
+// the stream.
+func TestWatch(t *testing.T) {
+	for _, asJSON := range []bool{false, true} {
+		t.Run(fmt.Sprintf("json=%v", asJSON), func(t *testing.T) {
+			c := newFakeCore(t)
+			c.b.SetStatus(control.Status{Version: "1.2.3", PID: 7, Plugins: []control.PluginStatus{{Name: "echo", Healthy: true, State: "healthy"}}})
+			var out, errb testutil.Buffer
+			args := []string{"watch"}
+			if asJSON {
+				args = append(args, "--json")
+			}
+			done := make(chan result, 1)
+			go func() { done <- carapaceWith(t, cli.Config{Stdout: &out, Stderr: &errb}, c.home, args...) }()
+			waitOut := func(want string) {
+				t.Helper()
+				deadline := time.Now().Add(10 * time.Second)
+				for !strings.Contains(out.String(), want) {
+					if time.Now().After(deadline) {
+						t.Fatalf("watch output lacks %q:\n%s\nstderr: %s", want, out.String(), errb.String())
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+			}
+			if asJSON {
+				waitOut(`"type":"snapshot"`)
+			} else {
+				waitOut("core 1.2.3 (pid 7): 0 sessions, 0 pending confirmations, 1 of 1 plugins healthy")
+			}
+			const id = "d00dfeed000000000000000000000000"
+			c.b.AddConfirmation(control.Confirmation{ID: id, Tool: "send_email", Group: "main", Session: "s1", ArgsHash: "h",
+				Arguments: json.RawMessage(`{"to":"a@example.com"}`), CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Minute)})
+			if asJSON {
+				waitOut(`"type":"confirmation.requested"`)
+			} else {
+				waitOut(`confirmation d00dfeed waits: send_email for group main (session s1): {"to":"a@example.com"} — carapace confirm approve d00dfeed`)
+			}
+			if _, err := c.b.Decide(t.Context(), control.Decision{ID: id, ArgsHash: "h", Surface: "telegram", Decider: "owner"}); err != nil {
+				t.Fatal(err)
+			}
+			if asJSON {
+				waitOut(`"decision":"denied","surface":"telegram","decider":"owner"`)
+			} else {
+				waitOut("confirmation d00dfeed send_email: denied on telegram by owner")
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = c.srv.Shutdown(ctx)
+			r := <-done
+			r.want(t, 1, nil, []string{"the core ended the watch: the core is stopping"})
+			if asJSON {
+				for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+					if !json.Valid([]byte(l)) {
+						t.Errorf("not a JSON line: %q", l)
+					}
+				}
+			}
+		})
+	}
 }

@@ -3,7 +3,10 @@ package cli
 import (
 	"context"
 	"fmt"
-	"slices"
+	"os"
+	"os/user"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -36,7 +39,9 @@ func (a *app) confirmListCmd() *cobra.Command {
 		Short: "List the pending confirmations",
 		Long: `List the pending confirmations: id, tool, group, session, age, time left
 before it expires (and counts as denied), and the arguments as the core
-sanitised them, cut to one line. --json prints them in full.`,
+sanitised them, cut to one line. The id is shown by its first 8
+characters: approve or deny takes any unique prefix of 6 or more. --json
+prints them in full.`,
 		Example: `  carapace confirm list
   carapace confirm list --json`,
 		Args: cobra.NoArgs,
@@ -47,7 +52,7 @@ sanitised them, cut to one line. --json prints them in full.`,
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), requestTimeout)
 			defer cancel()
-			list, err := c.Confirmations(ctx)
+			list, err := c.Confirmations(ctx, false)
 			if err != nil {
 				return err
 			}
@@ -64,11 +69,11 @@ sanitised them, cut to one line. --json prints them in full.`,
 			fmt.Fprintln(tw, "ID\tTOOL\tGROUP\tSESSION\tAGE\tLEFT\tARGUMENTS")
 			for _, p := range list {
 				left := "expired"
-				if p.Expires.After(now) {
-					left = age(p.Expires.Sub(now))
+				if p.ExpiresAt.After(now) {
+					left = age(p.ExpiresAt.Sub(now))
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", printable(p.ID), printable(p.Tool), orDash(p.Group),
-					orDash(p.Session), age(now.Sub(p.Created)), left, compactJSON(p.Arguments, argsWidth))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", shortID(p.ID), printable(p.Tool), orDash(p.Group),
+					orDash(p.Session), age(now.Sub(p.CreatedAt)), left, compactJSON(p.Arguments, argsWidth))
 			}
 			return tw.Flush()
 		},
@@ -79,11 +84,23 @@ sanitised them, cut to one line. --json prints them in full.`,
 
 // confirmDecideCmd is `confirm approve` or `confirm deny`.
 func (a *app) confirmDecideCmd(approve bool) *cobra.Command {
+	verb, doing, done := "deny", "Denying", "denied"
+	if approve {
+		verb, doing, done = "approve", "Approving", "approved"
+	}
 	c := &cobra.Command{
-		Use:               "deny ID",
-		Short:             "Deny a pending tool call",
-		Long:              `Deny a pending tool call; the agent receives an error instead of a result.`,
-		Example:           `  carapace confirm deny 7f3a9c`,
+		Use:   verb + " ID",
+		Short: strings.ToUpper(verb[:1]) + verb[1:] + " a pending tool call",
+		Long: strings.ToUpper(verb[:1]) + verb[1:] + ` a pending tool call. ID is the confirmation's id or a unique prefix of
+at least 6 characters of it (an ambiguous one is refused). carapace first
+fetches the confirmation and prints the tool and arguments you are
+deciding, then decides exactly those: the decision carries the hash of the
+arguments shown, and the core refuses it if they no longer match.
+
+The first decision wins, wherever it is made (here, the menu bar, a
+notification, the phone): if another came first, carapace says which and
+exits with status 1.`,
+		Example:           "  carapace confirm " + verb + " 7f3a9c",
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: a.completeConfirmation,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -93,51 +110,52 @@ func (a *app) confirmDecideCmd(approve bool) *cobra.Command {
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), requestTimeout)
 			defer cancel()
-			if err := c.Deny(ctx, args[0]); err != nil {
+			p, err := c.Confirmation(ctx, args[0])
+			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "denied %s\n", printable(args[0]))
+			if !p.Pending() {
+				return fmt.Errorf("confirmation %s is already decided: %s: %w", printable(p.ID), decidedHow(p), control.ErrConflict)
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "%s %s for group %s (session %s, expires in %s)\n", doing, printable(p.Tool), orDash(p.Group), orDash(p.Session), age(time.Until(p.ExpiresAt)))
+			fmt.Fprintf(out, "  arguments: %s\n", compactJSON(p.Arguments, 0))
+			fmt.Fprintf(out, "  digest:    %s\n", printable(p.ArgsHash))
+			got, err := c.Decide(ctx, control.Decision{ID: p.ID, Approve: approve, ArgsHash: p.ArgsHash, Surface: "cli", Decider: decider()})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "%s %s\n", done, printable(got.ID))
 			return nil
 		},
 	}
-	if !approve {
-		return c
-	}
-	c.Use = "approve ID"
-	c.Short = "Approve a pending tool call"
-	c.Long = `Approve a pending tool call. carapace first fetches the confirmation and
-prints the tool and arguments being approved, then approves exactly those:
-the approval carries the hash of the arguments shown, and the core refuses
-it if they no longer match.`
-	c.Example = `  carapace confirm approve 7f3a9c`
-	c.RunE = func(cmd *cobra.Command, args []string) error {
-		c, _, err := a.client()
-		if err != nil {
-			return err
-		}
-		ctx, cancel := context.WithTimeout(cmd.Context(), requestTimeout)
-		defer cancel()
-		list, err := c.Confirmations(ctx)
-		if err != nil {
-			return err
-		}
-		i := slices.IndexFunc(list, func(p control.Confirmation) bool { return p.ID == args[0] })
-		if i < 0 {
-			return fmt.Errorf("no pending confirmation %q (it may have expired or been answered; see carapace confirm list): %w",
-				printable(args[0]), control.ErrNotFound)
-		}
-		p := list[i]
-		out := cmd.OutOrStdout()
-		fmt.Fprintf(out, "Approving %s for group %s (session %s, expires in %s)\n", printable(p.Tool), orDash(p.Group),
-			orDash(p.Session), age(time.Until(p.Expires)))
-		fmt.Fprintf(out, "  arguments: %s\n", compactJSON(p.Arguments, 0))
-		if err := c.Approve(ctx, p.ID, p.ArgsHash); err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "approved %s\n", printable(p.ID))
-		return nil
-	}
 	return c
+}
+
+// decidedHow says how a resolved confirmation ended, for people.
+func decidedHow(p control.Confirmation) string {
+	how := p.Decision
+	if p.Surface != "" && p.Surface != "core" {
+		how += " on " + printable(p.Surface)
+		if p.Decider != "" {
+			how += " by " + printable(p.Decider)
+		}
+	}
+	if p.DecidedAt != nil {
+		how += ", " + age(time.Since(*p.DecidedAt)) + " ago"
+	}
+	if p.Reason != "" {
+		how += " (" + printable(p.Reason) + ")"
+	}
+	return how
+}
+
+// decider names the person deciding at this terminal: the login name.
+func decider() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return "uid " + strconv.Itoa(os.Getuid())
 }
 
 // completeConfirmation completes pending confirmation ids.
@@ -151,7 +169,7 @@ func (a *app) completeConfirmation(cmd *cobra.Command, args []string, _ string) 
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), 2*time.Second)
 	defer cancel()
-	list, err := c.Confirmations(ctx)
+	list, err := c.Confirmations(ctx, false)
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}

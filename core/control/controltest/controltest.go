@@ -36,7 +36,9 @@ type Backend struct {
 	mu            sync.Mutex
 	status        control.Status
 	sessions      []control.Session
-	confirmations []control.Confirmation
+	confirmations []control.Confirmation // pending
+	decided       []control.Confirmation // resolved, most recent last
+	watchers      []chan control.WatchEvent
 	nextID        int
 	closed        []string
 	decisions     []Decision
@@ -45,11 +47,7 @@ type Backend struct {
 }
 
 // Decision is one call of Decide that succeeded.
-type Decision struct {
-	ID       string
-	Approve  bool
-	ArgsHash string
-}
+type Decision = control.Decision
 
 // NewBackend returns a Backend for home h whose Status reports version
 // "test", this process's pid and the time of the call.
@@ -70,11 +68,12 @@ func (b *Backend) SetStatus(st control.Status) {
 	b.status = st
 }
 
-// AddConfirmation adds a pending confirmation.
+// AddConfirmation adds a pending confirmation and tells the watches.
 func (b *Backend) AddConfirmation(c control.Confirmation) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.confirmations = append(b.confirmations, c)
+	b.emitLocked(control.WatchEvent{Type: control.WatchConfirmationRequested, Time: time.Now().UTC(), Confirmation: &c})
 }
 
 // Closed returns the ids CloseSession closed, in order.
@@ -201,30 +200,87 @@ func (b *Backend) Sessions(context.Context) []control.Session {
 }
 
 // Confirmations implements control.Backend.
-func (b *Backend) Confirmations(context.Context) []control.Confirmation {
+func (b *Backend) Confirmations(_ context.Context, recent bool) []control.Confirmation {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return slices.Clone(b.confirmations)
+	out := slices.Clone(b.confirmations)
+	if recent {
+		out = append(out, b.decided...)
+	}
+	return out
 }
 
-// Decide implements control.Backend: approving with a hash other than the
-// pending one fails with control.ErrConflict and leaves it pending.
-func (b *Backend) Decide(_ context.Context, id string, approve bool, argsHash string) error {
+// Decide implements control.Backend: the first decision wins; a decision
+// with a hash other than the confirmation's, or on one already decided,
+// fails with control.ErrConflict and changes nothing.
+func (b *Backend) Decide(_ context.Context, d control.Decision) (control.Confirmation, error) {
 	if err := b.fail("Decide"); err != nil {
-		return err
+		return control.Confirmation{}, err
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	i := slices.IndexFunc(b.confirmations, func(c control.Confirmation) bool { return c.ID == id })
-	if i < 0 {
-		return fmt.Errorf("confirmation %s: %w", id, control.ErrNotFound)
+	if i := slices.IndexFunc(b.decided, func(c control.Confirmation) bool { return c.ID == d.ID }); i >= 0 {
+		c := b.decided[i]
+		return c, fmt.Errorf("confirmation %s is already decided: %s (%s): %w", d.ID, c.Decision, c.Surface, control.ErrConflict)
 	}
-	if approve && argsHash != b.confirmations[i].ArgsHash {
-		return fmt.Errorf("confirmation %s: the arguments changed since they were shown: %w", id, control.ErrConflict)
+	i := slices.IndexFunc(b.confirmations, func(c control.Confirmation) bool { return c.ID == d.ID })
+	if i < 0 {
+		return control.Confirmation{}, fmt.Errorf("confirmation %s: %w", d.ID, control.ErrNotFound)
+	}
+	c := b.confirmations[i]
+	if d.ArgsHash != c.ArgsHash {
+		return c, fmt.Errorf("confirmation %s: the arguments changed since they were shown: %w", d.ID, control.ErrConflict)
+	}
+	now := time.Now().UTC()
+	c.Decision, c.Surface, c.Decider, c.DecidedAt = "denied", d.Surface, d.Decider, &now
+	if d.Approve {
+		c.Decision = "approved"
 	}
 	b.confirmations = slices.Delete(b.confirmations, i, i+1)
-	b.decisions = append(b.decisions, Decision{ID: id, Approve: approve, ArgsHash: argsHash})
-	return nil
+	b.decided = append(b.decided, c)
+	b.decisions = append(b.decisions, d)
+	b.emitLocked(control.WatchEvent{Type: control.WatchConfirmationResolved, Time: now, Confirmation: &c})
+	return c, nil
+}
+
+// Watch implements control.Backend: a snapshot of the backend's state,
+// then what Emit sends.
+func (b *Backend) Watch(context.Context) (*control.Watch, error) {
+	if err := b.fail("Watch"); err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	st := b.status
+	st.PendingConfirmations = len(b.confirmations)
+	ch := make(chan control.WatchEvent, 64)
+	b.watchers = append(b.watchers, ch)
+	snap := control.WatchEvent{Type: control.WatchSnapshot, Time: time.Now().UTC(), Status: &st,
+		Sessions: slices.Clone(b.sessions), Confirmations: slices.Clone(b.confirmations), Plugins: st.Plugins}
+	return &control.Watch{Snapshot: snap, Events: ch, Ended: func() string { return "" }, Close: func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if i := slices.Index(b.watchers, ch); i >= 0 {
+			b.watchers = slices.Delete(b.watchers, i, i+1)
+			close(ch)
+		}
+	}}, nil
+}
+
+// Emit sends ev to every watch (dropped for a watch with no room).
+func (b *Backend) Emit(ev control.WatchEvent) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.emitLocked(ev)
+}
+
+func (b *Backend) emitLocked(ev control.WatchEvent) {
+	for _, ch := range b.watchers {
+		select {
+		case ch <- ev:
+		default:
+		}
+	}
 }
 
 // TempHome returns a new home in a short temporary directory (Unix socket

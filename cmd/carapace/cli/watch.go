@@ -1,0 +1,141 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/carapace-dev/carapace/core/control"
+)
+
+func (a *app) watchCmd() *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "watch",
+		Short: "Follow the core: sessions, confirmations and plugin health as they change",
+		Long: `Print what the running core is doing as it happens: first a summary of
+its state, then one line per change — a session opened or closed, a tool
+call waiting for your confirmation (with the command that approves it) and
+how it was decided, a plugin's health. Nothing is polled: the core sends
+each change on its watch stream (GET /v1/watch on the control socket).
+
+--json prints the stream's own lines, one JSON object each: the snapshot
+first, then the changes (docs/PROTOCOL.md's control API section says what
+they hold).
+
+carapace watch runs until you stop it (Ctrl-C: exit status 0) or the core
+ends the stream (it stops, or this terminal fell so far behind that the core
+cut it off: exit status 1; watch again).`,
+		Example: `  carapace watch
+  carapace watch --json | jq 'select(.type == "confirmation.requested")'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, _, err := a.client()
+			if err != nil {
+				return err
+			}
+			ws, err := c.Watch(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer ws.Close()
+			out := cmd.OutOrStdout()
+			for {
+				ev, err := ws.Next()
+				if err != nil {
+					if cmd.Context().Err() != nil {
+						return nil // interrupted
+					}
+					if errors.Is(err, io.EOF) {
+						return errors.New("the core ended the watch stream")
+					}
+					return err
+				}
+				if asJSON {
+					if err := writeJSONLine(out, ev); err != nil {
+						return err
+					}
+				} else {
+					fmt.Fprintln(out, watchLine(ev))
+				}
+				if ev.Type == control.WatchEnd {
+					return fmt.Errorf("the core ended the watch: %s", printable(ev.Error))
+				}
+			}
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print the stream's JSON lines")
+	return c
+}
+
+// watchLine is one line of the watch stream for people.
+func watchLine(ev control.WatchEvent) string {
+	at := ev.Time.Local().Format("15:04:05")
+	switch ev.Type {
+	case control.WatchSnapshot:
+		var b strings.Builder
+		fmt.Fprintf(&b, "%s core", at)
+		if st := ev.Status; st != nil {
+			fmt.Fprintf(&b, " %s (pid %d)", printable(st.Version), st.PID)
+			if st.Draining {
+				b.WriteString(" stopping")
+			}
+		}
+		healthy := 0
+		for _, p := range ev.Plugins {
+			if p.Healthy {
+				healthy++
+			}
+		}
+		fmt.Fprintf(&b, ": %d sessions, %d pending confirmations, %d of %d plugins healthy",
+			len(ev.Sessions), len(ev.Confirmations), healthy, len(ev.Plugins))
+		for _, cf := range ev.Confirmations {
+			b.WriteString("\n" + at + " " + pendingLine(cf))
+		}
+		return b.String()
+	case control.WatchSessionOpened, control.WatchSessionClosed:
+		verb := "opened"
+		if ev.Type == control.WatchSessionClosed {
+			verb = "closed"
+		}
+		if s := ev.Session; s != nil {
+			return fmt.Sprintf("%s session %s %s: group %s, runtime %s", at, printable(s.ID), verb, printable(s.Group), printable(s.Runtime))
+		}
+	case control.WatchConfirmationRequested:
+		if cf := ev.Confirmation; cf != nil {
+			return at + " " + pendingLine(*cf)
+		}
+	case control.WatchConfirmationResolved:
+		if cf := ev.Confirmation; cf != nil {
+			return fmt.Sprintf("%s confirmation %s %s: %s", at, shortID(cf.ID), printable(cf.Tool), decidedHow(*cf))
+		}
+	case control.WatchPluginHealth:
+		if p := ev.Plugin; p != nil {
+			state := p.State
+			if p.Category != "" {
+				state += ": " + p.Category
+			}
+			return fmt.Sprintf("%s plugin %s %s", at, printable(p.Name), printable(state))
+		}
+	case control.WatchEnd:
+		return fmt.Sprintf("%s the core ended the watch: %s", at, printable(ev.Error))
+	}
+	return fmt.Sprintf("%s %s", at, printable(ev.Type))
+}
+
+// pendingLine describes a confirmation waiting for the user, with the
+// command that approves it.
+func pendingLine(cf control.Confirmation) string {
+	args := compactJSON(cf.Arguments, argsWidth)
+	if cf.ArgumentsOmitted {
+		args = "(large: carapace confirm list --json)"
+	}
+	return fmt.Sprintf("confirmation %s waits: %s for group %s (session %s): %s — carapace confirm approve %s",
+		shortID(cf.ID), printable(cf.Tool), printable(cf.Group), printable(cf.Session), args, shortID(cf.ID))
+}
+
+// shortID is the prefix of a confirmation id people type.
+func shortID(id string) string { return printable(id[:min(len(id), 8)]) }

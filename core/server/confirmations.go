@@ -1,0 +1,252 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/carapace-dev/carapace/core/audit"
+	"github.com/carapace-dev/carapace/core/confirm"
+	"github.com/carapace-dev/carapace/core/control"
+	"github.com/carapace-dev/carapace/core/events"
+	"github.com/carapace-dev/carapace/core/plugin"
+	"github.com/carapace-dev/carapace/core/session"
+)
+
+// newGate returns the confirmation gate of config.toml's [confirm], whose
+// every change is audited and published on the bus.
+func (s *Server) newGate() *confirm.Gate {
+	return confirm.New(confirm.Options{
+		Timeout:    s.cfg.Confirm.Timeout.Duration,
+		MaxPending: s.cfg.Confirm.MaxPending,
+		Observe:    s.observeConfirmation,
+	})
+}
+
+// observeConfirmation records a confirmation's change: an audit line
+// (requested, approved, denied, expired, withdrawn), a log line, and
+// confirmation.requested or confirmation.resolved on the bus for the
+// surfaces. Called with the gate's lock held: nothing here waits. A new
+// confirmation that cannot be audited is refused.
+func (s *Server) observeConfirmation(c confirm.Confirmation) error {
+	e := &audit.Entry{Source: "core", Session: c.Session, Group: c.Group, Topic: "tool.invoke." + c.Tool, Correlation: c.Correlation,
+		Stage: audit.StageConfirm, Confirmation: c.ID}
+	topic := control.WatchConfirmationResolved
+	switch c.Decision {
+	case "":
+		topic = control.WatchConfirmationRequested
+		e.Outcome, e.Reason = audit.OutcomePending, "waits for the user until "+c.Expires.Format(time.RFC3339)
+		s.log.Warn("confirmation required", "id", c.ID, "tool", c.Tool, "group", c.Group, "session", c.Session,
+			"expires", c.Expires.Format(time.RFC3339), "approve", "carapace confirm approve "+c.ID[:8])
+	case confirm.Approved, confirm.Denied:
+		e.Outcome, e.Reason = string(c.Decision), "decided on "+c.Surface
+		if c.Decider != "" {
+			e.Reason += " by " + oneLine(c.Decider)
+		}
+		s.log.Info("confirmation "+string(c.Decision), "id", c.ID, "tool", c.Tool, "surface", c.Surface, "decider", c.Decider)
+	case confirm.Expired:
+		e.Outcome, e.Reason = audit.OutcomeExpired, "nobody answered before "+c.Expires.Format(time.RFC3339)
+	default:
+		e.Outcome, e.Reason = audit.OutcomeWithdrawn, c.Reason
+	}
+	if err := s.audit.Write(e); err != nil && c.Pending() {
+		return fmt.Errorf("audit the confirmation: %w", err)
+	}
+	s.coreEvent(topic, c.Group, watchPayload(confirmationView(c, true)))
+	return nil
+}
+
+// maxEventArguments bounds the arguments a confirmation event carries; a
+// larger one goes without them (arguments_omitted), and surfaces fetch it.
+const maxEventArguments = 32 << 10
+
+// confirmationView is the control API's view of c; for an event, arguments
+// too large for one are left out.
+func confirmationView(c confirm.Confirmation, event bool) control.Confirmation {
+	v := control.Confirmation{
+		ID: c.ID, Tool: c.Tool, Group: c.Group, Session: c.Session, Correlation: c.Correlation, ArgsHash: c.ArgsHash,
+		Arguments: json.RawMessage(c.Display), CreatedAt: c.Created, ExpiresAt: c.Expires,
+		Decision: string(c.Decision), Surface: c.Surface, Decider: c.Decider, Reason: c.Reason,
+	}
+	if len(c.Display) == 0 {
+		v.Arguments = nil
+	}
+	if !c.Decided.IsZero() {
+		t := c.Decided
+		v.DecidedAt = &t
+	}
+	if event && len(v.Arguments) > maxEventArguments {
+		v.Arguments, v.ArgumentsOmitted = nil, true
+	}
+	return v
+}
+
+// Confirmations implements control.Backend.
+func (s *Server) Confirmations(_ context.Context, recent bool) []control.Confirmation {
+	list := s.gate.Pending()
+	if recent {
+		list = s.gate.Recent()
+	}
+	out := make([]control.Confirmation, 0, len(list))
+	for _, c := range list {
+		out = append(out, confirmationView(c, false))
+	}
+	return out
+}
+
+// Decide implements control.Backend. A refused decision is audited too.
+func (s *Server) Decide(_ context.Context, d control.Decision) (control.Confirmation, error) {
+	c, err := s.gate.Decide(confirm.Decide{ID: d.ID, Approve: d.Approve, ArgsHash: d.ArgsHash, Surface: d.Surface, Decider: d.Decider})
+	if err == nil {
+		return confirmationView(c, false), nil
+	}
+	if !errors.Is(err, confirm.ErrNotFound) {
+		verb := "denial"
+		if d.Approve {
+			verb = "approval"
+		}
+		reason := fmt.Sprintf("%s on %s refused: %s", verb, d.Surface, oneLine(err.Error()))
+		if d.Decider != "" {
+			reason = fmt.Sprintf("%s on %s by %s refused: %s", verb, d.Surface, oneLine(d.Decider), oneLine(err.Error()))
+		}
+		_ = s.audit.Write(&audit.Entry{Source: "core", Session: c.Session, Group: c.Group, Topic: "tool.invoke." + c.Tool,
+			Stage: audit.StageConfirm, Outcome: audit.OutcomeRejected, Confirmation: d.ID, Reason: clip(reason, 1000)})
+		s.log.Info("confirmation decision refused", "id", d.ID, "surface", d.Surface, "err", err)
+	}
+	var decided *confirm.ErrDecided
+	switch {
+	case errors.Is(err, confirm.ErrNotFound):
+		return control.Confirmation{}, fmt.Errorf("%w: %w", control.ErrNotFound, err)
+	case errors.As(err, &decided), errors.Is(err, confirm.ErrMismatch):
+		return confirmationView(c, false), fmt.Errorf("%w: %w", control.ErrConflict, err)
+	case errors.Is(err, confirm.ErrInvalid):
+		return control.Confirmation{}, fmt.Errorf("%w: %w", control.ErrInvalid, err)
+	}
+	return control.Confirmation{}, err
+}
+
+// observeSession publishes session.opened and session.closed; a session
+// that closes withdraws its pending confirmations.
+func (s *Server) observeSession(info session.Info, opened bool) {
+	topic := control.WatchSessionOpened
+	if !opened {
+		topic = control.WatchSessionClosed
+		if s.gate != nil {
+			s.gate.WithdrawSession(info.ID, "the session closed")
+		}
+	}
+	s.coreEvent(topic, info.Group, watchPayload(s.toControl(info)))
+}
+
+// healthChanged publishes plugin.health with st's status.
+func (s *Server) healthChanged(st *pluginState) {
+	s.coreEvent(control.WatchPluginHealth, "", watchPayload(s.pluginStatus(st)))
+}
+
+// watchPayload is v as an event payload: its JSON object.
+func watchPayload(v any) map[string]any {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil
+	}
+	return m
+}
+
+// Watch implements control.Backend: a cut-off subscription to the watch
+// topics on the bus, taken before the snapshot so that nothing falls
+// between them.
+func (s *Server) Watch(ctx context.Context) (*control.Watch, error) {
+	sub, err := s.bus.SubscribeCutOff(control.WatchTopics...)
+	if err != nil {
+		if errors.Is(err, events.ErrClosed) {
+			return nil, fmt.Errorf("the core is shutting down: %w", control.ErrConflict)
+		}
+		return nil, fmt.Errorf("watch: %w", err)
+	}
+	st := s.Status(ctx)
+	snap := control.WatchEvent{Type: control.WatchSnapshot, Time: time.Now().UTC(), Status: &st,
+		Sessions: s.Sessions(ctx), Confirmations: s.Confirmations(ctx, false), Plugins: st.Plugins}
+	out := make(chan control.WatchEvent)
+	done := make(chan struct{})
+	var (
+		mu    sync.Mutex
+		ended string
+	)
+	end := func(why string) {
+		mu.Lock()
+		ended = why
+		mu.Unlock()
+	}
+	go func() {
+		defer close(out)
+		for {
+			select {
+			case ev, ok := <-sub.C():
+				if !ok {
+					end("the core is stopping")
+					return
+				}
+				we, err := watchEvent(ev)
+				if err != nil {
+					s.log.Warn("watch: an event could not be converted; skipped", "topic", ev.Topic, "err", err)
+					continue
+				}
+				select {
+				case out <- we:
+				case <-sub.Cut():
+					end(cutOff)
+					return
+				case <-done:
+					return
+				}
+			case <-sub.Cut():
+				end(cutOff)
+				return
+			case <-done:
+				return
+			}
+		}
+	}()
+	var once sync.Once
+	return &control.Watch{
+		Snapshot: snap,
+		Events:   out,
+		Ended: func() string {
+			mu.Lock()
+			defer mu.Unlock()
+			return ended
+		},
+		Close: func() { once.Do(func() { close(done); _ = sub.Close() }) },
+	}, nil
+}
+
+// cutOff is why a watch that fell behind ends.
+const cutOff = "the watcher fell behind and was cut off; watch again for a fresh snapshot"
+
+// watchEvent turns a bus event of a watch topic into its line.
+func watchEvent(ev *plugin.Event) (control.WatchEvent, error) {
+	we := control.WatchEvent{Type: ev.Topic, Time: ev.Time}
+	b, err := json.Marshal(ev.Payload)
+	if err != nil {
+		return we, err
+	}
+	switch ev.Topic {
+	case control.WatchConfirmationRequested, control.WatchConfirmationResolved:
+		we.Confirmation = new(control.Confirmation)
+		err = json.Unmarshal(b, we.Confirmation)
+	case control.WatchSessionOpened, control.WatchSessionClosed:
+		we.Session = new(control.Session)
+		err = json.Unmarshal(b, we.Session)
+	case control.WatchPluginHealth:
+		we.Plugin = new(control.PluginStatus)
+		err = json.Unmarshal(b, we.Plugin)
+	}
+	return we, err
+}
