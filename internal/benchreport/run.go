@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -20,7 +21,7 @@ type params struct {
 	Duration   time.Duration
 	IPCRuns    int
 	IPCBin     string
-	ProfileDir string
+	JSON       string        // where to write the results as JSON, if anywhere
 	StageTime  time.Duration // how long each piece of StageCosts runs
 	MemoryOps  int           // timed calls of each memory operation per repetition
 	MemoryRows int           // entries in the memory group
@@ -240,19 +241,18 @@ func run(p params) error {
 		return fmt.Errorf("goroutine costs: %w", err)
 	}
 	log("stage costs measured")
-	if p.ProfileDir != "" {
-		if err := os.MkdirAll(p.ProfileDir, 0o755); err != nil {
-			return err
-		}
-		for name, prof := range map[string]*measure.CPUProfile{"pipeline-sequential.pprof": r.ProfSeq, "throughput-16.pprof": r.ProfLoad} {
-			if err := os.WriteFile(filepath.Join(p.ProfileDir, name), prof.Raw, 0o644); err != nil {
-				return err
-			}
-		}
-	}
 
 	r.End = measure.SnapshotLoad()
 	r.Elapsed = r.End.At.Sub(r.Start.At)
+	if p.JSON != "" {
+		b, err := json.MarshalIndent(r, "", "\t")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(p.JSON, append(b, '\n'), 0o644); err != nil {
+			return err
+		}
+	}
 	printTable(os.Stdout, r)
 	if p.Out != "" {
 		if err := os.WriteFile(p.Out, []byte(markdown(r)), 0o644); err != nil {
