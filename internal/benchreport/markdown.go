@@ -99,9 +99,6 @@ func markdown(r *results) string {
 	p("The direct side is an `http.Client` of the same kind straight to the fake API over TLS. So the two are not the same work less the hops: the direct call pays one TLS hop; the relayed one pays a TCP hop, a Unix-socket hop, the proxy's HTTP handling and the same TLS hop. ")
 	p("**(m)** is the difference of their medians, %d timed calls per side and repetition after %d untimed, %d repetitions; **(n)** times %d streamed calls per side and repetition (after %d untimed), request sent to last byte read, and compares the throughputs of the two sides' median stream times.\n", r.P.LLMOps, r.P.LLMOps/10+1, r.P.LLMReps, measure.LLMStreams(r.P.LLMOps), measure.LLMStreams(r.P.LLMOps)/5+1)
 	p("- **(e)** `%s tool.invoke.echo '{\"message\":\"hello\"}'` against a session of the same core, exec to exit with stdout through a pipe, %d runs per repetition after 5 untimed", r.P.IPCBin, r.P.IPCRuns)
-	if r.IPCBuilt {
-		p(" (the binary was missing and was built for the run)")
-	}
 	p(". The process start, the Go runtime's start, the connection and ZMTP handshake and the request are all in it. ")
 	p("Its parts are measured the same way: exec of `/bin/true`, `ipc --help` (starts and exits without connecting), and `ipc.Call` — the binary's client code — in process against the same session; the variant runs the binary with `GOMAXPROCS=1`.\n")
 	containerMethod(&b, r)

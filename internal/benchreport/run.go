@@ -50,12 +50,11 @@ const teardownSettle = 200 * time.Millisecond
 
 // results is everything one run measured.
 type results struct {
-	P        params
-	Machine  measure.Machine
-	Start    measure.Load
-	End      measure.Load
-	Elapsed  time.Duration
-	IPCBuilt bool // the ipc binary was built by this run
+	P       params
+	Machine measure.Machine
+	Start   measure.Load
+	End     measure.Load
+	Elapsed time.Duration
 
 	Floor     []measure.Latency // (a) per repetition
 	FloorZ    []measure.Latency // (a) over the hardened listener
@@ -109,17 +108,7 @@ func run(p params) error {
 
 	ipcBin := p.IPCBin
 	if _, err := os.Stat(ipcBin); err != nil {
-		dir, err := os.MkdirTemp("", "cpbin")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-		ipcBin = filepath.Join(dir, "ipc")
-		log("building %s (no %s)", ipcBin, p.IPCBin)
-		if err := measure.BuildIPC(ipcBin); err != nil {
-			return err
-		}
-		r.IPCBuilt = true
+		return fmt.Errorf("%w (make bench builds it first; so does make build)", err)
 	}
 
 	core, err := measure.StartCore("")
@@ -396,7 +385,7 @@ func containers(r *results, p params, log func(string, ...any)) (err error) {
 		return nil
 	}
 	log("container sessions: building the agent test image")
-	c, err := measure.StartContainers()
+	c, err := measure.StartContainers(filepath.Dir(p.IPCBin))
 	if err != nil {
 		return fmt.Errorf("(k), (l): %w (they need a running Docker engine and busybox-static; -ctrreps 0 leaves them out)", err)
 	}

@@ -50,10 +50,11 @@ type Containers struct {
 	bare     int    // bare runs so far, to label each
 }
 
-// StartContainers builds the static linux ipc binary of the engine's
-// architecture and the test image with it, then starts a core that runs
+// StartContainers builds the test image with the static linux ipc binary
+// of the engine's architecture, which `make build` leaves in
+// bin/linux-<arch>/ipc (bin is that folder), then starts a core that runs
 // its sessions in that image. Docker must be running.
-func StartContainers() (*Containers, error) {
+func StartContainers(bin string) (*Containers, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	arch, err := agentimage.EngineArch(ctx, "docker")
@@ -62,15 +63,7 @@ func StartContainers() (*Containers, error) {
 	}
 	c := &Containers{Image: fmt.Sprintf("carapace-agent-test:bench-%d-%d", os.Getpid(), time.Now().Unix()), logs: &logTimes{at: map[string]time.Time{}}}
 	c.Engine = engineDescription(ctx)
-	dir, err := os.MkdirTemp("", "cpimg")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	ipcBin := filepath.Join(dir, "ipc")
-	if err := BuildIPCFor(ipcBin, "linux", arch); err != nil {
-		return nil, err
-	}
+	ipcBin := filepath.Join(bin, "linux-"+arch, "ipc")
 	if err := agentimage.BuildTest(ctx, agentimage.Options{Engine: "docker", Tag: c.Image, IPC: ipcBin, Version: "bench"}); err != nil {
 		c.removeImage()
 		return nil, err
