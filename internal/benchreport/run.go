@@ -320,7 +320,7 @@ func plugins(r *results, p params, log func(string, ...any)) error {
 	if err := measure.BuildEchoPlugin(bin); err != nil {
 		return err
 	}
-	core, _, err := measure.StartCoreWith("", func(h home.Dir) error { return measure.InstallEchoPlugins(h, bin, "oop") })
+	core, _, err := measure.StartCoreWith("", func(h home.Dir) error { return measure.InstallEchoPlugins(h, bin, "oop") }, nil)
 	if err != nil {
 		return err
 	}
@@ -357,7 +357,7 @@ func plugins(r *results, p params, log func(string, ...any)) error {
 		names[i] = fmt.Sprintf("oop%d", i+1)
 	}
 	for i := range p.Reps {
-		c, took, err := measure.StartCoreWith("", func(h home.Dir) error { return measure.InstallEchoPlugins(h, bin, names...) })
+		c, took, err := measure.StartCoreWith("", func(h home.Dir) error { return measure.InstallEchoPlugins(h, bin, names...) }, nil)
 		if err != nil {
 			return fmt.Errorf("(g): %w", err)
 		}

@@ -68,7 +68,7 @@ func StartContainers(bin string) (*Containers, error) {
 		c.removeImage()
 		return nil, err
 	}
-	core, _, err := startCoreLogged(ContainerConfig(c.Image), nil, slog.New(c.logs))
+	core, _, err := StartCoreWith(ContainerConfig(c.Image), nil, slog.New(c.logs))
 	if err != nil {
 		c.removeImage()
 		return nil, err
