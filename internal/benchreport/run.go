@@ -159,7 +159,7 @@ func run(p params) error {
 	}
 	for i, l := range r.LLM {
 		log("rep %d/%d: model API call direct %s, through relay + proxy %s; %d KiB stream direct %.0f MB/s, through relay + proxy %.0f MB/s (×%.2f)", i+1, p.LLMReps,
-			us(l.Direct.Median), us(l.Relayed.Median), l.StreamBytes>>10, measure.MBPerSec(l.StreamBytes, l.StreamDirect), measure.MBPerSec(l.StreamBytes, l.StreamRelayed), l.StreamRatio())
+			us(l.Direct.Median), us(l.Relayed.Median), l.StreamBytes>>10, measure.MBPerSec(l.StreamBytes, l.StreamDirect.Median), measure.MBPerSec(l.StreamBytes, l.StreamRelayed.Median), l.StreamRatio())
 	}
 
 	// (k), (l): container sessions.

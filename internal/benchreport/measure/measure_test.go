@@ -60,7 +60,7 @@ func TestSummarize(t *testing.T) {
 	if l.N != 100 || l.Min != 1 || l.Max != 100 || l.Median != 50 || l.P99 != 99 || l.P90 != 90 || l.Mean != 50 {
 		t.Fatalf("%+v", l)
 	}
-	if MedianDuration([]time.Duration{3, 1, 2}) != 2 || MedianFloat([]float64{4, 1, 3, 2}) != 2 {
+	if Median([]time.Duration{3, 1, 2}) != 2 || Median([]float64{4, 1, 3, 2}) != 2 || Median([]float64(nil)) != 0 {
 		t.Fatal("median")
 	}
 }

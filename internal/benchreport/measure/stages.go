@@ -79,7 +79,7 @@ func costs(d time.Duration, ops []func()) []opCost {
 	}
 	out := make([]opCost, len(ops))
 	for i := range ops {
-		out[i] = opCost{per: MedianDuration(per[i]), allocs: float64(mallocs[i]) / float64(calls[i]), bytes: float64(bytes[i]) / float64(calls[i])}
+		out[i] = opCost{per: Median(per[i]), allocs: float64(mallocs[i]) / float64(calls[i]), bytes: float64(bytes[i]) / float64(calls[i])}
 	}
 	return out
 }
