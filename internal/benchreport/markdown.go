@@ -162,7 +162,7 @@ func profileSection(b *strings.Builder, title string, prof *measure.CPUProfile, 
 		p("| %s | %s | %s | %.1f %% |\n", s.Name, s.CPU.Round(time.Millisecond), us(prof.PerRequest(s.CPU)), 100*s.Fraction)
 	}
 	p("\nTop functions by their own (flat) time:\n\n| function | CPU | share |\n| --- | ---: | ---: |\n")
-	for _, s := range prof.Top(15, false) {
+	for _, s := range prof.Top(15) {
 		p("| `%s` | %s | %.1f %% |\n", s.Name, s.CPU.Round(time.Millisecond), 100*s.Fraction)
 	}
 	p("\n")

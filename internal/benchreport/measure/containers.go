@@ -30,10 +30,10 @@ const ColdStartPrompt = `tool.invoke.echo {"message":"hello"}`
 // would outlive any measurement, so only the session's close ends it.
 var TeardownCommand = []string{"--exec", "sleep", "300"}
 
-// ContainerConfig is the config.toml of the container benchmarks' core:
+// containerConfig is the config.toml of the container benchmarks' core:
 // BenchConfig, Docker, the run's test image and the default limits (2
 // CPUs, 4096 MB, 256 pids), which are what a user's sessions get.
-func ContainerConfig(image string) string {
+func containerConfig(image string) string {
 	return BenchConfig + fmt.Sprintf("[runtime]\nengine = \"docker\"\nimage = %q\n", image)
 }
 
@@ -68,7 +68,7 @@ func StartContainers(bin string) (*Containers, error) {
 		c.removeImage()
 		return nil, err
 	}
-	core, _, err := StartCoreWith(ContainerConfig(c.Image), nil, slog.New(c.logs))
+	core, _, err := StartCoreWith(containerConfig(c.Image), nil, slog.New(c.logs))
 	if err != nil {
 		c.removeImage()
 		return nil, err

@@ -22,7 +22,7 @@ func TestParseProfile(t *testing.T) {
 	if prof.Total != 260*time.Millisecond {
 		t.Fatalf("total %s, go tool pprof: 260ms", prof.Total)
 	}
-	if top := prof.Top(1, false); len(top) != 1 || top[0].Name != "internal/runtime/syscall/linux.Syscall6" || top[0].CPU != 80*time.Millisecond {
+	if top := prof.Top(1); len(top) != 1 || top[0].Name != "internal/runtime/syscall/linux.Syscall6" || top[0].CPU != 80*time.Millisecond {
 		t.Fatalf("top flat function %+v, go tool pprof: Syscall6 80ms", top)
 	}
 	handle := []string{"pipeline.(*Pipeline).Handle"}
