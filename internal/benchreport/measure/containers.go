@@ -470,8 +470,10 @@ var loggedMessages = map[string]bool{"session opened": true, "agent container st
 
 var _ slog.Handler = (*logTimes)(nil)
 
+// Enabled keeps Info and above: the marks are logged at Info.
 func (l *logTimes) Enabled(_ context.Context, level slog.Level) bool { return level >= slog.LevelInfo }
 
+// Handle keeps the time of a loggedMessages record, by its session.
 func (l *logTimes) Handle(_ context.Context, r slog.Record) error {
 	if !loggedMessages[r.Message] {
 		return nil
@@ -488,8 +490,11 @@ func (l *logTimes) Handle(_ context.Context, r slog.Record) error {
 	return nil
 }
 
+// WithAttrs returns l: the session is an attribute of the record itself.
 func (l *logTimes) WithAttrs([]slog.Attr) slog.Handler { return l }
-func (l *logTimes) WithGroup(string) slog.Handler      { return l }
+
+// WithGroup returns l, as WithAttrs does.
+func (l *logTimes) WithGroup(string) slog.Handler { return l }
 
 // get returns when the core logged msg for session, and whether it did.
 func (l *logTimes) get(msg, session string) (time.Time, bool) {

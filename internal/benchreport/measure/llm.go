@@ -58,7 +58,10 @@ func LLMStreams(n int) int { return max(n/10, 5) }
 // nopAudit is an Auditor that keeps nothing.
 type nopAudit struct{}
 
-func (nopAudit) Write(*audit.Entry) error { return nil }
+var _ llmproxy.Auditor = nopAudit{}
+
+// Write discards e.
+func (nopAudit) Write(e *audit.Entry) error { return nil }
 
 const (
 	llmBody    = `{"model":"claude-sonnet-4-5","max_tokens":64,"messages":[{"role":"user","content":"hello"}]}`
