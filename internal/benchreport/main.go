@@ -6,8 +6,12 @@
 //
 //	go run ./internal/benchreport -out docs/PERFORMANCE.md
 //
-// The measurements live in internal/benchreport/measure, which the Go
-// benchmarks of core/server use as well.
+// It runs after `make build`, whose bin/ipc and bin/linux-<arch>/ipc it
+// measures and puts in the agent image. The measurements live in
+// internal/benchreport/measure, which the Go benchmarks of core/server use
+// as well (go test -bench). This command's tests measure nothing: they
+// render a recorded run (testdata/results.json), so `make test` needs no
+// engine and stays quick.
 package main
 
 import (
