@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -48,10 +49,7 @@ const (
 func analysis(r *results) string {
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	med := func(ls []measure.Latency) time.Duration {
-		return medianOf(ls, func(l measure.Latency) time.Duration { return l.Median })
-	}
-	fl, flz, pl, full := med(r.Floor), med(r.FloorZ), med(r.Pipe), med(r.PipeFull)
+	fl, flz, pl, full := median(r.Floor), median(r.FloorZ), median(r.Pipe), median(r.PipeFull)
 	filter := max(flz-fl, 0) // the hardened listener's cost; noise can make the difference negative
 	gap := pl - fl
 	var sum time.Duration // what an echo request does (PerReq 0 pieces count for nothing)
@@ -66,7 +64,7 @@ func analysis(r *results) string {
 	stack := max(r.GoFresh.PerOp-r.GoWarm.PerOp, 0)
 	seq, load := r.ProfSeq, r.ProfLoad
 	targets := r.targets()
-	ratio := measure.MedianFloat(r.Ratio)
+	ratio := measure.Median(r.Ratio)
 	newstack := []string{"runtime.newstack"}
 
 	p("## Reading the figures\n\n")
@@ -138,10 +136,7 @@ func analysis(r *results) string {
 	}
 	p(".\n\n")
 
-	lo, hi := time.Duration(1<<62), time.Duration(0)
-	for _, l := range r.Pipe {
-		lo, hi = min(lo, l.Median), max(hi, l.Median)
-	}
+	lo, hi := slices.Min(each(r.Pipe, p50)), slices.Max(each(r.Pipe, p50))
 	p("The correlation cache no longer costs more as a session's history grows. Until `%s`, once a session had finished %d requests, every request shifted the cache's whole order slice to drop the oldest (a 64 KiB memmove); ",
 		changeCommit, measure.CorrelationCacheCap)
 	p("now `cache.expire` drops the oldest in O(1), advancing a head index, and compacts the slice only when the dead prefix is as long as the live part — one copy of %d entries every %d requests at the cap. ",
@@ -156,7 +151,7 @@ func analysis(r *results) string {
 	p("At the default rate limit (60 a minute, 2-minute memory) a session holds about 120 correlations and never reaches the cap; a raised limit or a busy agent does.\n\n")
 
 	p("### (e) one ipc run\n\n")
-	ex, help, call, run, oneP := med(r.ExecTrue), med(r.IPCHelp), med(r.IPCCall), med(r.IPC), med(r.IPCOneP)
+	ex, help, call, run, oneP := median(r.ExecTrue), median(r.IPCHelp), median(r.IPCCall), median(r.IPC), median(r.IPCOneP)
 	p("`bin/ipc` from exec to exit takes %s (target %s: %s). Of that, starting any process from this one takes %s (`/bin/true`), ", ms(run), ms(targetIPC), strings.Trim(metWord(targets[3].Met), "*"), ms(ex))
 	p("the Go runtime and package initialisation of `ipc` %s more (`ipc --help`: %s), and the call itself %s more — ", ms(help-ex), ms(help), ms(run-help))
 	p("although the same client code in a warm process (`ipc.Call`) needs only %s, handshake and close included.\n\n", us(call))
@@ -174,11 +169,8 @@ func analysis(r *results) string {
 
 	p("### (b) p99 and (d) throughput\n\n")
 	top := sessionCounts[len(sessionCounts)-1]
-	p99 := func(ls []measure.Latency) time.Duration {
-		return medianOf(ls, func(l measure.Latency) time.Duration { return l.P99 })
-	}
 	p("The tail of (b) is scheduling more than work: its p90 is %s and p99 %s against a median of %s, and the floor's own p99 is %s against its median of %s — wake-ups of goroutines on the other P of a shared %d-core machine widen both. ",
-		us(medianOf(r.Pipe, func(l measure.Latency) time.Duration { return l.P90 })), us(p99(r.Pipe)), us(pl), us(p99(r.Floor)), us(fl), r.Machine.Cores)
+		us(medianOf(r.Pipe, p90)), us(medianOf(r.Pipe, p99)), us(pl), us(medianOf(r.Floor, p99)), us(fl), r.Machine.Cores)
 	p("No stage of an echo request waits on anything but the CPU and the audit log's `write(2)`, which returns once the line is in the page cache (the log's fsync runs outside its lock once a second; its rotation, every 10 MiB by default, runs under the lock). ")
 	busy := float64(load.Total) / float64(r.P.Duration)
 	if busy >= 0.85*float64(r.Machine.Cores) {
@@ -207,7 +199,7 @@ func analysis(r *results) string {
 	p("3. **The correlation cache drops its oldest entry in O(1)**: (b″) %s against (b) %s, as above.\n\n", us(full), us(pl))
 	p("| | before (`%s`) | this run |\n| --- | ---: | ---: |\n", beforeCommit)
 	p("| (b) median | %s | %s |\n", us(beforePipe), us(pl))
-	p("| (b) p99 | %s | %s |\n", us(beforeP99), us(p99(r.Pipe)))
+	p("| (b) p99 | %s | %s |\n", us(beforeP99), us(medianOf(r.Pipe, p99)))
 	p("| (c) ratio (b) ÷ (a) | %.2f | %.2f |\n", beforeRatio, ratio)
 	p("| (d) throughput, %d sessions | %.0f requests/s | %.0f requests/s |\n", top, beforeTput, medianRate(r.Seq[top]))
 	p("| (e) one ipc run (mostly process start; one request through the core) | %s | %s |\n\n", ms(beforeIPC), ms(run))

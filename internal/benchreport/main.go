@@ -6,8 +6,12 @@
 //
 //	go run ./internal/benchreport -out docs/PERFORMANCE.md
 //
-// The measurements live in internal/benchreport/measure, which the Go
-// benchmarks of core/server use as well.
+// It runs after `make build`, whose bin/ipc and bin/linux-<arch>/ipc it
+// measures and puts in the agent image. The measurements live in
+// internal/benchreport/measure, which the Go benchmarks of core/server use
+// as well (go test -bench). This command's tests measure nothing: they
+// render a recorded run (testdata/results.json), so `make test` needs no
+// engine and stays quick.
 package main
 
 import (
@@ -31,8 +35,8 @@ func main() {
 	flag.IntVar(&p.LLMOps, "llmops", 500, "timed small model API calls of (m) per side and repetition (streamed calls of (n): a tenth, at least 5)")
 	flag.IntVar(&p.LLMReps, "llmreps", 0, "repetitions of (m) and (n) (0: as -reps)")
 	flag.IntVar(&p.IPCRuns, "ipcruns", 200, "ipc executions per repetition")
-	flag.StringVar(&p.IPCBin, "ipc", "bin/ipc", "the ipc binary (built into a temporary directory if missing)")
-	flag.StringVar(&p.ProfileDir, "profiles", "", "also keep the raw CPU profiles (for go tool pprof) in this directory")
+	flag.StringVar(&p.IPCBin, "ipc", "bin/ipc", "the ipc binary from make build; its folder holds the static linux-<arch>/ipc for the agent image of (k), (l) as well")
+	flag.StringVar(&p.JSON, "json", "", "also write the measurements to this file as JSON, raw CPU profiles included (testdata/results.json, which the tests render, is one)")
 	flag.DurationVar(&p.StageTime, "stagetime", 200*time.Millisecond, "how long each piece of the core's work is timed alone")
 	flag.IntVar(&p.CtrReps, "ctrreps", 15, "timed container sessions of (k) and (l), after 2 untimed; they need Docker (0 leaves them out)")
 	flag.DurationVar(&p.CtrPoll, "ctrpoll", 10*time.Millisecond, "how often (l) polls docker ps -a for the closed session's container")

@@ -44,15 +44,13 @@ func markdown(r *results) string {
 	p("## Figures\n\n")
 	p("| measurement | median | p90 | p99 | mean | medians across reps |\n| --- | ---: | ---: | ---: | ---: | --- |\n")
 	for _, l := range r.latencyRows() {
-		p("| %s | %s | %s | %s | %s | %s |\n", l.Name,
-			l.stat(func(x measure.Latency) time.Duration { return x.Median }), l.stat(func(x measure.Latency) time.Duration { return x.P90 }),
-			l.stat(func(x measure.Latency) time.Duration { return x.P99 }), l.stat(func(x measure.Latency) time.Duration { return x.Mean }), l.spread())
+		p("| %s | %s | %s | %s | %s | %s |\n", l.Name, l.stat(p50), l.stat(p90), l.stat(p99), l.stat(mean), l.spread())
 	}
-	p("| (c) ratio (b) ÷ (a) of the medians, per repetition | %.2f | | | | %s |\n", measure.MedianFloat(r.Ratio), ratioSpread(r.Ratio))
+	p("| (c) ratio (b) ÷ (a) of the medians, per repetition | %.2f | | | | %s |\n", measure.Median(r.Ratio), ratioSpread(r.Ratio))
 	if len(r.LLM) > 0 {
 		p("| (m) added latency: through relay + proxy − direct, medians | %s | | | | |\n", us(r.llmAddedLatency()))
 		p("| (n) stream throughput, direct / through relay + proxy | %s | | | | |\n", r.llmRates())
-		p("| (n) ratio of the throughputs, relayed ÷ direct, per repetition | %.2f | | | | %s |\n", measure.MedianFloat(r.llmStreamRatios()), ratioSpread(r.llmStreamRatios()))
+		p("| (n) ratio of the throughputs, relayed ÷ direct, per repetition | %.2f | | | | %s |\n", measure.Median(r.llmStreamRatios()), ratioSpread(r.llmStreamRatios()))
 	}
 	p("\n")
 	p("| (d) throughput | requests/s (median) | across reps |\n| --- | ---: | --- |\n")
@@ -99,18 +97,13 @@ func markdown(r *results) string {
 	p("The direct side is an `http.Client` of the same kind straight to the fake API over TLS. So the two are not the same work less the hops: the direct call pays one TLS hop; the relayed one pays a TCP hop, a Unix-socket hop, the proxy's HTTP handling and the same TLS hop. ")
 	p("**(m)** is the difference of their medians, %d timed calls per side and repetition after %d untimed, %d repetitions; **(n)** times %d streamed calls per side and repetition (after %d untimed), request sent to last byte read, and compares the throughputs of the two sides' median stream times.\n", r.P.LLMOps, r.P.LLMOps/10+1, r.P.LLMReps, measure.LLMStreams(r.P.LLMOps), measure.LLMStreams(r.P.LLMOps)/5+1)
 	p("- **(e)** `%s tool.invoke.echo '{\"message\":\"hello\"}'` against a session of the same core, exec to exit with stdout through a pipe, %d runs per repetition after 5 untimed", r.P.IPCBin, r.P.IPCRuns)
-	if r.IPCBuilt {
-		p(" (the binary was missing and was built for the run)")
-	}
 	p(". The process start, the Go runtime's start, the connection and ZMTP handshake and the request are all in it. ")
 	p("Its parts are measured the same way: exec of `/bin/true`, `ipc --help` (starts and exits without connecting), and `ipc.Call` — the binary's client code — in process against the same session; the variant runs the binary with `GOMAXPROCS=1`.\n")
 	containerMethod(&b, r)
 	p("\n")
 
 	p("## Where the time goes\n\n")
-	fl := medianOf(r.Floor, func(l measure.Latency) time.Duration { return l.Median })
-	flz := medianOf(r.FloorZ, func(l measure.Latency) time.Duration { return l.Median })
-	pl := medianOf(r.Pipe, func(l measure.Latency) time.Duration { return l.Median })
+	fl, flz, pl := median(r.Floor), median(r.FloorZ), median(r.Pipe)
 	p("A request through the pipeline takes **%s** more than the transport floor (%s against %s). ", us(pl-fl), us(pl), us(fl))
 	p("Of that, the hardened listener accounts for about %s ((a′) − (a)); the rest is the core: the session layer, the six stages and the response path.\n\n", us(max(flz-fl, 0)))
 
@@ -137,11 +130,9 @@ func markdown(r *results) string {
 	}
 	p("\n")
 
-	in := medianOf(r.PlugIn, func(l measure.Latency) time.Duration { return l.Median })
-	out := medianOf(r.PlugOut, func(l measure.Latency) time.Duration { return l.Median })
-	fx := medianOf(r.FloorX, func(l measure.Latency) time.Duration { return l.Median })
+	in, out, fx := median(r.PlugIn), median(r.PlugOut), median(r.FloorX)
 	p("### The out-of-process hop (f)\n\n")
-	p("Running the echo handler in its own process adds **%s** to a request (%s against %s, ×%.2f). ", us(out-in), us(out), us(in), measure.MedianFloat(r.PlugRatio))
+	p("Running the echo handler in its own process adds **%s** to a request (%s against %s, ×%.2f). ", us(out-in), us(out), us(in), measure.Median(r.PlugRatio))
 	p("Crossing a process boundary at all costs %s more than staying in one ((f′) %s against (a) %s): ", us(max(fx-fl, 0)), us(fx), us(fl))
 	p("every message wakes a thread of another process, and on this virtual machine that wake-up, not the bytes, is the price. ")
 	p("The rest, %s, is the plugin link's own work and waiting: the call and its reply encoded and decoded on both sides, the SDK's goroutine per call, and the hand-offs between the socket's goroutines and the waiting request on both sides (`go test -bench Invoke ./core/pluginhost` separates the SDK's share: BenchmarkInvokeRaw answers without it). ", us(max(out-in-(fx-fl), 0)))
@@ -171,7 +162,7 @@ func profileSection(b *strings.Builder, title string, prof *measure.CPUProfile, 
 		p("| %s | %s | %s | %.1f %% |\n", s.Name, s.CPU.Round(time.Millisecond), us(prof.PerRequest(s.CPU)), 100*s.Fraction)
 	}
 	p("\nTop functions by their own (flat) time:\n\n| function | CPU | share |\n| --- | ---: | ---: |\n")
-	for _, s := range prof.Top(15, false) {
+	for _, s := range prof.Top(15) {
 		p("| `%s` | %s | %.1f %% |\n", s.Name, s.CPU.Round(time.Millisecond), 100*s.Fraction)
 	}
 	p("\n")
@@ -207,10 +198,8 @@ func containerTime(b *strings.Builder, r *results) {
 		return
 	}
 	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
-	med := func(ds []time.Duration) time.Duration { return measure.MedianDuration(ds) }
-	part := func(f func(measure.ColdStart) time.Duration) time.Duration {
-		return med(pick(r.Cold, func(c measure.ColdStart) (time.Duration, bool) { return f(c), c.Parts }))
-	}
+	med := measure.Median[time.Duration]
+	part := func(f func(measure.ColdStart) time.Duration) time.Duration { return med(r.coldParts(f)) }
 	total := med(r.coldTotals())
 	setup := part(func(c measure.ColdStart) time.Duration { return c.Session + c.Files })
 	engine := part(func(c measure.ColdStart) time.Duration { return c.Create + c.Start })
@@ -235,9 +224,7 @@ func containerTime(b *strings.Builder, r *results) {
 	p("Medians of the parts need not add up to the median of the whole.\n\n")
 
 	down := med(r.teardownTotals())
-	tpart := func(f func(measure.Teardown) time.Duration) time.Duration {
-		return med(pick(r.Teardowns, func(t measure.Teardown) (time.Duration, bool) { return f(t), t.Parts }))
-	}
+	tpart := func(f func(measure.Teardown) time.Duration) time.Duration { return med(r.teardownParts(f)) }
 	gap := med(pick(r.Teardowns, func(t measure.Teardown) (time.Duration, bool) { return t.PollGap, t.Polls > 1 }))
 	p("Closing a session takes **%s** until the container is gone (median, target %s; polled every %s, answers %s apart): ", ms(down), ms(targetTeardown), r.P.CtrPoll, ms(gap))
 	p("%s until `docker stop` has sent SIGTERM (the close request, the core cancelling the run, the docker CLI's start), %s until the agent has exited, and %s until `--rm` has removed the container. ",

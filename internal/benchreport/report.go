@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
@@ -50,18 +51,18 @@ func (t target) verdict() string {
 }
 
 func (r *results) targets() []target {
-	ratio := measure.MedianFloat(r.Ratio)
-	p99 := medianOf(r.Pipe, func(l measure.Latency) time.Duration { return l.P99 })
+	ratio := measure.Median(r.Ratio)
+	tail := medianOf(r.Pipe, p99)
 	top := sessionCounts[len(sessionCounts)-1]
 	tput := medianRate(r.Seq[top])
-	ipcMed := medianOf(r.IPC, func(l measure.Latency) time.Duration { return l.Median })
+	ipcMed := median(r.IPC)
 	return []target{
 		{"(c) pipeline ÷ transport floor, medians", fmt.Sprintf("≤ %.1f", targetRatio), fmt.Sprintf("%.2f", ratio), ratio <= targetRatio},
-		{"(b) p99 of a request through the pipeline", "≤ " + ms(targetPipeP99), ms(p99), p99 <= targetPipeP99},
+		{"(b) p99 of a request through the pipeline", "≤ " + ms(targetPipeP99), ms(tail), tail <= targetPipeP99},
 		{fmt.Sprintf("(d) throughput, %d sessions", top), fmt.Sprintf("≥ %.0f requests/s", targetThroughput), fmt.Sprintf("%.0f requests/s", tput), tput >= targetThroughput},
 		{"(e) one ipc run, exec to exit (median)", "≤ " + ms(targetIPC), ms(ipcMed), ipcMed <= targetIPC},
-		{"(f) out-of-process echo ÷ in-process echo, medians", fmt.Sprintf("≤ %.1f", targetPluginRatio), fmt.Sprintf("%.2f", measure.MedianFloat(r.PlugRatio)), measure.MedianFloat(r.PlugRatio) <= targetPluginRatio},
-		{fmt.Sprintf("(g) core start to ready, %d out-of-process plugins (median)", startupPlugins), "≤ " + ms(targetStartup), ms(measure.MedianDuration(r.Startup)), measure.MedianDuration(r.Startup) <= targetStartup},
+		{"(f) out-of-process echo ÷ in-process echo, medians", fmt.Sprintf("≤ %.1f", targetPluginRatio), fmt.Sprintf("%.2f", measure.Median(r.PlugRatio)), measure.Median(r.PlugRatio) <= targetPluginRatio},
+		{fmt.Sprintf("(g) core start to ready, %d out-of-process plugins (median)", startupPlugins), "≤ " + ms(targetStartup), ms(measure.Median(r.Startup)), measure.Median(r.Startup) <= targetStartup},
 		r.memTarget("(h) memory_search", func(m measure.Memory) measure.Latency { return m.Search }, targetMemSearch),
 		r.memTarget("(i) memory brief", func(m measure.Memory) measure.Latency { return m.Brief }, targetMemBrief),
 		r.memTarget("(j) memory_store", func(m measure.Memory) measure.Latency { return m.Store }, targetMemStore),
@@ -77,7 +78,7 @@ func (r *results) ctrTarget(name string, ds []time.Duration, goal time.Duration)
 	if len(ds) == 0 {
 		return target{Name: name, Goal: "≤ " + ms(goal), Measured: notMeasured}
 	}
-	med := measure.MedianDuration(ds)
+	med := measure.Median(ds)
 	return target{Name: name, Goal: "≤ " + ms(goal), Measured: ms(med), Met: med <= goal}
 }
 
@@ -87,6 +88,18 @@ func (r *results) coldTotals() []time.Duration {
 
 func (r *results) teardownTotals() []time.Duration {
 	return pick(r.Teardowns, func(t measure.Teardown) (time.Duration, bool) { return t.Total, true })
+}
+
+// coldParts is one part of (k) over the sessions whose marks were all
+// there and in order.
+func (r *results) coldParts(f func(measure.ColdStart) time.Duration) []time.Duration {
+	return pick(r.Cold, func(c measure.ColdStart) (time.Duration, bool) { return f(c), c.Parts })
+}
+
+// teardownParts is one part of (l) over the sessions whose engine events
+// were all there and in order.
+func (r *results) teardownParts(f func(measure.Teardown) time.Duration) []time.Duration {
+	return pick(r.Teardowns, func(t measure.Teardown) (time.Duration, bool) { return f(t), t.Parts })
 }
 
 // pick collects one duration of each element of xs for which f reports it.
@@ -115,12 +128,7 @@ func newSampleRow(name string, ds []time.Duration) sampleRow {
 // (over the sessions whose engine events were all there and in order), and
 // the engine's floor.
 func (r *results) containerRows() []sampleRow {
-	cold := func(f func(measure.ColdStart) time.Duration) []time.Duration {
-		return pick(r.Cold, func(c measure.ColdStart) (time.Duration, bool) { return f(c), c.Parts })
-	}
-	down := func(f func(measure.Teardown) time.Duration) []time.Duration {
-		return pick(r.Teardowns, func(t measure.Teardown) (time.Duration, bool) { return f(t), t.Parts })
-	}
+	cold, down := r.coldParts, r.teardownParts
 	return []sampleRow{
 		newSampleRow("(k) cold start: Open called → the agent's first request at the core (its audit `route` entry)", r.coldTotals()),
 		newSampleRow("(k) part 1: the control request, a slot of the group, the session socket (→ core log \"session opened\")", cold(func(c measure.ColdStart) time.Duration { return c.Session })),
@@ -142,35 +150,20 @@ func (r *results) containerRows() []sampleRow {
 }
 
 func (r *results) memTarget(name string, f func(measure.Memory) measure.Latency, goal time.Duration) target {
-	med := medianOf(r.memory(f), func(l measure.Latency) time.Duration { return l.Median })
+	med := median(each(r.Memory, f))
 	return target{fmt.Sprintf("%s, %d entries (median)", name, r.P.MemoryRows), "≤ " + ms(goal), ms(med), med <= goal}
-}
-
-// llm picks one latency out of the model API repetitions.
-func (r *results) llm(f func(measure.LLM) measure.Latency) []measure.Latency {
-	out := make([]measure.Latency, len(r.LLM))
-	for i, l := range r.LLM {
-		out[i] = f(l)
-	}
-	return out
 }
 
 // llmAddedLatency is (m): the relayed median less the direct one.
 func (r *results) llmAddedLatency() time.Duration {
 	med := func(f func(measure.LLM) measure.Latency) time.Duration {
-		return medianOf(r.llm(f), func(l measure.Latency) time.Duration { return l.Median })
+		return median(each(r.LLM, f))
 	}
 	return med(func(l measure.LLM) measure.Latency { return l.Relayed }) - med(func(l measure.LLM) measure.Latency { return l.Direct })
 }
 
 // llmStreamRatios are (n) per repetition.
-func (r *results) llmStreamRatios() []float64 {
-	out := make([]float64, len(r.LLM))
-	for i, l := range r.LLM {
-		out[i] = l.StreamRatio()
-	}
-	return out
-}
+func (r *results) llmStreamRatios() []float64 { return each(r.LLM, measure.LLM.StreamRatio) }
 
 func (r *results) llmAdded() target {
 	name := "(m) added latency of a model API call through ipc relay + proxy over direct (medians)"
@@ -186,17 +179,8 @@ func (r *results) llmStream() target {
 	if len(r.LLM) == 0 {
 		return target{Name: name, Goal: fmt.Sprintf("≥ %.2f", targetLLMStreamRatio), Measured: notMeasured}
 	}
-	ratio := measure.MedianFloat(r.llmStreamRatios())
+	ratio := measure.Median(r.llmStreamRatios())
 	return target{name, fmt.Sprintf("≥ %.2f", targetLLMStreamRatio), fmt.Sprintf("%.2f", ratio), ratio >= targetLLMStreamRatio}
-}
-
-// memory picks one operation's latencies out of the memory repetitions.
-func (r *results) memory(f func(measure.Memory) measure.Latency) []measure.Latency {
-	out := make([]measure.Latency, len(r.Memory))
-	for i, m := range r.Memory {
-		out[i] = f(m)
-	}
-	return out
 }
 
 // llmRates is (n)'s two throughputs, from the medians over repetitions.
@@ -205,9 +189,9 @@ func (r *results) llmRates() string {
 		return ""
 	}
 	n := r.LLM[0].StreamBytes
-	d := medianOf(r.llm(func(l measure.LLM) measure.Latency { return l.StreamDirect }), func(l measure.Latency) time.Duration { return l.Median })
-	x := medianOf(r.llm(func(l measure.LLM) measure.Latency { return l.StreamRelayed }), func(l measure.Latency) time.Duration { return l.Median })
-	return fmt.Sprintf("%.0f / %.0f MB/s", measure.MBPerSec(n, measure.Latency{Median: d}), measure.MBPerSec(n, measure.Latency{Median: x}))
+	d := median(each(r.LLM, func(l measure.LLM) measure.Latency { return l.StreamDirect }))
+	x := median(each(r.LLM, func(l measure.LLM) measure.Latency { return l.StreamRelayed }))
+	return fmt.Sprintf("%.0f / %.0f MB/s", measure.MBPerSec(n, d), measure.MBPerSec(n, x))
 }
 
 func metWord(ok bool) string {
@@ -229,13 +213,7 @@ func (l latencyRow) stat(f func(measure.Latency) time.Duration) string {
 	return l.Fmt(medianOf(l.Reps, f))
 }
 
-func (l latencyRow) spread() string {
-	lo, hi := time.Duration(1<<62), time.Duration(0)
-	for _, x := range l.Reps {
-		lo, hi = min(lo, x.Median), max(hi, x.Median)
-	}
-	return l.Fmt(lo) + " – " + l.Fmt(hi)
-}
+func (l latencyRow) spread() string { return spread(each(l.Reps, p50), l.Fmt) }
 
 func (r *results) latencyRows() []latencyRow {
 	return []latencyRow{
@@ -246,13 +224,13 @@ func (r *results) latencyRows() []latencyRow {
 		{"(f) echo request to the in-process (built-in) handler", r.PlugIn, us},
 		{"(f) echo request to the same handler out of process", r.PlugOut, us},
 		{"(f′) transport floor across two processes: (a) with the echo server in a child process", r.FloorX, us},
-		{fmt.Sprintf("(h) memory_search, two words, %d entries (handler)", r.P.MemoryRows), r.memory(func(m measure.Memory) measure.Latency { return m.Search }), us},
-		{fmt.Sprintf("(i) memory brief, generated and rendered, %d entries (handler)", r.P.MemoryRows), r.memory(func(m measure.Memory) measure.Latency { return m.Brief }), us},
-		{"(j) memory_store (handler, synchronous=FULL)", r.memory(func(m measure.Memory) measure.Latency { return m.Store }), us},
-		{"(m) model API call direct (TLS to the fake upstream, small JSON reply)", r.llm(func(l measure.LLM) measure.Latency { return l.Direct }), us},
-		{"(m) model API call through ipc relay + proxy (TCP → relay → Unix socket → proxy → TLS)", r.llm(func(l measure.LLM) measure.Latency { return l.Relayed }), us},
-		{"(n) streamed reply direct, request to last byte", r.llm(func(l measure.LLM) measure.Latency { return l.StreamDirect }), ms},
-		{"(n) streamed reply through ipc relay + proxy, request to last byte", r.llm(func(l measure.LLM) measure.Latency { return l.StreamRelayed }), ms},
+		{fmt.Sprintf("(h) memory_search, two words, %d entries (handler)", r.P.MemoryRows), each(r.Memory, func(m measure.Memory) measure.Latency { return m.Search }), us},
+		{fmt.Sprintf("(i) memory brief, generated and rendered, %d entries (handler)", r.P.MemoryRows), each(r.Memory, func(m measure.Memory) measure.Latency { return m.Brief }), us},
+		{"(j) memory_store (handler, synchronous=FULL)", each(r.Memory, func(m measure.Memory) measure.Latency { return m.Store }), us},
+		{"(m) model API call direct (TLS to the fake upstream, small JSON reply)", each(r.LLM, func(l measure.LLM) measure.Latency { return l.Direct }), us},
+		{"(m) model API call through ipc relay + proxy (TCP → relay → Unix socket → proxy → TLS)", each(r.LLM, func(l measure.LLM) measure.Latency { return l.Relayed }), us},
+		{"(n) streamed reply direct, request to last byte", each(r.LLM, func(l measure.LLM) measure.Latency { return l.StreamDirect }), ms},
+		{"(n) streamed reply through ipc relay + proxy, request to last byte", each(r.LLM, func(l measure.LLM) measure.Latency { return l.StreamRelayed }), ms},
 		{"(e) bin/ipc, exec to exit", r.IPC, ms},
 		{"(e) part: exec of /bin/true (starting any process)", r.ExecTrue, ms},
 		{"(e) part: bin/ipc --help (process + Go runtime start, no connection)", r.IPCHelp, ms},
@@ -261,31 +239,43 @@ func (r *results) latencyRows() []latencyRow {
 	}
 }
 
-func medianOf(ls []measure.Latency, f func(measure.Latency) time.Duration) time.Duration {
-	ds := make([]time.Duration, len(ls))
-	for i, l := range ls {
-		ds[i] = f(l)
+// each returns f of every element of xs.
+func each[T, U any](xs []T, f func(T) U) []U {
+	out := make([]U, len(xs))
+	for i, x := range xs {
+		out[i] = f(x)
 	}
-	return measure.MedianDuration(ds)
+	return out
 }
 
-func medianRate(ts []measure.Throughput) float64 {
-	fs := make([]float64, len(ts))
-	for i, t := range ts {
-		fs[i] = t.PerSec
-	}
-	return measure.MedianFloat(fs)
+// The statistics of one repetition, for medianOf and latencyRow.stat.
+func p50(l measure.Latency) time.Duration  { return l.Median }
+func p90(l measure.Latency) time.Duration  { return l.P90 }
+func p99(l measure.Latency) time.Duration  { return l.P99 }
+func mean(l measure.Latency) time.Duration { return l.Mean }
+
+// medianOf is the median over repetitions of one statistic.
+func medianOf(ls []measure.Latency, stat func(measure.Latency) time.Duration) time.Duration {
+	return measure.Median(each(ls, stat))
 }
+
+// median is the median over repetitions of the repetitions' medians.
+func median(ls []measure.Latency) time.Duration { return medianOf(ls, p50) }
+
+func perSec(t measure.Throughput) float64 { return t.PerSec }
+
+func medianRate(ts []measure.Throughput) float64 { return measure.Median(each(ts, perSec)) }
 
 func rateSpread(ts []measure.Throughput) string {
-	if len(ts) == 0 {
+	return spread(each(ts, perSec), func(f float64) string { return fmt.Sprintf("%.0f", f) })
+}
+
+// spread is the lowest and highest of xs, formatted with f, or "" for none.
+func spread[T cmp.Ordered](xs []T, f func(T) string) string {
+	if len(xs) == 0 {
 		return ""
 	}
-	lo, hi := ts[0].PerSec, ts[0].PerSec
-	for _, t := range ts {
-		lo, hi = min(lo, t.PerSec), max(hi, t.PerSec)
-	}
-	return fmt.Sprintf("%.0f – %.0f", lo, hi)
+	return f(slices.Min(xs)) + " – " + f(slices.Max(xs))
 }
 
 func us(d time.Duration) string { return fmt.Sprintf("%.1f µs", float64(d)/float64(time.Microsecond)) }
@@ -296,15 +286,14 @@ func printTable(w io.Writer, r *results) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "\nmeasurement\tmedian\tp99\tmedians across reps\n")
 	for _, l := range r.latencyRows() {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", l.Name, l.stat(func(x measure.Latency) time.Duration { return x.Median }),
-			l.stat(func(x measure.Latency) time.Duration { return x.P99 }), l.spread())
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", l.Name, l.stat(p50), l.stat(p99), l.spread())
 	}
-	fmt.Fprintf(tw, "(c) ratio b/a of the medians\t%.2f\t\t%s\n", measure.MedianFloat(r.Ratio), ratioSpread(r.Ratio))
-	fmt.Fprintf(tw, "(f) ratio out-of-process/in-process echo\t%.2f\t\t%s\n", measure.MedianFloat(r.PlugRatio), ratioSpread(r.PlugRatio))
-	fmt.Fprintf(tw, "(g) start to ready, %d out-of-process plugins\t%s\t\t%s\n", startupPlugins, ms(measure.MedianDuration(r.Startup)), durSpread(r.Startup))
+	fmt.Fprintf(tw, "(c) ratio b/a of the medians\t%.2f\t\t%s\n", measure.Median(r.Ratio), ratioSpread(r.Ratio))
+	fmt.Fprintf(tw, "(f) ratio out-of-process/in-process echo\t%.2f\t\t%s\n", measure.Median(r.PlugRatio), ratioSpread(r.PlugRatio))
+	fmt.Fprintf(tw, "(g) start to ready, %d out-of-process plugins\t%s\t\t%s\n", startupPlugins, ms(measure.Median(r.Startup)), durSpread(r.Startup))
 	if len(r.LLM) > 0 {
 		fmt.Fprintf(tw, "(n) stream throughput direct / through relay + proxy\t%s\t\t\n", r.llmRates())
-		fmt.Fprintf(tw, "(n) ratio relayed/direct throughput\t%.2f\t\t%s\n", measure.MedianFloat(r.llmStreamRatios()), ratioSpread(r.llmStreamRatios()))
+		fmt.Fprintf(tw, "(n) ratio relayed/direct throughput\t%.2f\t\t%s\n", measure.Median(r.llmStreamRatios()), ratioSpread(r.llmStreamRatios()))
 	}
 	for _, n := range sessionCounts {
 		fmt.Fprintf(tw, "(d) throughput, %d session%s, 1 in flight each\t%.0f/s\t\t%s\n", n, plural(n), medianRate(r.Seq[n]), rateSpread(r.Seq[n]))
@@ -332,14 +321,7 @@ func printTable(w io.Writer, r *results) {
 }
 
 func ratioSpread(fs []float64) string {
-	if len(fs) == 0 {
-		return ""
-	}
-	lo, hi := fs[0], fs[0]
-	for _, f := range fs {
-		lo, hi = min(lo, f), max(hi, f)
-	}
-	return fmt.Sprintf("%.2f – %.2f", lo, hi)
+	return spread(fs, func(f float64) string { return fmt.Sprintf("%.2f", f) })
 }
 
 func othersText(r *results) string {
@@ -350,13 +332,4 @@ func othersText(r *results) string {
 	return fmt.Sprintf("%.2f of %d cores (this benchmark %.2f)", o, r.Machine.Cores, measure.Self(r.Start, r.End))
 }
 
-func durSpread(ds []time.Duration) string {
-	if len(ds) == 0 {
-		return ""
-	}
-	lo, hi := ds[0], ds[0]
-	for _, d := range ds {
-		lo, hi = min(lo, d), max(hi, d)
-	}
-	return ms(lo) + " – " + ms(hi)
-}
+func durSpread(ds []time.Duration) string { return spread(ds, ms) }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -20,7 +21,7 @@ type params struct {
 	Duration   time.Duration
 	IPCRuns    int
 	IPCBin     string
-	ProfileDir string
+	JSON       string        // where to write the results as JSON, if anywhere
 	StageTime  time.Duration // how long each piece of StageCosts runs
 	MemoryOps  int           // timed calls of each memory operation per repetition
 	MemoryRows int           // entries in the memory group
@@ -49,12 +50,11 @@ const teardownSettle = 200 * time.Millisecond
 
 // results is everything one run measured.
 type results struct {
-	P        params
-	Machine  measure.Machine
-	Start    measure.Load
-	End      measure.Load
-	Elapsed  time.Duration
-	IPCBuilt bool // the ipc binary was built by this run
+	P       params
+	Machine measure.Machine
+	Start   measure.Load
+	End     measure.Load
+	Elapsed time.Duration
 
 	Floor     []measure.Latency // (a) per repetition
 	FloorZ    []measure.Latency // (a) over the hardened listener
@@ -108,17 +108,7 @@ func run(p params) error {
 
 	ipcBin := p.IPCBin
 	if _, err := os.Stat(ipcBin); err != nil {
-		dir, err := os.MkdirTemp("", "cpbin")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-		ipcBin = filepath.Join(dir, "ipc")
-		log("building %s (no %s)", ipcBin, p.IPCBin)
-		if err := measure.BuildIPC(ipcBin); err != nil {
-			return err
-		}
-		r.IPCBuilt = true
+		return fmt.Errorf("%w (make bench builds it first; so does make build)", err)
 	}
 
 	core, err := measure.StartCore("")
@@ -169,7 +159,7 @@ func run(p params) error {
 	}
 	for i, l := range r.LLM {
 		log("rep %d/%d: model API call direct %s, through relay + proxy %s; %d KiB stream direct %.0f MB/s, through relay + proxy %.0f MB/s (×%.2f)", i+1, p.LLMReps,
-			us(l.Direct.Median), us(l.Relayed.Median), l.StreamBytes>>10, measure.MBPerSec(l.StreamBytes, l.StreamDirect), measure.MBPerSec(l.StreamBytes, l.StreamRelayed), l.StreamRatio())
+			us(l.Direct.Median), us(l.Relayed.Median), l.StreamBytes>>10, measure.MBPerSec(l.StreamBytes, l.StreamDirect.Median), measure.MBPerSec(l.StreamBytes, l.StreamRelayed.Median), l.StreamRatio())
 	}
 
 	// (k), (l): container sessions.
@@ -240,19 +230,18 @@ func run(p params) error {
 		return fmt.Errorf("goroutine costs: %w", err)
 	}
 	log("stage costs measured")
-	if p.ProfileDir != "" {
-		if err := os.MkdirAll(p.ProfileDir, 0o755); err != nil {
-			return err
-		}
-		for name, prof := range map[string]*measure.CPUProfile{"pipeline-sequential.pprof": r.ProfSeq, "throughput-16.pprof": r.ProfLoad} {
-			if err := os.WriteFile(filepath.Join(p.ProfileDir, name), prof.Raw, 0o644); err != nil {
-				return err
-			}
-		}
-	}
 
 	r.End = measure.SnapshotLoad()
 	r.Elapsed = r.End.At.Sub(r.Start.At)
+	if p.JSON != "" {
+		b, err := json.MarshalIndent(r, "", "\t")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(p.JSON, append(b, '\n'), 0o644); err != nil {
+			return err
+		}
+	}
 	printTable(os.Stdout, r)
 	if p.Out != "" {
 		if err := os.WriteFile(p.Out, []byte(markdown(r)), 0o644); err != nil {
@@ -331,7 +320,7 @@ func plugins(r *results, p params, log func(string, ...any)) error {
 	if err := measure.BuildEchoPlugin(bin); err != nil {
 		return err
 	}
-	core, _, err := measure.StartCoreWith("", func(h home.Dir) error { return measure.InstallEchoPlugins(h, bin, "oop") })
+	core, _, err := measure.StartCoreWith("", func(h home.Dir) error { return measure.InstallEchoPlugins(h, bin, "oop") }, nil)
 	if err != nil {
 		return err
 	}
@@ -368,7 +357,7 @@ func plugins(r *results, p params, log func(string, ...any)) error {
 		names[i] = fmt.Sprintf("oop%d", i+1)
 	}
 	for i := range p.Reps {
-		c, took, err := measure.StartCoreWith("", func(h home.Dir) error { return measure.InstallEchoPlugins(h, bin, names...) })
+		c, took, err := measure.StartCoreWith("", func(h home.Dir) error { return measure.InstallEchoPlugins(h, bin, names...) }, nil)
 		if err != nil {
 			return fmt.Errorf("(g): %w", err)
 		}
@@ -396,7 +385,7 @@ func containers(r *results, p params, log func(string, ...any)) (err error) {
 		return nil
 	}
 	log("container sessions: building the agent test image")
-	c, err := measure.StartContainers()
+	c, err := measure.StartContainers(filepath.Dir(p.IPCBin))
 	if err != nil {
 		return fmt.Errorf("(k), (l): %w (they need a running Docker engine and busybox-static; -ctrreps 0 leaves them out)", err)
 	}

@@ -30,10 +30,10 @@ const ColdStartPrompt = `tool.invoke.echo {"message":"hello"}`
 // would outlive any measurement, so only the session's close ends it.
 var TeardownCommand = []string{"--exec", "sleep", "300"}
 
-// ContainerConfig is the config.toml of the container benchmarks' core:
+// containerConfig is the config.toml of the container benchmarks' core:
 // BenchConfig, Docker, the run's test image and the default limits (2
 // CPUs, 4096 MB, 256 pids), which are what a user's sessions get.
-func ContainerConfig(image string) string {
+func containerConfig(image string) string {
 	return BenchConfig + fmt.Sprintf("[runtime]\nengine = \"docker\"\nimage = %q\n", image)
 }
 
@@ -50,10 +50,11 @@ type Containers struct {
 	bare     int    // bare runs so far, to label each
 }
 
-// StartContainers builds the static linux ipc binary of the engine's
-// architecture and the test image with it, then starts a core that runs
+// StartContainers builds the test image with the static linux ipc binary
+// of the engine's architecture, which `make build` leaves in
+// bin/linux-<arch>/ipc (bin is that folder), then starts a core that runs
 // its sessions in that image. Docker must be running.
-func StartContainers() (*Containers, error) {
+func StartContainers(bin string) (*Containers, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	arch, err := agentimage.EngineArch(ctx, "docker")
@@ -62,20 +63,12 @@ func StartContainers() (*Containers, error) {
 	}
 	c := &Containers{Image: fmt.Sprintf("carapace-agent-test:bench-%d-%d", os.Getpid(), time.Now().Unix()), logs: &logTimes{at: map[string]time.Time{}}}
 	c.Engine = engineDescription(ctx)
-	dir, err := os.MkdirTemp("", "cpimg")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	ipcBin := filepath.Join(dir, "ipc")
-	if err := BuildIPCFor(ipcBin, "linux", arch); err != nil {
-		return nil, err
-	}
+	ipcBin := filepath.Join(bin, "linux-"+arch, "ipc")
 	if err := agentimage.BuildTest(ctx, agentimage.Options{Engine: "docker", Tag: c.Image, IPC: ipcBin, Version: "bench"}); err != nil {
 		c.removeImage()
 		return nil, err
 	}
-	core, _, err := startCoreLogged(ContainerConfig(c.Image), nil, slog.New(c.logs))
+	core, _, err := StartCoreWith(containerConfig(c.Image), nil, slog.New(c.logs))
 	if err != nil {
 		c.removeImage()
 		return nil, err
@@ -477,8 +470,10 @@ var loggedMessages = map[string]bool{"session opened": true, "agent container st
 
 var _ slog.Handler = (*logTimes)(nil)
 
+// Enabled keeps Info and above: the marks are logged at Info.
 func (l *logTimes) Enabled(_ context.Context, level slog.Level) bool { return level >= slog.LevelInfo }
 
+// Handle keeps the time of a loggedMessages record, by its session.
 func (l *logTimes) Handle(_ context.Context, r slog.Record) error {
 	if !loggedMessages[r.Message] {
 		return nil
@@ -495,8 +490,11 @@ func (l *logTimes) Handle(_ context.Context, r slog.Record) error {
 	return nil
 }
 
+// WithAttrs returns l: the session is an attribute of the record itself.
 func (l *logTimes) WithAttrs([]slog.Attr) slog.Handler { return l }
-func (l *logTimes) WithGroup(string) slog.Handler      { return l }
+
+// WithGroup returns l, as WithAttrs does.
+func (l *logTimes) WithGroup(string) slog.Handler { return l }
 
 // get returns when the core logged msg for session, and whether it did.
 func (l *logTimes) get(msg, session string) (time.Time, bool) {

@@ -43,35 +43,57 @@ type Core struct {
 // about 104 bytes) with config as its config.toml (BenchConfig if empty) and
 // the built-in plugins. It returns once the core accepts requests.
 func StartCore(config string) (*Core, error) {
+	c, _, err := StartCoreWith(config, nil, nil)
+	return c, err
+}
+
+// StartCoreWith is StartCore with setup run on the home before the core
+// starts and the core logging to log (nil discards). It also reports how
+// long server.Run took from its call to ready.
+func StartCoreWith(config string, setup func(home.Dir) error, log *slog.Logger) (*Core, time.Duration, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	if config == "" {
 		config = BenchConfig
 	}
 	dir, err := os.MkdirTemp("", "cp")
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	h := home.Dir(dir)
-	if err := os.WriteFile(h.Config(), []byte(config), 0o600); err != nil {
+	fail := func(err error) (*Core, time.Duration, error) {
 		os.RemoveAll(dir)
-		return nil, err
+		return nil, 0, err
+	}
+	if err := h.Ensure(); err != nil {
+		return fail(err)
+	}
+	if err := os.WriteFile(h.Config(), []byte(config), 0o600); err != nil {
+		return fail(err)
+	}
+	if setup != nil {
+		if err := setup(h); err != nil {
+			return fail(err)
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Core{Home: h, Client: control.NewClient(h.ControlSocket()), cancel: cancel, done: make(chan error, 1)}
-	ready := make(chan struct{})
+	ready := make(chan time.Time, 1)
+	start := time.Now()
 	go func() {
-		c.done <- server.Run(ctx, server.Options{Home: h, Logger: slog.New(slog.DiscardHandler), Version: "bench",
-			Ready: func(*server.Server) { close(ready) }})
+		c.done <- server.Run(ctx, server.Options{Home: h, Logger: log, Version: "bench",
+			Ready: func(*server.Server) { ready <- time.Now() }})
 	}()
 	select {
-	case <-ready:
-		return c, nil
+	case at := <-ready:
+		return c, at.Sub(start), nil
 	case err := <-c.done:
 		cancel()
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("core did not start: %w", err)
-	case <-time.After(20 * time.Second):
+		return fail(fmt.Errorf("core did not start: %w", err))
+	case <-time.After(30 * time.Second):
 		cancel()
-		return nil, errors.New("core did not start within 20s")
+		return fail(errors.New("core did not start within 30s"))
 	}
 }
 
@@ -119,11 +141,10 @@ type Caller struct {
 	topic  string
 }
 
-// NewCaller connects a DEALER to a session socket (a path) over zmq4's own
-// ipc:// transport — the same client side as the transport floor, so that
-// the difference between the two is the core's side.
-func NewCaller(socket string) (*Caller, error) { return newCaller(socket, EchoTopic) }
-
+// newCaller connects a DEALER that invokes topic to a session socket (a
+// path) over zmq4's own ipc:// transport — the same client side as the
+// transport floor, so that the difference between the two is the core's
+// side.
 func newCaller(socket, topic string) (*Caller, error) {
 	p, err := Dial("ipc://" + socket)
 	if err != nil {
@@ -218,13 +239,17 @@ type Session struct {
 	Handle *control.SessionHandle
 }
 
-// OpenCaller opens a session and connects a Caller to it.
-func (c *Core) OpenCaller() (*Session, error) {
+// OpenCaller opens a session and connects a Caller to it that invokes the
+// echo tool.
+func (c *Core) OpenCaller() (*Session, error) { return c.OpenCallerTopic(EchoTopic) }
+
+// OpenCallerTopic opens a session and connects a Caller that invokes topic.
+func (c *Core) OpenCallerTopic(topic string) (*Session, error) {
 	h, err := c.OpenSession()
 	if err != nil {
 		return nil, err
 	}
-	cl, err := NewCaller(h.Info().Socket)
+	cl, err := newCaller(h.Info().Socket, topic)
 	if err != nil {
 		h.Close()
 		return nil, err

@@ -141,15 +141,20 @@ func StartFloor(scheme string) (*Floor, error) {
 	if err != nil {
 		return nil, err
 	}
-	peer, err := Dial(srv.Endpoint())
+	return connectFloor(srv.Endpoint(), srv.Close)
+}
+
+// connectFloor connects a DEALER to an echo server at ep, which stop stops,
+// and makes one round trip, so that the connection is up before anything
+// is timed.
+func connectFloor(ep string, stop func() error) (*Floor, error) {
+	peer, err := Dial(ep)
 	if err != nil {
-		srv.Close()
-		return nil, err
+		return nil, errors.Join(err, stop())
 	}
-	f := &Floor{stop: srv.Close, peer: peer, msg: bytes.Repeat([]byte{'x'}, FloorMessageSize)}
-	if err := f.RoundTrip(); err != nil { // the connection is up before anything is timed
-		f.Close()
-		return nil, err
+	f := &Floor{stop: stop, peer: peer, msg: bytes.Repeat([]byte{'x'}, FloorMessageSize)}
+	if err := f.RoundTrip(); err != nil {
+		return nil, errors.Join(err, f.Close())
 	}
 	return f, nil
 }

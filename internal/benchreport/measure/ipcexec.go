@@ -12,27 +12,6 @@ import (
 	"github.com/carapace-dev/carapace/ipc"
 )
 
-// BuildIPC builds cmd/ipc as `make build` does (static, no cgo, trimmed) to
-// dst. It must run inside the module.
-func BuildIPC(dst string) error { return BuildIPCFor(dst, "", "") }
-
-// BuildIPCFor is BuildIPC for another system and architecture (GOOS and
-// GOARCH; empty means this one's), as the agent image needs.
-func BuildIPCFor(dst, goos, goarch string) error {
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", dst, "github.com/carapace-dev/carapace/cmd/ipc")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if goos != "" {
-		cmd.Env = append(cmd.Env, "GOOS="+goos)
-	}
-	if goarch != "" {
-		cmd.Env = append(cmd.Env, "GOARCH="+goarch)
-	}
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("build ipc: %v\n%s", err, out)
-	}
-	return nil
-}
-
 // IPCRunner runs the real ipc binary against one session socket.
 type IPCRunner struct {
 	Bin    string     // path of the ipc binary

@@ -43,12 +43,12 @@ func (l LLM) StreamRatio() float64 {
 	return float64(l.StreamDirect.Median) / float64(l.StreamRelayed.Median)
 }
 
-// MBPerSec is the throughput of a stream of n bytes taking the median of l.
-func MBPerSec(n int, l Latency) float64 {
-	if l.Median <= 0 {
+// MBPerSec is the throughput of a stream of n bytes taking d.
+func MBPerSec(n int, d time.Duration) float64 {
+	if d <= 0 {
 		return 0
 	}
-	return float64(n) / l.Median.Seconds() / 1e6
+	return float64(n) / d.Seconds() / 1e6
 }
 
 // LLMStreams is how many streamed calls each side gets per repetition for n
@@ -58,7 +58,10 @@ func LLMStreams(n int) int { return max(n/10, 5) }
 // nopAudit is an Auditor that keeps nothing.
 type nopAudit struct{}
 
-func (nopAudit) Write(*audit.Entry) error { return nil }
+var _ llmproxy.Auditor = nopAudit{}
+
+// Write discards e.
+func (nopAudit) Write(e *audit.Entry) error { return nil }
 
 const (
 	llmBody    = `{"model":"claude-sonnet-4-5","max_tokens":64,"messages":[{"role":"user","content":"hello"}]}`

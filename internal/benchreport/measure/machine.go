@@ -83,9 +83,9 @@ func fsType(path string) string {
 type Load struct {
 	At       time.Time
 	LoadAvg  string        // /proc/loadavg's first three fields
-	busy     time.Duration // all CPUs' non-idle time since boot
-	self     time.Duration // this process's and its children's CPU time
-	haveBusy bool
+	Busy     time.Duration // all CPUs' non-idle time since boot
+	Self     time.Duration // this process's and its children's CPU time
+	HaveBusy bool          // Busy could be read
 }
 
 // SnapshotLoad reads the machine's and this process's CPU time so far.
@@ -107,15 +107,15 @@ func SnapshotLoad() Load {
 					busy += v
 				}
 			}
-			l.busy = time.Duration(busy) * 10 * time.Millisecond // USER_HZ is 100 on Linux
-			l.haveBusy = true
+			l.Busy = time.Duration(busy) * 10 * time.Millisecond // USER_HZ is 100 on Linux
+			l.HaveBusy = true
 		}
 	}
 	// This process and its waited-for children (the ipc runs).
 	for _, who := range []int{syscall.RUSAGE_SELF, syscall.RUSAGE_CHILDREN} {
 		var ru syscall.Rusage
 		if syscall.Getrusage(who, &ru) == nil {
-			l.self += time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+			l.Self += time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 		}
 	}
 	return l
@@ -125,10 +125,10 @@ func SnapshotLoad() Load {
 // snapshots, in cores (1.0 = one core busy all the time), or -1 if unknown.
 func Others(from, to Load) float64 {
 	el := to.At.Sub(from.At)
-	if !from.haveBusy || !to.haveBusy || el <= 0 {
+	if !from.HaveBusy || !to.HaveBusy || el <= 0 {
 		return -1
 	}
-	other := (to.busy - from.busy) - (to.self - from.self)
+	other := (to.Busy - from.Busy) - (to.Self - from.Self)
 	return max(float64(other)/float64(el), 0)
 }
 
@@ -138,5 +138,5 @@ func Self(from, to Load) float64 {
 	if el <= 0 {
 		return 0
 	}
-	return float64(to.self-from.self) / float64(el)
+	return float64(to.Self-from.Self) / float64(el)
 }

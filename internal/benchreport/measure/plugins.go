@@ -1,20 +1,16 @@
 package measure
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"time"
 
-	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/install"
-	"github.com/carapace-dev/carapace/core/server"
 )
 
 // OOPEchoTopic invokes the out-of-process echo plugin InstallEchoPlugins
@@ -72,61 +68,6 @@ func InstallEchoPlugins(h home.Dir, handler string, names ...string) error {
 	return nil
 }
 
-// StartCoreWith starts a core like StartCore after setup has prepared its
-// home, and reports how long server.Run took from its start to ready.
-func StartCoreWith(config string, setup func(home.Dir) error) (*Core, time.Duration, error) {
-	return startCoreLogged(config, setup, nil)
-}
-
-// startCoreLogged is StartCoreWith with the core logging to log (nil
-// discards).
-func startCoreLogged(config string, setup func(home.Dir) error, log *slog.Logger) (*Core, time.Duration, error) {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	if config == "" {
-		config = BenchConfig
-	}
-	dir, err := os.MkdirTemp("", "cp")
-	if err != nil {
-		return nil, 0, err
-	}
-	h := home.Dir(dir)
-	fail := func(err error) (*Core, time.Duration, error) {
-		os.RemoveAll(dir)
-		return nil, 0, err
-	}
-	if err := h.Ensure(); err != nil {
-		return fail(err)
-	}
-	if err := os.WriteFile(h.Config(), []byte(config), 0o600); err != nil {
-		return fail(err)
-	}
-	if setup != nil {
-		if err := setup(h); err != nil {
-			return fail(err)
-		}
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	c := &Core{Home: h, Client: control.NewClient(h.ControlSocket()), cancel: cancel, done: make(chan error, 1)}
-	ready := make(chan time.Time, 1)
-	start := time.Now()
-	go func() {
-		c.done <- server.Run(ctx, server.Options{Home: h, Logger: log, Version: "bench",
-			Ready: func(*server.Server) { ready <- time.Now() }})
-	}()
-	select {
-	case at := <-ready:
-		return c, at.Sub(start), nil
-	case err := <-c.done:
-		cancel()
-		return fail(fmt.Errorf("core did not start: %w", err))
-	case <-time.After(30 * time.Second):
-		cancel()
-		return fail(errors.New("core did not start within 30s"))
-	}
-}
-
 // Healthy reports how many plugins the core reports healthy.
 func (c *Core) Healthy() (int, error) {
 	st, err := c.Client.Status(context.Background())
@@ -140,20 +81,6 @@ func (c *Core) Healthy() (int, error) {
 		}
 	}
 	return n, nil
-}
-
-// OpenCallerTopic opens a session and connects a Caller that invokes topic.
-func (c *Core) OpenCallerTopic(topic string) (*Session, error) {
-	h, err := c.OpenSession()
-	if err != nil {
-		return nil, err
-	}
-	cl, err := newCaller(h.Info().Socket, topic)
-	if err != nil {
-		h.Close()
-		return nil, err
-	}
-	return &Session{Caller: cl, Handle: h}, nil
 }
 
 // StartCrossFloor is the transport floor across two processes: the echo
@@ -187,15 +114,5 @@ func StartCrossFloor(bin string) (*Floor, error) {
 			return nil, errors.New("cross-process echo server did not start")
 		}
 	}
-	peer, err := Dial("ipc://" + sock)
-	if err != nil {
-		stop()
-		return nil, err
-	}
-	f := &Floor{stop: stop, peer: peer, msg: bytes.Repeat([]byte{'x'}, FloorMessageSize)}
-	if err := f.RoundTrip(); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
+	return connectFloor("ipc://"+sock, stop)
 }

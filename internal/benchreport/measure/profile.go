@@ -114,24 +114,13 @@ func (p *CPUProfile) Partition(cs []Component) []Share {
 	return out
 }
 
-// Top returns the n functions with the most CPU time: flat (the function
-// itself, the leaf of the stack) or cumulative (anywhere in the stack).
-func (p *CPUProfile) Top(n int, cumulative bool) []Share {
+// Top returns the n functions with the most CPU time of their own (flat:
+// the leaf of the stack).
+func (p *CPUProfile) Top(n int) []Share {
 	m := map[string]time.Duration{}
 	for _, s := range p.samples {
-		if len(s.funcs) == 0 {
-			continue
-		}
-		if !cumulative {
+		if len(s.funcs) > 0 {
 			m[s.funcs[0]] += s.cpu
-			continue
-		}
-		seen := map[string]bool{}
-		for _, f := range s.funcs {
-			if !seen[f] {
-				seen[f] = true
-				m[f] += s.cpu
-			}
 		}
 	}
 	out := make([]Share, 0, len(m))

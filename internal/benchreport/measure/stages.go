@@ -79,7 +79,7 @@ func costs(d time.Duration, ops []func()) []opCost {
 	}
 	out := make([]opCost, len(ops))
 	for i := range ops {
-		out[i] = opCost{per: MedianDuration(per[i]), allocs: float64(mallocs[i]) / float64(calls[i]), bytes: float64(bytes[i]) / float64(calls[i])}
+		out[i] = opCost{per: Median(per[i]), allocs: float64(mallocs[i]) / float64(calls[i]), bytes: float64(bytes[i]) / float64(calls[i])}
 	}
 	return out
 }
@@ -93,23 +93,10 @@ func costs(d time.Duration, ops []func()) []opCost {
 // is low risk). The audit log is written in a temporary directory on the
 // same filesystem as the benchmark core's home.
 func StageCosts(d time.Duration) ([]StageCost, error) {
-	m, err := manifest.Parse("echo/manifest.json", echo.Manifest(), manifest.Options{})
-	if err != nil {
-		return nil, err
-	}
 	h := &echo.Handler{}
-	tools, err := catalog.FromManifest("echo", m, h, nil)
+	tool, err := echoTool(h)
 	if err != nil {
 		return nil, err
-	}
-	var tool *catalog.Tool
-	for _, t := range tools {
-		if t.Name == "echo" {
-			tool = t
-		}
-	}
-	if tool == nil {
-		return nil, errors.New("echo manifest has no echo tool")
 	}
 	dir, err := os.MkdirTemp("", "cps")
 	if err != nil {
@@ -122,8 +109,7 @@ func StageCosts(d time.Duration) ([]StageCost, error) {
 	}
 	defer alog.Close()
 
-	raw := []byte(`{"topic":"tool.invoke.echo","correlation":"b0123abcd-1-123456","arguments":{"message":"hello"}}`)
-	req, werr := ipc.DecodeRequest(raw)
+	req, werr := ipc.DecodeRequest(echoRequest)
 	if werr != nil {
 		return nil, werr
 	}
@@ -148,8 +134,8 @@ func StageCosts(d time.Duration) ([]StageCost, error) {
 		perReq int
 		op     func()
 	}{
-		{"strict wire decode (ipc.DecodeRequest, one pass for valid JSON)", 1, func() { sink, _ = ipc.DecodeRequest(raw) }},
-		{"request hash for the correlation cache (sha256)", 1, func() { sink = sha256.Sum256(raw) }},
+		{"strict wire decode (ipc.DecodeRequest, one pass for valid JSON)", 1, func() { sink, _ = ipc.DecodeRequest(echoRequest) }},
+		{"request hash for the correlation cache (sha256)", 1, func() { sink = sha256.Sum256(echoRequest) }},
 		{"envelope id (uuid.NewString)", 1, func() { sink = uuid.NewString() }},
 		{"argument decode (UseNumber)", 1, func() { sink, _ = decodeArguments(req.Arguments) }},
 		{"schema validation (jsonschema/v5)", 1, func() { sink = tool.Schema.Validate(args) }},
@@ -191,18 +177,12 @@ func StageCosts(d time.Duration) ([]StageCost, error) {
 // stack, and JSON decoding and schema validation recurse deeply enough to
 // make the runtime copy it several times.
 func GoroutineCosts(d time.Duration) (fresh, warm StageCost, err error) {
-	m, err := manifest.Parse("echo/manifest.json", echo.Manifest(), manifest.Options{})
+	tool, err := echoTool(&echo.Handler{})
 	if err != nil {
 		return fresh, warm, err
 	}
-	tools, err := catalog.FromManifest("echo", m, &echo.Handler{}, nil)
-	if err != nil {
-		return fresh, warm, err
-	}
-	tool := tools[0]
-	raw := []byte(`{"topic":"tool.invoke.echo","correlation":"b0123abcd-1-123456","arguments":{"message":"hello"}}`)
 	work := func() {
-		req, werr := ipc.DecodeRequest(raw)
+		req, werr := ipc.DecodeRequest(echoRequest)
 		if werr != nil {
 			panic(werr)
 		}
@@ -233,6 +213,29 @@ func GoroutineCosts(d time.Duration) (fresh, warm StageCost, err error) {
 	fresh = StageCost{Name: "wire decode + argument decode + schema validation, on a new goroutine per request (before the worker pool)", PerReq: 1, PerOp: cs[0].per, Allocs: cs[0].allocs, Bytes: cs[0].bytes}
 	warm = StageCost{Name: "the same work handed to a long-lived goroutine (a session's worker, now)", PerReq: 1, PerOp: cs[1].per, Allocs: cs[1].allocs, Bytes: cs[1].bytes}
 	return fresh, warm, nil
+}
+
+// echoRequest is a wire message of (b), its correlation of the Caller's
+// form.
+var echoRequest = []byte(`{"topic":"tool.invoke.echo","correlation":"b0123abcd-1-123456","arguments":{"message":"hello"}}`)
+
+// echoTool is the built-in echo plugin's tool as the core catalogues it,
+// from its manifest, with h as its handler.
+func echoTool(h plugin.Handler) (*catalog.Tool, error) {
+	m, err := manifest.Parse("echo/manifest.json", echo.Manifest(), manifest.Options{})
+	if err != nil {
+		return nil, err
+	}
+	tools, err := catalog.FromManifest("echo", m, h, nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range tools {
+		if t.Name == "echo" {
+			return t, nil
+		}
+	}
+	return nil, errors.New("echo manifest has no echo tool")
 }
 
 // CorrelationCacheCap is core/session's bound on remembered correlations

@@ -1,6 +1,7 @@
 package measure
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"time"
@@ -29,13 +30,13 @@ func Summarize(samples []time.Duration) Latency {
 	}
 	return Latency{
 		N: len(samples), Min: samples[0], Max: samples[len(samples)-1],
-		Median: Quantile(samples, 0.50), P90: Quantile(samples, 0.90), P99: Quantile(samples, 0.99),
+		Median: quantile(samples, 0.50), P90: quantile(samples, 0.90), P99: quantile(samples, 0.99),
 		Mean: sum / time.Duration(len(samples)),
 	}
 }
 
-// Quantile returns the q-quantile (nearest rank) of sorted samples.
-func Quantile(sorted []time.Duration, q float64) time.Duration {
+// quantile returns the q-quantile (nearest rank) of sorted samples.
+func quantile(sorted []time.Duration, q float64) time.Duration {
 	if len(sorted) == 0 {
 		return 0
 	}
@@ -62,22 +63,14 @@ func Sample(n, warmup int, op func() error) (Latency, error) {
 	return Summarize(samples), nil
 }
 
-// MedianDuration returns the median of ds (the lower middle for an even count).
-func MedianDuration(ds []time.Duration) time.Duration {
-	if len(ds) == 0 {
-		return 0
+// Median returns the median of xs (the lower middle for an even count), or
+// zero for none.
+func Median[T cmp.Ordered](xs []T) T {
+	if len(xs) == 0 {
+		var zero T
+		return zero
 	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[(len(s)-1)/2]
-}
-
-// MedianFloat returns the median of fs (the lower middle for an even count).
-func MedianFloat(fs []float64) float64 {
-	if len(fs) == 0 {
-		return 0
-	}
-	s := slices.Clone(fs)
+	s := slices.Clone(xs)
 	slices.Sort(s)
 	return s[(len(s)-1)/2]
 }

@@ -62,15 +62,16 @@ func load(ss []*Session, window int, d time.Duration) (counted, all int64, err e
 		start = make(chan struct{})
 	)
 	var deadline time.Time
+	before := func(int) bool { return time.Now().Before(deadline) }
 	for i, s := range ss {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			<-start
-			var n, a int64
-			errs[i] = drive(s.Caller, window, deadline, &n, &a)
+			n, a, err := drive(s.Caller, window, before)
 			total.Add(n)
 			every.Add(a)
+			errs[i] = err
 		}()
 	}
 	deadline = time.Now().Add(d)
@@ -79,31 +80,36 @@ func load(ss []*Session, window int, d time.Duration) (counted, all int64, err e
 	return total.Load(), every.Load(), errors.Join(errs...)
 }
 
-// drive keeps window requests in flight on c until deadline, then drains.
-// n counts the answers before the deadline, all every answer.
-func drive(c *Caller, window int, deadline time.Time, n, all *int64) error {
-	inflight := 0
-	for range window {
-		if err := c.Send(); err != nil {
-			return err
-		}
+// drive keeps up to window requests in flight on c, sending the next as
+// soon as an answer arrives, for as long as more(requests sent so far)
+// holds; then it waits for the answers still due. It returns the answers
+// received while more held, and all answers.
+func drive(c *Caller, window int, more func(sent int) bool) (counted, all int64, err error) {
+	sent, inflight := 0, 0
+	send := func() error {
+		sent++
 		inflight++
+		return c.Send()
+	}
+	for inflight < window && more(sent) {
+		if err := send(); err != nil {
+			return counted, all, err
+		}
 	}
 	for inflight > 0 {
 		if err := c.Recv(); err != nil {
-			return err
+			return counted, all, err
 		}
 		inflight--
-		*all++
-		if time.Now().Before(deadline) {
-			*n++
-			if err := c.Send(); err != nil {
-				return err
+		all++
+		if more(sent) {
+			counted++
+			if err := send(); err != nil {
+				return counted, all, err
 			}
-			inflight++
 		}
 	}
-	return nil
+	return counted, all, nil
 }
 
 // RunRequests sends total requests spread evenly over the sessions, each
@@ -124,28 +130,9 @@ func RunRequests(ss []*Session, window, total int) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = count(s.Caller, window, n)
+			_, _, errs[i] = drive(s.Caller, window, func(sent int) bool { return sent < n })
 		}()
 	}
 	wg.Wait()
 	return errors.Join(errs...)
-}
-
-// count sends n requests on c with up to window in flight.
-func count(c *Caller, window, n int) error {
-	sent, inflight := 0, 0
-	for sent < n || inflight > 0 {
-		for inflight < window && sent < n {
-			if err := c.Send(); err != nil {
-				return err
-			}
-			sent++
-			inflight++
-		}
-		if err := c.Recv(); err != nil {
-			return err
-		}
-		inflight--
-	}
-	return nil
 }

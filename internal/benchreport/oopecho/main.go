@@ -18,8 +18,12 @@ import (
 	"github.com/carapace-dev/carapace/plugins/echo"
 )
 
+// handler serves every tool named <prefix>_echo as the echo tool.
 type handler struct{ echo.Handler }
 
+var _ plugin.Handler = (*handler)(nil)
+
+// Invoke answers a <prefix>_echo call as echo, and refuses any other tool.
 func (h *handler) Invoke(ctx context.Context, req *plugin.Request) (map[string]any, error) {
 	if strings.HasSuffix(req.Tool, "_echo") {
 		r := *req
