@@ -4,9 +4,9 @@
 # no registry); a core in a temporary home that runs agents in containers;
 # one session of the scripted test agent that lists the tools, echoes,
 # stores and searches a memory, and makes a high-risk call the "user"
-# approves with `carapace confirm`; a second session that starts with the
-# memory brief in its CLAUDE.md; then the plugins, the audit trail, and a
-# clean stop.
+# approves with `carapace confirm` while `carapace watch` shows it all; a
+# second session that starts with the memory brief in its CLAUDE.md; then
+# the plugins, the audit trail, and a clean stop.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=$PWD/bin
@@ -60,13 +60,19 @@ for _ in $(seq 1 100); do
 done
 "$BIN/carapace" status | sed 's/^/   /'
 
-# The approver plays the user: it approves the first confirmation it sees.
+# The watch stream, as the menu-bar app and the phone will see it: every
+# session, confirmation and decision as it happens, nothing polled.
+"$BIN/carapace" watch 2>/dev/null > >(sed -u 's/^/   [watch] /') &
+WATCHER=$!
+
+# The approver plays the user: it approves the first confirmation it sees,
+# by a prefix of its id.
 (
   for _ in $(seq 1 300); do
-    id=$("$BIN/carapace" confirm list --json 2>/dev/null | sed -n 's/.*"id": *"\(c-[0-9a-f]*\)".*/\1/p' | head -1)
+    id=$("$BIN/carapace" confirm list --json 2>/dev/null | sed -n 's/.*"id": *"\([0-9a-f]\{32\}\)".*/\1/p' | head -1)
     if [ -n "$id" ]; then
-      echo "   [user] approving $id with: carapace confirm approve $id"
-      "$BIN/carapace" confirm approve "$id" | sed 's/^/   /'
+      echo "   [user] approving with: carapace confirm approve ${id:0:8}"
+      "$BIN/carapace" confirm approve "${id:0:8}" | sed 's/^/   [user] /'
       exit 0
     fi
     sleep 0.1
@@ -87,6 +93,9 @@ tool.invoke.memory_search {"query":"short answers"}
 tool.invoke.echo_confirm {"message":"send it"}
 ' 2>&1 | sed -u -e 's/^/   /' -e 's/^\(   {"tools":.\{200\}\).*/\1 …/'
 wait "$APPROVER" || true
+sleep 0.5 # the last watch lines
+kill "$WATCHER" 2>/dev/null || true
+wait "$WATCHER" 2>/dev/null || true
 
 bold "a second session starts with the memory brief in its CLAUDE.md (mounted read-only)"
 "$BIN/carapace" run --group main --runtime docker -- --exec sh -c \
