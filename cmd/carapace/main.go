@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/carapace-dev/carapace/cmd/carapace/cli"
+	"github.com/carapace-dev/carapace/cmd/carapace/wiring"
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/server"
 )
@@ -19,7 +20,7 @@ func main() {
 	root := cli.New(cli.Config{
 		Version: version,
 		Serve: func(ctx context.Context, home home.Dir, logger *slog.Logger) error {
-			return server.Run(ctx, server.Options{Home: home, Logger: logger, Version: version})
+			return server.Run(ctx, wiring.Options(home, logger, version))
 		},
 		Stdout: os.Stdout,
 		Stderr: os.Stderr,

@@ -14,11 +14,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/carapace-dev/carapace/applecontainer"
 	"github.com/carapace-dev/carapace/core/claudemd"
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/runtime"
-	"github.com/carapace-dev/carapace/core/runtime/docker"
 	"github.com/carapace-dev/carapace/core/session"
 )
 
@@ -46,17 +44,10 @@ type agentRun struct {
 
 // newEngine returns the engine named name, unchecked.
 func (s *Server) newEngine(name string) (runtime.Engine, error) {
-	if s.opts.NewEngine != nil {
-		return s.opts.NewEngine(name)
+	if s.opts.NewEngine == nil {
+		return nil, fmt.Errorf("this core was built without container engines, so it cannot run %q", name)
 	}
-	log := s.log.With("engine", name)
-	switch name {
-	case "docker", "podman":
-		return docker.New(docker.Options{Bin: name, Logger: log}), nil
-	case "apple":
-		return applecontainer.New(applecontainer.Options{Logger: log}), nil
-	}
-	return nil, fmt.Errorf("no container engine %q", name)
+	return s.opts.NewEngine(name)
 }
 
 // engine returns the engine a session request names, checked once: "container"

@@ -16,10 +16,10 @@ import (
 	"github.com/carapace-dev/carapace/core/claudemd"
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/events"
+	"github.com/carapace-dev/carapace/core/loader"
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/core/runtime"
 	"github.com/carapace-dev/carapace/internal/agentimage"
-	"github.com/carapace-dev/carapace/plugins"
 )
 
 // testImage is the offline agent image the container tests run, built once
@@ -379,8 +379,8 @@ func (k *channelKit) Invoke(ctx context.Context, req *plugin.Request) (map[strin
 // outside subscriber; a message for another group is logged and dropped.
 func TestEventStartsAgentSession(t *testing.T) {
 	kit := &channelKit{}
-	c := startCoreWith(t, coreOptions{Config: dockerConfig(t, "[groups.main]\n"), Builtins: func(bs []plugins.Builtin) []plugins.Builtin {
-		return append(bs, plugins.Builtin{Name: "chan", Manifest: []byte(channelKitManifest), New: func(plugins.Env) plugin.Handler { return kit }})
+	c := startCoreWith(t, coreOptions{Config: dockerConfig(t, "[groups.main]\n"), Builtins: func(bs []loader.Builtin) []loader.Builtin {
+		return append(bs, loader.Builtin{Name: "chan", Manifest: []byte(channelKitManifest), New: func(loader.Env) plugin.Handler { return kit }})
 	}})
 	remote, err := events.Dial(events.SocketPath(c.Home), events.TopicAgentStarted, events.TopicAgentCompleted, events.TopicAgentError)
 	if err != nil {

@@ -18,9 +18,9 @@ import (
 
 	"github.com/carapace-dev/carapace/core/audit"
 	"github.com/carapace-dev/carapace/core/control"
+	"github.com/carapace-dev/carapace/core/loader"
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/ipc"
-	"github.com/carapace-dev/carapace/plugins"
 	"github.com/carapace-dev/carapace/plugins/memory"
 )
 
@@ -256,9 +256,9 @@ func TestMemoryBriefFailureStartsTheSessionAnyway(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			sb := &slowBrief{mode: mode, release: make(chan struct{})}
 			defer close(sb.release)
-			c := startCoreWith(t, coreOptions{BriefTimeout: 300 * time.Millisecond, Builtins: func(bs []plugins.Builtin) []plugins.Builtin {
-				bs = slices.DeleteFunc(bs, func(b plugins.Builtin) bool { return b.Name == memory.Name })
-				return append(bs, plugins.Builtin{Name: "slowbrief", Manifest: []byte(slowBriefManifest), New: func(plugins.Env) plugin.Handler { return sb }})
+			c := startCoreWith(t, coreOptions{BriefTimeout: 300 * time.Millisecond, Builtins: func(bs []loader.Builtin) []loader.Builtin {
+				bs = slices.DeleteFunc(bs, func(b loader.Builtin) bool { return b.Name == memory.Name })
+				return append(bs, loader.Builtin{Name: "slowbrief", Manifest: []byte(slowBriefManifest), New: func(loader.Env) plugin.Handler { return sb }})
 			}})
 			began := time.Now()
 			s := c.Session(t, "main")

@@ -17,7 +17,9 @@ import (
 	"time"
 
 	"github.com/carapace-dev/carapace/core/home"
+	"github.com/carapace-dev/carapace/core/loader"
 	"github.com/carapace-dev/carapace/core/plugin"
+	"github.com/carapace-dev/carapace/core/runtime"
 	"github.com/carapace-dev/carapace/core/server"
 	"github.com/carapace-dev/carapace/internal/testutil/coretest"
 	"github.com/carapace-dev/carapace/ipc"
@@ -132,9 +134,11 @@ type coreOptions struct {
 	InitTimeout time.Duration  // 0: the default
 	NoTestkit   bool           // leave the in-process testkit plugin out
 	// Builtins, if set, edits the list of built-in plugins.
-	Builtins     func([]plugins.Builtin) []plugins.Builtin
+	Builtins     func([]loader.Builtin) []loader.Builtin
 	BriefTimeout time.Duration // 0: the default
 	NoShadows    bool          // no shadow mounts (server.Options.NoShadows)
+	// NewEngine replaces the real container engines (nil: the real ones).
+	NewEngine func(name string) (runtime.Engine, error)
 }
 
 // startCore runs a core in a fresh short home with config as config.toml.
@@ -162,12 +166,12 @@ func runCore(t *testing.T, h home.Dir, o coreOptions) (*testCore, error) {
 	kit := &testkit{}
 	builtins := plugins.Builtins()
 	if !o.NoTestkit {
-		builtins = append(builtins, plugins.Builtin{Name: "testkit", Manifest: []byte(testkitManifest), New: func(plugins.Env) plugin.Handler { return kit }})
+		builtins = append(builtins, loader.Builtin{Name: "testkit", Manifest: []byte(testkitManifest), New: func(loader.Env) plugin.Handler { return kit }})
 	}
 	if o.Builtins != nil {
 		builtins = o.Builtins(builtins)
 	}
-	c, err := coretest.Start(t, h, coretest.Options{Config: o.Config, Setup: o.Setup, Server: server.Options{
+	c, err := coretest.Start(t, h, coretest.Options{Config: o.Config, Setup: o.Setup, Server: server.Options{NewEngine: o.NewEngine,
 		Builtins: builtins, InitTimeout: o.InitTimeout, BriefTimeout: o.BriefTimeout, NoShadows: o.NoShadows,
 	}})
 	if err != nil {

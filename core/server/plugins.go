@@ -22,13 +22,13 @@ import (
 	"github.com/carapace-dev/carapace/core/events"
 	"github.com/carapace-dev/carapace/core/install"
 	"github.com/carapace-dev/carapace/core/intrinsics"
+	"github.com/carapace-dev/carapace/core/loader"
 	"github.com/carapace-dev/carapace/core/manifest"
 	"github.com/carapace-dev/carapace/core/pipeline"
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/core/pluginhost"
 	"github.com/carapace-dev/carapace/core/version"
 	"github.com/carapace-dev/carapace/keychain"
-	"github.com/carapace-dev/carapace/plugins"
 )
 
 // Plugin lifecycle timeouts (DESIGN.md decision 2).
@@ -59,7 +59,7 @@ type pluginState struct {
 	name     string
 	source   string
 	dir      string // user plugins: the folder under plugins/ (possibly a symlink)
-	builtin  *plugins.Builtin
+	builtin  *loader.Builtin
 	manifest *manifest.Manifest
 	config   map[string]any
 	groups   []string // config.toml's allowed_groups, replacing the manifest's when set
@@ -80,7 +80,7 @@ type pluginState struct {
 // candidate is a plugin found at discovery, before anything is loaded.
 type candidate struct {
 	name, source, dir string
-	builtin           *plugins.Builtin
+	builtin           *loader.Builtin
 	problem           error // the folder itself is unusable (bad name, not a directory)
 }
 
@@ -303,7 +303,7 @@ func (s *Server) start(ctx context.Context, st *pluginState, pins map[string]ins
 			s.failed(st, plugin.CategoryConfig, fmt.Errorf("create the data folder: %w", err))
 			return
 		}
-		st.handler = st.builtin.New(plugins.Env{DataDir: dir, Logger: s.log.With("plugin", st.name)})
+		st.handler = st.builtin.New(loader.Env{DataDir: dir, Logger: s.log.With("plugin", st.name)})
 	} else {
 		pin, ok := pins[st.name]
 		if !ok {

@@ -23,11 +23,11 @@ import (
 	"github.com/carapace-dev/carapace/core/events"
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/intrinsics"
+	"github.com/carapace-dev/carapace/core/loader"
 	"github.com/carapace-dev/carapace/core/pipeline"
 	"github.com/carapace-dev/carapace/core/runtime"
 	"github.com/carapace-dev/carapace/core/session"
 	"github.com/carapace-dev/carapace/keychain"
-	"github.com/carapace-dev/carapace/plugins"
 )
 
 // Options configure Run.
@@ -35,8 +35,9 @@ type Options struct {
 	Home    home.Dir
 	Logger  *slog.Logger
 	Version string
-	// Builtins replaces the built-in plugin list; nil means plugins.Builtins().
-	Builtins []plugins.Builtin
+	// Builtins are the plugins compiled into the core
+	// (cmd/carapace/wiring chooses them; tests add their own).
+	Builtins []loader.Builtin
 	// Ready, if set, is called once the core accepts requests.
 	Ready func(*Server)
 	// InitTimeout bounds each plugin's start and Init; zero means
@@ -48,7 +49,9 @@ type Options struct {
 	// BriefTimeout bounds the memory brief hook at session start; zero
 	// means BriefTimeout (5 s).
 	BriefTimeout time.Duration
-	// NewEngine, if set, replaces the container engines (tests).
+	// NewEngine returns the container engine config.toml names ("docker",
+	// "podman", "apple"): cmd/carapace/wiring.Engines, or a test's. Nil
+	// means the core has none, and container sessions are refused.
 	NewEngine func(name string) (runtime.Engine, error)
 	// NoShadows leaves out the empty read-only mounts over the places a
 	// session could leave instructions for the next (shadow.go): only for
@@ -85,9 +88,6 @@ type Server struct {
 func Run(ctx context.Context, opts Options) error {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
-	}
-	if opts.Builtins == nil {
-		opts.Builtins = plugins.Builtins()
 	}
 	if opts.InitTimeout <= 0 {
 		opts.InitTimeout = InitTimeout

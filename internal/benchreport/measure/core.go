@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/carapace-dev/carapace/cmd/carapace/wiring"
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/server"
@@ -82,8 +83,9 @@ func StartCoreWith(config string, setup func(home.Dir) error, log *slog.Logger) 
 	ready := make(chan time.Time, 1)
 	start := time.Now()
 	go func() {
-		c.done <- server.Run(ctx, server.Options{Home: h, Logger: log, Version: "bench",
-			Ready: func(*server.Server) { ready <- time.Now() }})
+		o := wiring.Options(h, log, "bench")
+		o.Ready = func(*server.Server) { ready <- time.Now() }
+		c.done <- server.Run(ctx, o)
 	}()
 	select {
 	case at := <-ready:

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/carapace-dev/carapace/cmd/carapace/wiring"
 	"github.com/carapace-dev/carapace/core/audit"
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/home"
@@ -37,6 +38,8 @@ type Options struct {
 	Setup  func(home.Dir) // runs on the home before the core starts
 	// Server holds the server options to pass on (Builtins, InitTimeout,
 	// BriefTimeout…); Home, Logger, Version and Ready are set by Start.
+	// Nil Builtins and NewEngine get the real ones
+	// (cmd/carapace/wiring); an empty Builtins means none.
 	Server server.Options
 }
 
@@ -79,6 +82,13 @@ func Start(t testing.TB, h home.Dir, o Options) (*Core, error) {
 	so.Home, so.Version = h, "test"
 	so.Logger = slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	so.Ready = func(*server.Server) { close(ready) }
+	real := wiring.Options(h, so.Logger, so.Version)
+	if so.Builtins == nil {
+		so.Builtins = real.Builtins
+	}
+	if so.NewEngine == nil {
+		so.NewEngine = real.NewEngine
+	}
 	go func() { c.err = server.Run(ctx, so); close(c.stopped) }()
 	select {
 	case <-ready:
