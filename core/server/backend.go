@@ -2,13 +2,10 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/carapace-dev/carapace/core/control"
-	"github.com/carapace-dev/carapace/core/session"
 )
 
 var _ control.Backend = (*Server)(nil)
@@ -26,7 +23,7 @@ func (s *Server) Status(context.Context) control.Status {
 	for _, p := range ps {
 		st.Plugins = append(st.Plugins, s.pluginStatus(p))
 	}
-	st.Engines = s.engineStatus()
+	st.Engines = s.agents.Engines()
 	return st
 }
 
@@ -39,43 +36,17 @@ func (s *Server) OpenSession(ctx context.Context, req control.SessionRequest) (c
 	if s.pipe.Draining() {
 		return control.Session{}, nil, fmt.Errorf("the core is shutting down: %w", control.ErrConflict)
 	}
-	if req.Runtime != "" && req.Runtime != "none" {
-		return s.openContainerSession(ctx, req)
-	}
-	info, err := s.sessions.Open(req.Group, "none")
-	if err != nil {
-		return control.Session{}, nil, fmt.Errorf("%w: %w", control.ErrInvalid, err)
-	}
-	if err := s.prepareAgent(ctx, info.ID, req.Group, info.Runtime, ""); err != nil {
-		_ = s.sessions.Close(info.ID)
-		return control.Session{}, nil, err
-	}
-	return s.toControl(info), nil, nil
+	return s.agents.Open(ctx, req)
 }
 
 // CloseSession implements control.Backend.
-func (s *Server) CloseSession(_ context.Context, id string) error {
-	s.stopContainer(id)
-	if err := s.sessions.Close(id); err != nil {
-		if errors.Is(err, session.ErrNotFound) {
-			return fmt.Errorf("%w: %w", control.ErrNotFound, err)
-		}
-		return err
-	}
-	s.removeAgent(id)
-	return nil
-}
+func (s *Server) CloseSession(ctx context.Context, id string) error { return s.agents.Close(ctx, id) }
 
 // Sessions implements control.Backend.
 func (s *Server) Sessions(context.Context) []control.Session {
 	var out []control.Session
 	for _, i := range s.sessions.List() {
-		out = append(out, s.toControl(i))
+		out = append(out, s.agents.View(i))
 	}
 	return out
-}
-
-func (s *Server) toControl(i session.Info) control.Session {
-	return control.Session{ID: i.ID, Group: i.Group, Socket: i.Socket, Runtime: i.Runtime, Started: i.Started,
-		Skills: filepath.Join(s.agentDir(i.ID), "skills"), ClaudeMD: filepath.Join(s.agentDir(i.ID), claudeFile)}
 }

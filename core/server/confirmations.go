@@ -138,7 +138,7 @@ func (s *Server) observeSession(info session.Info, opened bool) {
 			s.gate.WithdrawSession(info.ID, "the session closed")
 		}
 	}
-	s.coreEvent(topic, info.Group, watchPayload(s.toControl(info)))
+	s.coreEvent(topic, info.Group, watchPayload(s.agents.View(info)))
 }
 
 // healthChanged publishes plugin.health with st's status.

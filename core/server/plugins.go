@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/carapace-dev/carapace/core/agent"
 	"github.com/carapace-dev/carapace/core/audit"
 	"github.com/carapace-dev/carapace/core/catalog"
 	"github.com/carapace-dev/carapace/core/config"
@@ -27,6 +28,7 @@ import (
 	"github.com/carapace-dev/carapace/core/pipeline"
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/core/pluginhost"
+	"github.com/carapace-dev/carapace/core/skills"
 	"github.com/carapace-dev/carapace/core/version"
 	"github.com/carapace-dev/carapace/keychain"
 )
@@ -731,4 +733,44 @@ func (s *Server) pluginStatus(st *pluginState) control.PluginStatus {
 		ps.PID = st.proc.PID()
 	}
 	return ps
+}
+
+// pluginSource is what the agent runner needs from the plugins.
+type pluginSource struct{ s *Server }
+
+var _ agent.Plugins = pluginSource{}
+
+// Healthy implements agent.Plugins.
+func (p pluginSource) Healthy() []skills.Plugin {
+	var out []skills.Plugin
+	for _, st := range p.s.healthyPlugins() {
+		out = append(out, skills.Plugin{Name: st.name, Manifest: st.manifest, Skills: st.skills})
+	}
+	return out
+}
+
+// BriefProvider implements agent.Plugins: the healthy plugin that declares
+// the memory_brief hook, if its handler implements it.
+func (p pluginSource) BriefProvider() (string, plugin.BriefProvider) {
+	for _, st := range p.s.healthyPlugins() {
+		if !slices.Contains(st.manifest.Provides.Hooks, manifest.HookMemoryBrief) {
+			continue
+		}
+		if _, ok := st.handler.(plugin.BriefProvider); !ok {
+			p.s.log.Warn("plugin declares the memory_brief hook but its handler does not implement MemoryBrief", "plugin", st.name)
+			return "", nil
+		}
+		return st.name, &tracked{st: st}
+	}
+	return "", nil
+}
+
+// MemoryBrief implements plugin.BriefProvider for the hook's plugin,
+// counted like a call so that a restart drains it.
+func (t *tracked) MemoryBrief(ctx context.Context, group string) (*plugin.Brief, error) {
+	if !t.st.calls.enter() {
+		return nil, fmt.Errorf("plugin %s is restarting", t.st.name)
+	}
+	defer t.st.calls.leave()
+	return t.st.handler.(plugin.BriefProvider).MemoryBrief(ctx, group)
 }

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/carapace-dev/carapace/core/agent"
 	"github.com/carapace-dev/carapace/core/audit"
 	"github.com/carapace-dev/carapace/core/catalog"
 	"github.com/carapace-dev/carapace/core/config"
@@ -54,8 +55,9 @@ type Options struct {
 	// means the core has none, and container sessions are refused.
 	NewEngine func(name string) (runtime.Engine, error)
 	// NoShadows leaves out the empty read-only mounts over the places a
-	// session could leave instructions for the next (shadow.go): only for
-	// tests that prove the image's managed settings hold by themselves.
+	// session could leave instructions for the next (core/agent's
+	// shadow.go): only for tests that prove the image's managed settings
+	// hold by themselves.
 	NoShadows bool
 }
 
@@ -72,9 +74,11 @@ type Server struct {
 	pipe     *pipeline.Pipeline
 	sessions *session.Manager
 	creds    keychain.Store
-	ctrs     containers
+	agents   *agent.Runner
 	bus      *events.Bus
-	llm      llmShared
+
+	spawnSub    *events.Subscription // the spawner's, taken when the bus opens
+	spawnerDone chan struct{}
 
 	mu        sync.Mutex
 	plugins   []*pluginState // sorted by name
@@ -92,8 +96,7 @@ func Run(ctx context.Context, opts Options) error {
 	if opts.InitTimeout <= 0 {
 		opts.InitTimeout = InitTimeout
 	}
-	s := &Server{opts: opts, log: opts.Logger, started: time.Now().UTC(), stop: make(chan struct{}),
-		ctrs: containers{engines: map[string]runtime.Engine{}, live: map[string]*agentRun{}, slots: groupSlots{groups: map[string]*slots{}}}}
+	s := &Server{opts: opts, log: opts.Logger, started: time.Now().UTC(), stop: make(chan struct{})}
 	if err := opts.Home.Ensure(); err != nil {
 		return err
 	}
@@ -104,10 +107,9 @@ func Run(ctx context.Context, opts Options) error {
 	s.cfg = cfg
 	// A bad [llm] section is a configuration error: report it now, not at
 	// the first container session.
-	if err := s.llmSetup(); err != nil {
+	if err := agent.CheckConfig(cfg); err != nil {
 		return fmt.Errorf("%s: %w", opts.Home.Config(), err)
 	}
-	s.ctrs.slots.max, s.ctrs.slots.queue = cfg.Sessions.MaxPerGroup, cfg.Sessions.Queue
 
 	// The lock first: if another core is running, stop here before
 	// touching its sockets or files.
@@ -125,7 +127,6 @@ func Run(ctx context.Context, opts Options) error {
 		return fmt.Errorf("write pid file: %w", err)
 	}
 	defer os.Remove(opts.Home.PidFile())
-	s.clearAgents()
 
 	s.audit, err = audit.Open(opts.Home.AuditLog(), audit.Options{
 		MaxBytes: int64(cfg.Audit.MaxSizeMB) << 20, MaxFiles: cfg.Audit.MaxFiles, Logger: s.log,
@@ -173,11 +174,15 @@ func Run(ctx context.Context, opts Options) error {
 		Observe: s.observeSession,
 	})
 
-	s.removeLeftovers(ctx)
-	reapCtx, stopReaper := context.WithCancel(ctx)
-	defer stopReaper()
-	go s.reapIdle(reapCtx)
-	go s.reapUnreached(reapCtx)
+	s.agents = agent.New(agent.Options{
+		Home: opts.Home, Config: cfg, Logger: s.log, Version: opts.Version, Audit: s.audit, Sessions: s.sessions,
+		Bus: s.bus, Plugins: pluginSource{s}, Catalog: s.catalog, Credentials: s.creds,
+		NewEngine: opts.NewEngine, BriefTimeout: opts.BriefTimeout, NoShadows: opts.NoShadows,
+	})
+	agentsCtx, stopAgents := context.WithCancel(ctx)
+	defer stopAgents()
+	s.agents.Start(agentsCtx)
+	s.startSpawner()
 
 	ctl := control.NewServer(s, s.log)
 	serveErr := make(chan error, 1)
@@ -244,9 +249,9 @@ func (s *Server) shutdown() {
 	}
 	wg.Wait()
 	s.gate.WithdrawAll("the core is stopping")
-	s.stopAllContainers()
+	s.agents.Stop()
 	s.sessions.CloseAll()
-	s.clearAgents()
+	s.agents.Clear()
 	reason := fmt.Sprintf("graceful stop in %s", time.Since(start).Round(time.Millisecond))
 	if !drained {
 		reason += "; some handlers did not finish before the drain deadline"

@@ -1,4 +1,4 @@
-package server
+package agent
 
 import (
 	"maps"
@@ -9,24 +9,24 @@ import (
 )
 
 // rememberEngine keeps what the Check of the engine named name said, for
-// Status. The caller holds s.ctrs.mu.
-func (s *Server) rememberEngine(name string, info runtime.Info) {
-	if s.ctrs.infos == nil {
-		s.ctrs.infos = map[string]runtime.Info{}
+// Status. The caller holds r.ctrs.mu.
+func (r *Runner) rememberEngine(name string, info runtime.Info) {
+	if r.ctrs.infos == nil {
+		r.ctrs.infos = map[string]runtime.Info{}
 	}
-	s.ctrs.infos[name] = info
+	r.ctrs.infos[name] = info
 }
 
 // engineStatus lists the engines that were checked and found ready, by
 // name: which version, and which binary the core runs (on a Mac, the
 // Apple container CLI may be Homebrew's or MacPorts' when the login
 // item's PATH has neither).
-func (s *Server) engineStatus() []control.EngineStatus {
-	s.ctrs.mu.Lock()
-	defer s.ctrs.mu.Unlock()
+func (r *Runner) engineStatus() []control.EngineStatus {
+	r.ctrs.mu.Lock()
+	defer r.ctrs.mu.Unlock()
 	var out []control.EngineStatus
-	for _, name := range slices.Sorted(maps.Keys(s.ctrs.infos)) {
-		i := s.ctrs.infos[name]
+	for _, name := range slices.Sorted(maps.Keys(r.ctrs.infos)) {
+		i := r.ctrs.infos[name]
 		out = append(out, control.EngineStatus{Name: name, Version: i.Version, Bin: i.Bin, BinFrom: i.BinFrom})
 	}
 	return out

@@ -1,4 +1,4 @@
-package server
+package agent
 
 import (
 	"context"
@@ -108,8 +108,8 @@ func (e errIdle) Error() string {
 // the idle timeout, until ctx ends. The time counts from the session's last
 // request or its container's start, whichever is later: a session is not
 // idle while its files are prepared and the engine starts its container.
-func (s *Server) reapIdle(ctx context.Context) {
-	timeout := s.cfg.Sessions.IdleTimeout.Duration
+func (r *Runner) reapIdle(ctx context.Context) {
+	timeout := r.cfg.Sessions.IdleTimeout.Duration
 	tick := time.NewTicker(min(max(timeout/4, 10*time.Millisecond), 30*time.Second))
 	defer tick.Stop()
 	for {
@@ -117,14 +117,14 @@ func (s *Server) reapIdle(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case now := <-tick.C:
-			for _, info := range s.sessions.List() {
-				started, ok := s.containerStarted(info.ID)
+			for _, info := range r.sessions.List() {
+				started, ok := r.containerStarted(info.ID)
 				if !ok { // no container, or not started yet
 					continue
 				}
-				if idle := now.Sub(latest(info.Active, started)); idle >= timeout && s.cancelContainer(info.ID, errIdle{timeout}) {
-					s.log.Info("agent session idle; stopping its container", "session", info.ID, "group", info.Group, "idle", idle.Round(time.Second))
-					_ = s.audit.Write(&audit.Entry{Source: "core", Session: info.ID, Group: info.Group, Stage: audit.StageSession,
+				if idle := now.Sub(latest(info.Active, started)); idle >= timeout && r.cancelContainer(info.ID, errIdle{timeout}) {
+					r.log.Info("agent session idle; stopping its container", "session", info.ID, "group", info.Group, "idle", idle.Round(time.Second))
+					_ = r.audit.Write(&audit.Entry{Source: "core", Session: info.ID, Group: info.Group, Stage: audit.StageSession,
 						Outcome: audit.OutcomeExpired, Reason: errIdle{timeout}.Error()})
 				}
 			}

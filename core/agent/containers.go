@@ -1,4 +1,4 @@
-package server
+package agent
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/runtime"
 	"github.com/carapace-dev/carapace/core/session"
+	"github.com/carapace-dev/carapace/internal/textutil"
 )
 
 // stopTimeout bounds how long closing a container session waits for its
@@ -43,20 +44,20 @@ type agentRun struct {
 }
 
 // newEngine returns the engine named name, unchecked.
-func (s *Server) newEngine(name string) (runtime.Engine, error) {
-	if s.opts.NewEngine == nil {
+func (r *Runner) newEngine(name string) (runtime.Engine, error) {
+	if r.opts.NewEngine == nil {
 		return nil, fmt.Errorf("this core was built without container engines, so it cannot run %q", name)
 	}
-	return s.opts.NewEngine(name)
+	return r.opts.NewEngine(name)
 }
 
 // engine returns the engine a session request names, checked once: "container"
 // means config.toml's [runtime] engine, "auto" the first of Apple
 // container (on macOS), Docker and Podman that is ready. "none" is never
 // chosen here.
-func (s *Server) engine(ctx context.Context, name string) (runtime.Engine, error) {
+func (r *Runner) engine(ctx context.Context, name string) (runtime.Engine, error) {
 	if name == "container" {
-		name = s.cfg.Runtime.Engine
+		name = r.cfg.Runtime.Engine
 	}
 	var candidates []string
 	switch name {
@@ -70,14 +71,14 @@ func (s *Server) engine(ctx context.Context, name string) (runtime.Engine, error
 	default:
 		candidates = []string{name}
 	}
-	s.ctrs.mu.Lock()
-	defer s.ctrs.mu.Unlock()
+	r.ctrs.mu.Lock()
+	defer r.ctrs.mu.Unlock()
 	var errs []error
 	for _, c := range candidates {
-		if e, ok := s.ctrs.engines[c]; ok {
+		if e, ok := r.ctrs.engines[c]; ok {
 			return e, nil
 		}
-		e, err := s.newEngine(c)
+		e, err := r.newEngine(c)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", control.ErrInvalid, err)
 		}
@@ -88,9 +89,9 @@ func (s *Server) engine(ctx context.Context, name string) (runtime.Engine, error
 			errs = append(errs, err)
 			continue
 		}
-		s.log.Info("container engine ready", "engine", info.Engine, "version", info.Version, "bin", info.Bin, "found", info.BinFrom)
-		s.ctrs.engines[c] = e
-		s.rememberEngine(c, info)
+		r.log.Info("container engine ready", "engine", info.Engine, "version", info.Version, "bin", info.Bin, "found", info.BinFrom)
+		r.ctrs.engines[c] = e
+		r.rememberEngine(c, info)
 		return e, nil
 	}
 	return nil, fmt.Errorf("%w: no container engine is ready: %w", control.ErrConflict, errors.Join(errs...))
@@ -98,44 +99,44 @@ func (s *Server) engine(ctx context.Context, name string) (runtime.Engine, error
 
 // instanceID tells this core's containers from another core's on the same
 // engine: a hash of its home.
-func (s *Server) instanceID() string {
-	h := sha256.Sum256([]byte(s.opts.Home))
+func (r *Runner) instanceID() string {
+	h := sha256.Sum256([]byte(r.opts.Home))
 	return hex.EncodeToString(h[:6])
 }
 
 // removeLeftovers stops and removes containers a core on this home left
 // behind when it crashed. It runs at start, before any session, when a
 // container engine is configured and ready.
-func (s *Server) removeLeftovers(ctx context.Context) {
-	if s.cfg.Runtime.Engine == "none" {
+func (r *Runner) removeLeftovers(ctx context.Context) {
+	if r.cfg.Runtime.Engine == "none" {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	e, err := s.engine(ctx, "container")
+	e, err := r.engine(ctx, "container")
 	if err != nil {
-		s.log.Info("no container engine ready at start; agent containers will need one", "err", err)
+		r.log.Info("no container engine ready at start; agent containers will need one", "err", err)
 		return
 	}
-	names, err := e.List(ctx, runtime.LabelInstance, s.instanceID())
+	names, err := e.List(ctx, runtime.LabelInstance, r.instanceID())
 	if err != nil {
-		s.log.Warn("could not list containers left by a previous core", "err", err)
+		r.log.Warn("could not list containers left by a previous core", "err", err)
 		return
 	}
 	for _, n := range names {
 		if err := e.Stop(ctx, n); err != nil {
-			s.log.Warn("could not remove a container left by a previous core", "container", n, "err", err)
+			r.log.Warn("could not remove a container left by a previous core", "container", n, "err", err)
 			continue
 		}
-		s.log.Warn("removed a container left by a previous core", "container", n)
+		r.log.Warn("removed a container left by a previous core", "container", n)
 	}
 }
 
 // groupDirs creates the group's workspace and Claude Code state folders,
 // $CARAPACE_HOME/groups/<group>/{workspace,claude}, owned by the user the
 // agent runs as.
-func (s *Server) groupDirs(group string) (workspace, claude string, err error) {
-	base := s.opts.Home.Path("groups", group)
+func (r *Runner) groupDirs(group string) (workspace, claude string, err error) {
+	base := r.opts.Home.Path("groups", group)
 	workspace, claude = filepath.Join(base, "workspace"), filepath.Join(base, "claude")
 	for _, d := range []string{workspace, claude} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
@@ -170,12 +171,12 @@ const (
 )
 
 // containerSpec is the container of session info.
-func (s *Server) containerSpec(info session.Info, req control.SessionRequest) (runtime.Spec, error) {
-	workspace, claude, err := s.groupDirs(info.Group)
+func (r *Runner) containerSpec(info session.Info, req control.SessionRequest) (runtime.Spec, error) {
+	workspace, claude, err := r.groupDirs(info.Group)
 	if err != nil {
 		return runtime.Spec{}, err
 	}
-	if !s.opts.NoShadows {
+	if !r.opts.NoShadows {
 		if err := shadowTargets(workspace, claudemd.ShadowedWorkspace); err != nil {
 			return runtime.Spec{}, err
 		}
@@ -183,16 +184,16 @@ func (s *Server) containerSpec(info session.Info, req control.SessionRequest) (r
 			return runtime.Spec{}, err
 		}
 	}
-	dir := s.agentDir(info.ID)
-	image := s.cfg.Runtime.Image
+	dir := r.agentDir(info.ID)
+	image := r.cfg.Runtime.Image
 	if image == "" {
-		image = "carapace-agent:" + s.opts.Version
+		image = "carapace-agent:" + r.opts.Version
 	}
 	spec := runtime.Spec{
 		Name:  "carapace-" + info.ID,
 		Image: image,
 		Labels: map[string]string{
-			runtime.LabelSession: info.ID, runtime.LabelInstance: s.instanceID(), runtime.LabelVersion: s.opts.Version,
+			runtime.LabelSession: info.ID, runtime.LabelInstance: r.instanceID(), runtime.LabelVersion: r.opts.Version,
 		},
 		Mounts: []runtime.Mount{
 			{Source: info.Socket, Target: runtime.SocketPath},
@@ -201,7 +202,7 @@ func (s *Server) containerSpec(info session.Info, req control.SessionRequest) (r
 			{Source: filepath.Join(dir, "skills"), Target: runtime.SkillsPath, ReadOnly: true},
 			{Source: filepath.Join(dir, claudeFile), Target: runtime.ClaudeMDPath, ReadOnly: true},
 			{Source: filepath.Join(dir, settingsFile), Target: runtime.SettingsPath, ReadOnly: true},
-			{Source: s.llmSocket(info.ID), Target: llmSocketContainer},
+			{Source: r.llmSocket(info.ID), Target: llmSocketContainer},
 		},
 		Env: []string{
 			"HOME=" + runtime.HomePath,
@@ -211,12 +212,12 @@ func (s *Server) containerSpec(info session.Info, req control.SessionRequest) (r
 		},
 		Cmd:    req.Command,
 		User:   agentUser(),
-		Limits: runtime.Limits{CPUs: s.cfg.Runtime.CPUs, MemoryMB: s.cfg.Runtime.MemoryMB, Pids: s.cfg.Runtime.Pids},
+		Limits: runtime.Limits{CPUs: r.cfg.Runtime.CPUs, MemoryMB: r.cfg.Runtime.MemoryMB, Pids: r.cfg.Runtime.Pids},
 	}
-	if !s.opts.NoShadows {
+	if !r.opts.NoShadows {
 		spec.Mounts = append(spec.Mounts, shadowMounts(dir)...)
 	}
-	spec.Env = append(spec.Env, s.llmEnv(info.ID)...)
+	spec.Env = append(spec.Env, r.llmEnv(info.ID)...)
 	if req.Prompt != "" {
 		spec.Mounts = append(spec.Mounts, runtime.Mount{Source: filepath.Join(dir, promptFile), Target: promptContainer, ReadOnly: true})
 		spec.Env = append(spec.Env, "CARAPACE_PROMPT_FILE="+promptContainer)
@@ -226,33 +227,33 @@ func (s *Server) containerSpec(info session.Info, req control.SessionRequest) (r
 
 // openContainerSession opens a session whose agent the core runs in a
 // container of the engine req names, and starts it.
-func (s *Server) openContainerSession(ctx context.Context, req control.SessionRequest) (control.Session, *control.Agent, error) {
-	eng, err := s.engine(ctx, req.Runtime)
+func (r *Runner) openContainerSession(ctx context.Context, req control.SessionRequest) (control.Session, *control.Agent, error) {
+	eng, err := r.engine(ctx, req.Runtime)
 	if err != nil {
 		return control.Session{}, nil, err
 	}
-	release, err := s.ctrs.slots.acquire(ctx, req.Group)
+	release, err := r.ctrs.slots.acquire(ctx, req.Group)
 	if err != nil {
 		if errors.Is(err, errQueueFull) {
-			s.log.Warn("agent session refused: the group's queue is full", "group", req.Group, "err", err)
+			r.log.Warn("agent session refused: the group's queue is full", "group", req.Group, "err", err)
 		}
 		return control.Session{}, nil, err
 	}
-	info, err := s.sessions.Open(req.Group, eng.Name())
+	info, err := r.sessions.Open(req.Group, eng.Name())
 	if err != nil {
 		release()
 		return control.Session{}, nil, fmt.Errorf("%w: %w", control.ErrInvalid, err)
 	}
 	fail := func(err error) (control.Session, *control.Agent, error) {
 		release()
-		_ = s.sessions.Close(info.ID)
-		s.removeAgent(info.ID)
+		_ = r.sessions.Close(info.ID)
+		r.removeAgent(info.ID)
 		return control.Session{}, nil, err
 	}
-	if err := s.prepareAgent(ctx, info.ID, req.Group, info.Runtime, req.Prompt); err != nil {
+	if err := r.prepareAgent(ctx, info.ID, req.Group, info.Runtime, req.Prompt); err != nil {
 		return fail(err)
 	}
-	spec, err := s.containerSpec(info, req)
+	spec, err := r.containerSpec(info, req)
 	if err != nil {
 		return fail(err)
 	}
@@ -261,16 +262,16 @@ func (s *Server) openContainerSession(ctx context.Context, req control.SessionRe
 	// it is told to stop: on Apple's runtime one connect to a socket that
 	// is no longer there ends the relay for good (reach.go).
 	llmCtx, stopLLM := context.WithCancel(context.WithoutCancel(ctx))
-	if err := s.startLLMProxy(llmCtx, info); err != nil {
+	if err := r.startLLMProxy(llmCtx, info); err != nil {
 		stopLLM()
 		cancel(err)
 		return fail(err)
 	}
 	out := make(chan control.Output, 64)
 	run := &agentRun{cancel: cancel, done: make(chan struct{}), closed: make(chan struct{})}
-	s.ctrs.mu.Lock()
-	s.ctrs.live[info.ID] = run
-	s.ctrs.mu.Unlock()
+	r.ctrs.mu.Lock()
+	r.ctrs.live[info.ID] = run
+	r.ctrs.mu.Unlock()
 	go func() {
 		defer close(run.done)
 		defer close(out)
@@ -278,8 +279,8 @@ func (s *Server) openContainerSession(ctx context.Context, req control.SessionRe
 		defer stopLLM()
 		began := time.Now()
 		run.started.Store(began.UnixNano())
-		s.log.Info("agent container starting", "session", info.ID, "group", info.Group, "engine", eng.Name(), "image", spec.Image)
-		s.agentEvent("agent.started", info.ID, info.Group, map[string]any{"engine": eng.Name()})
+		r.log.Info("agent container starting", "session", info.ID, "group", info.Group, "engine", eng.Name(), "image", spec.Image)
+		r.agentEvent("agent.started", info.ID, info.Group, map[string]any{"engine": eng.Name()})
 		exit, err := eng.Run(runCtx, spec, runtime.IO{
 			Stdout: &outputWriter{stream: "stdout", ch: out, closed: run.closed},
 			Stderr: &outputWriter{stream: "stderr", ch: out, closed: run.closed},
@@ -287,31 +288,31 @@ func (s *Server) openContainerSession(ctx context.Context, req control.SessionRe
 		last := control.Output{Exit: &exit}
 		switch {
 		case err != nil:
-			last = control.Output{Error: oneLine(err.Error())}
-			s.log.Warn("agent container ended with an error", "session", info.ID, "err", err, "took", time.Since(began).Round(time.Millisecond))
-			s.agentEvent("agent.error", info.ID, info.Group, map[string]any{"error": last.Error})
+			last = control.Output{Error: textutil.OneLine(err.Error())}
+			r.log.Warn("agent container ended with an error", "session", info.ID, "err", err, "took", time.Since(began).Round(time.Millisecond))
+			r.agentEvent("agent.error", info.ID, info.Group, map[string]any{"error": last.Error})
 		case exit != 0:
-			s.log.Info("agent container exited", "session", info.ID, "exit", exit, "took", time.Since(began).Round(time.Millisecond))
-			s.agentEvent("agent.error", info.ID, info.Group, map[string]any{"exit": exit})
+			r.log.Info("agent container exited", "session", info.ID, "exit", exit, "took", time.Since(began).Round(time.Millisecond))
+			r.agentEvent("agent.error", info.ID, info.Group, map[string]any{"exit": exit})
 		default:
-			s.log.Info("agent container exited", "session", info.ID, "exit", exit, "took", time.Since(began).Round(time.Millisecond))
-			s.agentEvent("agent.completed", info.ID, info.Group, map[string]any{"exit": exit})
+			r.log.Info("agent container exited", "session", info.ID, "exit", exit, "took", time.Since(began).Round(time.Millisecond))
+			r.agentEvent("agent.completed", info.ID, info.Group, map[string]any{"exit": exit})
 		}
 		select {
 		case out <- last:
 		case <-run.closed:
 		}
 	}()
-	return s.toControl(info), &control.Agent{Output: out}, nil
+	return r.View(info), &control.Agent{Output: out}, nil
 }
 
 // stopContainer stops the agent container of session id, if it has one,
 // and waits (bounded) for it to go.
-func (s *Server) stopContainer(id string) {
-	s.ctrs.mu.Lock()
-	run, ok := s.ctrs.live[id]
-	delete(s.ctrs.live, id)
-	s.ctrs.mu.Unlock()
+func (r *Runner) stopContainer(id string) {
+	r.ctrs.mu.Lock()
+	run, ok := r.ctrs.live[id]
+	delete(r.ctrs.live, id)
+	r.ctrs.mu.Unlock()
 	if !ok {
 		return
 	}
@@ -320,17 +321,17 @@ func (s *Server) stopContainer(id string) {
 	select {
 	case <-run.done:
 	case <-time.After(stopTimeout):
-		s.log.Error("agent container did not stop in time", "session", id)
+		r.log.Error("agent container did not stop in time", "session", id)
 	}
 }
 
 // cancelContainer stops the agent container of session id with cause,
 // without closing the session: the agent's stream ends with the cause,
 // and the session closes with it. It reports whether there was one.
-func (s *Server) cancelContainer(id string, cause error) bool {
-	s.ctrs.mu.Lock()
-	run, ok := s.ctrs.live[id]
-	s.ctrs.mu.Unlock()
+func (r *Runner) cancelContainer(id string, cause error) bool {
+	r.ctrs.mu.Lock()
+	run, ok := r.ctrs.live[id]
+	r.ctrs.mu.Unlock()
 	if !ok || run.stopping.Swap(true) {
 		return false
 	}
@@ -339,16 +340,16 @@ func (s *Server) cancelContainer(id string, cause error) bool {
 }
 
 // stopAllContainers stops every agent container, in parallel: at shutdown.
-func (s *Server) stopAllContainers() {
-	s.ctrs.mu.Lock()
-	ids := make([]string, 0, len(s.ctrs.live))
-	for id := range s.ctrs.live {
+func (r *Runner) stopAllContainers() {
+	r.ctrs.mu.Lock()
+	ids := make([]string, 0, len(r.ctrs.live))
+	for id := range r.ctrs.live {
 		ids = append(ids, id)
 	}
-	s.ctrs.mu.Unlock()
+	r.ctrs.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, id := range ids {
-		wg.Go(func() { s.stopContainer(id) })
+		wg.Go(func() { r.stopContainer(id) })
 	}
 	wg.Wait()
 }

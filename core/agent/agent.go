@@ -1,4 +1,4 @@
-package server
+package agent
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -14,9 +13,9 @@ import (
 	"github.com/carapace-dev/carapace/core/catalog"
 	"github.com/carapace-dev/carapace/core/claudemd"
 	"github.com/carapace-dev/carapace/core/intrinsics"
-	"github.com/carapace-dev/carapace/core/manifest"
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/core/skills"
+	"github.com/carapace-dev/carapace/internal/textutil"
 )
 
 // BriefTimeout bounds the memory brief hook (seed 000 §Memory Brief
@@ -38,34 +37,34 @@ const (
 )
 
 // agentRoot holds every session's agent folder.
-func (s *Server) agentRoot() string { return s.opts.Home.Path("run", "agent") }
+func (r *Runner) agentRoot() string { return r.opts.Home.Path("run", "agent") }
 
 // agentDir is session's agent folder.
-func (s *Server) agentDir(session string) string { return filepath.Join(s.agentRoot(), session) }
+func (r *Runner) agentDir(session string) string { return filepath.Join(r.agentRoot(), session) }
 
 // prepareAgent writes session's agent folder: the skill tree, then
 // CLAUDE.md with the memory brief of group. Nothing is left behind on error.
-func (s *Server) prepareAgent(ctx context.Context, session, group, runtime, prompt string) (err error) {
-	if err := os.MkdirAll(s.agentRoot(), 0o700); err != nil {
+func (r *Runner) prepareAgent(ctx context.Context, session, group, runtime, prompt string) (err error) {
+	if err := os.MkdirAll(r.agentRoot(), 0o700); err != nil {
 		return fmt.Errorf("agent folder: %w", err)
 	}
-	dir := s.agentDir(session)
+	dir := r.agentDir(session)
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return fmt.Errorf("agent folder of session %s: %w", session, err)
 	}
 	defer func() {
 		if err != nil {
-			s.removeAgent(session)
+			r.removeAgent(session)
 		}
 	}()
-	if err := s.assembleSkills(filepath.Join(dir, "skills")); err != nil {
+	if err := r.assembleSkills(filepath.Join(dir, "skills")); err != nil {
 		return fmt.Errorf("assemble the skills of session %s: %w", session, err)
 	}
 	p := claudemd.Params{Group: group, Unisolated: runtime == "none"}
-	p.Memory, p.Brief = s.memoryBrief(ctx, session, group)
+	p.Memory, p.Brief = r.memoryBrief(ctx, session, group)
 	files := map[string][]byte{
 		claudeFile:   claudemd.Render(p),
-		settingsFile: claudemd.Settings(s.cfg.Confirm.Timeout.Duration),
+		settingsFile: claudemd.Settings(r.cfg.Confirm.Timeout.Duration),
 	}
 	if prompt != "" {
 		files[promptFile] = []byte(prompt)
@@ -89,19 +88,19 @@ func (s *Server) prepareAgent(ctx context.Context, session, group, runtime, prom
 // assembleSkills writes a read-only skill tree at dir: one SKILL.md per
 // healthy plugin plus the intrinsics'. A plugin that failed or crashed
 // teaches the agent nothing (seed 000 §Initialization Failure Behavior).
-func (s *Server) assembleSkills(dir string) error {
+func (r *Runner) assembleSkills(dir string) error {
 	var ps []skills.Plugin
-	for _, st := range s.healthyPlugins() {
-		if err := skills.CheckName(st.name); err != nil {
+	for _, p := range r.opts.Plugins.Healthy() {
+		if err := skills.CheckName(p.Name); err != nil {
 			// Claude Code would refuse the skill (e.g. a name containing
 			// "claude"); the tools still work, the agent is not taught them.
-			s.log.Warn("plugin name cannot be a skill name; its skill is left out", "plugin", st.name, "err", err)
+			r.log.Warn("plugin name cannot be a skill name; its skill is left out", "plugin", p.Name, "err", err)
 			continue
 		}
-		ps = append(ps, skills.Plugin{Name: st.name, Manifest: st.manifest, Skills: st.skills})
+		ps = append(ps, p)
 	}
 	var its []*catalog.Tool
-	for _, t := range s.catalog.List() {
+	for _, t := range r.opts.Catalog.List() {
 		if t.Plugin == intrinsics.Plugin {
 			its = append(its, t)
 		}
@@ -114,12 +113,12 @@ func (s *Server) assembleSkills(dir string) error {
 // nothing about memory; when the hook fails or is late, the session starts
 // without the brief (logged, audited) and CLAUDE.md tells the agent to
 // load it with the memory_brief tool.
-func (s *Server) memoryBrief(ctx context.Context, session, group string) (claudemd.Memory, *plugin.Brief) {
-	st, bp := s.briefProvider()
+func (r *Runner) memoryBrief(ctx context.Context, session, group string) (claudemd.Memory, *plugin.Brief) {
+	source, bp := r.opts.Plugins.BriefProvider()
 	if bp == nil {
 		return claudemd.NoMemory, nil
 	}
-	timeout := s.opts.BriefTimeout
+	timeout := r.opts.BriefTimeout
 	if timeout <= 0 {
 		timeout = BriefTimeout
 	}
@@ -128,30 +127,30 @@ func (s *Server) memoryBrief(ctx context.Context, session, group string) (claude
 	began := time.Now()
 	b, err := callBrief(ctx, bp, group)
 	took := time.Since(began)
-	entry := &audit.Entry{Source: st.name, Session: session, Group: group, Stage: audit.StageBrief, DurationMS: float64(took.Microseconds()) / 1000}
+	entry := &audit.Entry{Source: source, Session: session, Group: group, Stage: audit.StageBrief, DurationMS: float64(took.Microseconds()) / 1000}
 	if err != nil {
-		reason := "the memory brief failed: " + oneLine(err.Error())
+		reason := "the memory brief failed: " + textutil.OneLine(err.Error())
 		if errors.Is(err, context.DeadlineExceeded) {
 			reason = fmt.Sprintf("the memory brief did not arrive within %s", timeout)
 		}
-		s.log.Warn("session starts without the memory brief", "plugin", st.name, "session", session, "group", group, "err", reason)
-		entry.Outcome, entry.Code, entry.Reason = audit.OutcomeError, "BRIEF_UNAVAILABLE", clip(reason, 4000)
-		_ = s.audit.Write(entry)
+		r.log.Warn("session starts without the memory brief", "plugin", source, "session", session, "group", group, "err", reason)
+		entry.Outcome, entry.Code, entry.Reason = audit.OutcomeError, "BRIEF_UNAVAILABLE", textutil.Clip(reason, 4000)
+		_ = r.audit.Write(entry)
 		return claudemd.MemoryUnavailable, nil
 	}
 	ids := make([]string, 0, len(b.Entries))
 	for _, e := range b.Entries {
-		ids = append(ids, oneLine(e.ID))
+		ids = append(ids, textutil.OneLine(e.ID))
 	}
 	// The ids say which memories each session was shown: when one turns
 	// out to be poisoned, the audit log tells which sessions read it.
 	entry.Outcome = audit.OutcomeOK
 	entry.Reason = fmt.Sprintf("%d of %d memories", len(b.Entries), b.EntryCount)
 	if len(ids) > 0 {
-		entry.Reason = clip(entry.Reason+": "+strings.Join(ids, " "), 4000)
+		entry.Reason = textutil.Clip(entry.Reason+": "+strings.Join(ids, " "), 4000)
 	}
-	_ = s.audit.Write(entry)
-	s.log.Debug("memory brief", "plugin", st.name, "session", session, "entries", len(b.Entries), "took", took.Round(time.Microsecond))
+	_ = r.audit.Write(entry)
+	r.log.Debug("memory brief", "plugin", source, "session", session, "entries", len(b.Entries), "took", took.Round(time.Microsecond))
 	return claudemd.MemoryLoaded, b
 }
 
@@ -184,44 +183,18 @@ func callBrief(ctx context.Context, bp plugin.BriefProvider, group string) (*plu
 	}
 }
 
-// briefProvider returns the healthy plugin that declares the memory_brief
-// hook, if its handler implements it.
-func (s *Server) briefProvider() (*pluginState, plugin.BriefProvider) {
-	for _, st := range s.healthyPlugins() {
-		if !slices.Contains(st.manifest.Provides.Hooks, manifest.HookMemoryBrief) {
-			continue
-		}
-		if _, ok := st.handler.(plugin.BriefProvider); !ok {
-			s.log.Warn("plugin declares the memory_brief hook but its handler does not implement MemoryBrief", "plugin", st.name)
-			return nil, nil
-		}
-		return st, &tracked{st: st}
-	}
-	return nil, nil
-}
-
-// MemoryBrief implements plugin.BriefProvider for the hook's plugin,
-// counted like a call so that a restart drains it.
-func (t *tracked) MemoryBrief(ctx context.Context, group string) (*plugin.Brief, error) {
-	if !t.st.calls.enter() {
-		return nil, fmt.Errorf("plugin %s is restarting", t.st.name)
-	}
-	defer t.st.calls.leave()
-	return t.st.handler.(plugin.BriefProvider).MemoryBrief(ctx, group)
-}
-
 // removeAgent deletes a session's agent folder.
-func (s *Server) removeAgent(session string) {
-	if err := skills.Remove(s.agentDir(session)); err != nil && !os.IsNotExist(err) {
-		s.log.Warn("could not remove a session's agent folder", "session", session, "err", err)
+func (r *Runner) removeAgent(session string) {
+	if err := skills.Remove(r.agentDir(session)); err != nil && !os.IsNotExist(err) {
+		r.log.Warn("could not remove a session's agent folder", "session", session, "err", err)
 	}
 }
 
 // clearAgents removes every session's agent folder: at start (left by a
 // core that crashed) and at shutdown.
-func (s *Server) clearAgents() {
-	entries, _ := os.ReadDir(s.agentRoot())
+func (r *Runner) clearAgents() {
+	entries, _ := os.ReadDir(r.agentRoot())
 	for _, e := range entries {
-		s.removeAgent(e.Name())
+		r.removeAgent(e.Name())
 	}
 }

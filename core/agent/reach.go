@@ -1,4 +1,4 @@
-package server
+package agent
 
 import (
 	"context"
@@ -43,8 +43,8 @@ func (e errUnreached) Error() string {
 // start (the engine's Run, after the session's files and the memory brief
 // are ready), until ctx ends: logged, audited, and the session's stream
 // ends with the reason.
-func (s *Server) reapUnreached(ctx context.Context) {
-	timeout := s.cfg.Sessions.ConnectTimeout.Duration
+func (r *Runner) reapUnreached(ctx context.Context) {
+	timeout := r.cfg.Sessions.ConnectTimeout.Duration
 	tick := time.NewTicker(min(max(timeout/4, 10*time.Millisecond), 5*time.Second))
 	defer tick.Stop()
 	for {
@@ -52,20 +52,20 @@ func (s *Server) reapUnreached(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case now := <-tick.C:
-			for _, info := range s.sessions.List() {
+			for _, info := range r.sessions.List() {
 				if !info.Reached.IsZero() {
 					continue
 				}
-				if started, ok := s.containerStarted(info.ID); !ok || now.Sub(started) < timeout {
+				if started, ok := r.containerStarted(info.ID); !ok || now.Sub(started) < timeout {
 					continue
 				}
 				cause := errUnreached{after: timeout, engine: info.Runtime}
-				if !s.cancelContainer(info.ID, cause) { // no container (runtime none), or already stopping
+				if !r.cancelContainer(info.ID, cause) { // no container (runtime none), or already stopping
 					continue
 				}
-				s.log.Warn("agent never reached the core; stopping its container", "session", info.ID, "group", info.Group,
+				r.log.Warn("agent never reached the core; stopping its container", "session", info.ID, "group", info.Group,
 					"engine", info.Runtime, "after", timeout, "cause", cause.Error())
-				_ = s.audit.Write(&audit.Entry{Source: "core", Session: info.ID, Group: info.Group, Stage: audit.StageSession,
+				_ = r.audit.Write(&audit.Entry{Source: "core", Session: info.ID, Group: info.Group, Stage: audit.StageSession,
 					Outcome: audit.OutcomeError, Code: "AGENT_UNREACHED", Reason: cause.Error()})
 			}
 		}
@@ -75,19 +75,19 @@ func (s *Server) reapUnreached(ctx context.Context) {
 // markReached wraps the model API proxy of session id: a request that
 // arrives through the session's second socket is the agent reaching the
 // core too.
-func (s *Server) markReached(id string, h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.sessions.MarkReached(id)
-		h.ServeHTTP(w, r)
+func (r *Runner) markReached(id string, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		r.sessions.MarkReached(id)
+		h.ServeHTTP(w, req)
 	})
 }
 
 // containerStarted returns when session id's container started, if it
 // has one that has.
-func (s *Server) containerStarted(id string) (time.Time, bool) {
-	s.ctrs.mu.Lock()
-	run, ok := s.ctrs.live[id]
-	s.ctrs.mu.Unlock()
+func (r *Runner) containerStarted(id string) (time.Time, bool) {
+	r.ctrs.mu.Lock()
+	run, ok := r.ctrs.live[id]
+	r.ctrs.mu.Unlock()
 	if !ok {
 		return time.Time{}, false
 	}

@@ -1,4 +1,4 @@
-package server
+package agent
 
 import (
 	"context"
@@ -38,10 +38,10 @@ type llmShared struct {
 }
 
 // llmSetup prepares, once, what the proxies share.
-func (s *Server) llmSetup() error {
-	l := &s.llm
+func (r *Runner) llmSetup() error {
+	l := &r.llm
 	l.once.Do(func() {
-		u, err := url.Parse(s.cfg.LLM.Upstream)
+		u, err := url.Parse(r.cfg.LLM.Upstream)
 		if err != nil {
 			l.err = fmt.Errorf("llm.upstream: %w", err)
 			return
@@ -49,17 +49,17 @@ func (s *Server) llmSetup() error {
 		u.Path = ""
 		l.upstream = u
 		l.budgets = map[string]llmproxy.Budget{}
-		if s.cfg.LLM.CAFile == "" {
+		if r.cfg.LLM.CAFile == "" {
 			return // the proxy's default: the system roots
 		}
-		pem, err := os.ReadFile(s.cfg.LLM.CAFile)
+		pem, err := os.ReadFile(r.cfg.LLM.CAFile)
 		if err != nil {
 			l.err = fmt.Errorf("llm.ca_file: %w", err)
 			return
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			l.err = fmt.Errorf("llm.ca_file %s: no PEM certificate in it", s.cfg.LLM.CAFile)
+			l.err = fmt.Errorf("llm.ca_file %s: no PEM certificate in it", r.cfg.LLM.CAFile)
 			return
 		}
 		l.transport = llmproxy.NewTransport(pool)
@@ -68,47 +68,47 @@ func (s *Server) llmSetup() error {
 }
 
 // budget returns group's daily token budget, shared by its sessions.
-func (s *Server) budget(group string) llmproxy.Budget {
-	if s.cfg.LLM.DailyTokens <= 0 {
+func (r *Runner) budget(group string) llmproxy.Budget {
+	if r.cfg.LLM.DailyTokens <= 0 {
 		return nil
 	}
-	s.llm.mu.Lock()
-	defer s.llm.mu.Unlock()
-	b, ok := s.llm.budgets[group]
+	r.llm.mu.Lock()
+	defer r.llm.mu.Unlock()
+	b, ok := r.llm.budgets[group]
 	if !ok {
-		b = llmproxy.NewDailyBudget(s.cfg.LLM.DailyTokens, time.Now)
-		s.llm.budgets[group] = b
+		b = llmproxy.NewDailyBudget(r.cfg.LLM.DailyTokens, time.Now)
+		r.llm.budgets[group] = b
 	}
 	return b
 }
 
 // llmSocket is the host path of session id's model API socket, beside its
 // IPC socket in the private sessions folder.
-func (s *Server) llmSocket(id string) string {
-	return s.opts.Home.Path("run", "sessions", id+".llm.sock")
+func (r *Runner) llmSocket(id string) string {
+	return r.opts.Home.Path("run", "sessions", id+".llm.sock")
 }
 
 // startLLMProxy serves session info's model API socket until ctx ends. It
 // returns once the socket exists, so that it can be mounted.
-func (s *Server) startLLMProxy(ctx context.Context, info session.Info) error {
-	if err := s.llmSetup(); err != nil {
+func (r *Runner) startLLMProxy(ctx context.Context, info session.Info) error {
+	if err := r.llmSetup(); err != nil {
 		return err
 	}
 	p, err := llmproxy.New(llmproxy.Options{
-		Upstream: s.llm.upstream, Transport: s.llm.transport,
-		Credential: llmproxy.FromStore(s.creds),
+		Upstream: r.llm.upstream, Transport: r.llm.transport,
+		Credential: llmproxy.FromStore(r.creds),
 		Session:    info.ID, Group: info.Group,
-		RequestsPerMinute: s.cfg.LLM.RequestsPerMinute,
-		Budget:            s.budget(info.Group),
-		Audit:             s.audit,
-		Logger:            s.log.With("component", "llm", "session", info.ID),
+		RequestsPerMinute: r.cfg.LLM.RequestsPerMinute,
+		Budget:            r.budget(info.Group),
+		Audit:             r.audit,
+		Logger:            r.log.With("component", "llm", "session", info.ID),
 	})
 	if err != nil {
 		return fmt.Errorf("model API proxy: %w", err)
 	}
-	path := s.llmSocket(info.ID)
+	path := r.llmSocket(info.ID)
 	served := make(chan error, 1)
-	go func() { served <- llmproxy.Serve(ctx, path, s.markReached(info.ID, p)) }()
+	go func() { served <- llmproxy.Serve(ctx, path, r.markReached(info.ID, p)) }()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		if fi, err := os.Stat(path); err == nil && fi.Mode()&os.ModeSocket != 0 {
@@ -129,8 +129,8 @@ func (s *Server) startLLMProxy(ctx context.Context, info session.Info) error {
 }
 
 // llmEnv is the environment that points the agent at its relay.
-func (s *Server) llmEnv(session string) []string {
-	port := strconv.Itoa(s.cfg.LLM.Port)
+func (r *Runner) llmEnv(session string) []string {
+	port := strconv.Itoa(r.cfg.LLM.Port)
 	return []string{
 		"CARAPACE_LLM_SOCKET=" + llmSocketContainer,
 		"CARAPACE_LLM_PORT=" + port,

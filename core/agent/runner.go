@@ -1,0 +1,239 @@
+// Package agent starts agent sessions: the one place where a session of a
+// group is opened and its agent set running, for the control API
+// (`carapace run`), for events (a channel's message, a scheduled task) and,
+// next, for channels' conversations.
+//
+// For each session it writes the files the agent reads — the skill tree,
+// CLAUDE.md with the memory brief, Claude Code's settings, the prompt,
+// the empty shadows (agent.go, shadow.go) — and, for a container runtime,
+// runs the container with the hardened flags of core/runtime through the
+// engine config.toml names (containers.go), with the session's model API
+// proxy beside it (llm.go). It bounds each group's concurrent and queued
+// sessions (slots.go), stops containers that stay idle or whose agent
+// never reaches the core (slots.go, reach.go), publishes agent.started,
+// agent.completed and agent.error, and starts sessions for the events of
+// configured groups (the spawner, below).
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/carapace-dev/carapace/core/audit"
+	"github.com/carapace-dev/carapace/core/catalog"
+	"github.com/carapace-dev/carapace/core/config"
+	"github.com/carapace-dev/carapace/core/control"
+	"github.com/carapace-dev/carapace/core/events"
+	"github.com/carapace-dev/carapace/core/home"
+	"github.com/carapace-dev/carapace/core/plugin"
+	"github.com/carapace-dev/carapace/core/runtime"
+	"github.com/carapace-dev/carapace/core/session"
+	"github.com/carapace-dev/carapace/core/skills"
+	"github.com/carapace-dev/carapace/internal/textutil"
+	"github.com/carapace-dev/carapace/keychain"
+)
+
+// Plugins is what a session's files need from the plugins.
+type Plugins interface {
+	// Healthy returns the healthy plugins, for the session's skill tree.
+	Healthy() []skills.Plugin
+	// BriefProvider returns the healthy plugin that provides the memory
+	// brief and its hook, or a nil hook when there is none.
+	BriefProvider() (name string, bp plugin.BriefProvider)
+}
+
+// Catalog lists the tools, for the intrinsics' skill.
+type Catalog interface {
+	List() []*catalog.Tool
+}
+
+// Auditor writes audit entries.
+type Auditor interface {
+	Write(e *audit.Entry) error
+}
+
+// Publisher puts the agent's lifecycle events on the bus.
+type Publisher interface {
+	Publish(ctx context.Context, ev *plugin.Event) error
+}
+
+// Options configure a Runner.
+type Options struct {
+	Home        home.Dir
+	Config      *config.Config
+	Logger      *slog.Logger
+	Version     string
+	Audit       Auditor
+	Sessions    *session.Manager
+	Bus         Publisher
+	Plugins     Plugins
+	Catalog     Catalog
+	Credentials keychain.Store // the model API key
+	// NewEngine returns the container engine config.toml names; nil
+	// refuses every container session.
+	NewEngine func(name string) (runtime.Engine, error)
+	// BriefTimeout bounds the memory brief hook; zero means BriefTimeout.
+	BriefTimeout time.Duration
+	// NoShadows leaves out the shadow mounts (tests only: shadow.go).
+	NoShadows bool
+}
+
+// Runner starts and tracks agent sessions. Create it with New.
+type Runner struct {
+	opts     Options
+	cfg      *config.Config
+	log      *slog.Logger
+	audit    Auditor
+	sessions *session.Manager
+	creds    keychain.Store
+	ctrs     containers
+	llm      llmShared
+}
+
+// New returns a Runner.
+func New(o Options) *Runner {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	r := &Runner{opts: o, cfg: o.Config, log: o.Logger, audit: o.Audit, sessions: o.Sessions, creds: o.Credentials,
+		ctrs: containers{engines: map[string]runtime.Engine{}, infos: map[string]runtime.Info{}, live: map[string]*agentRun{}, slots: groupSlots{groups: map[string]*slots{}}}}
+	r.ctrs.slots.max, r.ctrs.slots.queue = o.Config.Sessions.MaxPerGroup, o.Config.Sessions.Queue
+	return r
+}
+
+// CheckConfig reports a config.toml whose [llm] section cannot work (an
+// unreadable ca_file), so that the core refuses to start rather than fail
+// at its first container session.
+func CheckConfig(cfg *config.Config) error {
+	r := &Runner{cfg: cfg}
+	return r.llmSetup()
+}
+
+// Start clears what a core that crashed left behind (session folders, and
+// containers when an engine is configured and ready) and runs the reapers
+// of idle and unreached containers until ctx ends.
+func (r *Runner) Start(ctx context.Context) {
+	r.clearAgents()
+	r.removeLeftovers(ctx)
+	go r.reapIdle(ctx)
+	go r.reapUnreached(ctx)
+}
+
+// Open opens a session for req.Group, whose name the caller has checked.
+// With the runtime "none" the caller runs the agent and Agent is nil;
+// otherwise the agent runs in a container and Agent carries its output.
+func (r *Runner) Open(ctx context.Context, req control.SessionRequest) (control.Session, *control.Agent, error) {
+	if req.Runtime != "" && req.Runtime != "none" {
+		return r.openContainerSession(ctx, req)
+	}
+	info, err := r.sessions.Open(req.Group, "none")
+	if err != nil {
+		return control.Session{}, nil, fmt.Errorf("%w: %w", control.ErrInvalid, err)
+	}
+	if err := r.prepareAgent(ctx, info.ID, req.Group, info.Runtime, ""); err != nil {
+		_ = r.sessions.Close(info.ID)
+		return control.Session{}, nil, err
+	}
+	return r.View(info), nil, nil
+}
+
+// Close ends session id: its container, its socket, its files;
+// ErrNotFound (wrapped in control.ErrNotFound) if there is no such session.
+func (r *Runner) Close(_ context.Context, id string) error {
+	r.stopContainer(id)
+	if err := r.sessions.Close(id); err != nil {
+		if errors.Is(err, session.ErrNotFound) {
+			return fmt.Errorf("%w: %w", control.ErrNotFound, err)
+		}
+		return err
+	}
+	r.removeAgent(id)
+	return nil
+}
+
+// Stop stops every agent container and removes every session's files: the
+// core is shutting down. The sessions themselves are the caller's to
+// close.
+func (r *Runner) Stop() {
+	r.stopAllContainers()
+}
+
+// Clear removes every session's files, after the sessions are closed.
+func (r *Runner) Clear() { r.clearAgents() }
+
+// View is the control API's view of a session.
+func (r *Runner) View(i session.Info) control.Session {
+	return control.Session{ID: i.ID, Group: i.Group, Socket: i.Socket, Runtime: i.Runtime, Started: i.Started,
+		Skills: filepath.Join(r.agentDir(i.ID), "skills"), ClaudeMD: filepath.Join(r.agentDir(i.ID), claudeFile)}
+}
+
+// Engines are the container engines checked and found ready.
+func (r *Runner) Engines() []control.EngineStatus { return r.engineStatus() }
+
+// agentEvent publishes agent.started, or agent.completed / agent.error
+// with the exit status or the error.
+func (r *Runner) agentEvent(topic, session, group string, detail map[string]any) {
+	p := map[string]any{"session": session}
+	for k, v := range detail {
+		p[k] = v
+	}
+	ev := &plugin.Event{Topic: topic, Group: group, Source: "core", Payload: p}
+	if err := r.opts.Bus.Publish(context.Background(), ev); err != nil {
+		r.log.Warn("could not publish an event", "topic", topic, "err", err)
+	}
+}
+
+// Spawn starts agent sessions for the events that name a configured group
+// ([groups.NAME] in config.toml) with one of its topics; the payload's
+// "text" is the prompt. Events of other groups, and those with no text,
+// are logged and dropped. It runs until the subscription closes.
+func (r *Runner) Spawn(sub *events.Subscription) {
+	for ev := range sub.C() {
+		g, ok := r.cfg.Groups[ev.Group]
+		if !ok || !slices.Contains(g.Topics, ev.Topic) {
+			r.log.Info("event dropped: its group is not configured to start agent sessions ([groups.NAME] in config.toml)",
+				"topic", ev.Topic, "group", ev.Group, "source", ev.Source, "event", ev.ID)
+			continue
+		}
+		text, _ := ev.Payload["text"].(string)
+		if strings.TrimSpace(text) == "" {
+			r.log.Warn("event dropped: no text for the agent", "topic", ev.Topic, "group", ev.Group, "source", ev.Source, "event", ev.ID)
+			continue
+		}
+		go r.runForEvent(ev, text)
+	}
+}
+
+// runForEvent runs one agent session for ev and logs how it went. The
+// session waits in its group's queue when the group is busy; past the
+// queue the event is dropped (logged by openContainerSession).
+func (r *Runner) runForEvent(ev *plugin.Event, text string) {
+	ctx := context.Background()
+	sess, agent, err := r.openContainerSession(ctx, control.SessionRequest{Group: ev.Group, Runtime: "container", Prompt: text})
+	if err != nil {
+		r.log.Warn("event dropped: no agent session could start", "topic", ev.Topic, "group", ev.Group, "event", ev.ID, "err", err)
+		_ = r.audit.Write(&audit.Entry{Source: "core", Group: ev.Group, Topic: ev.Topic, ID: ev.ID, Stage: audit.StageEvent,
+			Outcome: audit.OutcomeRejected, Reason: "no agent session could start: " + textutil.Clip(textutil.OneLine(err.Error()), 500)})
+		return
+	}
+	r.log.Info("agent session started for an event", "session", sess.ID, "group", ev.Group, "topic", ev.Topic, "event", ev.ID)
+	var bytes int
+	for o := range agent.Output {
+		bytes += len(o.Data)
+		switch {
+		case o.Exit != nil:
+			r.log.Info("agent session for an event ended", "session", sess.ID, "exit", *o.Exit, "output_bytes", bytes)
+		case o.Error != "":
+			r.log.Warn("agent session for an event failed", "session", sess.ID, "err", o.Error)
+		}
+	}
+	cctx, cancel := context.WithTimeout(ctx, stopTimeout)
+	defer cancel()
+	_ = r.Close(cctx, sess.ID)
+}
