@@ -15,6 +15,7 @@ import (
 	"github.com/carapace-dev/carapace/core/catalog"
 	"github.com/carapace-dev/carapace/core/confirm"
 	"github.com/carapace-dev/carapace/core/manifest"
+	"github.com/carapace-dev/carapace/core/outcome"
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/ipc"
 	"github.com/carapace-dev/carapace/plugins/echo"
@@ -135,7 +136,7 @@ func TestHandlerOutcomes(t *testing.T) {
 			return nil, te
 		}, ipc.CodePluginError, "Internal plugin error", "core", "PLUGIN_ERROR"},
 		{"unavailable", func(context.Context, *plugin.Request) (map[string]any, error) {
-			return nil, fmt.Errorf("process exited: %w", ErrUnavailable)
+			return nil, fmt.Errorf("process exited: %w", outcome.ErrUnavailable)
 		}, ipc.CodePluginUnavailable, "not running", "core", "PLUGIN_UNAVAILABLE"},
 		{"timeout", func(ctx context.Context, _ *plugin.Request) (map[string]any, error) {
 			<-ctx.Done()
@@ -183,6 +184,32 @@ func TestHandlerOutcomes(t *testing.T) {
 				t.Errorf("handler audit code = %q, want %q (stages %v)", handlerCode, tt.handlerE, a.stages())
 			}
 		})
+	}
+}
+
+// TestToolErrorRedactionIsAudited checks that a credential the sanitiser
+// removed from a ToolError's message is marked on the response entry, as
+// one removed from a result is.
+func TestToolErrorRedactionIsAudited(t *testing.T) {
+	a := &memAudit{}
+	p := newTestPipeline(t, a, funcHandler(func(context.Context, *plugin.Request) (map[string]any, error) {
+		return nil, plugin.NewToolError("upstream said: Authorization: Bearer abc.def.ghi", false)
+	}))
+	r := run(t, p, NewSession("s1", "main", "none"), wire("tool.invoke.fn", "{}"))
+	if e := r.Payload.Error; e == nil || e.Code != ipc.CodeHandlerError || strings.Contains(e.Message, "abc.def") {
+		t.Fatalf("error %+v; want HANDLER_ERROR with the credential redacted", e)
+	}
+	var resp *audit.Entry
+	for i := range a.entries {
+		if strings.Contains(a.entries[i].Reason, "abc.def") {
+			t.Errorf("the credential reached the audit log: %+v", a.entries[i])
+		}
+		if a.entries[i].Stage == audit.StageResponse {
+			resp = &a.entries[i]
+		}
+	}
+	if resp == nil || len(resp.Redacted) != 1 || resp.Redacted[0] != "error.message" {
+		t.Fatalf("response entry %+v; want error.message redacted (stages %v)", resp, a.stages())
 	}
 }
 

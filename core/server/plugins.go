@@ -23,7 +23,7 @@ import (
 	"github.com/carapace-dev/carapace/core/install"
 	"github.com/carapace-dev/carapace/core/intrinsics"
 	"github.com/carapace-dev/carapace/core/manifest"
-	"github.com/carapace-dev/carapace/core/pipeline"
+	"github.com/carapace-dev/carapace/core/outcome"
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/core/pluginhost"
 	"github.com/carapace-dev/carapace/core/version"
@@ -639,7 +639,7 @@ func (t *tracked) Shutdown(context.Context) error { return nil }
 // Invoke implements plugin.Handler.
 func (t *tracked) Invoke(ctx context.Context, req *plugin.Request) (map[string]any, error) {
 	if !t.st.calls.enter() {
-		return nil, fmt.Errorf("plugin %s is restarting: %w", t.st.name, pipeline.ErrUnavailable)
+		return nil, fmt.Errorf("plugin %s is restarting: %w", t.st.name, outcome.ErrUnavailable)
 	}
 	defer t.st.calls.leave()
 	res, err := t.st.handler.Invoke(ctx, req)
@@ -647,7 +647,7 @@ func (t *tracked) Invoke(ctx context.Context, req *plugin.Request) (map[string]a
 		return res, nil
 	}
 	if errors.Is(err, pluginhost.ErrUnavailable) {
-		return nil, fmt.Errorf("%w: %w", pipeline.ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: %w", outcome.ErrUnavailable, err)
 	}
 	if re, ok := errors.AsType[*pluginhost.ResultError](err); ok {
 		return nil, &plugin.ToolError{Code: "HANDLER_ERROR", Message: fmt.Sprintf("Handler returned a JSON %s, not an object", re.JSONType)}
