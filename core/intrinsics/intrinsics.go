@@ -14,8 +14,8 @@ import (
 	"github.com/carapace-dev/carapace/core/audit"
 	"github.com/carapace-dev/carapace/core/catalog"
 	"github.com/carapace-dev/carapace/core/manifest"
-	"github.com/carapace-dev/carapace/core/pipeline"
 	"github.com/carapace-dev/carapace/core/plugin"
+	"github.com/carapace-dev/carapace/core/session"
 )
 
 // Plugin is the name intrinsics are catalogued under.
@@ -72,7 +72,7 @@ func (h *Handler) Shutdown(context.Context) error { return nil }
 
 // Invoke implements plugin.Handler.
 func (h *Handler) Invoke(ctx context.Context, req *plugin.Request) (map[string]any, error) {
-	s, ok := pipeline.SessionFrom(ctx)
+	s, ok := session.FromContext(ctx)
 	if !ok {
 		return nil, fmt.Errorf("intrinsic %s called without a session", req.Tool)
 	}
@@ -87,7 +87,7 @@ func (h *Handler) Invoke(ctx context.Context, req *plugin.Request) (map[string]a
 	return nil, plugin.NewToolError("unknown intrinsic "+req.Tool, false)
 }
 
-func (h *Handler) listTools(s *pipeline.Session) map[string]any {
+func (h *Handler) listTools(s *session.Session) map[string]any {
 	var tools []map[string]any
 	for _, t := range h.Catalog.List() {
 		if !t.Allowed(s.Group) {
@@ -102,7 +102,7 @@ func (h *Handler) listTools(s *pipeline.Session) map[string]any {
 	return map[string]any{"tools": tools}
 }
 
-func (h *Handler) sessionInfo(s *pipeline.Session) map[string]any {
+func (h *Handler) sessionInfo(s *session.Session) map[string]any {
 	healthy, failed := []string{}, []Failure{}
 	if h.Health != nil {
 		healthy, failed = h.Health()
@@ -129,7 +129,7 @@ type diagEntry struct {
 	DurationMS   float64 `json:"duration_ms,omitempty"`
 }
 
-func diagnostics(s *pipeline.Session, req *plugin.Request) map[string]any {
+func diagnostics(s *session.Session, req *plugin.Request) map[string]any {
 	f := audit.Filter{}
 	mode := "recent"
 	if c, ok := req.Arguments["correlation"].(string); ok {

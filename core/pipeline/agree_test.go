@@ -15,6 +15,7 @@ import (
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/core/plugin/plugintest"
 	"github.com/carapace-dev/carapace/core/sanitize"
+	"github.com/carapace-dev/carapace/core/session"
 	"github.com/carapace-dev/carapace/ipc"
 )
 
@@ -75,7 +76,7 @@ func TestPipelineAndPlugintestAgree(t *testing.T) {
 	for _, tt := range handlers {
 		t.Run(tt.name, func(t *testing.T) {
 			a := &memAudit{}
-			r := run(t, newTestPipeline(t, a, tt.h), NewSession("s1", "main", "none"), wire("tool.invoke.fn", "{}"))
+			r := run(t, newTestPipeline(t, a, tt.h), session.New("s1", "main", "none"), wire("tool.invoke.fn", "{}"))
 			core := seen{JSON: string(r.Payload.Result)}
 			if e := r.Payload.Error; e != nil {
 				core = seen{Code: e.Code, Message: e.Message, Retriable: e.Retriable, Field: e.Field, RetryAfter: e.RetryAfter}

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"golang.org/x/time/rate"
 
 	"github.com/carapace-dev/carapace/core/audit"
 	"github.com/carapace-dev/carapace/core/catalog"
@@ -29,6 +30,7 @@ import (
 	"github.com/carapace-dev/carapace/core/outcome"
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/core/sanitize"
+	"github.com/carapace-dev/carapace/core/session"
 	"github.com/carapace-dev/carapace/ipc"
 )
 
@@ -40,6 +42,8 @@ type Rate struct {
 	PerMinute int // sustained requests per minute
 	Burst     int // requests allowed at once
 }
+
+func (r Rate) limit() rate.Limit { return rate.Limit(float64(r.PerMinute) / 60) }
 
 // Auditor writes audit entries. Write must fail when the entry was not
 // recorded: the pipeline then refuses to run the request.
@@ -122,7 +126,7 @@ func (p *Pipeline) Draining() bool {
 
 // call is one request on its way through the pipeline.
 type call struct {
-	s        *Session
+	s        *session.Session
 	id       string
 	received time.Time
 	req      *ipc.Request
@@ -132,7 +136,7 @@ type call struct {
 
 // Reject answers a wire message that failed to decode (stage 1). raw
 // correlation, if known, is echoed so the client can match the answer.
-func (p *Pipeline) Reject(s *Session, correlation string, werr *ipc.Error, send func(frame []byte, final bool)) {
+func (p *Pipeline) Reject(s *session.Session, correlation string, werr *ipc.Error, send func(frame []byte, final bool)) {
 	c := &call{s: s, id: uuid.NewString(), received: time.Now().UTC(), req: &ipc.Request{Correlation: correlation}, send: send}
 	if ipc.CheckCorrelation(correlation) != nil {
 		c.req.Correlation = ""
@@ -144,7 +148,7 @@ func (p *Pipeline) Reject(s *Session, correlation string, werr *ipc.Error, send 
 // path. send is called with final false for the interim pending frame while
 // a confirmation is awaited, and exactly once with final true for the
 // response.
-func (p *Pipeline) Handle(ctx context.Context, s *Session, req *ipc.Request, send func(frame []byte, final bool)) {
+func (p *Pipeline) Handle(ctx context.Context, s *session.Session, req *ipc.Request, send func(frame []byte, final bool)) {
 	c := &call{s: s, id: uuid.NewString(), received: time.Now().UTC(), req: req, send: send}
 
 	// Stage 1 is done: the envelope is c, built from session state, the
@@ -222,7 +226,7 @@ func (p *Pipeline) Handle(ctx context.Context, s *Session, req *ipc.Request, sen
 		return
 	}
 	preq := &plugin.Request{Tool: c.tool.Name, Arguments: args, Group: s.Group, Session: s.ID, Correlation: req.Correlation, EnvelopeID: c.id, Time: c.received}
-	res, herr := outcome.Call(WithSession(ctx, s), p.opts.HandlerTimeout, func(ctx context.Context) (map[string]any, error) {
+	res, herr := outcome.Call(session.NewContext(ctx, s), p.opts.HandlerTimeout, func(ctx context.Context) (map[string]any, error) {
 		return c.tool.Handler.Invoke(ctx, preq)
 	})
 	p.answer(c, res, herr)
@@ -256,7 +260,7 @@ func (p *Pipeline) rateLimit(c *call) *ipc.Error {
 	if p.opts.RateFor != nil {
 		r = p.opts.RateFor(c.tool.Name)
 	}
-	lim := c.s.limiter(c.tool.Name, r)
+	lim := c.s.Limiter(c.tool.Name, r.limit(), r.Burst)
 	if lim.Allow() {
 		return nil
 	}
@@ -377,7 +381,7 @@ func (p *Pipeline) respondErrorAt(c *call, stage, source, result string, e *ipc.
 	audited := true
 	if result == audit.OutcomeRejected {
 		var skipped int
-		audited, skipped = c.s.auditRejection(p.opts.Rejections)
+		audited, skipped = c.s.AuditRejection(p.opts.Rejections.limit(), p.opts.Rejections.Burst)
 		if skipped > 0 {
 			entry.Reason = clip(entry.Reason, 400) + fmt.Sprintf(" (and %d more rejections in this session not logged one by one)", skipped)
 		}
@@ -398,7 +402,7 @@ func (p *Pipeline) write(c *call, e *audit.Entry) error {
 		e.Topic = clip(e.Topic, 200)
 	}
 	err := p.opts.Audit.Write(e)
-	c.s.record(*e)
+	c.s.Record(*e)
 	return err
 }
 

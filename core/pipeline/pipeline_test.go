@@ -17,6 +17,7 @@ import (
 	"github.com/carapace-dev/carapace/core/manifest"
 	"github.com/carapace-dev/carapace/core/outcome"
 	"github.com/carapace-dev/carapace/core/plugin"
+	"github.com/carapace-dev/carapace/core/session"
 	"github.com/carapace-dev/carapace/ipc"
 	"github.com/carapace-dev/carapace/plugins/echo"
 )
@@ -78,7 +79,7 @@ func newTestPipeline(t testing.TB, a *memAudit, h plugin.Handler) *Pipeline {
 }
 
 // run sends raw through Reject or Handle and returns the final frame.
-func run(t testing.TB, p *Pipeline, s *Session, raw []byte) *ipc.Response {
+func run(t testing.TB, p *Pipeline, s *session.Session, raw []byte) *ipc.Response {
 	t.Helper()
 	var finals [][]byte
 	send := func(f []byte, final bool) {
@@ -157,7 +158,7 @@ func TestHandlerOutcomes(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			a := &memAudit{}
 			p := newTestPipeline(t, a, tt.h)
-			r := run(t, p, NewSession("s1", "main", "none"), wire("tool.invoke.fn", "{}"))
+			r := run(t, p, session.New("s1", "main", "none"), wire("tool.invoke.fn", "{}"))
 			if r.Source != tt.source {
 				t.Errorf("source = %q, want %q", r.Source, tt.source)
 			}
@@ -195,7 +196,7 @@ func TestToolErrorRedactionIsAudited(t *testing.T) {
 	p := newTestPipeline(t, a, funcHandler(func(context.Context, *plugin.Request) (map[string]any, error) {
 		return nil, plugin.NewToolError("upstream said: Authorization: Bearer abc.def.ghi", false)
 	}))
-	r := run(t, p, NewSession("s1", "main", "none"), wire("tool.invoke.fn", "{}"))
+	r := run(t, p, session.New("s1", "main", "none"), wire("tool.invoke.fn", "{}"))
 	if e := r.Payload.Error; e == nil || e.Code != ipc.CodeHandlerError || strings.Contains(e.Message, "abc.def") {
 		t.Fatalf("error %+v; want HANDLER_ERROR with the credential redacted", e)
 	}
@@ -220,7 +221,7 @@ func TestAuditFailureRefusesRequest(t *testing.T) {
 		ran = true
 		return map[string]any{}, nil
 	}))
-	r := run(t, p, NewSession("s1", "main", "none"), wire("tool.invoke.fn", "{}"))
+	r := run(t, p, session.New("s1", "main", "none"), wire("tool.invoke.fn", "{}"))
 	if ran {
 		t.Fatal("the handler ran although its request could not be audited")
 	}
@@ -238,7 +239,7 @@ func TestDrain(t *testing.T) {
 		return map[string]any{"done": true}, nil
 	}))
 	p.opts.HandlerTimeout = 10 * time.Second
-	s := NewSession("s1", "main", "none")
+	s := session.New("s1", "main", "none")
 	inflight := make(chan *ipc.Response)
 	go func() { inflight <- run(t, p, s, wire("tool.invoke.fn", "{}")) }()
 	<-started
@@ -267,7 +268,7 @@ func TestDrain(t *testing.T) {
 func TestRateLimitRetryAfter(t *testing.T) {
 	p := newTestPipeline(t, &memAudit{}, nil)
 	p.opts.RateFor = func(string) Rate { return Rate{PerMinute: 6, Burst: 1} }
-	s := NewSession("s1", "main", "none")
+	s := session.New("s1", "main", "none")
 	if e := run(t, p, s, wire("tool.invoke.echo", `{"message":"x"}`)).Payload.Error; e != nil {
 		t.Fatal(e)
 	}
@@ -276,31 +277,8 @@ func TestRateLimitRetryAfter(t *testing.T) {
 		t.Fatalf("second call: %+v, want RATE_LIMITED stage 4 retry_after ~10", e)
 	}
 	// Another session has its own budget.
-	if e := run(t, p, NewSession("s2", "main", "none"), wire("tool.invoke.echo", `{"message":"x"}`)).Payload.Error; e != nil {
+	if e := run(t, p, session.New("s2", "main", "none"), wire("tool.invoke.echo", `{"message":"x"}`)).Payload.Error; e != nil {
 		t.Fatalf("other session limited: %+v", e)
-	}
-}
-
-func TestDiagnosticsRing(t *testing.T) {
-	s := NewSession("s1", "main", "none")
-	for i := 0; i < diagCap+10; i++ {
-		outcome := audit.OutcomeOK
-		if i%2 == 0 {
-			outcome = audit.OutcomeRejected
-		}
-		s.record(audit.Entry{Correlation: string(rune('a' + i%26)), Outcome: outcome})
-	}
-	if n := len(s.Diagnostics(audit.Filter{})); n != diagCap {
-		t.Fatalf("kept %d, want %d", n, diagCap)
-	}
-	got := s.Diagnostics(audit.Filter{Outcome: "error", Last: 3})
-	if len(got) != 3 {
-		t.Fatalf("last 3 errors: %d", len(got))
-	}
-	for _, e := range got {
-		if e.Outcome != audit.OutcomeRejected {
-			t.Fatalf("filter returned %q", e.Outcome)
-		}
 	}
 }
 
@@ -320,7 +298,7 @@ func FuzzPipeline(f *testing.F) {
 	a := &memAudit{}
 	p := newTestPipeline(f, a, funcHandler(func(context.Context, *plugin.Request) (map[string]any, error) { return map[string]any{}, nil }))
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		s := NewSession("s1", "main", "none")
+		s := session.New("s1", "main", "none")
 		r := run(t, p, s, raw)
 		if r.Group != "main" || r.Version != ipc.ProtocolVersion || r.Type != ipc.TypeResponse {
 			t.Fatalf("envelope not built from session state: %+v", r)
@@ -337,7 +315,7 @@ func FuzzPipeline(f *testing.F) {
 func TestDrainAnswersPendingConfirmationBeforeWaitReturns(t *testing.T) {
 	p := newTestPipeline(t, &memAudit{}, nil)
 	p.opts.Gate = confirm.New(confirm.Options{Timeout: time.Hour})
-	s := NewSession("s1", "main", "none")
+	s := session.New("s1", "main", "none")
 	req, werr := ipc.DecodeRequest(wire("tool.invoke.echo_confirm", `{"message":"x"}`))
 	if werr != nil {
 		t.Fatal(werr)
