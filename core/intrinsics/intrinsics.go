@@ -36,7 +36,7 @@ type Handler struct {
 	Health func() (healthy []string, failed []Failure)
 }
 
-var _ plugin.Handler = (*Handler)(nil)
+var _ catalog.Invoker = (*Handler)(nil)
 
 var schemas = map[string]struct{ desc, schema string }{
 	"list_tools": {"List the tools this session may call, with their descriptions, risk levels and argument schemas.",
@@ -64,13 +64,7 @@ func (h *Handler) Tools() ([]*catalog.Tool, error) {
 	return out, nil
 }
 
-// Init implements plugin.Handler; intrinsics need no setup.
-func (h *Handler) Init(context.Context, map[string]any, plugin.Services) error { return nil }
-
-// Shutdown implements plugin.Handler.
-func (h *Handler) Shutdown(context.Context) error { return nil }
-
-// Invoke implements plugin.Handler.
+// Invoke implements catalog.Invoker.
 func (h *Handler) Invoke(ctx context.Context, req *plugin.Request) (map[string]any, error) {
 	s, ok := session.FromContext(ctx)
 	if !ok {

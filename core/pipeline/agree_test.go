@@ -19,6 +19,15 @@ import (
 	"github.com/carapace-dev/carapace/ipc"
 )
 
+// pluginHandler gives a funcHandler the lifecycle plugintest asks of a
+// whole plugin.Handler; it has nothing to set up.
+type pluginHandler struct{ funcHandler }
+
+var _ plugin.Handler = pluginHandler{}
+
+func (pluginHandler) Init(context.Context, map[string]any, plugin.Services) error { return nil }
+func (pluginHandler) Shutdown(context.Context) error                              { return nil }
+
 // seen is what one path made of a handler's outcome, in the terms both
 // paths can express.
 type seen struct {
@@ -90,7 +99,7 @@ func TestPipelineAndPlugintestAgree(t *testing.T) {
 				}
 			}
 
-			hs := plugintest.New(t, tt.h, plugintest.NoInit(), plugintest.WithTimeout(timeout),
+			hs := plugintest.New(t, pluginHandler{tt.h}, plugintest.NoInit(), plugintest.WithTimeout(timeout),
 				plugintest.WithServices(&plugintest.Services{Plugin: "fnplug"}))
 			res := hs.Invoke("fn", nil, plugintest.WithGroup("main"), plugintest.WithSession("s1"), plugintest.WithCorrelation("c1"))
 			harness := seen{Code: res.Code, Message: res.Message, Retriable: res.Retriable, Field: res.Field,

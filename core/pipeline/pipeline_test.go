@@ -49,16 +49,17 @@ func (m *memAudit) stages() []string {
 	return out
 }
 
-// funcHandler adapts a function to plugin.Handler.
+// funcHandler adapts a function to catalog.Invoker: all the catalogue and
+// the pipeline need of a handler.
 type funcHandler func(ctx context.Context, req *plugin.Request) (map[string]any, error)
 
-func (f funcHandler) Init(context.Context, map[string]any, plugin.Services) error { return nil }
-func (f funcHandler) Shutdown(context.Context) error                              { return nil }
+var _ catalog.Invoker = funcHandler(nil)
+
 func (f funcHandler) Invoke(ctx context.Context, r *plugin.Request) (map[string]any, error) {
 	return f(ctx, r)
 }
 
-func newTestPipeline(t testing.TB, a *memAudit, h plugin.Handler) *Pipeline {
+func newTestPipeline(t testing.TB, a *memAudit, h catalog.Invoker) *Pipeline {
 	t.Helper()
 	cat := catalog.New()
 	m, err := manifest.Parse("echo/manifest.json", echo.Manifest(), manifest.Options{})

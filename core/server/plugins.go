@@ -627,16 +627,13 @@ func (s *Server) healthyPlugins() []*pluginState {
 
 // tracked is the catalogue's handler for a plugin: it counts in-flight
 // calls, so that a restart can drain them, and refuses calls once the
-// plugin is stopping.
+// plugin is stopping. The core initialises and shuts plugins down itself,
+// so the catalogue gets only Invoke.
 type tracked struct{ st *pluginState }
 
-// Init implements plugin.Handler; the core initialises plugins directly.
-func (t *tracked) Init(context.Context, map[string]any, plugin.Services) error { return nil }
+var _ catalog.Invoker = (*tracked)(nil)
 
-// Shutdown implements plugin.Handler; the core shuts plugins down directly.
-func (t *tracked) Shutdown(context.Context) error { return nil }
-
-// Invoke implements plugin.Handler.
+// Invoke implements catalog.Invoker.
 func (t *tracked) Invoke(ctx context.Context, req *plugin.Request) (map[string]any, error) {
 	if !t.st.calls.enter() {
 		return nil, fmt.Errorf("plugin %s is restarting: %w", t.st.name, outcome.ErrUnavailable)
