@@ -2,11 +2,14 @@
 // healthy plugin and of the core's intrinsics, with its compiled argument
 // schema, risk level, owning plugin and group restrictions. Stage 2 of the
 // pipeline looks topics up here, stage 3 validates against the schemas
-// compiled here (once, at registration), stage 4 consults AllowedGroups.
+// compiled here (once, at registration), stage 4 consults AllowedGroups,
+// and stage 6 calls the tool's Invoker: of a plugin's handler, the
+// catalogue holds only the one method a call needs.
 package catalog
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,6 +25,13 @@ import (
 	"github.com/carapace-dev/carapace/core/plugin"
 )
 
+// Invoker runs calls of a catalogued tool. A plugin's plugin.Handler is
+// one; the catalogue asks for nothing else of it, since its lifecycle
+// (Init, Shutdown) is the core's business, not the catalogue's.
+type Invoker interface {
+	Invoke(ctx context.Context, req *plugin.Request) (map[string]any, error)
+}
+
 // Tool is one catalogued tool.
 type Tool struct {
 	Name          string
@@ -31,7 +41,7 @@ type Tool struct {
 	Schema        *jsonschema.Schema
 	RawSchema     json.RawMessage
 	AllowedGroups []string // empty: every group
-	Handler       plugin.Handler
+	Handler       Invoker  // serves the tool's calls; nil: the tool cannot be called
 }
 
 // Allowed reports whether group may use the tool.
@@ -114,9 +124,10 @@ func (c *Catalog) Len() int {
 	return len(c.tools)
 }
 
-// FromManifest builds the catalogue entries of one plugin, compiling every
-// argument schema. allowedGroups overrides the manifest's list when non-nil.
-func FromManifest(pluginName string, m *manifest.Manifest, h plugin.Handler, allowedGroups []string) ([]*Tool, error) {
+// FromManifest builds the catalogue entries of one plugin, served by h,
+// compiling every argument schema. allowedGroups overrides the manifest's
+// list when non-nil.
+func FromManifest(pluginName string, m *manifest.Manifest, h Invoker, allowedGroups []string) ([]*Tool, error) {
 	groups := m.AllowedGroups
 	if allowedGroups != nil {
 		groups = allowedGroups

@@ -1,9 +1,13 @@
 package catalog
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/carapace-dev/carapace/core/manifest"
+	"github.com/carapace-dev/carapace/core/plugin"
 )
 
 const schema = `{"type":"object","additionalProperties":false,"required":["message"],"properties":{
@@ -78,5 +82,42 @@ func TestAllowed(t *testing.T) {
 	open, restricted := &Tool{}, &Tool{AllowedGroups: []string{"email"}}
 	if !open.Allowed("main") || restricted.Allowed("main") || !restricted.Allowed("email") {
 		t.Fatal("Allowed")
+	}
+}
+
+// invokeOnly has Invoke and nothing else of a plugin.Handler: all the
+// catalogue asks of what serves a tool.
+type invokeOnly struct{ calls []string }
+
+func (h *invokeOnly) Invoke(_ context.Context, req *plugin.Request) (map[string]any, error) {
+	h.calls = append(h.calls, req.Tool)
+	return map[string]any{}, nil
+}
+
+func TestFromManifestServesToolsWithTheInvoker(t *testing.T) {
+	m := &manifest.Manifest{AllowedGroups: []string{"main"}, Provides: manifest.Provides{Tools: []manifest.Tool{
+		{Name: "a", Description: "A", RiskLevel: manifest.RiskLow, ArgumentsSchema: json.RawMessage(`{"type":"object"}`)},
+		{Name: "b", Description: "B", RiskLevel: manifest.RiskHigh, ArgumentsSchema: json.RawMessage(`{"type":"object"}`)},
+	}}}
+	h := &invokeOnly{}
+	tools, err := FromManifest("p", m, h, []string{"email"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := New()
+	if err := c.Add(tools...); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"a", "b"} {
+		tool := c.Lookup(name)
+		if tool == nil || tool.Plugin != "p" || tool.Allowed("main") || !tool.Allowed("email") {
+			t.Fatalf("tool %s = %+v; want plugin p, allowed for email only", name, tool)
+		}
+		if _, err := tool.Handler.Invoke(context.Background(), &plugin.Request{Tool: name}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if strings.Join(h.calls, ",") != "a,b" {
+		t.Fatalf("the invoker served %v; want a,b", h.calls)
 	}
 }

@@ -14,8 +14,8 @@ import (
 	"github.com/carapace-dev/carapace/core/audit"
 	"github.com/carapace-dev/carapace/core/catalog"
 	"github.com/carapace-dev/carapace/core/manifest"
-	"github.com/carapace-dev/carapace/core/pipeline"
 	"github.com/carapace-dev/carapace/core/plugin"
+	"github.com/carapace-dev/carapace/core/session"
 )
 
 // Plugin is the name intrinsics are catalogued under.
@@ -36,7 +36,7 @@ type Handler struct {
 	Health func() (healthy []string, failed []Failure)
 }
 
-var _ plugin.Handler = (*Handler)(nil)
+var _ catalog.Invoker = (*Handler)(nil)
 
 var schemas = map[string]struct{ desc, schema string }{
 	"list_tools": {"List the tools this session may call, with their descriptions, risk levels and argument schemas.",
@@ -64,15 +64,9 @@ func (h *Handler) Tools() ([]*catalog.Tool, error) {
 	return out, nil
 }
 
-// Init implements plugin.Handler; intrinsics need no setup.
-func (h *Handler) Init(context.Context, map[string]any, plugin.Services) error { return nil }
-
-// Shutdown implements plugin.Handler.
-func (h *Handler) Shutdown(context.Context) error { return nil }
-
-// Invoke implements plugin.Handler.
+// Invoke implements catalog.Invoker.
 func (h *Handler) Invoke(ctx context.Context, req *plugin.Request) (map[string]any, error) {
-	s, ok := pipeline.SessionFrom(ctx)
+	s, ok := session.FromContext(ctx)
 	if !ok {
 		return nil, fmt.Errorf("intrinsic %s called without a session", req.Tool)
 	}
@@ -87,7 +81,7 @@ func (h *Handler) Invoke(ctx context.Context, req *plugin.Request) (map[string]a
 	return nil, plugin.NewToolError("unknown intrinsic "+req.Tool, false)
 }
 
-func (h *Handler) listTools(s *pipeline.Session) map[string]any {
+func (h *Handler) listTools(s *session.Session) map[string]any {
 	var tools []map[string]any
 	for _, t := range h.Catalog.List() {
 		if !t.Allowed(s.Group) {
@@ -102,7 +96,7 @@ func (h *Handler) listTools(s *pipeline.Session) map[string]any {
 	return map[string]any{"tools": tools}
 }
 
-func (h *Handler) sessionInfo(s *pipeline.Session) map[string]any {
+func (h *Handler) sessionInfo(s *session.Session) map[string]any {
 	healthy, failed := []string{}, []Failure{}
 	if h.Health != nil {
 		healthy, failed = h.Health()
@@ -129,7 +123,7 @@ type diagEntry struct {
 	DurationMS   float64 `json:"duration_ms,omitempty"`
 }
 
-func diagnostics(s *pipeline.Session, req *plugin.Request) map[string]any {
+func diagnostics(s *session.Session, req *plugin.Request) map[string]any {
 	f := audit.Filter{}
 	mode := "recent"
 	if c, ok := req.Arguments["correlation"].(string); ok {

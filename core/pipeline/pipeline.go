@@ -3,7 +3,9 @@
 // (2) the topic names a catalogued tool, (3) arguments match the tool's
 // schema, (4) group authorisation and rate limits, (5) user confirmation for
 // high-risk tools, (6) route to the handler — and every answer through the
-// response path: sanitise, log, forward. Errors take the same path.
+// response path: sanitise, log, forward. Errors take the same path. What a
+// handler's result, error, panic or timeout becomes for the agent is
+// core/outcome's to say, so that plugintest shows plugin authors the same.
 package pipeline
 
 import (
@@ -14,19 +16,21 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/google/uuid"
+	"golang.org/x/time/rate"
 
 	"github.com/carapace-dev/carapace/core/audit"
 	"github.com/carapace-dev/carapace/core/catalog"
 	"github.com/carapace-dev/carapace/core/confirm"
 	"github.com/carapace-dev/carapace/core/manifest"
+	"github.com/carapace-dev/carapace/core/outcome"
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/core/sanitize"
+	"github.com/carapace-dev/carapace/core/session"
 	"github.com/carapace-dev/carapace/ipc"
 )
 
@@ -38,6 +42,8 @@ type Rate struct {
 	PerMinute int // sustained requests per minute
 	Burst     int // requests allowed at once
 }
+
+func (r Rate) limit() rate.Limit { return rate.Limit(float64(r.PerMinute) / 60) }
 
 // Auditor writes audit entries. Write must fail when the entry was not
 // recorded: the pipeline then refuses to run the request.
@@ -120,7 +126,7 @@ func (p *Pipeline) Draining() bool {
 
 // call is one request on its way through the pipeline.
 type call struct {
-	s        *Session
+	s        *session.Session
 	id       string
 	received time.Time
 	req      *ipc.Request
@@ -130,7 +136,7 @@ type call struct {
 
 // Reject answers a wire message that failed to decode (stage 1). raw
 // correlation, if known, is echoed so the client can match the answer.
-func (p *Pipeline) Reject(s *Session, correlation string, werr *ipc.Error, send func(frame []byte, final bool)) {
+func (p *Pipeline) Reject(s *session.Session, correlation string, werr *ipc.Error, send func(frame []byte, final bool)) {
 	c := &call{s: s, id: uuid.NewString(), received: time.Now().UTC(), req: &ipc.Request{Correlation: correlation}, send: send}
 	if ipc.CheckCorrelation(correlation) != nil {
 		c.req.Correlation = ""
@@ -142,7 +148,7 @@ func (p *Pipeline) Reject(s *Session, correlation string, werr *ipc.Error, send 
 // path. send is called with final false for the interim pending frame while
 // a confirmation is awaited, and exactly once with final true for the
 // response.
-func (p *Pipeline) Handle(ctx context.Context, s *Session, req *ipc.Request, send func(frame []byte, final bool)) {
+func (p *Pipeline) Handle(ctx context.Context, s *session.Session, req *ipc.Request, send func(frame []byte, final bool)) {
 	c := &call{s: s, id: uuid.NewString(), received: time.Now().UTC(), req: req, send: send}
 
 	// Stage 1 is done: the envelope is c, built from session state, the
@@ -220,12 +226,10 @@ func (p *Pipeline) Handle(ctx context.Context, s *Session, req *ipc.Request, sen
 		return
 	}
 	preq := &plugin.Request{Tool: c.tool.Name, Arguments: args, Group: s.Group, Session: s.ID, Correlation: req.Correlation, EnvelopeID: c.id, Time: c.received}
-	res, herr := p.invoke(WithSession(ctx, s), c.tool, preq)
-	if herr != nil {
-		p.handlerFailed(c, herr)
-		return
-	}
-	p.succeed(c, res)
+	res, herr := outcome.Call(session.NewContext(ctx, s), p.opts.HandlerTimeout, func(ctx context.Context) (map[string]any, error) {
+		return c.tool.Handler.Invoke(ctx, preq)
+	})
+	p.answer(c, res, herr)
 }
 
 func unknownTool(topic, name string) *ipc.Error {
@@ -256,7 +260,7 @@ func (p *Pipeline) rateLimit(c *call) *ipc.Error {
 	if p.opts.RateFor != nil {
 		r = p.opts.RateFor(c.tool.Name)
 	}
-	lim := c.s.limiter(c.tool.Name, r)
+	lim := c.s.Limiter(c.tool.Name, r.limit(), r.Burst)
 	if lim.Allow() {
 		return nil
 	}
@@ -323,146 +327,61 @@ func (p *Pipeline) confirm(ctx context.Context, c *call, canonical []byte) *conf
 	}
 }
 
-// invoke calls the handler under the handler timeout. A panicking
-// in-process handler is a handler failure, not a core crash.
-func (p *Pipeline) invoke(ctx context.Context, t *catalog.Tool, req *plugin.Request) (map[string]any, error) {
-	ctx, cancel := context.WithTimeout(ctx, p.opts.HandlerTimeout)
-	defer cancel()
-	type outcome struct {
-		res map[string]any
-		err error
-	}
-	ch := make(chan outcome, 1)
-	go func() {
-		defer func() {
-			if r := recover(); r != nil {
-				ch <- outcome{err: &panicError{val: r, stack: debug.Stack()}}
-			}
-		}()
-		res, err := t.Handler.Invoke(ctx, req)
-		ch <- outcome{res, err}
-	}()
-	select {
-	case o := <-ch:
-		if o.err == nil && ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return nil, errTimeout
-		}
-		return o.res, o.err
-	case <-ctx.Done():
-		return nil, errTimeout
-	}
-}
-
-var errTimeout = errors.New("handler timeout")
-
-// ErrUnavailable is what a handler returns (wrapped) when it cannot take the
-// call at all — its process died, or it is being restarted. The agent gets
-// PLUGIN_UNAVAILABLE, which says to retry later, instead of PLUGIN_ERROR.
-var ErrUnavailable = errors.New("plugin unavailable")
-
-type panicError struct {
-	val   any
-	stack []byte
-}
-
-func (e *panicError) Error() string {
-	return fmt.Sprintf("handler panicked: %v\n%s", e.val, clip(string(e.stack), 4000))
-}
-
-// handlerFailed maps a handler failure to what the agent sees and writes the
-// two linked audit entries: the handler's own outcome, then the response.
-func (p *Pipeline) handlerFailed(c *call, herr error) {
+// answer maps the handler's outcome to what the agent sees (core/outcome)
+// and writes the audit entries: for a failure the handler's own outcome,
+// then the response; for a result the response, with what the sanitiser
+// removed.
+func (p *Pipeline) answer(c *call, res map[string]any, herr error) {
 	plug := c.tool.Plugin
-	var shown *ipc.Error
-	handlerEntry := &audit.Entry{Stage: audit.StageHandler, Outcome: audit.OutcomeError, Source: plug}
-	source := "core"
-	switch te, isTool := plugin.AsToolError(herr); {
-	case errors.Is(herr, ErrUnavailable):
-		shown = ipc.Errorf(ipc.CodePluginUnavailable, 6, "plugin %s is not running; get_session_info shows plugin health", plug)
-		handlerEntry.Code, handlerEntry.Reason = string(ipc.CodePluginUnavailable), clip(herr.Error(), 500)
-	case errors.Is(herr, errTimeout):
-		shown = ipc.Errorf(ipc.CodePluginTimeout, 6, "%s did not respond within %s", plug, p.opts.HandlerTimeout)
-		handlerEntry.Code, handlerEntry.Reason = string(ipc.CodePluginTimeout), "deadline exceeded"
-	case isTool && te != nil:
-		msg, _ := sanitize.String(te.Message)
-		shown = &ipc.Error{Code: ipc.CodeHandlerError, Message: msg, Retriable: te.Retriable, Field: te.Field, RetryAfter: te.RetryAfter}
-		handlerEntry.Code, handlerEntry.Reason = clip(te.Code, 64), clip(msg, 500)
-		source = plug
-	default:
-		shown = &ipc.Error{Code: ipc.CodePluginError, Message: "Internal plugin error", Retriable: false}
-		detail, _ := sanitize.String(herr.Error())
-		handlerEntry.Code, handlerEntry.Reason = string(ipc.CodePluginError), clip(detail, 8000)
-		p.log.Error("plugin handler failed", "plugin", plug, "tool", c.tool.Name, "correlation", c.req.Correlation, "err", clip(detail, 300))
-	}
-	_ = p.write(c, handlerEntry)
-	p.respondError(c, source, audit.OutcomeError, shown)
-}
-
-// succeed checks the result's shape and size, then sanitises, logs and
-// forwards it.
-func (p *Pipeline) succeed(c *call, res map[string]any) {
-	if res == nil {
-		_ = p.write(c, &audit.Entry{Stage: audit.StageHandler, Outcome: audit.OutcomeError, Source: c.tool.Plugin, Code: string(ipc.CodeHandlerError), Reason: "handler returned no result object"})
-		p.respondError(c, c.tool.Plugin, audit.OutcomeError, &ipc.Error{Code: ipc.CodeHandlerError, Message: "Handler returned no result object"})
-		return
-	}
-	clean, red := sanitize.Value(any(res), "result")
-	result, err := json.Marshal(clean)
-	for _, r := range red {
-		// The sanitiser replaces what JSON cannot encode; that is the
-		// handler's failure, not a credential.
-		if r.Kind == sanitize.KindUnencodable || r.Kind == sanitize.KindTooDeep {
-			err = fmt.Errorf("%s at %s", r.Kind, r.Path)
+	o := outcome.Of(res, herr, outcome.Options{Plugin: plug, Timeout: p.opts.HandlerTimeout,
+		Envelope: func(result json.RawMessage) []byte { return p.frame(c, plug, result, nil) }})
+	if !o.OK() {
+		// The audit log keeps why; for a ToolError, whose message is
+		// the whole story, the message.
+		reason := clip(o.Error.Message, 500)
+		if o.Detail != "" {
+			reason, _ = sanitize.String(o.Detail)
+			reason = clip(reason, 8000)
 		}
-	}
-	if err != nil {
-		_ = p.write(c, &audit.Entry{Stage: audit.StageHandler, Outcome: audit.OutcomeError, Source: c.tool.Plugin, Code: string(ipc.CodePluginError), Reason: "result is not serialisable: " + clip(err.Error(), 300)})
-		p.respondError(c, "core", audit.OutcomeError, &ipc.Error{Code: ipc.CodePluginError, Message: "Internal plugin error"})
+		_ = p.write(c, &audit.Entry{Stage: audit.StageHandler, Outcome: audit.OutcomeError, Source: plug, Code: o.AuditCode(), Reason: reason})
+		if herr != nil && o.Error.Code == ipc.CodePluginError {
+			p.log.Error("plugin handler failed", "plugin", plug, "tool", c.tool.Name, "correlation", c.req.Correlation, "err", clip(reason, 300))
+		}
+		p.respondErrorAt(c, audit.StageResponse, o.Source, audit.OutcomeError, o.Error, o.Redacted)
 		return
 	}
-	frame := p.frame(c, c.tool.Plugin, result, nil)
-	if len(frame) > ipc.MaxResponseBytes {
-		_ = p.write(c, &audit.Entry{Stage: audit.StageHandler, Outcome: audit.OutcomeError, Source: c.tool.Plugin, Code: string(ipc.CodeHandlerError), Reason: fmt.Sprintf("response of %d bytes exceeds the limit", len(frame))})
-		p.respondError(c, c.tool.Plugin, audit.OutcomeError, &ipc.Error{Code: ipc.CodeHandlerError, Message: fmt.Sprintf("Response exceeded maximum size (%d bytes)", ipc.MaxResponseBytes)})
-		return
+	e := &audit.Entry{Stage: audit.StageResponse, Outcome: audit.OutcomeOK, Source: plug}
+	if len(o.Redacted) > 0 {
+		e.Outcome = audit.OutcomeSanitized
+		e.Redacted = redactionPaths(o.Redacted)
+		p.log.Warn("sanitiser redacted a response", "plugin", plug, "tool", c.tool.Name, "paths", e.Redacted)
 	}
-	outcome := audit.OutcomeOK
-	e := &audit.Entry{Stage: audit.StageResponse, Source: c.tool.Plugin}
-	if len(red) > 0 {
-		outcome = audit.OutcomeSanitized
-		e.Redacted = redactionPaths(red)
-		p.log.Warn("sanitiser redacted a response", "plugin", c.tool.Plugin, "tool", c.tool.Name, "paths", e.Redacted)
-	}
-	e.Outcome = outcome
 	e.DurationMS = ms(time.Since(c.received))
 	_ = p.write(c, e)
-	p.forward(c, frame)
+	p.forward(c, o.Frame)
 }
 
 // fail answers a request the pipeline refused or could not route.
-func (p *Pipeline) fail(c *call, stage, outcome string, e *ipc.Error) {
-	p.respondErrorAt(c, stage, "core", outcome, e)
-}
-
-func (p *Pipeline) respondError(c *call, source, outcome string, e *ipc.Error) {
-	p.respondErrorAt(c, audit.StageResponse, source, outcome, e)
+func (p *Pipeline) fail(c *call, stage, result string, e *ipc.Error) {
+	p.respondErrorAt(c, stage, "core", result, e, nil)
 }
 
 // respondErrorAt is the response path for errors: sanitise the message, log
-// the entry (with the stage that produced it), forward.
-func (p *Pipeline) respondErrorAt(c *call, stage, source, outcome string, e *ipc.Error) {
+// the entry (with the stage that produced it and what was redacted before,
+// if anything), forward.
+func (p *Pipeline) respondErrorAt(c *call, stage, source, result string, e *ipc.Error, redacted []sanitize.Redaction) {
 	msg, kinds := sanitize.String(e.Message)
 	e.Message = clip(msg, 2000)
 	e.Field = clip(e.Field, 200)
-	entry := &audit.Entry{Stage: stage, Outcome: outcome, Source: source, Code: string(e.Code), Field: e.Field, Reason: clip(e.Message, 500), DurationMS: ms(time.Since(c.received))}
-	if len(kinds) > 0 {
+	entry := &audit.Entry{Stage: stage, Outcome: result, Source: source, Code: string(e.Code), Field: e.Field, Reason: clip(e.Message, 500), DurationMS: ms(time.Since(c.received))}
+	if len(kinds) > 0 || len(redacted) > 0 {
 		entry.Redacted = []string{"error.message"}
 		p.log.Warn("sanitiser redacted an error message", "source", source, "paths", entry.Redacted)
 	}
 	audited := true
-	if outcome == audit.OutcomeRejected {
+	if result == audit.OutcomeRejected {
 		var skipped int
-		audited, skipped = c.s.auditRejection(p.opts.Rejections)
+		audited, skipped = c.s.AuditRejection(p.opts.Rejections.limit(), p.opts.Rejections.Burst)
 		if skipped > 0 {
 			entry.Reason = clip(entry.Reason, 400) + fmt.Sprintf(" (and %d more rejections in this session not logged one by one)", skipped)
 		}
@@ -483,7 +402,7 @@ func (p *Pipeline) write(c *call, e *audit.Entry) error {
 		e.Topic = clip(e.Topic, 200)
 	}
 	err := p.opts.Audit.Write(e)
-	c.s.record(*e)
+	c.s.Record(*e)
 	return err
 }
 

@@ -15,7 +15,9 @@ import (
 	"github.com/carapace-dev/carapace/core/catalog"
 	"github.com/carapace-dev/carapace/core/confirm"
 	"github.com/carapace-dev/carapace/core/manifest"
+	"github.com/carapace-dev/carapace/core/outcome"
 	"github.com/carapace-dev/carapace/core/plugin"
+	"github.com/carapace-dev/carapace/core/session"
 	"github.com/carapace-dev/carapace/ipc"
 	"github.com/carapace-dev/carapace/plugins/echo"
 )
@@ -47,16 +49,17 @@ func (m *memAudit) stages() []string {
 	return out
 }
 
-// funcHandler adapts a function to plugin.Handler.
+// funcHandler adapts a function to catalog.Invoker: all the catalogue and
+// the pipeline need of a handler.
 type funcHandler func(ctx context.Context, req *plugin.Request) (map[string]any, error)
 
-func (f funcHandler) Init(context.Context, map[string]any, plugin.Services) error { return nil }
-func (f funcHandler) Shutdown(context.Context) error                              { return nil }
+var _ catalog.Invoker = funcHandler(nil)
+
 func (f funcHandler) Invoke(ctx context.Context, r *plugin.Request) (map[string]any, error) {
 	return f(ctx, r)
 }
 
-func newTestPipeline(t testing.TB, a *memAudit, h plugin.Handler) *Pipeline {
+func newTestPipeline(t testing.TB, a *memAudit, h catalog.Invoker) *Pipeline {
 	t.Helper()
 	cat := catalog.New()
 	m, err := manifest.Parse("echo/manifest.json", echo.Manifest(), manifest.Options{})
@@ -77,7 +80,7 @@ func newTestPipeline(t testing.TB, a *memAudit, h plugin.Handler) *Pipeline {
 }
 
 // run sends raw through Reject or Handle and returns the final frame.
-func run(t testing.TB, p *Pipeline, s *Session, raw []byte) *ipc.Response {
+func run(t testing.TB, p *Pipeline, s *session.Session, raw []byte) *ipc.Response {
 	t.Helper()
 	var finals [][]byte
 	send := func(f []byte, final bool) {
@@ -135,7 +138,7 @@ func TestHandlerOutcomes(t *testing.T) {
 			return nil, te
 		}, ipc.CodePluginError, "Internal plugin error", "core", "PLUGIN_ERROR"},
 		{"unavailable", func(context.Context, *plugin.Request) (map[string]any, error) {
-			return nil, fmt.Errorf("process exited: %w", ErrUnavailable)
+			return nil, fmt.Errorf("process exited: %w", outcome.ErrUnavailable)
 		}, ipc.CodePluginUnavailable, "not running", "core", "PLUGIN_UNAVAILABLE"},
 		{"timeout", func(ctx context.Context, _ *plugin.Request) (map[string]any, error) {
 			<-ctx.Done()
@@ -156,7 +159,7 @@ func TestHandlerOutcomes(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			a := &memAudit{}
 			p := newTestPipeline(t, a, tt.h)
-			r := run(t, p, NewSession("s1", "main", "none"), wire("tool.invoke.fn", "{}"))
+			r := run(t, p, session.New("s1", "main", "none"), wire("tool.invoke.fn", "{}"))
 			if r.Source != tt.source {
 				t.Errorf("source = %q, want %q", r.Source, tt.source)
 			}
@@ -186,6 +189,32 @@ func TestHandlerOutcomes(t *testing.T) {
 	}
 }
 
+// TestToolErrorRedactionIsAudited checks that a credential the sanitiser
+// removed from a ToolError's message is marked on the response entry, as
+// one removed from a result is.
+func TestToolErrorRedactionIsAudited(t *testing.T) {
+	a := &memAudit{}
+	p := newTestPipeline(t, a, funcHandler(func(context.Context, *plugin.Request) (map[string]any, error) {
+		return nil, plugin.NewToolError("upstream said: Authorization: Bearer abc.def.ghi", false)
+	}))
+	r := run(t, p, session.New("s1", "main", "none"), wire("tool.invoke.fn", "{}"))
+	if e := r.Payload.Error; e == nil || e.Code != ipc.CodeHandlerError || strings.Contains(e.Message, "abc.def") {
+		t.Fatalf("error %+v; want HANDLER_ERROR with the credential redacted", e)
+	}
+	var resp *audit.Entry
+	for i := range a.entries {
+		if strings.Contains(a.entries[i].Reason, "abc.def") {
+			t.Errorf("the credential reached the audit log: %+v", a.entries[i])
+		}
+		if a.entries[i].Stage == audit.StageResponse {
+			resp = &a.entries[i]
+		}
+	}
+	if resp == nil || len(resp.Redacted) != 1 || resp.Redacted[0] != "error.message" {
+		t.Fatalf("response entry %+v; want error.message redacted (stages %v)", resp, a.stages())
+	}
+}
+
 func TestAuditFailureRefusesRequest(t *testing.T) {
 	ran := false
 	a := &memAudit{fail: true}
@@ -193,7 +222,7 @@ func TestAuditFailureRefusesRequest(t *testing.T) {
 		ran = true
 		return map[string]any{}, nil
 	}))
-	r := run(t, p, NewSession("s1", "main", "none"), wire("tool.invoke.fn", "{}"))
+	r := run(t, p, session.New("s1", "main", "none"), wire("tool.invoke.fn", "{}"))
 	if ran {
 		t.Fatal("the handler ran although its request could not be audited")
 	}
@@ -211,7 +240,7 @@ func TestDrain(t *testing.T) {
 		return map[string]any{"done": true}, nil
 	}))
 	p.opts.HandlerTimeout = 10 * time.Second
-	s := NewSession("s1", "main", "none")
+	s := session.New("s1", "main", "none")
 	inflight := make(chan *ipc.Response)
 	go func() { inflight <- run(t, p, s, wire("tool.invoke.fn", "{}")) }()
 	<-started
@@ -240,7 +269,7 @@ func TestDrain(t *testing.T) {
 func TestRateLimitRetryAfter(t *testing.T) {
 	p := newTestPipeline(t, &memAudit{}, nil)
 	p.opts.RateFor = func(string) Rate { return Rate{PerMinute: 6, Burst: 1} }
-	s := NewSession("s1", "main", "none")
+	s := session.New("s1", "main", "none")
 	if e := run(t, p, s, wire("tool.invoke.echo", `{"message":"x"}`)).Payload.Error; e != nil {
 		t.Fatal(e)
 	}
@@ -249,31 +278,8 @@ func TestRateLimitRetryAfter(t *testing.T) {
 		t.Fatalf("second call: %+v, want RATE_LIMITED stage 4 retry_after ~10", e)
 	}
 	// Another session has its own budget.
-	if e := run(t, p, NewSession("s2", "main", "none"), wire("tool.invoke.echo", `{"message":"x"}`)).Payload.Error; e != nil {
+	if e := run(t, p, session.New("s2", "main", "none"), wire("tool.invoke.echo", `{"message":"x"}`)).Payload.Error; e != nil {
 		t.Fatalf("other session limited: %+v", e)
-	}
-}
-
-func TestDiagnosticsRing(t *testing.T) {
-	s := NewSession("s1", "main", "none")
-	for i := 0; i < diagCap+10; i++ {
-		outcome := audit.OutcomeOK
-		if i%2 == 0 {
-			outcome = audit.OutcomeRejected
-		}
-		s.record(audit.Entry{Correlation: string(rune('a' + i%26)), Outcome: outcome})
-	}
-	if n := len(s.Diagnostics(audit.Filter{})); n != diagCap {
-		t.Fatalf("kept %d, want %d", n, diagCap)
-	}
-	got := s.Diagnostics(audit.Filter{Outcome: "error", Last: 3})
-	if len(got) != 3 {
-		t.Fatalf("last 3 errors: %d", len(got))
-	}
-	for _, e := range got {
-		if e.Outcome != audit.OutcomeRejected {
-			t.Fatalf("filter returned %q", e.Outcome)
-		}
 	}
 }
 
@@ -293,7 +299,7 @@ func FuzzPipeline(f *testing.F) {
 	a := &memAudit{}
 	p := newTestPipeline(f, a, funcHandler(func(context.Context, *plugin.Request) (map[string]any, error) { return map[string]any{}, nil }))
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		s := NewSession("s1", "main", "none")
+		s := session.New("s1", "main", "none")
 		r := run(t, p, s, raw)
 		if r.Group != "main" || r.Version != ipc.ProtocolVersion || r.Type != ipc.TypeResponse {
 			t.Fatalf("envelope not built from session state: %+v", r)
@@ -310,7 +316,7 @@ func FuzzPipeline(f *testing.F) {
 func TestDrainAnswersPendingConfirmationBeforeWaitReturns(t *testing.T) {
 	p := newTestPipeline(t, &memAudit{}, nil)
 	p.opts.Gate = confirm.New(confirm.Options{Timeout: time.Hour})
-	s := NewSession("s1", "main", "none")
+	s := session.New("s1", "main", "none")
 	req, werr := ipc.DecodeRequest(wire("tool.invoke.echo_confirm", `{"message":"x"}`))
 	if werr != nil {
 		t.Fatal(werr)

@@ -25,7 +25,7 @@ import (
 	"github.com/carapace-dev/carapace/core/intrinsics"
 	"github.com/carapace-dev/carapace/core/loader"
 	"github.com/carapace-dev/carapace/core/manifest"
-	"github.com/carapace-dev/carapace/core/pipeline"
+	"github.com/carapace-dev/carapace/core/outcome"
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/core/pluginhost"
 	"github.com/carapace-dev/carapace/core/skills"
@@ -629,19 +629,16 @@ func (s *Server) healthyPlugins() []*pluginState {
 
 // tracked is the catalogue's handler for a plugin: it counts in-flight
 // calls, so that a restart can drain them, and refuses calls once the
-// plugin is stopping.
+// plugin is stopping. The core initialises and shuts plugins down itself,
+// so the catalogue gets only Invoke.
 type tracked struct{ st *pluginState }
 
-// Init implements plugin.Handler; the core initialises plugins directly.
-func (t *tracked) Init(context.Context, map[string]any, plugin.Services) error { return nil }
+var _ catalog.Invoker = (*tracked)(nil)
 
-// Shutdown implements plugin.Handler; the core shuts plugins down directly.
-func (t *tracked) Shutdown(context.Context) error { return nil }
-
-// Invoke implements plugin.Handler.
+// Invoke implements catalog.Invoker.
 func (t *tracked) Invoke(ctx context.Context, req *plugin.Request) (map[string]any, error) {
 	if !t.st.calls.enter() {
-		return nil, fmt.Errorf("plugin %s is restarting: %w", t.st.name, pipeline.ErrUnavailable)
+		return nil, fmt.Errorf("plugin %s is restarting: %w", t.st.name, outcome.ErrUnavailable)
 	}
 	defer t.st.calls.leave()
 	res, err := t.st.handler.Invoke(ctx, req)
@@ -649,7 +646,7 @@ func (t *tracked) Invoke(ctx context.Context, req *plugin.Request) (map[string]a
 		return res, nil
 	}
 	if errors.Is(err, pluginhost.ErrUnavailable) {
-		return nil, fmt.Errorf("%w: %w", pipeline.ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: %w", outcome.ErrUnavailable, err)
 	}
 	if re, ok := errors.AsType[*pluginhost.ResultError](err); ok {
 		return nil, &plugin.ToolError{Code: "HANDLER_ERROR", Message: fmt.Sprintf("Handler returned a JSON %s, not an object", re.JSONType)}

@@ -9,8 +9,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/carapace-dev/carapace/core/audit"
-	"github.com/carapace-dev/carapace/core/pipeline"
 	"github.com/carapace-dev/carapace/core/plugin"
+	"github.com/carapace-dev/carapace/core/session"
 	"github.com/carapace-dev/carapace/keychain"
 )
 
@@ -31,7 +31,7 @@ var _ plugin.Services = (*services)(nil)
 // GetToolCatalog implements plugin.Services: within a request, the tools
 // the request's group may use; outside one (Init), every tool.
 func (v *services) GetToolCatalog(ctx context.Context) ([]plugin.ToolInfo, error) {
-	sess, scoped := pipeline.SessionFrom(ctx)
+	sess, scoped := session.FromContext(ctx)
 	out := []plugin.ToolInfo{}
 	for _, t := range v.s.catalog.List() {
 		if scoped && !t.Allowed(sess.Group) {
@@ -44,7 +44,7 @@ func (v *services) GetToolCatalog(ctx context.Context) ([]plugin.ToolInfo, error
 
 // GetSessionInfo implements plugin.Services.
 func (v *services) GetSessionInfo(ctx context.Context) (plugin.SessionInfo, error) {
-	sess, ok := pipeline.SessionFrom(ctx)
+	sess, ok := session.FromContext(ctx)
 	if !ok {
 		return plugin.SessionInfo{}, plugin.ErrNoRequest
 	}
@@ -54,7 +54,7 @@ func (v *services) GetSessionInfo(ctx context.Context) (plugin.SessionInfo, erro
 // GetAuditLog implements plugin.Services: entries of the request's group
 // only. The filter has no group or session field to override that.
 func (v *services) GetAuditLog(ctx context.Context, f plugin.AuditFilter) ([]plugin.AuditEntry, error) {
-	sess, ok := pipeline.SessionFrom(ctx)
+	sess, ok := session.FromContext(ctx)
 	if !ok {
 		return nil, plugin.ErrNoRequest
 	}
@@ -109,7 +109,7 @@ func (v *services) ReadCredential(ctx context.Context, key string) (string, erro
 		err = fmt.Errorf("credential %s of plugin %s could not be read (see the core's log)", key, v.st.name)
 	}
 	e := &audit.Entry{Source: v.st.name, Stage: audit.StageService, Outcome: outcome, Reason: reason}
-	if sess, ok := pipeline.SessionFrom(ctx); ok {
+	if sess, ok := session.FromContext(ctx); ok {
 		e.Session, e.Group = sess.ID, sess.Group
 	}
 	_ = v.s.audit.Write(e)

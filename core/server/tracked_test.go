@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/carapace-dev/carapace/core/pipeline"
+	"github.com/carapace-dev/carapace/core/outcome"
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/core/pluginhost"
 )
@@ -32,11 +32,11 @@ func TestTrackedMapsHandlerFailures(t *testing.T) {
 			return ok && te.Code == "HANDLER_ERROR" && te.Message == "Handler returned a JSON array, not an object"
 		}},
 		{"dead process is unavailable", fmt.Errorf("plugin x: %w", pluginhost.ErrUnavailable), func(err error) bool {
-			return errors.Is(err, pipeline.ErrUnavailable)
+			return errors.Is(err, outcome.ErrUnavailable)
 		}},
 		{"crash mid-call stays a plugin error", fmt.Errorf("plugin x: %w", pluginhost.ErrCrashed), func(err error) bool {
 			_, isTool := plugin.AsToolError(err)
-			return !isTool && !errors.Is(err, pipeline.ErrUnavailable) && errors.Is(err, pluginhost.ErrCrashed)
+			return !isTool && !errors.Is(err, outcome.ErrUnavailable) && errors.Is(err, pluginhost.ErrCrashed)
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -52,7 +52,7 @@ func TestTrackedMapsHandlerFailures(t *testing.T) {
 		st := &pluginState{name: "x", handler: fakeHandler(func() (map[string]any, error) { called = true; return map[string]any{}, nil })}
 		st.calls.closeAndWait(context.Background())
 		_, err := (&tracked{st: st}).Invoke(context.Background(), &plugin.Request{Tool: "t"})
-		if !errors.Is(err, pipeline.ErrUnavailable) || called {
+		if !errors.Is(err, outcome.ErrUnavailable) || called {
 			t.Fatalf("Invoke on a stopping plugin: %v, handler called %v", err, called)
 		}
 	})

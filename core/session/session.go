@@ -1,8 +1,11 @@
-// Package session owns the agent sessions' sockets. Each session gets its
-// own ZeroMQ ROUTER on its own Unix socket file, and the core knows the
-// session only by the socket a message arrived on: nothing in the message,
-// the ZeroMQ routing id or the environment can claim another identity, and
-// a connection to no known socket never creates a session.
+// Package session owns the agent sessions: each one's trusted state
+// (Session: id, group, runtime, rate limiters, recent audit entries), which
+// the pipeline reads and handlers' services find in the request context,
+// and each one's socket. Each session gets its own ZeroMQ ROUTER on its own
+// Unix socket file, and the core knows the session only by the socket a
+// message arrived on: nothing in the message, the ZeroMQ routing id or the
+// environment can claim another identity, and a connection to no known
+// socket never creates a session.
 //
 // Sockets listen on the hardened transport of ipc/zmtp, so a hostile peer
 // cannot make the core allocate beyond the protocol limits, stall the
@@ -35,7 +38,6 @@ import (
 
 	"github.com/carapace-dev/carapace/core/audit"
 	"github.com/carapace-dev/carapace/core/home"
-	"github.com/carapace-dev/carapace/core/pipeline"
 	"github.com/carapace-dev/carapace/ipc"
 	"github.com/carapace-dev/carapace/ipc/zmtp"
 )
@@ -46,8 +48,8 @@ const maxSocketPath = 103
 
 // Handler is the pipeline, as the session layer uses it.
 type Handler interface {
-	Handle(ctx context.Context, s *pipeline.Session, req *ipc.Request, send func(frame []byte, final bool))
-	Reject(s *pipeline.Session, correlation string, werr *ipc.Error, send func(frame []byte, final bool))
+	Handle(ctx context.Context, s *Session, req *ipc.Request, send func(frame []byte, final bool))
+	Reject(s *Session, correlation string, werr *ipc.Error, send func(frame []byte, final bool))
 }
 
 // Auditor records session lifecycle events.
@@ -82,7 +84,7 @@ type Manager struct {
 
 // live is an open session: its trusted state, socket and in-flight work.
 type live struct {
-	*pipeline.Session
+	*Session
 	m       *Manager
 	rejects *rate.Limiter // bounds how often dropped connections are logged
 	socket  string
@@ -178,7 +180,7 @@ func (m *Manager) Open(group, runtime string) (Info, error) {
 		return Info{}, fmt.Errorf("chmod session socket: %w", err)
 	}
 	l := &live{
-		Session: pipeline.NewSession(id, group, runtime), m: m, rejects: rate.NewLimiter(1, 10), socket: path, router: router,
+		Session: New(id, group, runtime), m: m, rejects: rate.NewLimiter(1, 10), socket: path, router: router,
 		ctx: ctx, cancel: cancel, jobs: make(chan job),
 		cache: newCache(m.opts.CacheTTL), done: make(chan struct{}),
 	}

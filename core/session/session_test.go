@@ -17,7 +17,6 @@ import (
 
 	"github.com/carapace-dev/carapace/core/audit"
 	"github.com/carapace-dev/carapace/core/home"
-	"github.com/carapace-dev/carapace/core/pipeline"
 	"github.com/carapace-dev/carapace/ipc"
 	"github.com/carapace-dev/carapace/ipc/zmtp"
 )
@@ -87,14 +86,14 @@ type countingPipeline struct {
 	delay time.Duration
 }
 
-func (p *countingPipeline) Handle(_ context.Context, s *pipeline.Session, req *ipc.Request, send func([]byte, bool)) {
+func (p *countingPipeline) Handle(_ context.Context, s *Session, req *ipc.Request, send func([]byte, bool)) {
 	n := p.calls.Add(1)
 	time.Sleep(p.delay)
 	b, _ := json.Marshal(ipc.Response{Type: ipc.TypeResponse, Correlation: req.Correlation, Group: s.Group, Payload: ipc.Payload{Result: json.RawMessage(`{"n":` + string(rune('0'+n)) + `}`)}})
 	send(b, true)
 }
 
-func (p *countingPipeline) Reject(s *pipeline.Session, corr string, e *ipc.Error, send func([]byte, bool)) {
+func (p *countingPipeline) Reject(s *Session, corr string, e *ipc.Error, send func([]byte, bool)) {
 	b, _ := json.Marshal(ipc.Response{Type: ipc.TypeResponse, Correlation: corr, Group: s.Group, Payload: ipc.Payload{Error: e}})
 	send(b, true)
 }

@@ -40,7 +40,9 @@
 // Result.Value is decoded the same way too, so that large integers survive
 // exactly: compare numbers with json.Number("5"), or use Result.JSON.
 //
-// The package depends on the core's own sanitiser (core/sanitize), schema
-// compiler (core/catalog) and manifest parser (core/manifest), so what it
-// checks is what the core enforces; it never starts a server.
+// The package depends on the core's own mapping of a handler's outcome to
+// the agent's answer (core/outcome, which the pipeline uses too), sanitiser
+// (core/sanitize), schema compiler (core/catalog) and manifest parser
+// (core/manifest), so what it checks is what the core enforces; it never
+// starts a server.
 package plugintest

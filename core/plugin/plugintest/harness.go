@@ -7,11 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/carapace-dev/carapace/core/outcome"
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/core/sanitize"
 	"github.com/carapace-dev/carapace/ipc"
@@ -303,107 +303,30 @@ func Invoke(t testing.TB, h plugin.Handler, tool string, args map[string]any, op
 	return New(t, h, NoInit()).invoke(t, tool, args, opts...)
 }
 
-// run is the core's stage 6 and response path for one request.
+// run is the core's stage 6 and response path for one request: the
+// handler called under its timeout, and what it did mapped to what the
+// agent sees, both by core/outcome, as the pipeline does.
 func (hs *Harness) run(req *plugin.Request) Result {
-	ctx, cancel := context.WithTimeout(RequestContext(context.Background(), req), hs.timeout)
-	defer cancel()
-	type outcome struct {
-		res      map[string]any
-		err      error
-		panicked string
+	res, err := outcome.Call(RequestContext(context.Background(), req), hs.timeout, func(ctx context.Context) (map[string]any, error) {
+		return hs.h.Invoke(ctx, req)
+	})
+	o := outcome.Of(res, err, outcome.Options{Plugin: hs.name, Timeout: hs.timeout,
+		Envelope: func(result json.RawMessage) []byte { return envelope(hs.name, req, result) }})
+	if !o.OK() {
+		return Result{Code: o.Error.Code, Message: o.Error.Message, Retriable: o.Error.Retriable, Field: o.Error.Field,
+			RetryAfter: o.Error.RetryAfter, HandlerCode: o.HandlerCode, Redacted: o.Redacted, Detail: o.Detail}
 	}
-	ch := make(chan outcome, 1)
-	go func() {
-		defer func() {
-			if v := recover(); v != nil {
-				ch <- outcome{panicked: fmt.Sprintf("handler panicked: %v\n%s", v, debug.Stack())}
-			}
-		}()
-		res, err := hs.h.Invoke(ctx, req)
-		ch <- outcome{res: res, err: err}
-	}()
-	var o outcome
-	select {
-	case o = <-ch:
-		if o.err == nil && o.panicked == "" && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return hs.timedOut()
-		}
-	case <-ctx.Done():
-		return hs.timedOut()
-	}
-	switch {
-	case o.panicked != "":
-		return Result{Code: ipc.CodePluginError, Message: "Internal plugin error", Detail: o.panicked}
-	case o.err != nil:
-		if te, ok := plugin.AsToolError(o.err); ok && te != nil {
-			return toolError(te)
-		} else if ok {
-			return Result{Code: ipc.CodePluginError, Message: "Internal plugin error",
-				Detail: "the handler returned a nil *plugin.ToolError as its error (a typed nil is not a nil error)"}
-		}
-		return Result{Code: ipc.CodePluginError, Message: "Internal plugin error", Detail: o.err.Error()}
-	}
-	return hs.succeed(req, o.res)
-}
-
-func (hs *Harness) timedOut() Result {
-	return Result{Code: ipc.CodePluginTimeout, Retriable: true,
-		Message: fmt.Sprintf("%s did not respond within %s", hs.name, hs.timeout),
-		Detail:  "deadline exceeded: the handler did not return before its context's deadline"}
-}
-
-// toolError is what the agent sees of a ToolError.
-func toolError(te *plugin.ToolError) Result {
-	msg, kinds := sanitize.String(te.Message)
-	r := Result{Code: ipc.CodeHandlerError, Message: clip(msg, 2000), Retriable: te.Retriable,
-		Field: clip(te.Field, 200), RetryAfter: te.RetryAfter, HandlerCode: te.Code}
-	if r.HandlerCode == "" {
-		r.HandlerCode = string(ipc.CodeHandlerError)
-	}
-	for _, k := range kinds {
-		r.Redacted = append(r.Redacted, sanitize.Redaction{Path: "error.message", Kind: k})
-	}
-	return r
-}
-
-// succeed checks the result's shape and size, then sanitises it.
-func (hs *Harness) succeed(req *plugin.Request, res map[string]any) Result {
-	if res == nil {
-		return Result{Code: ipc.CodeHandlerError, Message: "Handler returned no result object",
-			Detail: "the handler returned a nil map and a nil error; return an empty map for an empty result"}
-	}
-	clean, red := sanitize.Value(any(res), "result")
-	var bad []string
-	var leaks []sanitize.Redaction
-	for _, r := range red {
-		if r.Kind == sanitize.KindUnencodable || r.Kind == sanitize.KindTooDeep {
-			bad = append(bad, r.Kind+" at "+r.Path)
-		} else {
-			leaks = append(leaks, r)
-		}
-	}
-	b, err := json.Marshal(clean)
-	if err == nil && len(bad) > 0 {
-		err = errors.New(strings.Join(bad, ", "))
-	}
-	if err != nil {
-		return Result{Code: ipc.CodePluginError, Message: "Internal plugin error", Detail: "result is not serialisable: " + err.Error()}
-	}
-	if n := frameSize(hs.name, req, b); n > ipc.MaxResponseBytes {
-		return Result{Code: ipc.CodeHandlerError, Message: fmt.Sprintf("Response exceeded maximum size (%d bytes)", ipc.MaxResponseBytes),
-			Detail: fmt.Sprintf("the response envelope would be %d bytes; the limit is %d", n, ipc.MaxResponseBytes)}
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
+	dec := json.NewDecoder(bytes.NewReader(o.Result))
 	dec.UseNumber()
 	var v map[string]any
 	if err := dec.Decode(&v); err != nil {
 		return Result{Code: ipc.CodePluginError, Message: "Internal plugin error", Detail: "result is not serialisable: " + err.Error()}
 	}
-	return Result{Value: v, JSON: b, Redacted: leaks}
+	return Result{Value: v, JSON: o.Result, Redacted: o.Redacted}
 }
 
-// frameSize is the size of the response envelope the core would send.
-func frameSize(source string, req *plugin.Request, result json.RawMessage) int {
+// envelope is the response frame the core would send, but for its id.
+func envelope(source string, req *plugin.Request, result json.RawMessage) []byte {
 	r := ipc.Response{
 		ID: "00000000-0000-0000-0000-000000000000", Version: ipc.ProtocolVersion, Type: ipc.TypeResponse,
 		Topic: ipc.ToolTopicPrefix + req.Tool, Source: source, Correlation: req.Correlation,
@@ -411,9 +334,9 @@ func frameSize(source string, req *plugin.Request, result json.RawMessage) int {
 	}
 	b, err := json.Marshal(&r)
 	if err != nil {
-		return len(result)
+		return result
 	}
-	return len(b)
+	return b
 }
 
 func clip(s string, n int) string {

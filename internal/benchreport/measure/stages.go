@@ -255,8 +255,9 @@ func decodeArguments(raw json.RawMessage) (map[string]any, error) {
 	return args, nil
 }
 
-// invoke mirrors pipeline.(*Pipeline).invoke: the handler on a new
-// goroutine under a timeout, a panic recovered as a failure.
+// invoke mirrors outcome.Call, through which the pipeline calls a handler:
+// the handler on a new goroutine under a timeout, a panic recovered as a
+// failure.
 func invoke(h plugin.Handler, req *plugin.Request) (map[string]any, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

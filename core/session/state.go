@@ -1,4 +1,4 @@
-package pipeline
+package session
 
 import (
 	"context"
@@ -15,7 +15,8 @@ import (
 const diagCap = 512
 
 // Session is the trusted state of one agent session: who it is, as far as
-// the core is concerned. Nothing in it ever comes from the wire.
+// the core is concerned, and what the pipeline keeps per session (rate
+// limiters, recent audit entries). Nothing in it ever comes from the wire.
 type Session struct {
 	ID      string
 	Group   string
@@ -34,29 +35,32 @@ type Session struct {
 	next         int
 }
 
-// NewSession returns a session of group.
-func NewSession(id, group, runtime string) *Session {
+// New returns the state of a session of group.
+func New(id, group, runtime string) *Session {
 	return &Session{ID: id, Group: group, Runtime: runtime, Started: time.Now().UTC(), limiters: map[string]*rate.Limiter{}}
 }
 
-func (s *Session) limiter(tool string, r Rate) *rate.Limiter {
+// Limiter returns the session's rate limiter for tool, made with limit and
+// burst the first time it is asked for.
+func (s *Session) Limiter(tool string, limit rate.Limit, burst int) *rate.Limiter {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	l, ok := s.limiters[tool]
 	if !ok {
-		l = rate.NewLimiter(rate.Limit(float64(r.PerMinute)/60), r.Burst)
+		l = rate.NewLimiter(limit, burst)
 		s.limiters[tool] = l
 	}
 	return l
 }
 
-// auditRejection reports whether a rejection should be audited, and how
-// many before it were not.
-func (s *Session) auditRejection(r Rate) (bool, int) {
+// AuditRejection reports whether a rejected request should be audited in
+// full, and how many rejections before it were not. Within limit and burst
+// (fixed by the first call) every one is; beyond them one a second is.
+func (s *Session) AuditRejection(limit rate.Limit, burst int) (bool, int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.rejectBudget == nil {
-		s.rejectBudget = rate.NewLimiter(rate.Limit(float64(r.PerMinute)/60), r.Burst)
+		s.rejectBudget = rate.NewLimiter(limit, burst)
 		s.sampleBudget = rate.NewLimiter(1, 1)
 	}
 	if s.rejectBudget.Allow() || s.sampleBudget.Allow() {
@@ -68,7 +72,9 @@ func (s *Session) auditRejection(r Rate) (bool, int) {
 	return false, 0
 }
 
-func (s *Session) record(e audit.Entry) {
+// Record keeps e, an audit entry of this session, for Diagnostics; the
+// oldest of the last 512 is dropped.
+func (s *Session) Record(e audit.Entry) {
 	s.mu.Lock()
 	if len(s.diag) < diagCap {
 		s.diag = append(s.diag, e)
@@ -103,14 +109,14 @@ func (s *Session) Diagnostics(f audit.Filter) []audit.Entry {
 
 type ctxKey struct{}
 
-// WithSession returns ctx carrying s; handlers' services read it back so that
-// everything they ask is scoped to the calling session.
-func WithSession(ctx context.Context, s *Session) context.Context {
+// NewContext returns ctx carrying s; handlers' services read it back so
+// that everything they ask is scoped to the calling session.
+func NewContext(ctx context.Context, s *Session) context.Context {
 	return context.WithValue(ctx, ctxKey{}, s)
 }
 
-// SessionFrom returns the session carried by ctx.
-func SessionFrom(ctx context.Context) (*Session, bool) {
+// FromContext returns the session carried by ctx.
+func FromContext(ctx context.Context) (*Session, bool) {
 	s, ok := ctx.Value(ctxKey{}).(*Session)
 	return s, ok
 }
