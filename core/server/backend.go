@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/carapace-dev/carapace/core/control"
+	"github.com/carapace-dev/carapace/core/manifest"
 )
 
 var _ control.Backend = (*Server)(nil)
@@ -17,12 +18,7 @@ func (s *Server) Status(context.Context) control.Status {
 		Sessions: s.sessions.Len(), PendingConfirmations: s.gate.Len(), Tools: s.catalog.Len(),
 		Draining: s.pipe.Draining(),
 	}
-	s.mu.Lock()
-	ps := append([]*pluginState(nil), s.plugins...)
-	s.mu.Unlock()
-	for _, p := range ps {
-		st.Plugins = append(st.Plugins, s.pluginStatus(p))
-	}
+	st.Plugins = s.plugins.Statuses()
 	st.Engines = s.agents.Engines()
 	return st
 }
@@ -49,4 +45,15 @@ func (s *Server) Sessions(context.Context) []control.Session {
 		out = append(out, s.agents.View(i))
 	}
 	return out
+}
+
+// RestartPlugin implements control.Backend.
+func (s *Server) RestartPlugin(ctx context.Context, name string) (control.PluginStatus, error) {
+	if err := manifest.CheckPluginName(name); err != nil {
+		return control.PluginStatus{}, fmt.Errorf("%w: %w", control.ErrInvalid, err)
+	}
+	if s.pipe.Draining() {
+		return control.PluginStatus{}, fmt.Errorf("the core is shutting down: %w", control.ErrConflict)
+	}
+	return s.plugins.Restart(ctx, name)
 }

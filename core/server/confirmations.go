@@ -14,6 +14,7 @@ import (
 	"github.com/carapace-dev/carapace/core/events"
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/core/session"
+	"github.com/carapace-dev/carapace/internal/textutil"
 )
 
 // newGate returns the confirmation gate of config.toml's [confirm], whose
@@ -44,7 +45,7 @@ func (s *Server) observeConfirmation(c confirm.Confirmation) error {
 	case confirm.Approved, confirm.Denied:
 		e.Outcome, e.Reason = string(c.Decision), "decided on "+c.Surface
 		if c.Decider != "" {
-			e.Reason += " by " + oneLine(c.Decider)
+			e.Reason += " by " + textutil.OneLine(c.Decider)
 		}
 		s.log.Info("confirmation "+string(c.Decision), "id", c.ID, "tool", c.Tool, "surface", c.Surface, "decider", c.Decider)
 	case confirm.Expired:
@@ -108,12 +109,12 @@ func (s *Server) Decide(_ context.Context, d control.Decision) (control.Confirma
 		if d.Approve {
 			verb = "approval"
 		}
-		reason := fmt.Sprintf("%s on %s refused: %s", verb, d.Surface, oneLine(err.Error()))
+		reason := fmt.Sprintf("%s on %s refused: %s", verb, d.Surface, textutil.OneLine(err.Error()))
 		if d.Decider != "" {
-			reason = fmt.Sprintf("%s on %s by %s refused: %s", verb, d.Surface, oneLine(d.Decider), oneLine(err.Error()))
+			reason = fmt.Sprintf("%s on %s by %s refused: %s", verb, d.Surface, textutil.OneLine(d.Decider), textutil.OneLine(err.Error()))
 		}
 		_ = s.audit.Write(&audit.Entry{Source: "core", Session: c.Session, Group: c.Group, Topic: "tool.invoke." + c.Tool,
-			Stage: audit.StageConfirm, Outcome: audit.OutcomeRejected, Confirmation: d.ID, Reason: clip(reason, 1000)})
+			Stage: audit.StageConfirm, Outcome: audit.OutcomeRejected, Confirmation: d.ID, Reason: textutil.Clip(reason, 1000)})
 		s.log.Info("confirmation decision refused", "id", d.ID, "surface", d.Surface, "err", err)
 	}
 	var decided *confirm.ErrDecided
@@ -139,11 +140,6 @@ func (s *Server) observeSession(info session.Info, opened bool) {
 		}
 	}
 	s.coreEvent(topic, info.Group, watchPayload(s.agents.View(info)))
-}
-
-// healthChanged publishes plugin.health with st's status.
-func (s *Server) healthChanged(st *pluginState) {
-	s.coreEvent(control.WatchPluginHealth, "", watchPayload(s.pluginStatus(st)))
 }
 
 // watchPayload is v as an event payload: its JSON object.

@@ -1,7 +1,18 @@
-// Package server assembles the core: configuration, audit log, catalogue
-// (intrinsics and plugins), confirmation gate, pipeline, session sockets and
-// the control API; runs it until asked to stop; then shuts it down in the
-// order of seed 000's Shutdown Sequence: drain, shut plugins down, clean up.
+// Package server assembles the core and runs it: it loads the
+// configuration, opens the audit log, the catalogue (intrinsics first),
+// the event bus, the plugins (core/loader), the confirmation gate, the
+// pipeline, the session sockets and the agent runner (core/agent), serves
+// the control API until asked to stop, and then shuts everything down in
+// the order of seed 000's Shutdown Sequence: drain the pipeline, shut the
+// plugins down, withdraw what waits for the user, stop the containers,
+// close the sessions, record the stop.
+//
+// Besides Run, it holds only the glue the control API needs
+// (control.Backend: backend.go), the recording of confirmations and the
+// watch stream (confirmations.go), the bus's opening and the spawner's
+// subscription (events.go), and the home's lock (lock.go). What the core
+// is assembled from — the built-in plugins and the container engines — is
+// chosen by the caller (cmd/carapace/wiring).
 package server
 
 import (
@@ -31,6 +42,8 @@ import (
 	"github.com/carapace-dev/carapace/keychain"
 )
 
+var _ agent.Plugins = (*loader.Loader)(nil)
+
 // Options configure Run.
 type Options struct {
 	Home    home.Dir
@@ -42,7 +55,7 @@ type Options struct {
 	// Ready, if set, is called once the core accepts requests.
 	Ready func(*Server)
 	// InitTimeout bounds each plugin's start and Init; zero means
-	// InitTimeout (10 s).
+	// loader.InitTimeout (10 s).
 	InitTimeout time.Duration
 	// Credentials replaces the credential store; nil means
 	// keychain.Default for the home.
@@ -80,11 +93,9 @@ type Server struct {
 	spawnSub    *events.Subscription // the spawner's, taken when the bus opens
 	spawnerDone chan struct{}
 
-	mu        sync.Mutex
-	plugins   []*pluginState // sorted by name
-	restartMu sync.Mutex     // serialises plugin restarts
-	stop      chan struct{}
-	once      sync.Once
+	plugins *loader.Loader
+	stop    chan struct{}
+	once    sync.Once
 }
 
 // Run starts the core and blocks until ctx ends or a stop is requested
@@ -92,9 +103,6 @@ type Server struct {
 func Run(ctx context.Context, opts Options) error {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
-	}
-	if opts.InitTimeout <= 0 {
-		opts.InitTimeout = InitTimeout
 	}
 	s := &Server{opts: opts, log: opts.Logger, started: time.Now().UTC(), stop: make(chan struct{})}
 	if err := opts.Home.Ensure(); err != nil {
@@ -141,7 +149,7 @@ func Run(ctx context.Context, opts Options) error {
 		s.creds = keychain.Default(opts.Home.CredentialsDir())
 	}
 	s.catalog = catalog.New()
-	ih := &intrinsics.Handler{Catalog: s.catalog, Health: s.health}
+	ih := &intrinsics.Handler{Catalog: s.catalog, Health: func() ([]string, []intrinsics.Failure) { return s.plugins.Health() }}
 	itools, err := ih.Tools()
 	if err != nil {
 		return err
@@ -154,7 +162,11 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	defer closeBus()
-	if err := s.loadPlugins(ctx); err != nil {
+	s.plugins = loader.New(loader.Options{
+		Home: opts.Home, Version: opts.Version, Config: cfg, Logger: s.log, Audit: s.audit, Catalog: s.catalog,
+		Credentials: s.creds, Bus: s.bus, Builtins: opts.Builtins, InitTimeout: opts.InitTimeout,
+	})
+	if err := s.plugins.Load(ctx); err != nil {
 		return err
 	}
 
@@ -162,7 +174,7 @@ func Run(ctx context.Context, opts Options) error {
 	s.pipe = pipeline.New(pipeline.Options{
 		Catalog: s.catalog, Audit: s.audit, Gate: s.gate, Logger: s.log,
 		HandlerTimeout: cfg.Core.HandlerTimeout.Duration,
-		Available:      s.available,
+		Available:      s.plugins.Available,
 		Rejections:     pipeline.Rate{PerMinute: cfg.Audit.RejectionsPerMinute, Burst: max(1, cfg.Audit.RejectionsPerMinute/6)},
 		RateFor: func(tool string) pipeline.Rate {
 			r := cfg.RateFor(tool)
@@ -176,7 +188,7 @@ func Run(ctx context.Context, opts Options) error {
 
 	s.agents = agent.New(agent.Options{
 		Home: opts.Home, Config: cfg, Logger: s.log, Version: opts.Version, Audit: s.audit, Sessions: s.sessions,
-		Bus: s.bus, Plugins: pluginSource{s}, Catalog: s.catalog, Credentials: s.creds,
+		Bus: s.bus, Plugins: s.plugins, Catalog: s.catalog, Credentials: s.creds,
 		NewEngine: opts.NewEngine, BriefTimeout: opts.BriefTimeout, NoShadows: opts.NoShadows,
 	})
 	agentsCtx, stopAgents := context.WithCancel(ctx)
@@ -229,25 +241,7 @@ func (s *Server) shutdown() {
 	drained := s.pipe.Wait(dctx) == nil
 	cancel()
 
-	var wg sync.WaitGroup
-	s.mu.Lock()
-	ps := append([]*pluginState(nil), s.plugins...)
-	s.mu.Unlock()
-	for _, p := range ps {
-		wg.Go(func() {
-			s.mu.Lock()
-			healthy := p.state == stateHealthy
-			p.state = stateStopping
-			s.mu.Unlock()
-			if healthy {
-				s.shutdownOne(p) // never shut down a plugin that did not initialise
-			} else if p.proc != nil {
-				killAndWait(p.proc) // a crashed handler: make sure its process group is gone
-			}
-			s.catalog.Remove(p.name)
-		})
-	}
-	wg.Wait()
+	s.plugins.Shutdown()
 	s.gate.WithdrawAll("the core is stopping")
 	s.agents.Stop()
 	s.sessions.CloseAll()

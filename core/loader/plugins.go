@@ -1,4 +1,4 @@
-package server
+package loader
 
 import (
 	"bytes"
@@ -15,7 +15,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/carapace-dev/carapace/core/agent"
 	"github.com/carapace-dev/carapace/core/audit"
 	"github.com/carapace-dev/carapace/core/catalog"
 	"github.com/carapace-dev/carapace/core/config"
@@ -23,13 +22,13 @@ import (
 	"github.com/carapace-dev/carapace/core/events"
 	"github.com/carapace-dev/carapace/core/install"
 	"github.com/carapace-dev/carapace/core/intrinsics"
-	"github.com/carapace-dev/carapace/core/loader"
 	"github.com/carapace-dev/carapace/core/manifest"
 	"github.com/carapace-dev/carapace/core/outcome"
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/core/pluginhost"
 	"github.com/carapace-dev/carapace/core/skills"
 	"github.com/carapace-dev/carapace/core/version"
+	"github.com/carapace-dev/carapace/internal/textutil"
 	"github.com/carapace-dev/carapace/keychain"
 )
 
@@ -61,7 +60,7 @@ type pluginState struct {
 	name     string
 	source   string
 	dir      string // user plugins: the folder under plugins/ (possibly a symlink)
-	builtin  *loader.Builtin
+	builtin  *Builtin
 	manifest *manifest.Manifest
 	config   map[string]any
 	groups   []string // config.toml's allowed_groups, replacing the manifest's when set
@@ -82,7 +81,7 @@ type pluginState struct {
 // candidate is a plugin found at discovery, before anything is loaded.
 type candidate struct {
 	name, source, dir string
-	builtin           *loader.Builtin
+	builtin           *Builtin
 	problem           error // the folder itself is unusable (bad name, not a directory)
 }
 
@@ -90,13 +89,13 @@ type candidate struct {
 // $CARAPACE_HOME/plugins (a user plugin replaces a built-in of the same
 // name; a symlinked folder is followed). The directory name is the
 // plugin's identity and must be kebab-case.
-func (s *Server) discover() ([]*candidate, error) {
+func (l *Loader) discover() ([]*candidate, error) {
 	byName := map[string]*candidate{}
-	for i := range s.opts.Builtins {
-		b := &s.opts.Builtins[i]
+	for i := range l.opts.Builtins {
+		b := &l.opts.Builtins[i]
 		byName[b.Name] = &candidate{name: b.Name, source: sourceBuiltin, builtin: b}
 	}
-	entries, err := os.ReadDir(s.opts.Home.PluginsDir())
+	entries, err := os.ReadDir(l.opts.Home.PluginsDir())
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("read plugins folder: %w", err)
 	}
@@ -105,9 +104,9 @@ func (s *Server) discover() ([]*candidate, error) {
 		if strings.HasPrefix(name, ".") {
 			continue // temporary folders of `plugin install`, editor files
 		}
-		c := s.userCandidate(name)
+		c := l.userCandidate(name)
 		if old, ok := byName[name]; ok && old.source == sourceBuiltin && c.problem == nil {
-			s.log.Warn("a user plugin replaces the built-in plugin of the same name", "plugin", name, "dir", c.dir)
+			l.log.Warn("a user plugin replaces the built-in plugin of the same name", "plugin", name, "dir", c.dir)
 		}
 		byName[name] = c
 	}
@@ -120,8 +119,8 @@ func (s *Server) discover() ([]*candidate, error) {
 }
 
 // userCandidate describes plugins/<name>, or nil if it does not exist.
-func (s *Server) userCandidate(name string) *candidate {
-	dir := filepath.Join(s.opts.Home.PluginsDir(), name)
+func (l *Loader) userCandidate(name string) *candidate {
+	dir := filepath.Join(l.opts.Home.PluginsDir(), name)
 	c := &candidate{name: name, source: sourceUser, dir: dir}
 	if err := manifest.CheckPluginName(name); err != nil {
 		c.problem = fmt.Errorf("the folder name is the plugin's identity: %w", err)
@@ -140,12 +139,12 @@ func (s *Server) userCandidate(name string) *candidate {
 }
 
 // candidateNamed finds plugin name on disk or among the built-ins.
-func (s *Server) candidateNamed(name string) *candidate {
-	if c := s.userCandidate(name); c != nil {
+func (l *Loader) candidateNamed(name string) *candidate {
+	if c := l.userCandidate(name); c != nil {
 		return c
 	}
-	for i := range s.opts.Builtins {
-		if b := &s.opts.Builtins[i]; b.Name == name {
+	for i := range l.opts.Builtins {
+		if b := &l.opts.Builtins[i]; b.Name == name {
 			return &candidate{name: name, source: sourceBuiltin, builtin: b}
 		}
 	}
@@ -154,12 +153,12 @@ func (s *Server) candidateNamed(name string) *candidate {
 
 // prepare reads and checks a candidate's manifest and config. A problem
 // leaves the plugin failed with CONFIG_ERROR; nothing is started.
-func (s *Server) prepare(c *candidate, pc config.Plugin) *pluginState {
+func (l *Loader) prepare(c *candidate, pc config.Plugin) *pluginState {
 	st := &pluginState{name: c.name, source: c.source, dir: c.dir, builtin: c.builtin, groups: pc.AllowedGroups}
 	if c.problem != nil {
-		return s.failed(st, plugin.CategoryConfig, c.problem)
+		return l.failed(st, plugin.CategoryConfig, c.problem)
 	}
-	opts := manifest.Options{AppVersion: version.Semver(s.opts.Version)}
+	opts := manifest.Options{AppVersion: version.Semver(l.opts.Version)}
 	var err error
 	if c.builtin != nil {
 		st.manifest, err = manifest.Parse(c.name+"/manifest.json (built in)", c.builtin.Manifest, opts)
@@ -169,14 +168,14 @@ func (s *Server) prepare(c *candidate, pc config.Plugin) *pluginState {
 		st.skills = os.DirFS(filepath.Join(c.dir, "skills"))
 	}
 	if err != nil {
-		return s.failed(st, plugin.CategoryConfig, err)
+		return l.failed(st, plugin.CategoryConfig, err)
 	}
 	st.config, err = normaliseConfig(pc.Config)
 	if err != nil {
-		return s.failed(st, plugin.CategoryConfig, fmt.Errorf("config.toml [plugins.%s.config]: %w", c.name, err))
+		return l.failed(st, plugin.CategoryConfig, fmt.Errorf("config.toml [plugins.%s.config]: %w", c.name, err))
 	}
-	if err := st.manifest.ValidateConfig(s.opts.Home.Config()+" [plugins."+c.name+".config]", st.config); err != nil {
-		return s.failed(st, plugin.CategoryConfig, err)
+	if err := st.manifest.ValidateConfig(l.opts.Home.Config()+" [plugins."+c.name+".config]", st.config); err != nil {
+		return l.failed(st, plugin.CategoryConfig, err)
 	}
 	for _, t := range st.manifest.Provides.Tools {
 		st.tools = append(st.tools, t.Name)
@@ -240,36 +239,36 @@ func describeOwner(name string) string {
 // parallel. A plugin that fails is logged with its category and left out;
 // the core boots regardless. A tool name collision or a second
 // memory_brief hook fails startup.
-func (s *Server) loadPlugins(ctx context.Context) error {
-	cands, err := s.discover()
+func (l *Loader) loadPlugins(ctx context.Context) error {
+	cands, err := l.discover()
 	if err != nil {
 		return err
 	}
 	sts := make([]*pluginState, 0, len(cands))
 	for _, c := range cands {
-		sts = append(sts, s.prepare(c, s.cfg.Plugins[c.name]))
+		sts = append(sts, l.prepare(c, l.cfg.Plugins[c.name]))
 	}
-	if err := checkConflicts(sts, s.intrinsicOwners()); err != nil {
+	if err := checkConflicts(sts, l.intrinsicOwners()); err != nil {
 		return fmt.Errorf("plugins: %w", err)
 	}
-	pins, err := install.LoadPins(s.opts.Home)
+	pins, err := install.LoadPins(l.opts.Home)
 	if err != nil {
-		s.log.Error("cannot read the handler pins; user plugins will not start", "err", err)
+		l.log.Error("cannot read the handler pins; user plugins will not start", "err", err)
 	}
 	var wg sync.WaitGroup
 	for _, st := range sts {
 		if st.state == stateFailed {
 			continue
 		}
-		wg.Go(func() { s.start(ctx, st, pins) })
+		wg.Go(func() { l.start(ctx, st, pins) })
 	}
 	wg.Wait()
-	s.mu.Lock()
-	s.plugins = sts
-	s.mu.Unlock()
+	l.mu.Lock()
+	l.plugins = sts
+	l.mu.Unlock()
 	for _, st := range sts {
 		if st.state == stateHealthy {
-			if err := s.register(st); err != nil {
+			if err := l.register(st); err != nil {
 				return err
 			}
 		}
@@ -281,69 +280,69 @@ func (s *Server) loadPlugins(ctx context.Context) error {
 // initialises it within InitTimeout. On failure it is left failed, and a
 // started process is killed: shutdown is never called on a plugin that did
 // not initialise.
-func (s *Server) start(ctx context.Context, st *pluginState, pins map[string]install.Pin) {
-	ictx, cancel := context.WithTimeout(ctx, s.opts.InitTimeout)
+func (l *Loader) start(ctx context.Context, st *pluginState, pins map[string]install.Pin) {
+	ictx, cancel := context.WithTimeout(ctx, l.opts.InitTimeout)
 	defer cancel()
 	began := time.Now()
 	for _, cr := range st.manifest.Credentials() {
 		if !cr.Required {
 			continue
 		}
-		if _, err := s.creds.Get(st.name, cr.Key); err != nil {
+		if _, err := l.creds.Get(st.name, cr.Key); err != nil {
 			why := "is not set"
 			if !errors.Is(err, keychain.ErrNotFound) {
 				why = "cannot be read (see the core's log)"
-				s.log.Error("credential unreadable", "plugin", st.name, "key", cr.Key, "err", err)
+				l.log.Error("credential unreadable", "plugin", st.name, "key", cr.Key, "err", err)
 			}
-			s.failed(st, plugin.CategoryAuth, fmt.Errorf("required credential %q %s: run `carapace auth set --plugin %s --key %s`, then `carapace plugin restart %s`", cr.Key, why, st.name, cr.Key, st.name))
+			l.failed(st, plugin.CategoryAuth, fmt.Errorf("required credential %q %s: run `carapace auth set --plugin %s --key %s`, then `carapace plugin restart %s`", cr.Key, why, st.name, cr.Key, st.name))
 			return
 		}
 	}
 	if st.builtin != nil {
-		dir := s.opts.Home.DataDir(st.name)
+		dir := l.opts.Home.DataDir(st.name)
 		if err := os.MkdirAll(dir, 0o700); err != nil {
-			s.failed(st, plugin.CategoryConfig, fmt.Errorf("create the data folder: %w", err))
+			l.failed(st, plugin.CategoryConfig, fmt.Errorf("create the data folder: %w", err))
 			return
 		}
-		st.handler = st.builtin.New(loader.Env{DataDir: dir, Logger: s.log.With("plugin", st.name)})
+		st.handler = st.builtin.New(Env{DataDir: dir, Logger: l.log.With("plugin", st.name)})
 	} else {
 		pin, ok := pins[st.name]
 		if !ok {
-			s.failed(st, plugin.CategoryConfig, fmt.Errorf("plugin %s was not installed with `carapace plugin install`, so its handler has no pinned hash; run `carapace plugin install %s` (add --link for a development folder)", st.name, st.dir))
+			l.failed(st, plugin.CategoryConfig, fmt.Errorf("plugin %s was not installed with `carapace plugin install`, so its handler has no pinned hash; run `carapace plugin install %s` (add --link for a development folder)", st.name, st.dir))
 			return
 		}
 		proc, err := pluginhost.Start(ictx, pluginhost.Spec{
 			Name: st.name, Dir: st.dir, Exec: filepath.Join(st.dir, "handler"), SHA256: pin.SHA256,
-			DataDir: s.opts.Home.DataDir(st.name), SocketDir: s.opts.Home.PluginSocketDir(),
-			Logger: s.log, // pluginhost names the plugin in every line
-			OnExit: func(err error) { s.crashed(st, err) },
+			DataDir: l.opts.Home.DataDir(st.name), SocketDir: l.opts.Home.PluginSocketDir(),
+			Logger: l.log, // pluginhost names the plugin in every line
+			OnExit: func(err error) { l.crashed(st, err) },
 		})
 		if err != nil {
-			s.failed(st, startCategory(err), err)
+			l.failed(st, startCategory(err), err)
 			return
 		}
 		st.proc, st.handler = proc, proc
 	}
-	svc := &services{s: s, st: st}
+	svc := &services{l: l, st: st}
 	if err := initHandler(ictx, st.handler, st.config, svc); err != nil {
 		if st.proc != nil {
 			killAndWait(st.proc)
 		}
-		s.failed(st, plugin.CategoryOf(err), err)
+		l.failed(st, plugin.CategoryOf(err), err)
 		return
 	}
-	s.mu.Lock()
+	l.mu.Lock()
 	st.state = stateHealthy
-	s.mu.Unlock()
+	l.mu.Unlock()
 	pid := 0
 	if st.proc != nil {
 		pid = st.proc.PID()
 	}
-	s.log.Info("plugin loaded", "plugin", st.name, "source", st.source, "tools", st.tools, "pid", pid, "took", time.Since(began).Round(time.Millisecond))
-	s.subscribePlugin(st)
-	s.healthChanged(st)
-	s.coreEvent("plugin.ready", "", map[string]any{"plugin": st.name, "version": st.manifest.Version})
-	_ = s.audit.Write(&audit.Entry{Source: st.name, Stage: audit.StageCore, Outcome: audit.OutcomeStarted, Reason: fmt.Sprintf("plugin %s %s loaded (%s), tools: %s", st.name, st.manifest.Version, st.source, strings.Join(st.tools, ", "))})
+	l.log.Info("plugin loaded", "plugin", st.name, "source", st.source, "tools", st.tools, "pid", pid, "took", time.Since(began).Round(time.Millisecond))
+	l.subscribePlugin(st)
+	l.healthChanged(st)
+	l.event("plugin.ready", map[string]any{"plugin": st.name, "version": st.manifest.Version})
+	_ = l.audit.Write(&audit.Entry{Source: st.name, Stage: audit.StageCore, Outcome: audit.OutcomeStarted, Reason: fmt.Sprintf("plugin %s %s loaded (%s), tools: %s", st.name, st.manifest.Version, st.source, strings.Join(st.tools, ", "))})
 }
 
 // killAndWait kills a handler's process group and waits (a little) until
@@ -366,13 +365,13 @@ func startCategory(err error) string {
 }
 
 // register puts a healthy plugin's tools in the catalogue.
-func (s *Server) register(st *pluginState) error {
+func (l *Loader) register(st *pluginState) error {
 	h := &tracked{st: st}
 	tools, err := catalog.FromManifest(st.name, st.manifest, h, st.groups)
 	if err != nil {
 		return fmt.Errorf("plugin %s: %w", st.name, err)
 	}
-	if err := s.catalog.Add(tools...); err != nil {
+	if err := l.catalog.Add(tools...); err != nil {
 		return fmt.Errorf("plugin %s: %w", st.name, err)
 	}
 	return nil
@@ -398,45 +397,45 @@ func initHandler(ctx context.Context, h plugin.Handler, config map[string]any, s
 
 // failed records why a plugin is out of service: logged as CRITICAL and
 // audited with the full detail; the agent only ever sees the category.
-func (s *Server) failed(st *pluginState, cat string, err error) *pluginState {
-	problem := oneLine(err.Error())
-	s.mu.Lock()
+func (l *Loader) failed(st *pluginState, cat string, err error) *pluginState {
+	problem := textutil.OneLine(err.Error())
+	l.mu.Lock()
 	st.state, st.category, st.problem = stateFailed, cat, problem
-	s.mu.Unlock()
-	s.healthChanged(st)
-	s.log.Error("CRITICAL: plugin failed to load; its tools and skills are left out", "plugin", st.name, "category", cat, "err", problem)
-	_ = s.audit.Write(&audit.Entry{Source: st.name, Stage: audit.StageCore, Outcome: audit.OutcomeError, Code: cat, Reason: "plugin failed to load: " + clip(problem, 4000)})
+	l.mu.Unlock()
+	l.healthChanged(st)
+	l.log.Error("CRITICAL: plugin failed to load; its tools and skills are left out", "plugin", st.name, "category", cat, "err", problem)
+	_ = l.audit.Write(&audit.Entry{Source: st.name, Stage: audit.StageCore, Outcome: audit.OutcomeError, Code: cat, Reason: "plugin failed to load: " + textutil.Clip(problem, 4000)})
 	return st
 }
 
 // crashed is called when a plugin's process dies on its own. Its tools stay
 // catalogued so that calls get PLUGIN_UNAVAILABLE (not UNKNOWN_TOOL) until
 // `carapace plugin restart` or a core restart.
-func (s *Server) crashed(st *pluginState, err error) {
-	problem := "handler process died: " + oneLine(fmt.Sprint(err))
-	s.mu.Lock()
+func (l *Loader) crashed(st *pluginState, err error) {
+	problem := "handler process died: " + textutil.OneLine(fmt.Sprint(err))
+	l.mu.Lock()
 	if st.state != stateHealthy {
 		// Dying during start or Init makes it failed (start records
 		// that); during a restart or shutdown it is expected.
-		s.mu.Unlock()
+		l.mu.Unlock()
 		return
 	}
 	st.state, st.category, st.problem = stateCrashed, plugin.CategoryInternal, problem
-	s.mu.Unlock()
-	s.unsubscribePlugin(st)
-	s.healthChanged(st)
-	s.log.Error("CRITICAL: plugin handler died; its calls get PLUGIN_UNAVAILABLE until `carapace plugin restart "+st.name+"`", "plugin", st.name, "err", err)
-	_ = s.audit.Write(&audit.Entry{Source: st.name, Stage: audit.StageCore, Outcome: audit.OutcomeCrashed, Code: plugin.CategoryInternal, Reason: clip(problem, 4000)})
+	l.mu.Unlock()
+	l.unsubscribePlugin(st)
+	l.healthChanged(st)
+	l.log.Error("CRITICAL: plugin handler died; its calls get PLUGIN_UNAVAILABLE until `carapace plugin restart "+st.name+"`", "plugin", st.name, "err", err)
+	_ = l.audit.Write(&audit.Entry{Source: st.name, Stage: audit.StageCore, Outcome: audit.OutcomeCrashed, Code: plugin.CategoryInternal, Reason: textutil.Clip(problem, 4000)})
 }
 
 // available is the pipeline's stage-6 check.
-func (s *Server) available(name string) bool {
+func (l *Loader) available(name string) bool {
 	if name == intrinsics.Plugin {
 		return true
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, p := range s.plugins {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, p := range l.plugins {
 		if p.name == name {
 			return p.state == stateHealthy
 		}
@@ -448,32 +447,32 @@ func (s *Server) available(name string) bool {
 // calls, in-flight calls drained (up to the handler timeout), Shutdown if it
 // was healthy (bounded), its process killed, and its tools removed if
 // removeTools.
-func (s *Server) stopPlugin(st *pluginState, removeTools bool) {
-	s.mu.Lock()
+func (l *Loader) stopPlugin(st *pluginState, removeTools bool) {
+	l.mu.Lock()
 	was := st.state
 	st.state = stateStopping
-	s.mu.Unlock()
-	s.unsubscribePlugin(st)
-	s.healthChanged(st)
-	dctx, cancel := context.WithTimeout(context.Background(), s.cfg.Core.HandlerTimeout.Duration+time.Second)
+	l.mu.Unlock()
+	l.unsubscribePlugin(st)
+	l.healthChanged(st)
+	dctx, cancel := context.WithTimeout(context.Background(), l.cfg.Core.HandlerTimeout.Duration+time.Second)
 	st.calls.closeAndWait(dctx)
 	cancel()
 	if was == stateHealthy {
-		s.shutdownOne(st)
+		l.shutdownOne(st)
 	}
 	if st.proc != nil {
 		killAndWait(st.proc)
 	}
 	if removeTools {
-		s.catalog.Remove(st.name)
+		l.catalog.Remove(st.name)
 	}
 }
 
 // shutdownOne calls a healthy plugin's Shutdown within the shutdown
 // timeout; an out-of-process handler that overruns it is killed.
-func (s *Server) shutdownOne(st *pluginState) {
-	s.coreEvent("plugin.stopping", "", map[string]any{"plugin": st.name})
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Core.ShutdownTimeout.Duration)
+func (l *Loader) shutdownOne(st *pluginState) {
+	l.event("plugin.stopping", map[string]any{"plugin": st.name})
+	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.Core.ShutdownTimeout.Duration)
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
@@ -488,109 +487,106 @@ func (s *Server) shutdownOne(st *pluginState) {
 	select {
 	case err := <-done:
 		if err != nil {
-			outcome = "error: " + oneLine(err.Error())
-			s.log.Warn("plugin shutdown failed", "plugin", st.name, "err", err)
+			outcome = "error: " + textutil.OneLine(err.Error())
+			l.log.Warn("plugin shutdown failed", "plugin", st.name, "err", err)
 		}
 	case <-ctx.Done():
 		outcome = "timed out; forced"
-		s.log.Warn("plugin shutdown timed out; killing it", "plugin", st.name)
+		l.log.Warn("plugin shutdown timed out; killing it", "plugin", st.name)
 	}
 	if st.proc != nil {
 		st.proc.Kill()
 	}
-	s.log.Info("plugin stopped", "plugin", st.name, "outcome", outcome)
+	l.log.Info("plugin stopped", "plugin", st.name, "outcome", outcome)
 }
 
-// RestartPlugin implements control.Backend: drain and stop the plugin, then
+// restart drains and stops the plugin, then
 // load it again from disk (or unload it if it is gone; or load it if it is
 // new). Restarts are serialised.
-func (s *Server) RestartPlugin(ctx context.Context, name string) (control.PluginStatus, error) {
+func (l *Loader) restart(ctx context.Context, name string) (control.PluginStatus, error) {
 	if err := manifest.CheckPluginName(name); err != nil {
 		return control.PluginStatus{}, fmt.Errorf("%w: %w", control.ErrInvalid, err)
 	}
-	if s.pipe.Draining() {
-		return control.PluginStatus{}, fmt.Errorf("the core is shutting down: %w", control.ErrConflict)
-	}
-	s.restartMu.Lock()
-	defer s.restartMu.Unlock()
+	l.restartMu.Lock()
+	defer l.restartMu.Unlock()
 
 	var old *pluginState
-	s.mu.Lock()
-	for _, p := range s.plugins {
+	l.mu.Lock()
+	for _, p := range l.plugins {
 		if p.name == name {
 			old = p
 		}
 	}
-	s.mu.Unlock()
-	c := s.candidateNamed(name)
+	l.mu.Unlock()
+	c := l.candidateNamed(name)
 	if old == nil && c == nil {
 		return control.PluginStatus{}, fmt.Errorf("plugin %s is neither running nor installed: %w", name, control.ErrNotFound)
 	}
 	// The plugin's section of config.toml is read again, so that a fixed
 	// config or allowed_groups needs no core restart. The rest of the
 	// file is the core's and takes effect at its next start.
-	cfg, err := config.Load(s.opts.Home.Config())
+	cfg, err := config.Load(l.opts.Home.Config())
 	if err != nil {
 		return control.PluginStatus{}, fmt.Errorf("%w: %w", control.ErrInvalid, err)
 	}
 	if old != nil {
 		// Its tools stay catalogued (answering PLUGIN_UNAVAILABLE, not
 		// UNKNOWN_TOOL) until the new instance replaces them.
-		s.stopPlugin(old, false)
+		l.stopPlugin(old, false)
 	}
 	if c == nil {
-		s.catalog.Remove(name)
-		s.mu.Lock()
+		l.catalog.Remove(name)
+		l.mu.Lock()
 		old.state = stateRemoved
-		s.plugins = slices.DeleteFunc(s.plugins, func(p *pluginState) bool { return p == old })
-		s.mu.Unlock()
-		s.log.Info("plugin unloaded: no longer installed", "plugin", name)
-		_ = s.audit.Write(&audit.Entry{Source: name, Stage: audit.StageCore, Outcome: audit.OutcomeClosed, Reason: "plugin unloaded: no longer installed"})
+		l.plugins = slices.DeleteFunc(l.plugins, func(p *pluginState) bool { return p == old })
+		l.mu.Unlock()
+		l.log.Info("plugin unloaded: no longer installed", "plugin", name)
+		_ = l.audit.Write(&audit.Entry{Source: name, Stage: audit.StageCore, Outcome: audit.OutcomeClosed, Reason: "plugin unloaded: no longer installed"})
 		return control.PluginStatus{Name: name, State: stateRemoved}, nil
 	}
-	st := s.prepare(c, cfg.Plugins[name])
+	st := l.prepare(c, cfg.Plugins[name])
 	if st.state != stateFailed {
 		var others []*pluginState
-		s.mu.Lock()
-		for _, p := range s.plugins {
+		l.mu.Lock()
+		for _, p := range l.plugins {
 			if p != old && p.state != stateFailed {
 				others = append(others, p)
 			}
 		}
-		s.mu.Unlock()
-		if err := checkConflicts(append(others, st), s.intrinsicOwners()); err != nil {
-			s.failed(st, plugin.CategoryConfig, err)
+		l.mu.Unlock()
+		if err := checkConflicts(append(others, st), l.intrinsicOwners()); err != nil {
+			l.failed(st, plugin.CategoryConfig, err)
 		}
 	}
 	if st.state != stateFailed {
-		pins, err := install.LoadPins(s.opts.Home)
+		pins, err := install.LoadPins(l.opts.Home)
 		if err != nil {
-			s.failed(st, plugin.CategoryConfig, fmt.Errorf("read handler pins: %w", err))
+			l.failed(st, plugin.CategoryConfig, fmt.Errorf("read handler pins: %w", err))
 		} else {
-			s.start(ctx, st, pins)
+			l.start(ctx, st, pins)
 		}
 	}
-	s.catalog.Remove(name)
+	l.catalog.Remove(name)
 	if st.state == stateHealthy {
-		if err := s.register(st); err != nil {
+		if err := l.register(st); err != nil {
 			if st.proc != nil {
 				killAndWait(st.proc)
 			}
-			s.failed(st, plugin.CategoryConfig, err)
+			l.failed(st, plugin.CategoryConfig, err)
 		}
 	}
-	s.mu.Lock()
-	s.plugins = slices.DeleteFunc(s.plugins, func(p *pluginState) bool { return p == old })
-	s.plugins = append(s.plugins, st)
-	sort.Slice(s.plugins, func(i, j int) bool { return s.plugins[i].name < s.plugins[j].name })
-	s.mu.Unlock()
-	return s.pluginStatus(st), nil
+	l.mu.Lock()
+	l.plugins = slices.DeleteFunc(l.plugins, func(p *pluginState) bool { return p == old })
+	l.plugins = append(l.plugins, st)
+	sort.Slice(l.plugins, func(i, j int) bool { return l.plugins[i].name < l.plugins[j].name })
+	l.mu.Unlock()
+	return l.pluginStatus(st), nil
 }
 
 // intrinsicOwners maps the intrinsic tools to their owner.
-func (s *Server) intrinsicOwners() map[string]string {
+func (l *Loader) intrinsicOwners() map[string]string {
 	out := map[string]string{}
-	for _, t := range s.catalog.List() {
+	for _, t := range l.catalog.List() {
 		if t.Plugin == intrinsics.Plugin {
 			out[t.Name] = t.Plugin
 		}
@@ -598,13 +594,13 @@ func (s *Server) intrinsicOwners() map[string]string {
 	return out
 }
 
-// health lists healthy plugins and the others with their categories, for
+// Health lists healthy plugins and the others with their categories, for
 // get_session_info.
-func (s *Server) health() (healthy []string, failed []intrinsics.Failure) {
+func (l *Loader) Health() (healthy []string, failed []intrinsics.Failure) {
 	healthy, failed = []string{}, []intrinsics.Failure{}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, p := range s.plugins {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, p := range l.plugins {
 		if p.state == stateHealthy {
 			healthy = append(healthy, p.name)
 		} else {
@@ -615,11 +611,11 @@ func (s *Server) health() (healthy []string, failed []intrinsics.Failure) {
 }
 
 // healthyPlugins returns the healthy plugins, for the session's skill tree and events.
-func (s *Server) healthyPlugins() []*pluginState {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (l *Loader) healthyPlugins() []*pluginState {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	var out []*pluginState
-	for _, p := range s.plugins {
+	for _, p := range l.plugins {
 		if p.state == stateHealthy {
 			out = append(out, p)
 		}
@@ -701,19 +697,10 @@ func (f *inflight) closeAndWait(ctx context.Context) {
 	}
 }
 
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
-}
-
 // pluginStatus reports st for the control API.
-func (s *Server) pluginStatus(st *pluginState) control.PluginStatus {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (l *Loader) pluginStatus(st *pluginState) control.PluginStatus {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	ps := control.PluginStatus{
 		Name: st.name, Healthy: st.state == stateHealthy, State: st.state, Source: st.source, Dir: st.dir,
 		Problem: st.problem,
@@ -732,29 +719,25 @@ func (s *Server) pluginStatus(st *pluginState) control.PluginStatus {
 	return ps
 }
 
-// pluginSource is what the agent runner needs from the plugins.
-type pluginSource struct{ s *Server }
-
-var _ agent.Plugins = pluginSource{}
-
-// Healthy implements agent.Plugins.
-func (p pluginSource) Healthy() []skills.Plugin {
+// Healthy returns the healthy plugins, for a session's skill tree
+// (core/agent's Plugins).
+func (l *Loader) Healthy() []skills.Plugin {
 	var out []skills.Plugin
-	for _, st := range p.s.healthyPlugins() {
+	for _, st := range l.healthyPlugins() {
 		out = append(out, skills.Plugin{Name: st.name, Manifest: st.manifest, Skills: st.skills})
 	}
 	return out
 }
 
-// BriefProvider implements agent.Plugins: the healthy plugin that declares
-// the memory_brief hook, if its handler implements it.
-func (p pluginSource) BriefProvider() (string, plugin.BriefProvider) {
-	for _, st := range p.s.healthyPlugins() {
+// BriefProvider returns the healthy plugin that declares the memory_brief
+// hook, if its handler implements it (core/agent's Plugins).
+func (l *Loader) BriefProvider() (string, plugin.BriefProvider) {
+	for _, st := range l.healthyPlugins() {
 		if !slices.Contains(st.manifest.Provides.Hooks, manifest.HookMemoryBrief) {
 			continue
 		}
 		if _, ok := st.handler.(plugin.BriefProvider); !ok {
-			p.s.log.Warn("plugin declares the memory_brief hook but its handler does not implement MemoryBrief", "plugin", st.name)
+			l.log.Warn("plugin declares the memory_brief hook but its handler does not implement MemoryBrief", "plugin", st.name)
 			return "", nil
 		}
 		return st.name, &tracked{st: st}

@@ -1,4 +1,4 @@
-package server
+package loader
 
 import (
 	"context"
@@ -22,7 +22,7 @@ const maxAuditEntries = 1000
 // for an out-of-process plugin, the one pluginhost keeps for the call the
 // plugin names), never from anything the plugin sends.
 type services struct {
-	s  *Server
+	l  *Loader
 	st *pluginState
 }
 
@@ -33,7 +33,7 @@ var _ plugin.Services = (*services)(nil)
 func (v *services) GetToolCatalog(ctx context.Context) ([]plugin.ToolInfo, error) {
 	sess, scoped := session.FromContext(ctx)
 	out := []plugin.ToolInfo{}
-	for _, t := range v.s.catalog.List() {
+	for _, t := range v.l.catalog.List() {
 		if scoped && !t.Allowed(sess.Group) {
 			continue
 		}
@@ -58,7 +58,7 @@ func (v *services) GetAuditLog(ctx context.Context, f plugin.AuditFilter) ([]plu
 	if !ok {
 		return nil, plugin.ErrNoRequest
 	}
-	entries, err := audit.Read(v.s.opts.Home.AuditLog(), audit.Filter{Group: sess.Group, Correlation: f.Correlation, Outcome: f.Outcome})
+	entries, err := audit.Read(v.l.opts.Home.AuditLog(), audit.Filter{Group: sess.Group, Correlation: f.Correlation, Outcome: f.Outcome})
 	if err != nil {
 		return nil, fmt.Errorf("read audit log: %w", err)
 	}
@@ -98,21 +98,21 @@ func (v *services) ReadCredential(ctx context.Context, key string) (string, erro
 	if err := keychain.CheckKey(key); err != nil {
 		return "", err
 	}
-	val, err := v.s.creds.Get(v.st.name, key)
+	val, err := v.l.creds.Get(v.st.name, key)
 	outcome, reason := audit.OutcomeOK, "credential read: "+key
 	switch {
 	case errors.Is(err, keychain.ErrNotFound):
 		outcome, reason, err = audit.OutcomeError, "credential not set: "+key, plugin.ErrNoCredential
 	case err != nil:
 		outcome, reason = audit.OutcomeError, "credential unreadable: "+key
-		v.s.log.Error("credential unreadable", "plugin", v.st.name, "key", key, "err", err)
+		v.l.log.Error("credential unreadable", "plugin", v.st.name, "key", key, "err", err)
 		err = fmt.Errorf("credential %s of plugin %s could not be read (see the core's log)", key, v.st.name)
 	}
 	e := &audit.Entry{Source: v.st.name, Stage: audit.StageService, Outcome: outcome, Reason: reason}
 	if sess, ok := session.FromContext(ctx); ok {
 		e.Session, e.Group = sess.ID, sess.Group
 	}
-	_ = v.s.audit.Write(e)
+	_ = v.l.audit.Write(e)
 	if err != nil {
 		return "", err
 	}
@@ -131,17 +131,17 @@ func (v *services) PublishEvent(ctx context.Context, ev *plugin.Event) error {
 	}
 	e := *ev
 	e.Source, e.ID, e.Time = v.st.name, uuid.NewString(), time.Now().UTC()
-	return v.s.publish(ctx, &e)
+	return v.l.publish(ctx, &e)
 }
 
 // publish puts a plugin's event on the event bus, the one fan-out: the
 // core's spawner, the plugins subscribed to its topic (plugin_events.go)
 // and outside subscribers all get it from there. It is audited (topic and
 // group, never the payload).
-func (s *Server) publish(ctx context.Context, ev *plugin.Event) error {
-	if err := s.bus.Publish(ctx, ev); err != nil {
+func (l *Loader) publish(ctx context.Context, ev *plugin.Event) error {
+	if err := l.bus.Publish(ctx, ev); err != nil {
 		return fmt.Errorf("publish event: %w", err)
 	}
-	_ = s.audit.Write(&audit.Entry{Source: ev.Source, Group: ev.Group, Topic: ev.Topic, Correlation: ev.Correlation, Stage: audit.StageEvent, Outcome: audit.OutcomePublished, ID: ev.ID})
+	_ = l.audit.Write(&audit.Entry{Source: ev.Source, Group: ev.Group, Topic: ev.Topic, Correlation: ev.Correlation, Stage: audit.StageEvent, Outcome: audit.OutcomePublished, ID: ev.ID})
 	return nil
 }

@@ -1,4 +1,4 @@
-package server
+package loader
 
 import (
 	"context"
@@ -22,15 +22,15 @@ var reservedForPlugins = []string{"confirmation."}
 
 // subscribePlugin starts delivering st's subscribed events to it. Called
 // once st is healthy; stopPlugin and crashed end the delivery.
-func (s *Server) subscribePlugin(st *pluginState) {
+func (l *Loader) subscribePlugin(st *pluginState) {
 	eh, ok := st.handler.(plugin.EventHandler)
-	if !ok || s.bus == nil {
+	if !ok || l.bus == nil {
 		return
 	}
 	var topics []string
 	for _, t := range st.manifest.Subscribes {
 		if reserved(t) {
-			s.log.Warn("plugin subscribes to a topic plugins are not given; ignored", "plugin", st.name, "topic", t)
+			l.log.Warn("plugin subscribes to a topic plugins are not given; ignored", "plugin", st.name, "topic", t)
 			continue
 		}
 		topics = append(topics, t)
@@ -38,14 +38,14 @@ func (s *Server) subscribePlugin(st *pluginState) {
 	if len(topics) == 0 {
 		return
 	}
-	sub, err := s.bus.Subscribe(topics...)
+	sub, err := l.bus.Subscribe(topics...)
 	if err != nil {
-		s.log.Error("plugin cannot subscribe to its events", "plugin", st.name, "topics", topics, "err", err)
+		l.log.Error("plugin cannot subscribe to its events", "plugin", st.name, "topics", topics, "err", err)
 		return
 	}
-	s.mu.Lock()
+	l.mu.Lock()
 	st.events = sub
-	s.mu.Unlock()
+	l.mu.Unlock()
 	go func() {
 		for ev := range sub.C() {
 			if !st.calls.enter() {
@@ -53,7 +53,7 @@ func (s *Server) subscribePlugin(st *pluginState) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), EventTimeout)
 			if err := eh.HandleEvent(ctx, ev); err != nil {
-				s.log.Warn("plugin failed to handle an event", "plugin", st.name, "topic", ev.Topic, "err", err)
+				l.log.Warn("plugin failed to handle an event", "plugin", st.name, "topic", ev.Topic, "err", err)
 			}
 			cancel()
 			st.calls.leave()
@@ -62,11 +62,11 @@ func (s *Server) subscribePlugin(st *pluginState) {
 }
 
 // unsubscribePlugin ends the delivery of events to st.
-func (s *Server) unsubscribePlugin(st *pluginState) {
-	s.mu.Lock()
+func (l *Loader) unsubscribePlugin(st *pluginState) {
+	l.mu.Lock()
 	sub := st.events
 	st.events = nil
-	s.mu.Unlock()
+	l.mu.Unlock()
 	if sub != nil {
 		_ = sub.Close()
 	}

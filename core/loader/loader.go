@@ -1,0 +1,150 @@
+package loader
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/carapace-dev/carapace/core/audit"
+	"github.com/carapace-dev/carapace/core/catalog"
+	"github.com/carapace-dev/carapace/core/config"
+	"github.com/carapace-dev/carapace/core/control"
+	"github.com/carapace-dev/carapace/core/events"
+	"github.com/carapace-dev/carapace/core/home"
+	"github.com/carapace-dev/carapace/core/plugin"
+	"github.com/carapace-dev/carapace/keychain"
+)
+
+// Options configure a Loader.
+type Options struct {
+	Home    home.Dir
+	Version string // the core's, for the manifests' app_compat
+	Config  *config.Config
+	Logger  *slog.Logger
+	Audit   *audit.Log
+	// Catalog gets the healthy plugins' tools; the intrinsics are in it
+	// before Load.
+	Catalog     *catalog.Catalog
+	Credentials keychain.Store
+	// Bus carries the plugin.* events and the events plugins publish and
+	// subscribe to.
+	Bus *events.Bus
+	// Builtins are the plugins compiled into the core.
+	Builtins []Builtin
+	// InitTimeout bounds each plugin's start and Init; zero means
+	// InitTimeout.
+	InitTimeout time.Duration
+}
+
+// Loader holds every plugin the core knows of, healthy or not. Create it
+// with New; Load loads them. It is safe for concurrent use.
+type Loader struct {
+	opts    Options
+	cfg     *config.Config
+	log     *slog.Logger
+	audit   *audit.Log
+	catalog *catalog.Catalog
+	creds   keychain.Store
+	bus     *events.Bus
+
+	mu        sync.Mutex
+	plugins   []*pluginState // sorted by name
+	restartMu sync.Mutex     // serialises restarts
+}
+
+// New returns a Loader; nothing is loaded until Load.
+func New(o Options) *Loader {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.InitTimeout <= 0 {
+		o.InitTimeout = InitTimeout
+	}
+	return &Loader{opts: o, cfg: o.Config, log: o.Logger, audit: o.Audit, catalog: o.Catalog, creds: o.Credentials, bus: o.Bus}
+}
+
+// Load discovers the plugins (the built-ins, then $CARAPACE_HOME/plugins),
+// starts and initialises them in parallel, and catalogues the healthy
+// ones' tools. A plugin that fails is left out, logged and audited; an
+// error is returned only for what stops the core (conflicting tool names).
+func (l *Loader) Load(ctx context.Context) error { return l.loadPlugins(ctx) }
+
+// Restart drains and stops plugin name, then loads it again from disk (or
+// unloads it if it is gone; or loads it if it is new). Restarts are
+// serialised. The caller refuses it while the core drains.
+func (l *Loader) Restart(ctx context.Context, name string) (control.PluginStatus, error) {
+	return l.restart(ctx, name)
+}
+
+// Statuses returns every plugin's status, sorted by name.
+func (l *Loader) Statuses() []control.PluginStatus {
+	l.mu.Lock()
+	ps := append([]*pluginState(nil), l.plugins...)
+	l.mu.Unlock()
+	out := make([]control.PluginStatus, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, l.pluginStatus(p))
+	}
+	return out
+}
+
+// Available reports whether plugin name serves calls: the pipeline's
+// stage-6 check.
+func (l *Loader) Available(name string) bool { return l.available(name) }
+
+// Shutdown shuts every initialised plugin down, in parallel (each bounded
+// by the shutdown timeout), kills the processes of the others, and removes
+// their tools: the core is stopping.
+func (l *Loader) Shutdown() {
+	var wg sync.WaitGroup
+	l.mu.Lock()
+	ps := append([]*pluginState(nil), l.plugins...)
+	l.mu.Unlock()
+	for _, p := range ps {
+		wg.Go(func() {
+			l.unsubscribePlugin(p)
+			l.mu.Lock()
+			healthy := p.state == stateHealthy
+			p.state = stateStopping
+			l.mu.Unlock()
+			if healthy {
+				l.shutdownOne(p) // never shut down a plugin that did not initialise
+			} else if p.proc != nil {
+				killAndWait(p.proc) // a crashed handler: make sure its process group is gone
+			}
+			l.catalog.Remove(p.name)
+		})
+	}
+	wg.Wait()
+}
+
+// event publishes one of the core's plugin events on the bus.
+func (l *Loader) event(topic string, payload map[string]any) {
+	if l.bus == nil {
+		return
+	}
+	ev := &plugin.Event{Topic: topic, Source: "core", Payload: payload}
+	if err := l.bus.Publish(context.Background(), ev); err != nil {
+		l.log.Warn("could not publish an event", "topic", topic, "err", err)
+	}
+}
+
+// healthChanged publishes plugin.health with st's status.
+func (l *Loader) healthChanged(st *pluginState) {
+	l.event(control.WatchPluginHealth, payloadOf(l.pluginStatus(st)))
+}
+
+// payloadOf is v as an event payload: its JSON object.
+func payloadOf(v any) map[string]any {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil
+	}
+	return m
+}
