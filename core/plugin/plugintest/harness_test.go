@@ -335,8 +335,7 @@ func TestNewLifecycle(t *testing.T) {
 }
 
 func TestNewReportsBrokenLifecycles(t *testing.T) {
-	initTimeout, shutdownTimeout = 50*time.Millisecond, 50*time.Millisecond
-	t.Cleanup(func() { initTimeout, shutdownTimeout = InitTimeout, ShutdownTimeout })
+	short := lifecycleTimeouts(50*time.Millisecond, 50*time.Millisecond)
 	block := func(ctx context.Context) error { time.Sleep(time.Second); return nil }
 	tests := []struct {
 		name string
@@ -360,7 +359,7 @@ func TestNewReportsBrokenLifecycles(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			reached := false
 			ft := fake(t, func(ft *fakeT) {
-				New(ft, tt.h)
+				New(ft, tt.h, short)
 				reached = true
 			})
 			mustFail(t, ft, tt.want...)
