@@ -598,10 +598,8 @@ func TestServiceCalls(t *testing.T) {
 }
 
 func TestServiceRateLimit(t *testing.T) {
-	oldRate, oldBurst := serviceRate, serviceBurst
-	serviceRate, serviceBurst = 1, 5
-	t.Cleanup(func() { serviceRate, serviceBurst = oldRate, oldBurst })
 	f := newFixture(t, bin.plugin, "greedy")
+	f.spec.serviceRate, f.spec.serviceBurst = 1, 5
 	p := f.startInit(t, nil, nil)
 	out, err := p.Invoke(hangCtx(t), request("svcflood", map[string]any{"n": 20}))
 	if err != nil {
