@@ -148,7 +148,7 @@ const (
 // Service calls a handler may make, per second and in a burst.
 const (
 	defaultServiceRate  rate.Limit = 200
-	defaultServiceBurst            = 400
+	defaultServiceBurst int        = 400
 )
 
 var nameRE = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)

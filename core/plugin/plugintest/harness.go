@@ -140,7 +140,7 @@ func (hs *Harness) init(t testing.TB, config map[string]any) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), hs.initTimeout)
 	defer cancel()
-	err, panicked := guard(ctx, func(ctx context.Context) error { return hs.h.Init(ctx, config, hs.services) })
+	panicked, err := guard(ctx, func(ctx context.Context) error { return hs.h.Init(ctx, config, hs.services) })
 	switch {
 	case panicked != "":
 		t.Fatalf("Init panicked (the core leaves the plugin out with INTERNAL_ERROR): %s", panicked)
@@ -174,7 +174,7 @@ func (hs *Harness) shutdown(t testing.TB) {
 	hs.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), hs.shutdownTimeout)
 	defer cancel()
-	err, panicked := guard(ctx, hs.h.Shutdown)
+	panicked, err := guard(ctx, hs.h.Shutdown)
 	switch {
 	case panicked != "":
 		t.Errorf("Shutdown panicked: %s", panicked)
@@ -196,7 +196,7 @@ func (hs *Harness) HandleEvent(ev *plugin.Event) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), hs.timeout)
 	defer cancel()
-	err, panicked := guard(ctx, func(ctx context.Context) error { return eh.HandleEvent(ctx, ev) })
+	panicked, err := guard(ctx, func(ctx context.Context) error { return eh.HandleEvent(ctx, ev) })
 	if panicked != "" {
 		hs.t.Fatalf("HandleEvent panicked: %s", panicked)
 	}
@@ -207,7 +207,7 @@ var errDeadline = errors.New("deadline exceeded")
 
 // guard runs f, turning a panic into its text (with the stack) and a call
 // that outlives ctx into errDeadline.
-func guard(ctx context.Context, f func(context.Context) error) (err error, panicked string) {
+func guard(ctx context.Context, f func(context.Context) error) (panicked string, err error) {
 	type outcome struct {
 		err      error
 		panicked string
@@ -223,9 +223,9 @@ func guard(ctx context.Context, f func(context.Context) error) (err error, panic
 	}()
 	select {
 	case o := <-ch:
-		return o.err, o.panicked
+		return o.panicked, o.err
 	case <-ctx.Done():
-		return errDeadline, ""
+		return "", errDeadline
 	}
 }
 
