@@ -9,31 +9,32 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/carapace-dev/carapace/internal/testutil/deptest"
 )
 
-// TestDependencies pins what the in-container binary may link: no cgo, no
-// HTTP stack, no way to start processes.
+// TestDependencies pins what the in-container binary may link, for the
+// host and for the Linux targets of the agent images: no cgo, no HTTP stack,
+// no way to start processes, and few packages.
 func TestDependencies(t *testing.T) {
-	cmd := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}} {{join .CgoFiles \",\"}}", ".")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	forbidden := map[string]bool{"net/http": true, "os/exec": true, "runtime/cgo": true, "plugin": true, "net/rpc": true, "crypto/tls": true}
-	deps := 0
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		pkg, cgo, _ := strings.Cut(line, " ")
-		deps++
-		if forbidden[pkg] {
-			t.Errorf("cmd/ipc links %s", pkg)
-		}
-		if cgo != "" {
-			t.Errorf("%s has cgo files: %s", pkg, cgo)
-		}
-	}
-	if deps > 150 {
-		t.Errorf("cmd/ipc has %d dependencies; keep it small", deps)
+	const why = "the in-container binary only relays requests to the core"
+	for _, target := range [][2]string{{"", ""}, {"linux", "amd64"}, {"linux", "arm64"}} {
+		deptest.Checker{
+			GOOS:   target[0],
+			GOARCH: target[1],
+			CGO:    "0",
+			Forbidden: map[string]string{
+				"net/http":    why,
+				"os/exec":     "it must not start processes",
+				"runtime/cgo": "it runs on an image with nothing else in it",
+				"plugin":      "it must not load code",
+				"net/rpc":     why,
+				"crypto/tls":  why,
+			},
+			NoCgo:   true,
+			MaxDeps: 150,
+			Want:    []string{"github.com/carapace-dev/carapace/ipc"},
+		}.Check(t)
 	}
 }
 

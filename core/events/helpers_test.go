@@ -10,7 +10,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -249,18 +248,4 @@ func closedByPeer(c net.Conn) error {
 		return errors.New("the connection is still open after 5s")
 	}
 	return nil // EOF or a reset: closed
-}
-
-// ownGoroutines counts goroutines running this package's code.
-func ownGoroutines() int {
-	buf := make([]byte, 1<<20)
-	stacks := string(buf[:runtime.Stack(buf, true)])
-	n := 0
-	for _, g := range strings.Split(stacks, "\n\n") {
-		if strings.Contains(g, "events.(*subConn)") || strings.Contains(g, "events.(*Remote).read") ||
-			strings.Contains(g, "events.(*subListener)") {
-			n++
-		}
-	}
-	return n
 }

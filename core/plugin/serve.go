@@ -54,7 +54,7 @@ func Serve(h Handler) error {
 	if len(missing) > 0 {
 		return fmt.Errorf("%w (%s not set)", errNotStarted, strings.Join(missing, ", "))
 	}
-	return serve(h, env[pluginproto.EnvEndpoint], env[pluginproto.EnvToken])
+	return serve(h, env[pluginproto.EnvEndpoint], env[pluginproto.EnvToken], parentWatch{getppid: os.Getppid, every: parentEvery})
 }
 
 var errNotStarted = errors.New("this program is a Carapace plugin handler: the Carapace core starts it " +
@@ -62,15 +62,17 @@ var errNotStarted = errors.New("this program is a Carapace plugin handler: the C
 	"`carapace plugin install`, then run `carapace serve`. To test the handler, use the package " +
 	"github.com/carapace-dev/carapace/core/plugin/plugintest")
 
-// Test seams: how the SDK notices that the core went away without closing
-// the connection (on macOS there is no Pdeathsig).
-var (
-	getppid   = os.Getppid
-	ppidEvery = 500 * time.Millisecond
-)
+// parentWatch is how serve notices that the core went away without closing
+// the connection (on macOS there is no Pdeathsig): it asks for the parent
+// process every so often, and a different parent means the core exited.
+type parentWatch struct {
+	getppid func() int
+	every   time.Duration
+}
 
-// Bounds of what the SDK sends.
+// Bounds of what the SDK sends, and how often it looks for its parent.
 const (
+	parentEvery     = 500 * time.Millisecond
 	shutdownTimeout = 10 * time.Second
 	sendTimeout     = 10 * time.Second
 	maxErrText      = 16 << 10 // bytes of an error message sent to the core
@@ -98,12 +100,12 @@ type client struct {
 	stopOnce sync.Once
 }
 
-func serve(h Handler, endpoint, token string) error {
+func serve(h Handler, endpoint, token string, parent parentWatch) error {
 	ep, err := zmtp.Endpoint(endpoint)
 	if err != nil {
 		return fmt.Errorf("plugin: %s: %w", pluginproto.EnvEndpoint, err)
 	}
-	ppid := getppid()
+	ppid := parent.getppid()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	sock := zmq4.NewDealer(ctx, zmq4.WithLogger(log.New(io.Discard, "", 0)), zmq4.WithTimeout(sendTimeout),
@@ -147,7 +149,7 @@ func serve(h Handler, endpoint, token string) error {
 			c.handle(m)
 		}
 	}()
-	tick := time.NewTicker(ppidEvery)
+	tick := time.NewTicker(parent.every)
 	defer tick.Stop()
 	for {
 		select {
@@ -156,7 +158,7 @@ func serve(h Handler, endpoint, token string) error {
 		case err := <-lost:
 			return fmt.Errorf("plugin: connection to the core lost: %w", err)
 		case <-tick.C:
-			if getppid() != ppid {
+			if parent.getppid() != ppid {
 				return errors.New("plugin: the core that started this handler has exited")
 			}
 		}

@@ -76,10 +76,13 @@ func newFakeCore(t *testing.T) *fakeCore {
 	return c
 }
 
+// realParent is the parent watch of Serve.
+var realParent = parentWatch{getppid: os.Getppid, every: parentEvery}
+
 // serve runs serve(h) against the core and checks its hello.
 func (c *fakeCore) serve(h Handler) {
 	c.t.Helper()
-	go func() { c.served <- serve(h, c.endpoint, testToken) }()
+	go func() { c.served <- serve(h, c.endpoint, testToken, realParent) }()
 	hello := c.recv()
 	if hello.Type != pluginproto.TypeHello || hello.Token != testToken || hello.Version != pluginproto.Version || hello.PID != os.Getpid() {
 		c.t.Fatalf("hello = %+v", hello)
@@ -484,7 +487,7 @@ func TestServeServices(t *testing.T) {
 func TestServeCoreGone(t *testing.T) {
 	t.Run("connection closed", func(t *testing.T) {
 		c := newFakeCore(t)
-		go func() { c.served <- serve(newTestHandler(), c.endpoint, testToken) }()
+		go func() { c.served <- serve(newTestHandler(), c.endpoint, testToken, realParent) }()
 		c.recv()
 		c.r.Close()
 		select {
@@ -497,13 +500,13 @@ func TestServeCoreGone(t *testing.T) {
 		}
 	})
 	t.Run("parent changed", func(t *testing.T) {
-		oldPPID, oldEvery := getppid, ppidEvery
-		defer func() { getppid, ppidEvery = oldPPID, oldEvery }()
 		var calls atomic.Int32
-		getppid = func() int { return 100 + int(calls.Add(1)/3) } // changes on the third look
-		ppidEvery = 5 * time.Millisecond
+		parent := parentWatch{
+			getppid: func() int { return 100 + int(calls.Add(1)/3) }, // changes on the third look
+			every:   5 * time.Millisecond,
+		}
 		c := newFakeCore(t)
-		go func() { c.served <- serve(newTestHandler(), c.endpoint, testToken) }()
+		go func() { c.served <- serve(newTestHandler(), c.endpoint, testToken, parent) }()
 		c.recv()
 		select {
 		case err := <-c.served:

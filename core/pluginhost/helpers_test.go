@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,9 +38,12 @@ func TestMain(m *testing.M) {
 	}
 	bin.plugin = filepath.Join(dir, "testplugin")
 	bin.raw = filepath.Join(dir, "rawpeer")
+	// go test puts its own toolchain first on the PATH of the test binary.
 	gotool, err := exec.LookPath("go")
 	if err != nil {
-		gotool = filepath.Join(runtime.GOROOT(), "bin", "go")
+		fmt.Fprintf(os.Stderr, "the go command is needed to build the test handlers: %v\n", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, 2)

@@ -117,6 +117,11 @@ type Spec struct {
 	// HelloTimeout bounds the wait for the handler's hello; zero means
 	// pluginproto.HelloTimeout.
 	HelloTimeout time.Duration
+
+	// serviceRate and serviceBurst replace defaultServiceRate and
+	// defaultServiceBurst when not zero: tests make them small.
+	serviceRate  rate.Limit
+	serviceBurst int
 }
 
 // Tunables.
@@ -140,11 +145,10 @@ const (
 	maxServiceCalls = 64
 )
 
-// Service calls a handler may make, per second and in a burst. Variables
-// so that a test can make them small.
-var (
-	serviceRate  rate.Limit = 200
-	serviceBurst            = 400
+// Service calls a handler may make, per second and in a burst.
+const (
+	defaultServiceRate  rate.Limit = 200
+	defaultServiceBurst int        = 400
 )
 
 var nameRE = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
@@ -230,6 +234,10 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 	if helloTimeout <= 0 {
 		helloTimeout = pluginproto.HelloTimeout
 	}
+	svcRate, svcBurst := spec.serviceRate, spec.serviceBurst
+	if svcRate == 0 || svcBurst == 0 {
+		svcRate, svcBurst = defaultServiceRate, defaultServiceBurst
+	}
 
 	rctx, rcancel := context.WithCancel(context.Background())
 	p := &Process{
@@ -243,7 +251,7 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 		quit:      make(chan struct{}),
 		helloOK:   make(chan struct{}),
 		helloErr:  make(chan error, 1),
-		svcLimit:  rate.NewLimiter(serviceRate, serviceBurst),
+		svcLimit:  rate.NewLimiter(svcRate, svcBurst),
 		svcSlots:  make(chan struct{}, maxServiceCalls),
 		strangers: rate.NewLimiter(1, 5),
 		rejects:   rate.NewLimiter(1, 5),

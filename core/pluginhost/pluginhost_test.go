@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,6 +19,8 @@ import (
 
 	"github.com/carapace-dev/carapace/core/internal/pluginproto"
 	"github.com/carapace-dev/carapace/core/plugin"
+	"github.com/carapace-dev/carapace/internal/testutil/leaktest"
+	"go.uber.org/goleak"
 )
 
 func TestHappyPath(t *testing.T) {
@@ -597,10 +598,8 @@ func TestServiceCalls(t *testing.T) {
 }
 
 func TestServiceRateLimit(t *testing.T) {
-	oldRate, oldBurst := serviceRate, serviceBurst
-	serviceRate, serviceBurst = 1, 5
-	t.Cleanup(func() { serviceRate, serviceBurst = oldRate, oldBurst })
 	f := newFixture(t, bin.plugin, "greedy")
+	f.spec.serviceRate, f.spec.serviceBurst = 1, 5
 	p := f.startInit(t, nil, nil)
 	out, err := p.Invoke(hangCtx(t), request("svcflood", map[string]any{"n": 20}))
 	if err != nil {
@@ -690,7 +689,7 @@ func TestStrangerIgnored(t *testing.T) {
 }
 
 func TestNoGoroutineLeak(t *testing.T) {
-	before := runtime.NumGoroutine()
+	before := goleak.IgnoreCurrent()
 	for _, stop := range []string{"shutdown", "kill", "crash"} {
 		f := newFixture(t, bin.plugin, "leak")
 		p, err := Start(hangCtx(t), f.spec)
@@ -721,14 +720,7 @@ func TestNoGoroutineLeak(t *testing.T) {
 		}
 		waitDone(t, p)
 	}
-	deadline := time.Now().Add(hang)
-	for runtime.NumGoroutine() > before {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			t.Fatalf("%d goroutines, %d before:\n%s", runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	leaktest.Check(t, before)
 }
 
 func BenchmarkInvoke(b *testing.B) {

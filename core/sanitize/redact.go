@@ -21,7 +21,19 @@ const maxPasses = 4
 // redact is String without the slice of kind names: the engine under String
 // and Value. Clean strings (the common case) cost one trigger pass and no
 // allocation.
-func redact(s string) (string, kindSet) {
+func redact(s string) (string, kindSet) { return redactWith(s, matchRegexp) }
+
+// matcher runs an anchored rule pattern at the start of s and returns the
+// submatch indexes, as regexp.FindStringSubmatchIndex does.
+type matcher func(re *regexp.Regexp, s string) []int
+
+// matchRegexp is the matcher of String and Value.
+func matchRegexp(re *regexp.Regexp, s string) []int { return re.FindStringSubmatchIndex(s) }
+
+// redactWith is redact with the matcher given: the linearity test passes
+// one that counts the bytes the regexp engine reads (a deterministic
+// measure of work, where timings on a busy machine are not).
+func redactWith(s string, match matcher) (string, kindSet) {
 	m := trigger(s)
 	if m == 0 {
 		return s, 0
@@ -29,7 +41,7 @@ func redact(s string) (string, kindSet) {
 	orig := s
 	var kinds kindSet
 	for range maxPasses {
-		out, ks := redactPass(s, m)
+		out, ks := redactPass(s, m, match)
 		if ks == 0 {
 			if s == orig {
 				return orig, 0
@@ -46,16 +58,16 @@ func redact(s string) (string, kindSet) {
 	return Placeholder, kinds
 }
 
-// redactPass runs the rules announced by m over s once and replaces the union
-// of the secrets they find. Because spans from different rules are merged
-// rather than matched in one alternation, no rule can hide another's secret
-// by matching part of it first. It reports the kinds it replaced; 0 when it
-// changed nothing.
-func redactPass(s string, m uint32) (string, kindSet) {
+// redactPass runs the rules announced by m over s once, matching with
+// match, and replaces the union of the secrets they find. Because spans
+// from different rules are merged rather than matched in one alternation,
+// no rule can hide another's secret by matching part of it first. It
+// reports the kinds it replaced; 0 when it changed nothing.
+func redactPass(s string, m uint32, match matcher) (string, kindSet) {
 	var spans []span
 	for i := range rules {
 		if m&(1<<i) != 0 {
-			spans = rules[i].find(s, spans)
+			spans = rules[i].find(s, spans, match)
 		}
 	}
 	if len(spans) == 0 {
@@ -93,19 +105,20 @@ func redactPass(s string, m uint32) (string, kindSet) {
 	return b.String(), kinds
 }
 
-// find appends the secrets r finds in s to spans. It tries the anchored
-// pattern at every candidate position whose left context fits, except, unless
-// the rule says inside, those within a secret it has found. Unlike an
-// unanchored FindAll it does try candidates inside the rest of an earlier
-// match, and after a match whose secret fails the rule's check it goes on
-// from the next byte: neither can hide a secret. Each byte is scanned by a
-// bounded number of attempts, so the time stays linear in len(s).
-func (r *rule) find(s string, spans []span) []span {
+// find appends the secrets r finds in s to spans, matching with match. It
+// tries the anchored pattern at every candidate position whose left context
+// fits, except, unless the rule says inside, those within a secret it has
+// found. Unlike an unanchored FindAll it does try candidates inside the
+// rest of an earlier match, and after a match whose secret fails the rule's
+// check it goes on from the next byte: neither can hide a secret. Each byte
+// is scanned by a bounded number of attempts, so the time stays linear in
+// len(s).
+func (r *rule) find(s string, spans []span, match matcher) []span {
 	for i := r.starts.next(s, 0, r.after); i >= 0; i = r.starts.next(s, i+1, r.after) {
 		if r.before != nil && !r.before(s, i) {
 			continue
 		}
-		loc := matchAt(r.re, s[i:])
+		loc := match(r.re, s[i:])
 		if loc == nil {
 			continue
 		}
@@ -121,11 +134,6 @@ func (r *rule) find(s string, spans []span) []span {
 	}
 	return spans
 }
-
-// matchAt runs an anchored rule pattern at the start of s. It is a variable
-// only so that the linearity test can count the bytes the regexp engine reads
-// (a deterministic measure of work, where timings on a busy machine are not).
-var matchAt = func(re *regexp.Regexp, s string) []int { return re.FindStringSubmatchIndex(s) }
 
 // group returns the first of r.groups that took part in the match loc.
 func (r *rule) group(loc []int) int {

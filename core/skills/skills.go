@@ -116,16 +116,19 @@ func CheckName(name string) error {
 	return nil
 }
 
-// clock is the time the generated examples use (tests fix it).
-var clock = time.Now
-
 // Assemble writes the skill tree into dir, which must not exist; its parent
 // must. It writes dir/<plugin>/SKILL.md for every plugin and
 // dir/carapace-core/SKILL.md for the intrinsics, then makes the tree
 // read-only. Plugin names are checked first; on any error nothing is left
 // behind. Plugin skill files that are not regular .md files of bounded size
 // are left out (see Check).
-func Assemble(dir string, plugins []Plugin, intrinsics []Intrinsic) (err error) {
+func Assemble(dir string, plugins []Plugin, intrinsics []Intrinsic) error {
+	return assembleAt(dir, plugins, intrinsics, time.Now())
+}
+
+// assembleAt is Assemble with the time the generated examples use: tests
+// fix it, so that the skill files match their golden copies.
+func assembleAt(dir string, plugins []Plugin, intrinsics []Intrinsic, now time.Time) (err error) {
 	seen := map[string]bool{CoreSkill: true}
 	for _, p := range plugins {
 		if err := CheckName(p.Name); err != nil {
@@ -146,7 +149,6 @@ func Assemble(dir string, plugins []Plugin, intrinsics []Intrinsic) (err error) 
 	}
 
 	// Render everything before touching the disk.
-	now := clock()
 	type skill struct {
 		name string
 		text []byte

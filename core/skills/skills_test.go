@@ -19,12 +19,8 @@ import (
 	"github.com/carapace-dev/carapace/ipc"
 )
 
+// fixedNow is the time of the generated examples in the golden files.
 var fixedNow = time.Date(2026, 3, 5, 14, 30, 0, 0, time.UTC)
-
-func TestMain(m *testing.M) {
-	clock = func() time.Time { return fixedNow }
-	os.Exit(m.Run())
-}
 
 // golden compares got with testdata/name, or rewrites it with -update.
 func golden(t *testing.T, name string, got []byte) {
@@ -50,11 +46,12 @@ func coreIntrinsics(t *testing.T) []Intrinsic {
 	return IntrinsicsFrom(tools)
 }
 
-// assemble builds a tree in a fresh temporary folder, removed at the end.
+// assemble builds a tree at fixedNow in a fresh temporary folder, removed
+// at the end.
 func assemble(t *testing.T, plugins []Plugin, in []Intrinsic) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "skills")
-	if err := Assemble(dir, plugins, in); err != nil {
+	if err := assembleAt(dir, plugins, in, fixedNow); err != nil {
 		t.Fatalf("Assemble: %v", err)
 	}
 	t.Cleanup(func() {

@@ -9,11 +9,13 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/carapace-dev/carapace/internal/testutil/leaktest"
+	"go.uber.org/goleak"
 )
 
 func TestRoundTrip(t *testing.T) {
@@ -576,7 +578,7 @@ func TestEvery(t *testing.T) {
 // TestNoGoroutineLeak runs every path (relayed, refused, dial failure, cut by
 // cancel) and checks that nothing is left running afterwards.
 func TestNoGoroutineLeak(t *testing.T) {
-	before := runtime.NumGoroutine()
+	before := goleak.IgnoreCurrent()
 	func() {
 		srv := startUnix(t, echo)
 		r := startRelay(t, Options{Socket: srv.path, MaxConns: 3})
@@ -616,16 +618,5 @@ func TestNoGoroutineLeak(t *testing.T) {
 		}
 		srv.Close()
 	}()
-	var after int
-	deadline := time.Now().Add(bound)
-	for {
-		if after = runtime.NumGoroutine(); after <= before {
-			return
-		}
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			t.Fatalf("%d goroutines before, %d after:\n%s", before, after, buf[:runtime.Stack(buf, true)])
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	leaktest.Check(t, before)
 }

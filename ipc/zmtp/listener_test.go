@@ -5,24 +5,12 @@ import (
 	"errors"
 	"io"
 	"net"
-	"runtime"
 	"testing"
 	"time"
-)
 
-// noLeak fails the test unless the goroutine count comes back to base.
-func noLeak(t *testing.T, base int) {
-	t.Helper()
-	deadline := time.Now().Add(wait)
-	for runtime.NumGoroutine() > base {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			n := runtime.Stack(buf, true)
-			t.Fatalf("%d goroutines, %d before:\n%s", runtime.NumGoroutine(), base, buf[:n])
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
+	"github.com/carapace-dev/carapace/internal/testutil/leaktest"
+	"go.uber.org/goleak"
+)
 
 func listen(t *testing.T, ctx context.Context, opts Options) (*listener, string) {
 	t.Helper()
@@ -47,7 +35,7 @@ func until(t *testing.T, what string, cond func() bool) {
 
 func TestListenerClose(t *testing.T) {
 	t.Run("unblocks Accept and closes peers in handshake", func(t *testing.T) {
-		base := runtime.NumGoroutine()
+		before := goleak.IgnoreCurrent()
 		l, path := listen(t, context.Background(), Options{HandshakeTimeout: time.Minute})
 		var stalled []net.Conn
 		for i := 0; i < 5; i++ {
@@ -81,11 +69,11 @@ func TestListenerClose(t *testing.T) {
 		if n := l.live.Load(); n != 0 {
 			t.Fatalf("live = %d after Close", n)
 		}
-		noLeak(t, base)
+		leaktest.Check(t, before)
 	})
 
 	t.Run("releases a validated connection nobody accepted", func(t *testing.T) {
-		base := runtime.NumGoroutine()
+		before := goleak.IgnoreCurrent()
 		l, path := listen(t, context.Background(), Options{})
 		c := rawConn(t, path)
 		if _, err := c.Write(cat(validGreeting(), dealerReady())); err != nil {
@@ -110,11 +98,11 @@ func TestListenerClose(t *testing.T) {
 		if err := l.Close(); err != nil {
 			t.Fatalf("second Close = %v", err)
 		}
-		noLeak(t, base)
+		leaktest.Check(t, before)
 	})
 
 	t.Run("context cancel closes", func(t *testing.T) {
-		base := runtime.NumGoroutine()
+		before := goleak.IgnoreCurrent()
 		ctx, cancel := context.WithCancel(context.Background())
 		l, _ := listen(t, ctx, Options{})
 		cancel()
@@ -122,18 +110,18 @@ func TestListenerClose(t *testing.T) {
 			t.Fatalf("Accept after cancel = %v", err)
 		}
 		l.Close()
-		noLeak(t, base)
+		leaktest.Check(t, before)
 	})
 
 	t.Run("context already done", func(t *testing.T) {
-		base := runtime.NumGoroutine()
+		before := goleak.IgnoreCurrent()
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		l, _ := listen(t, ctx, Options{})
 		if _, err := l.Accept(); !errors.Is(err, net.ErrClosed) {
 			t.Fatalf("Accept on a listener whose context was done = %v", err)
 		}
-		noLeak(t, base)
+		leaktest.Check(t, before)
 	})
 
 	t.Run("accepted connections count until closed", func(t *testing.T) {

@@ -2,14 +2,11 @@ package zmtp
 
 import (
 	"errors"
-	"go/parser"
-	"go/token"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/carapace-dev/carapace/internal/testutil/deptest"
 	"github.com/go-zeromq/zmq4"
 )
 
@@ -171,32 +168,19 @@ func equal(a, b []string) bool {
 	return strings.Join(a, "\x00") == strings.Join(b, "\x00")
 }
 
-// TestImports keeps the package linkable into the tiny static ipc binary.
+// TestImports keeps the package linkable into the tiny static ipc binary,
+// on the platforms it runs on.
 func TestImports(t *testing.T) {
-	allowed := map[string]bool{
-		"github.com/go-zeromq/zmq4": true, "github.com/go-zeromq/zmq4/transport": true,
-		"net": true, "io": true, "bufio": true, "encoding/binary": true, "errors": true,
-		"fmt": true, "sync": true, "sync/atomic": true, "time": true, "context": true,
-		"os": true, "strings": true, "bytes": true,
-	}
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fset := token.NewFileSet()
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		af, err := parser.ParseFile(fset, f, nil, parser.ImportsOnly)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, imp := range af.Imports {
-			p, _ := strconv.Unquote(imp.Path.Value)
-			if !allowed[p] {
-				t.Errorf("%s imports %q, which the ipc binary must not link", f, p)
-			}
-		}
+	for _, goos := range []string{"linux", "darwin"} {
+		deptest.Checker{
+			GOOS: goos,
+			CGO:  "0",
+			AllowedImports: []string{
+				"github.com/go-zeromq/zmq4", "github.com/go-zeromq/zmq4/transport",
+				"net", "io", "bufio", "encoding/binary", "errors",
+				"fmt", "sync", "sync/atomic", "time", "context",
+				"os", "strings", "bytes",
+			},
+		}.Check(t)
 	}
 }

@@ -129,11 +129,6 @@ const (
 	// WAL per commit. NORMAL would risk losing the last commits, never
 	// corrupt the file.
 	synchronousMode = "FULL"
-	// fullFsync sets PRAGMA fullfsync on the writer. On macOS fsync only
-	// hands the data to the drive, whose cache a power cut empties;
-	// F_FULLFSYNC waits for the drive to store it. Elsewhere it changes
-	// nothing.
-	fullFsync = true
 	// busyTimeoutMS is how long a connection waits for another's lock
 	// (another process with the same file; within one DB writes queue on
 	// the single writer connection instead).

@@ -181,8 +181,8 @@ read it.`,
 	return c
 }
 
-// tooLarge refuses a secret over keychain.MaxValueSize.
-var tooLarge = fmt.Errorf("the secret is larger than the limit of %d bytes (64 KiB)", keychain.MaxValueSize)
+// errTooLarge refuses a secret over keychain.MaxValueSize.
+var errTooLarge = fmt.Errorf("the secret is larger than the limit of %d bytes (64 KiB)", keychain.MaxValueSize)
 
 // readSecret reads a secret: at a hidden prompt on stderr when stdin is a
 // terminal, else all of stdin less one trailing newline.
@@ -218,7 +218,7 @@ func readSecret(cmd *cobra.Command, plugin, key string) ([]byte, error) {
 	switch {
 	case len(secret) > keychain.MaxValueSize:
 		clear(secret)
-		return nil, tooLarge
+		return nil, errTooLarge
 	case len(secret) == 0:
 		return nil, errors.New("empty secret: nothing to store (pipe it on stdin, e.g. " + setHint(plugin, key) + ")")
 	}

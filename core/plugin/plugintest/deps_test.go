@@ -1,43 +1,34 @@
 package plugintest
 
 import (
-	"os/exec"
-	"strings"
 	"testing"
 
+	"github.com/carapace-dev/carapace/internal/testutil/deptest"
 	"github.com/carapace-dev/carapace/plugins/echo"
 )
-
-// goList runs go list on this package with the given format.
-func goList(t *testing.T, args ...string) []string {
-	t.Helper()
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("the go command is needed to check dependencies: %v", err)
-	}
-	out, err := exec.Command(goTool, append([]string{"list"}, append(args, ".")...)...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, out)
-	}
-	return strings.Fields(string(out))
-}
 
 // TestDependencies keeps the harness a library a plugin's tests can import
 // cheaply: none of the core's server side, and no transport of its own.
 func TestDependencies(t *testing.T) {
 	const mod = "github.com/carapace-dev/carapace/"
-	for _, dep := range goList(t, "-deps") {
-		for _, bad := range []string{mod + "core/server", mod + "core/session", mod + "core/pipeline", mod + "core/pluginhost", mod + "core/intrinsics"} {
-			if dep == bad || strings.HasPrefix(dep, bad+"/") {
-				t.Errorf("plugintest depends on %s", dep)
-			}
-		}
-	}
-	for _, imp := range goList(t, "-f", `{{join .Imports " "}}`) {
-		if strings.Contains(imp, "zmq") || strings.HasSuffix(imp, "/zmtp") || imp == "net/http" || imp == "os/exec" {
-			t.Errorf("plugintest imports %s", imp)
-		}
-	}
+	const server = "the harness runs a handler in-process, without the core's server side"
+	const transport = "the harness calls the handler directly, not over a socket or a process"
+	deptest.Checker{
+		Forbidden: map[string]string{
+			mod + "core/server/...":     server,
+			mod + "core/session/...":    server,
+			mod + "core/pipeline/...":   server,
+			mod + "core/pluginhost/...": server,
+			mod + "core/intrinsics/...": server,
+		},
+		ForbiddenImports: map[string]string{
+			"github.com/go-zeromq/...": transport,
+			mod + "ipc/zmtp":           transport,
+			"net/http":                 transport,
+			"os/exec":                  transport,
+		},
+		Want: []string{mod + "core/plugin"},
+	}.Check(t)
 }
 
 // TestEchoConforms runs Conformance on the built-in echo plugin: the

@@ -33,6 +33,10 @@ type options struct {
 	timeout  time.Duration
 	noInit   bool
 	samples  map[string]map[string]any
+
+	// initTimeout and shutdownTimeout are InitTimeout and ShutdownTimeout,
+	// but for the harness's own tests (lifecycleTimeouts).
+	initTimeout, shutdownTimeout time.Duration
 }
 
 // WithConfig is the config Init receives (default: an empty map).
@@ -63,8 +67,14 @@ func WithSampleArgs(tool string, args map[string]any) Option {
 	}
 }
 
+// lifecycleTimeouts replaces InitTimeout and ShutdownTimeout: the harness's
+// tests make them short to see a hanging Init or Shutdown reported.
+func lifecycleTimeouts(init, shutdown time.Duration) Option {
+	return func(o *options) { o.initTimeout, o.shutdownTimeout = init, shutdown }
+}
+
 func collect(opts []Option) options {
-	o := options{timeout: DefaultTimeout}
+	o := options{timeout: DefaultTimeout, initTimeout: InitTimeout, shutdownTimeout: ShutdownTimeout}
 	for _, f := range opts {
 		f(&o)
 	}
@@ -88,6 +98,8 @@ type Harness struct {
 	name     string
 	services *Services
 	timeout  time.Duration
+	// The bounds of Init and Shutdown: InitTimeout and ShutdownTimeout.
+	initTimeout, shutdownTimeout time.Duration
 
 	mu      sync.Mutex
 	started bool // Init succeeded
@@ -114,7 +126,8 @@ func newHarness(t testing.TB, h plugin.Handler, o options, name string) *Harness
 	if h == nil {
 		t.Fatalf("plugintest: the handler is nil")
 	}
-	return &Harness{t: t, h: h, name: name, services: o.services, timeout: o.timeout}
+	return &Harness{t: t, h: h, name: name, services: o.services, timeout: o.timeout,
+		initTimeout: o.initTimeout, shutdownTimeout: o.shutdownTimeout}
 }
 
 // Services returns the services the handler was given.
@@ -125,14 +138,14 @@ func (hs *Harness) Handler() plugin.Handler { return hs.h }
 
 func (hs *Harness) init(t testing.TB, config map[string]any) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), initTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), hs.initTimeout)
 	defer cancel()
-	err, panicked := guard(ctx, func(ctx context.Context) error { return hs.h.Init(ctx, config, hs.services) })
+	panicked, err := guard(ctx, func(ctx context.Context) error { return hs.h.Init(ctx, config, hs.services) })
 	switch {
 	case panicked != "":
 		t.Fatalf("Init panicked (the core leaves the plugin out with INTERNAL_ERROR): %s", panicked)
 	case errors.Is(err, errDeadline):
-		t.Fatalf("Init did not return within %s (the core leaves the plugin out with INTERNAL_ERROR)", initTimeout)
+		t.Fatalf("Init did not return within %s (the core leaves the plugin out with INTERNAL_ERROR)", hs.initTimeout)
 	case err != nil:
 		t.Fatalf("Init failed (the agent would see %s): %v", plugin.CategoryOf(err), err)
 	}
@@ -159,14 +172,14 @@ func (hs *Harness) shutdown(t testing.TB) {
 	}
 	hs.stopped = true
 	hs.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), hs.shutdownTimeout)
 	defer cancel()
-	err, panicked := guard(ctx, hs.h.Shutdown)
+	panicked, err := guard(ctx, hs.h.Shutdown)
 	switch {
 	case panicked != "":
 		t.Errorf("Shutdown panicked: %s", panicked)
 	case errors.Is(err, errDeadline):
-		t.Errorf("Shutdown did not return within %s", shutdownTimeout)
+		t.Errorf("Shutdown did not return within %s", hs.shutdownTimeout)
 	case err != nil:
 		t.Errorf("Shutdown failed: %v", err)
 	}
@@ -183,7 +196,7 @@ func (hs *Harness) HandleEvent(ev *plugin.Event) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), hs.timeout)
 	defer cancel()
-	err, panicked := guard(ctx, func(ctx context.Context) error { return eh.HandleEvent(ctx, ev) })
+	panicked, err := guard(ctx, func(ctx context.Context) error { return eh.HandleEvent(ctx, ev) })
 	if panicked != "" {
 		hs.t.Fatalf("HandleEvent panicked: %s", panicked)
 	}
@@ -192,15 +205,9 @@ func (hs *Harness) HandleEvent(ev *plugin.Event) error {
 
 var errDeadline = errors.New("deadline exceeded")
 
-// The timeouts in force; tests of the harness shorten them.
-var (
-	initTimeout     = InitTimeout
-	shutdownTimeout = ShutdownTimeout
-)
-
 // guard runs f, turning a panic into its text (with the stack) and a call
 // that outlives ctx into errDeadline.
-func guard(ctx context.Context, f func(context.Context) error) (err error, panicked string) {
+func guard(ctx context.Context, f func(context.Context) error) (panicked string, err error) {
 	type outcome struct {
 		err      error
 		panicked string
@@ -216,9 +223,9 @@ func guard(ctx context.Context, f func(context.Context) error) (err error, panic
 	}()
 	select {
 	case o := <-ch:
-		return o.err, o.panicked
+		return o.panicked, o.err
 	case <-ctx.Done():
-		return errDeadline, ""
+		return "", errDeadline
 	}
 }
 

@@ -197,7 +197,8 @@ func TestInvokeFailures(t *testing.T) {
 func TestInvokePanicKeepsTheStack(t *testing.T) {
 	r := Invoke(t, &fnHandler{invoke: func(context.Context, *plugin.Request) (map[string]any, error) {
 		var m map[string]int
-		m["x"]++ // a real runtime panic
+		//lint:ignore SA5000 the test needs a real runtime panic, not one it raises itself
+		m["x"]++
 		return nil, nil
 	}}, "t", nil)
 	AssertError(t, r, ipc.CodePluginError)
@@ -335,8 +336,7 @@ func TestNewLifecycle(t *testing.T) {
 }
 
 func TestNewReportsBrokenLifecycles(t *testing.T) {
-	initTimeout, shutdownTimeout = 50*time.Millisecond, 50*time.Millisecond
-	t.Cleanup(func() { initTimeout, shutdownTimeout = InitTimeout, ShutdownTimeout })
+	short := lifecycleTimeouts(50*time.Millisecond, 50*time.Millisecond)
 	block := func(ctx context.Context) error { time.Sleep(time.Second); return nil }
 	tests := []struct {
 		name string
@@ -360,7 +360,7 @@ func TestNewReportsBrokenLifecycles(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			reached := false
 			ft := fake(t, func(ft *fakeT) {
-				New(ft, tt.h)
+				New(ft, tt.h, short)
 				reached = true
 			})
 			mustFail(t, ft, tt.want...)
