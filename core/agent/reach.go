@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/carapace-dev/carapace/core/audit"
+	"github.com/carapace-dev/carapace/core/session"
 )
 
 // A container whose agent never reaches the core must not hang until the
@@ -45,31 +46,22 @@ func (e errUnreached) Error() string {
 // ends with the reason.
 func (r *Runner) reapUnreached(ctx context.Context) {
 	timeout := r.cfg.Sessions.ConnectTimeout.Duration
-	tick := time.NewTicker(min(max(timeout/4, 10*time.Millisecond), 5*time.Second))
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
+	r.everySession(ctx, min(max(timeout/4, 10*time.Millisecond), 5*time.Second), func(now time.Time, info session.Info) {
+		if !info.Reached.IsZero() {
 			return
-		case now := <-tick.C:
-			for _, info := range r.sessions.List() {
-				if !info.Reached.IsZero() {
-					continue
-				}
-				if started, ok := r.containerStarted(info.ID); !ok || now.Sub(started) < timeout {
-					continue
-				}
-				cause := errUnreached{after: timeout, engine: info.Runtime}
-				if !r.cancelContainer(info.ID, cause) { // no container (runtime none), or already stopping
-					continue
-				}
-				r.log.Warn("agent never reached the core; stopping its container", "session", info.ID, "group", info.Group,
-					"engine", info.Runtime, "after", timeout, "cause", cause.Error())
-				_ = r.audit.Write(&audit.Entry{Source: "core", Session: info.ID, Group: info.Group, Stage: audit.StageSession,
-					Outcome: audit.OutcomeError, Code: "AGENT_UNREACHED", Reason: cause.Error()})
-			}
 		}
-	}
+		if started, ok := r.containerStarted(info.ID); !ok || now.Sub(started) < timeout {
+			return
+		}
+		cause := errUnreached{after: timeout, engine: info.Runtime}
+		if !r.cancelContainer(info.ID, cause) { // no container (runtime none), or already stopping
+			return
+		}
+		r.log.Warn("agent never reached the core; stopping its container", "session", info.ID, "group", info.Group,
+			"engine", info.Runtime, "after", timeout, "cause", cause.Error())
+		_ = r.audit.Write(&audit.Entry{Source: "core", Session: info.ID, Group: info.Group, Stage: audit.StageSession,
+			Outcome: audit.OutcomeError, Code: "AGENT_UNREACHED", Reason: cause.Error()})
+	})
 }
 
 // markReached wraps the model API proxy of session id: a request that

@@ -9,6 +9,7 @@ import (
 
 	"github.com/carapace-dev/carapace/core/audit"
 	"github.com/carapace-dev/carapace/core/control"
+	"github.com/carapace-dev/carapace/core/session"
 )
 
 // groupSlots bounds the agent containers each group runs at once
@@ -110,7 +111,23 @@ func (e errIdle) Error() string {
 // idle while its files are prepared and the engine starts its container.
 func (r *Runner) reapIdle(ctx context.Context) {
 	timeout := r.cfg.Sessions.IdleTimeout.Duration
-	tick := time.NewTicker(min(max(timeout/4, 10*time.Millisecond), 30*time.Second))
+	r.everySession(ctx, min(max(timeout/4, 10*time.Millisecond), 30*time.Second), func(now time.Time, info session.Info) {
+		started, ok := r.containerStarted(info.ID)
+		if !ok { // no container, or not started yet
+			return
+		}
+		if idle := now.Sub(latest(info.Active, started)); idle >= timeout && r.cancelContainer(info.ID, errIdle{timeout}) {
+			r.log.Info("agent session idle; stopping its container", "session", info.ID, "group", info.Group, "idle", idle.Round(time.Second))
+			_ = r.audit.Write(&audit.Entry{Source: "core", Session: info.ID, Group: info.Group, Stage: audit.StageSession,
+				Outcome: audit.OutcomeExpired, Reason: errIdle{timeout}.Error()})
+		}
+	})
+}
+
+// everySession calls check with each open session every interval, until
+// ctx ends: the reapers' loop.
+func (r *Runner) everySession(ctx context.Context, interval time.Duration, check func(now time.Time, info session.Info)) {
+	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
 		select {
@@ -118,15 +135,7 @@ func (r *Runner) reapIdle(ctx context.Context) {
 			return
 		case now := <-tick.C:
 			for _, info := range r.sessions.List() {
-				started, ok := r.containerStarted(info.ID)
-				if !ok { // no container, or not started yet
-					continue
-				}
-				if idle := now.Sub(latest(info.Active, started)); idle >= timeout && r.cancelContainer(info.ID, errIdle{timeout}) {
-					r.log.Info("agent session idle; stopping its container", "session", info.ID, "group", info.Group, "idle", idle.Round(time.Second))
-					_ = r.audit.Write(&audit.Entry{Source: "core", Session: info.ID, Group: info.Group, Stage: audit.StageSession,
-						Outcome: audit.OutcomeExpired, Reason: errIdle{timeout}.Error()})
-				}
+				check(now, info)
 			}
 		}
 	}

@@ -682,3 +682,18 @@ func TestConcurrentPublishersAndSubscribers(t *testing.T) {
 		t.Fatalf("Subscriptions = %d, want %d (churned ones left behind?)", st.Subscriptions, len(subs))
 	}
 }
+
+func TestPayload(t *testing.T) {
+	type status struct {
+		Name    string `json:"name"`
+		Healthy bool   `json:"healthy"`
+	}
+	if p := events.Payload(status{"echo", true}); p["name"] != "echo" || p["healthy"] != true || len(p) != 2 {
+		t.Errorf("Payload = %v", p)
+	}
+	for _, v := range []any{"a string", []int{1}, make(chan int)} {
+		if p := events.Payload(v); p != nil {
+			t.Errorf("Payload(%T) = %v, want nil: not an object", v, p)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package events
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -136,4 +137,18 @@ func (o Options) withDefaults() Options {
 		o.MaxRemotes = DefaultMaxRemotes
 	}
 	return o
+}
+
+// Payload returns v, a struct of the core's, as an event payload: the JSON
+// object it encodes to (nil if it does not encode to an object).
+func Payload(v any) map[string]any {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil
+	}
+	return m
 }

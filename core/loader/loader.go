@@ -2,7 +2,6 @@ package loader
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"sync"
 	"time"
@@ -133,18 +132,5 @@ func (l *Loader) event(topic string, payload map[string]any) {
 
 // healthChanged publishes plugin.health with st's status.
 func (l *Loader) healthChanged(st *pluginState) {
-	l.event(control.WatchPluginHealth, payloadOf(l.pluginStatus(st)))
-}
-
-// payloadOf is v as an event payload: its JSON object.
-func payloadOf(v any) map[string]any {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil
-	}
-	return m
+	l.event(control.WatchPluginHealth, events.Payload(l.pluginStatus(st)))
 }

@@ -56,7 +56,7 @@ func (s *Server) observeConfirmation(c confirm.Confirmation) error {
 	if err := s.audit.Write(e); err != nil && c.Pending() {
 		return fmt.Errorf("audit the confirmation: %w", err)
 	}
-	s.coreEvent(topic, c.Group, watchPayload(confirmationView(c, true)))
+	s.coreEvent(topic, c.Group, events.Payload(confirmationView(c, true)))
 	return nil
 }
 
@@ -139,20 +139,7 @@ func (s *Server) observeSession(info session.Info, opened bool) {
 			s.gate.WithdrawSession(info.ID, "the session closed")
 		}
 	}
-	s.coreEvent(topic, info.Group, watchPayload(s.agents.View(info)))
-}
-
-// watchPayload is v as an event payload: its JSON object.
-func watchPayload(v any) map[string]any {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil
-	}
-	return m
+	s.coreEvent(topic, info.Group, events.Payload(s.agents.View(info)))
 }
 
 // Watch implements control.Backend: a cut-off subscription to the watch
