@@ -23,6 +23,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/carapace-dev/carapace/core/audit"
@@ -94,6 +95,7 @@ type Runner struct {
 	creds    keychain.Store
 	ctrs     containers
 	llm      llmShared
+	paused   atomic.Bool // no sessions for events
 }
 
 // New returns a Runner.
@@ -189,6 +191,13 @@ func (r *Runner) agentEvent(topic, session, group string, detail map[string]any)
 	}
 }
 
+// SetPaused stops (true) or resumes starting sessions for events. Sessions
+// opened with Open still start, and running ones go on.
+func (r *Runner) SetPaused(paused bool) { r.paused.Store(paused) }
+
+// Paused reports whether sessions for events are paused.
+func (r *Runner) Paused() bool { return r.paused.Load() }
+
 // Spawn starts agent sessions for the events that name a configured group
 // ([groups.NAME] in config.toml) with one of its topics; the payload's
 // "text" is the prompt. Events of other groups, and those with no text,
@@ -199,6 +208,12 @@ func (r *Runner) Spawn(sub *events.Subscription) {
 		if !ok || !slices.Contains(g.Topics, ev.Topic) {
 			r.log.Info("event dropped: its group is not configured to start agent sessions ([groups.NAME] in config.toml)",
 				"topic", ev.Topic, "group", ev.Group, "source", ev.Source, "event", ev.ID)
+			continue
+		}
+		if r.paused.Load() {
+			r.log.Info("event dropped: sessions for events are paused (carapace resume)", "topic", ev.Topic, "group", ev.Group, "source", ev.Source, "event", ev.ID)
+			_ = r.audit.Write(&audit.Entry{Source: "core", Group: ev.Group, Topic: ev.Topic, ID: ev.ID, Stage: audit.StageEvent,
+				Outcome: audit.OutcomeRejected, Reason: "paused: no session starts for events until resumed"})
 			continue
 		}
 		text, _ := ev.Payload["text"].(string)

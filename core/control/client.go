@@ -117,6 +117,18 @@ func (c *Client) Stop(ctx context.Context) error {
 	return c.do(ctx, http.MethodPost, "/v1/stop", nil, nil)
 }
 
+// Pause stops (paused) or resumes starting sessions for events, and
+// returns the core's status.
+func (c *Client) Pause(ctx context.Context, paused bool) (Status, error) {
+	path := "/v1/resume"
+	if paused {
+		path = "/v1/pause"
+	}
+	var st Status
+	err := c.do(ctx, http.MethodPost, path, nil, &st)
+	return st, err
+}
+
 // Sessions lists the live sessions.
 func (c *Client) Sessions(ctx context.Context) ([]Session, error) {
 	var list []Session

@@ -17,6 +17,7 @@
 //
 //	GET    /v1/status                      Status
 //	POST   /v1/stop                        begin a graceful shutdown (202)
+//	POST   /v1/pause, /v1/resume           stop or resume starting sessions for events → Status
 //	POST   /v1/sessions SessionRequest     open a session; see below
 //	GET    /v1/sessions                    []Session
 //	DELETE /v1/sessions/{id}               close a session (204)
@@ -55,6 +56,10 @@ type Backend interface {
 	Status(ctx context.Context) Status
 	// Stop begins a graceful shutdown and returns at once.
 	Stop()
+	// Pause stops (paused) or resumes starting sessions for events;
+	// running sessions, the CLI's and the app's go on. It returns the
+	// status as it now stands.
+	Pause(ctx context.Context, paused bool) Status
 	// OpenSession starts an agent session for req.Group, whose name the
 	// server has already checked with home.CheckGroup. For the runtime
 	// "none" the client runs the agent and Agent is nil; otherwise the core
@@ -108,6 +113,10 @@ type Status struct {
 	Tools                int            `json:"tools"`                 // tools in the catalogue
 	Plugins              []PluginStatus `json:"plugins"`               // every plugin, healthy or not
 	Draining             bool           `json:"draining"`              // stopping: no new sessions, in-flight calls finishing
+	// Paused says no session starts for events (channels' messages,
+	// scheduled tasks) until resumed; sessions opened through the control
+	// API still start, and running ones go on.
+	Paused bool `json:"paused"`
 	// Engines are the container engines the core has checked and found
 	// ready, by name; empty until the first container session (or the
 	// start-up clean-up) needs one.

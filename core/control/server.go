@@ -61,6 +61,8 @@ func NewServer(b Backend, logger *slog.Logger) *Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/status", s.handleStatus)
 	mux.HandleFunc("POST /v1/stop", s.handleStop)
+	mux.HandleFunc("POST /v1/pause", func(w http.ResponseWriter, r *http.Request) { s.pause(w, r, true) })
+	mux.HandleFunc("POST /v1/resume", func(w http.ResponseWriter, r *http.Request) { s.pause(w, r, false) })
 	mux.HandleFunc("POST /v1/sessions", s.handleOpenSession)
 	mux.HandleFunc("GET /v1/sessions", s.handleSessions)
 	mux.HandleFunc("DELETE /v1/sessions/{id}", s.handleCloseSession)
@@ -152,6 +154,13 @@ func (s *Server) handleStop(w http.ResponseWriter, r *http.Request) {
 	s.logger.Info("control: stop requested")
 	s.b.Stop()
 	w.WriteHeader(http.StatusAccepted)
+}
+
+// pause pauses or resumes the starting of sessions for events.
+func (s *Server) pause(w http.ResponseWriter, r *http.Request, paused bool) {
+	st := s.b.Pause(r.Context(), paused)
+	s.logger.Info("control: pause set", "paused", paused)
+	writeJSON(w, http.StatusOK, st)
 }
 
 // handleOpenSession opens a session and holds the response open for as

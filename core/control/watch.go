@@ -21,6 +21,7 @@ import (
 //	session.opened          {"session": Session}
 //	session.closed          {"session": Session}
 //	plugin.health           {"plugin": PluginStatus}
+//	core.status             {"status": Status}: paused or resumed, draining
 //	end                     {"error": why}: the core ended the stream; read a new snapshot
 //
 // The changes come from the core's event bus, subscribed before the
@@ -38,17 +39,18 @@ const (
 	WatchSessionOpened         = "session.opened"
 	WatchSessionClosed         = "session.closed"
 	WatchPluginHealth          = "plugin.health"
+	WatchStatus                = "core.status"
 	WatchEnd                   = "end"
 )
 
 // WatchTopics are the bus topics a watch follows, one per change type.
-var WatchTopics = []string{WatchConfirmationRequested, WatchConfirmationResolved, WatchSessionOpened, WatchSessionClosed, WatchPluginHealth}
+var WatchTopics = []string{WatchConfirmationRequested, WatchConfirmationResolved, WatchSessionOpened, WatchSessionClosed, WatchPluginHealth, WatchStatus}
 
 // WatchEvent is one line of the watch stream.
 type WatchEvent struct {
 	Type string    `json:"type"`
 	Time time.Time `json:"time"`
-	// The snapshot.
+	// The snapshot; with core.status, the status alone.
 	Status        *Status        `json:"status,omitempty"`
 	Sessions      []Session      `json:"sessions,omitempty"`
 	Confirmations []Confirmation `json:"confirmations,omitempty"`

@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 
+	"github.com/carapace-dev/carapace/core/audit"
 	"github.com/carapace-dev/carapace/core/control"
+	"github.com/carapace-dev/carapace/core/events"
 	"github.com/carapace-dev/carapace/core/manifest"
 )
 
@@ -16,11 +19,29 @@ func (s *Server) Status(context.Context) control.Status {
 	st := control.Status{
 		Version: s.opts.Version, PID: os.Getpid(), Started: s.started, Home: string(s.opts.Home),
 		Sessions: s.sessions.Len(), PendingConfirmations: s.gate.Len(), Tools: s.catalog.Len(),
-		Draining: s.pipe.Draining(),
+		Draining: s.pipe.Draining(), Paused: s.agents.Paused(),
 	}
 	st.Plugins = s.plugins.Statuses()
 	st.Engines = s.agents.Engines()
 	return st
+}
+
+// Pause implements control.Backend: audited, and told to the watchers
+// (core.status).
+func (s *Server) Pause(ctx context.Context, paused bool) control.Status {
+	if s.agents.Paused() != paused {
+		s.agents.SetPaused(paused)
+		reason := "resumed: sessions start for events again"
+		if paused {
+			reason = "paused: no session starts for events until resumed"
+		}
+		_ = s.audit.Write(&audit.Entry{Source: "core", Stage: audit.StageCore, Outcome: audit.OutcomeOK, Reason: reason})
+		s.log.Info("core "+strings.SplitN(reason, ":", 2)[0], "paused", paused)
+		st := s.Status(ctx)
+		s.coreEvent(control.WatchStatus, "", events.Payload(st))
+		return st
+	}
+	return s.Status(ctx)
 }
 
 // Stop implements control.Backend.

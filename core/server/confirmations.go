@@ -230,6 +230,9 @@ func watchEvent(ev *plugin.Event) (control.WatchEvent, error) {
 	case control.WatchPluginHealth:
 		we.Plugin = new(control.PluginStatus)
 		err = json.Unmarshal(b, we.Plugin)
+	case control.WatchStatus:
+		we.Status = new(control.Status)
+		err = json.Unmarshal(b, we.Status)
 	}
 	return we, err
 }

@@ -7,9 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/carapace-dev/carapace/core/audit"
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/install"
+	"github.com/carapace-dev/carapace/core/loader"
 	"github.com/carapace-dev/carapace/core/plugin"
 )
 
@@ -72,4 +74,43 @@ func TestCoreEventsReachPlugins(t *testing.T) {
 			t.Errorf("event %+v: want source core, group main and an id", ev)
 		}
 	}
+}
+
+// Paused, the core starts no session for an event (dropped, audited) and
+// tells the watchers; resumed, it does again. carapace pause and resume
+// are the real CLI.
+func TestPauseStopsSessionsForEvents(t *testing.T) {
+	kit := &channelKit{}
+	c := startCoreWith(t, coreOptions{Config: dockerConfig(t, "[groups.main]\n"), Builtins: func(bs []loader.Builtin) []loader.Builtin {
+		return append(bs, loader.Builtin{Name: "chan", Manifest: []byte(channelKitManifest), New: func(loader.Env) plugin.Handler { return kit }})
+	}})
+	w := watch(t, c)
+	if out, errs, code := runCLI(t, c.Home, "pause"); code != 0 {
+		t.Fatalf("carapace pause: exit %d\n%s%s", code, out, errs)
+	}
+	w.find(t, "core.status paused", func(ev control.WatchEvent) bool {
+		return ev.Type == control.WatchStatus && ev.Status != nil && ev.Status.Paused
+	})
+	s := c.Session(t, "main")
+	mustOK(t, runIPC(t, s.Socket, nil, "tool.invoke.chan_inbound", `{"group":"main","text":"tool.invoke.echo {\"message\":\"while paused\"}"}`))
+	waitFor(t, "the paused event to be audited", func() bool {
+		for _, e := range c.Audit(t) {
+			if e.Stage == audit.StageEvent && e.Outcome == audit.OutcomeRejected && strings.Contains(e.Reason, "paused") {
+				return true
+			}
+		}
+		return false
+	})
+	if n := w.count(func(ev control.WatchEvent) bool {
+		return ev.Type == control.WatchSessionOpened && ev.Session.Runtime != "none"
+	}); n != 0 {
+		t.Fatalf("a container session started while paused")
+	}
+	if out, errs, code := runCLI(t, c.Home, "resume"); code != 0 {
+		t.Fatalf("carapace resume: exit %d\n%s%s", code, out, errs)
+	}
+	mustOK(t, runIPC(t, s.Socket, nil, "tool.invoke.chan_inbound", `{"group":"main","text":"tool.invoke.echo {\"message\":\"resumed\"}"}`))
+	w.find(t, "a container session for the event", func(ev control.WatchEvent) bool {
+		return ev.Type == control.WatchSessionOpened && ev.Session != nil && ev.Session.Runtime == "docker"
+	})
 }

@@ -95,7 +95,7 @@ exits with the agent command's status.`,
 	root.SetVersionTemplate("carapace {{.Version}}\n")
 	root.PersistentFlags().StringVar(&a.homeFlag, "home", "", "the Carapace home directory (default $CARAPACE_HOME, else ~/.carapace)")
 	root.AddCommand(
-		a.serveCmd(), a.statusCmd(), a.stopCmd(), a.versionCmd(), a.sessionsCmd(),
+		a.serveCmd(), a.statusCmd(), a.stopCmd(), a.pauseCmd(true), a.pauseCmd(false), a.versionCmd(), a.sessionsCmd(),
 		a.runCmd(), a.confirmCmd(), a.watchCmd(), a.auditCmd(), a.pluginCmd(), a.authCmd(),
 	)
 	markRuntime(root)

@@ -686,3 +686,13 @@ func TestWatch(t *testing.T) {
 		})
 	}
 }
+
+func TestPauseResume(t *testing.T) {
+	c := newFakeCore(t)
+	carapace(t, c.home, "pause").want(t, 0, []string{"paused: no session starts for events"}, nil)
+	carapace(t, c.home, "status").want(t, 0, []string{"paused", "carapace resume"}, nil)
+	carapace(t, c.home, "resume").want(t, 0, []string{"resumed"}, nil)
+	if r := carapace(t, c.home, "status"); strings.Contains(r.stdout, "paused") {
+		t.Errorf("status after resume:\n%s", r.stdout)
+	}
+}

@@ -112,6 +112,9 @@ func printStatus(cmd *cobra.Command, st control.Status) error {
 		draining = "yes (stopping)"
 	}
 	fmt.Fprintf(tw, "draining\t%s\n", draining)
+	if st.Paused {
+		fmt.Fprintf(tw, "paused\tyes: no sessions for events (carapace resume)\n")
+	}
 	if len(st.Engines) == 0 {
 		fmt.Fprintf(tw, "engines\tnone checked yet (the first container session checks one)\n")
 	}
@@ -230,6 +233,44 @@ home, the core's version and pid.`,
 				fmt.Fprintf(out, "core unknown (%s)\n", oneLine(err.Error()))
 			default:
 				fmt.Fprintf(out, "core %s (pid %d)\n", printable(st.Version), st.PID)
+			}
+			return nil
+		},
+	}
+}
+
+// pauseCmd is `carapace pause` or `carapace resume`.
+func (a *app) pauseCmd(paused bool) *cobra.Command {
+	use, short, long := "resume", "Start sessions for events again", `Undo carapace pause: messages from channels and scheduled tasks start
+agent sessions again.`
+	if paused {
+		use, short, long = "pause", "Stop starting sessions for events; running ones go on", `Stop starting agent sessions for events — messages from channels, scheduled
+tasks — until carapace resume. Sessions that run go on; carapace run (and
+the app) can still start sessions. An event that arrives while paused is
+dropped, logged and audited; the core does not keep it for later. A core
+that restarts is not paused.`
+	}
+	return &cobra.Command{
+		Use:     use,
+		Short:   short,
+		Long:    long,
+		Example: "  carapace " + use,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, _, err := a.client()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), requestTimeout)
+			defer cancel()
+			st, err := c.Pause(ctx, paused)
+			if err != nil {
+				return err
+			}
+			if st.Paused {
+				fmt.Fprintln(cmd.OutOrStdout(), "paused: no session starts for events until carapace resume")
+			} else {
+				fmt.Fprintln(cmd.OutOrStdout(), "resumed: sessions start for events")
 			}
 			return nil
 		},

@@ -83,6 +83,9 @@ func watchLine(ev control.WatchEvent) string {
 			if st.Draining {
 				b.WriteString(" stopping")
 			}
+			if st.Paused {
+				b.WriteString(" paused")
+			}
 		}
 		healthy := 0
 		for _, p := range ev.Plugins {
@@ -119,6 +122,17 @@ func watchLine(ev control.WatchEvent) string {
 				state += ": " + p.Category
 			}
 			return fmt.Sprintf("%s plugin %s %s", at, printable(p.Name), printable(state))
+		}
+	case control.WatchStatus:
+		if st := ev.Status; st != nil {
+			state := "running"
+			switch {
+			case st.Draining:
+				state = "stopping"
+			case st.Paused:
+				state = "paused: no sessions for events"
+			}
+			return fmt.Sprintf("%s core %s", at, state)
 		}
 	case control.WatchEnd:
 		return fmt.Sprintf("%s the core ended the watch: %s", at, printable(ev.Error))

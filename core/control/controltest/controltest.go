@@ -128,6 +128,17 @@ func (b *Backend) Status(context.Context) control.Status {
 	return st
 }
 
+// Pause implements control.Backend.
+func (b *Backend) Pause(_ context.Context, paused bool) control.Status {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.status.Paused = paused
+	st := b.status
+	st.PendingConfirmations = len(b.confirmations)
+	b.emitLocked(control.WatchEvent{Type: control.WatchStatus, Time: time.Now().UTC(), Status: &st})
+	return st
+}
+
 // Stop implements control.Backend.
 func (b *Backend) Stop() {
 	b.mu.Lock()
