@@ -3,9 +3,11 @@ module github.com/carapace-dev/carapace
 go 1.26.8
 
 require (
+	fyne.io/systray v1.12.2
 	github.com/BurntSushi/toml v1.6.0
 	github.com/Masterminds/semver/v3 v3.5.0
 	github.com/go-zeromq/zmq4 v0.17.0
+	github.com/godbus/dbus/v5 v5.2.4
 	github.com/google/uuid v1.6.0
 	github.com/keybase/go-keychain v0.0.1
 	github.com/mattn/go-sqlite3 v1.14.52
