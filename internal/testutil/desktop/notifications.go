@@ -31,6 +31,10 @@ type NotificationServerOptions struct {
 	// Name and Version are GetServerInformation's; "" means
 	// "carapace-test-notifications" and "1".
 	Name, Version string
+	// FirstID is the id of the first notification; 0 means 1. Servers
+	// count from 1 when they start: a restarted server gives the old
+	// ids again, which a test can mimic or avoid.
+	FirstID uint32
 }
 
 // DefaultCapabilities returns the capabilities of a server that shows
@@ -111,6 +115,9 @@ func StartNotificationServer(t testing.TB, addr string, opts NotificationServerO
 	}
 	if s.vers == "" {
 		s.vers = "1"
+	}
+	if opts.FirstID > 0 {
+		s.nextID = opts.FirstID - 1
 	}
 	if err := s.conn.Export(notificationsObject{s}, NotificationsPath, NotificationsName); err != nil {
 		t.Fatalf("desktop: export the notification server: %v", err)
