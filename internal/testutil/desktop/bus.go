@@ -19,14 +19,15 @@ import (
 // busConfig is the private bus's configuration: a session bus listening
 // on a socket in a directory of the test's, EXTERNAL authentication (the
 // peer's uid, checked by the kernel), and no <servicedir> — nothing can be
-// started by a call to a name nobody owns. The default policy allows what
-// a session bus allows (send, receive, own), eavesdropping excepted.
+// started by a call to a name nobody owns — unless the test lists
+// services (StartBusWith), and then only those. The default policy allows
+// what a session bus allows (send, receive, own), eavesdropping excepted.
 const busConfig = `<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
  "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
 <busconfig>
   <type>session</type>
   <listen>unix:dir=%s</listen>
-  <auth>EXTERNAL</auth>
+  <auth>EXTERNAL</auth>%s
   <policy context="default">
     <allow send_destination="*"/>
     <allow receive_sender="*"/>
@@ -37,12 +38,32 @@ const busConfig = `<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Con
 
 // StartBus starts a private D-Bus session bus (dbus-daemon --nofork with
 // the configuration above) for the test and returns its address, for
-// DBUS_SESSION_BUS_ADDRESS or notify.Options.BusAddress. The daemon is
-// killed when the test ends; its own messages (a policy rejecting a
-// message, for one) are logged if the test failed.
+// DBUS_SESSION_BUS_ADDRESS or notify.Options.BusAddress. Nothing can be
+// activated on it. The daemon is killed when the test ends; its own
+// messages (a policy rejecting a message, for one) and those of the
+// services it started are logged if the test failed.
 //
 // A missing dbus-daemon fails the test, with the package that provides it.
 func StartBus(t testing.TB) string {
+	t.Helper()
+	return StartBusWith(t, BusOptions{})
+}
+
+// BusOptions configures StartBusWith.
+type BusOptions struct {
+	// Services maps a bus name to the command (absolute path first) the
+	// bus runs when someone calls that name while nobody owns it, as
+	// D-Bus activation does on a desktop (xfce4-notifyd is started that
+	// way, for one). The command gets the bus's address in
+	// DBUS_STARTER_ADDRESS and DBUS_SESSION_BUS_ADDRESS, and runs until
+	// it exits by itself: it should exit when its connection ends, as
+	// the bus is killed at the test's end.
+	Services map[string][]string
+}
+
+// StartBusWith is StartBus with options: the same private bus, on which
+// the listed services, and only those, can be activated.
+func StartBusWith(t testing.TB, opts BusOptions) string {
 	t.Helper()
 	daemon, err := exec.LookPath("dbus-daemon")
 	if err != nil {
@@ -55,10 +76,22 @@ func StartBus(t testing.TB) string {
 		t.Fatalf("desktop: a directory for the bus socket: %v", err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	var escaped bytes.Buffer
-	_ = xml.EscapeText(&escaped, []byte(dir))
+	var serviceDir string
+	if len(opts.Services) > 0 {
+		services := filepath.Join(dir, "services")
+		if err := os.Mkdir(services, 0o700); err != nil {
+			t.Fatalf("desktop: a directory for the bus's services: %v", err)
+		}
+		for name, argv := range opts.Services {
+			file := fmt.Sprintf("[D-BUS Service]\nName=%s\nExec=%s\n", name, serviceExec(t, argv))
+			if err := os.WriteFile(filepath.Join(services, name+".service"), []byte(file), 0o600); err != nil {
+				t.Fatalf("desktop: write the service file of %s: %v", name, err)
+			}
+		}
+		serviceDir = "\n  <servicedir>" + xmlText(services) + "</servicedir>"
+	}
 	config := filepath.Join(dir, "bus.conf")
-	if err := os.WriteFile(config, fmt.Appendf(nil, busConfig, escaped.String()), 0o600); err != nil {
+	if err := os.WriteFile(config, fmt.Appendf(nil, busConfig, xmlText(dir), serviceDir), 0o600); err != nil {
 		t.Fatalf("desktop: write the bus configuration: %v", err)
 	}
 
@@ -105,4 +138,28 @@ func StartBus(t testing.TB) string {
 		t.Fatalf("desktop: dbus-daemon printed no address within %s; it said:\n%s", Timeout, stderr)
 	}
 	return ""
+}
+
+// xmlText escapes s for XML character data.
+func xmlText(s string) string {
+	var b bytes.Buffer
+	_ = xml.EscapeText(&b, []byte(s))
+	return b.String()
+}
+
+// serviceExec writes argv as a service file's Exec line, which dbus-daemon
+// splits like a shell: each argument in single quotes.
+func serviceExec(t testing.TB, argv []string) string {
+	t.Helper()
+	if len(argv) == 0 || !filepath.IsAbs(argv[0]) {
+		t.Fatalf("desktop: a service's command must start with an absolute path, not %q", argv)
+	}
+	quoted := make([]string, len(argv))
+	for i, a := range argv {
+		if strings.ContainsAny(a, "'\n") {
+			t.Fatalf("desktop: a service's argument %q holds a quote or a newline", a)
+		}
+		quoted[i] = "'" + a + "'"
+	}
+	return strings.Join(quoted, " ")
 }

@@ -141,6 +141,11 @@ func own(t testing.TB, conn *dbus.Conn, name string) {
 // UniqueName returns the server's unique name: the sender of its signals.
 func (s *NotificationServer) UniqueName() string { return UniqueName(s.conn) }
 
+// Done is closed when the server's connection ends: Stop, or the bus going
+// away. A server run by bus activation in a helper process serves until
+// then.
+func (s *NotificationServer) Done() <-chan struct{} { return s.conn.Context().Done() }
+
 // Recorded returns a copy of what the server saw so far.
 func (s *NotificationServer) Recorded() Recorded {
 	s.mu.Lock()
