@@ -396,7 +396,7 @@ func (n *linuxNotifier) findOwner() {
 	owner, err := n.nameOwner()
 	if err != nil {
 		var started uint32
-		if err := n.busCall("StartServiceByName", serviceName, uint32(0)).Store(&started); err == nil {
+		if n.busCall("StartServiceByName", serviceName, uint32(0)).Store(&started) == nil {
 			owner, err = n.nameOwner()
 		}
 	}

@@ -371,6 +371,52 @@ func TestClose(t *testing.T) {
 	leaktest.Check(t, ignore)
 }
 
+// TestActivatedServer: a notification server that the bus starts on
+// demand (D-Bus activation, as xfce4-notifyd is started) is started by New
+// and used.
+func TestActivatedServer(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := desktop.StartBusWith(t, desktop.BusOptions{Services: map[string][]string{
+		serviceName: {self, "-test.run=^TestHelperActivatedServer$"},
+	}})
+	log := &logRecorder{}
+	n := newNotifier(t, Options{BusAddress: addr}, log)
+	if ok, why := n.Permission(); !ok {
+		t.Fatalf("Permission() = false, %q; want the activated server's true", why)
+	}
+	if err := n.Show(Notification{Key: "c1", Title: "Approve?", Body: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	probe := desktop.Connect(t, addr)
+	owner := desktop.NameOwner(t, probe, serviceName)
+	var pid uint32
+	if err := probe.BusObject().Call("org.freedesktop.DBus.GetConnectionUnixProcessID", 0, owner).Store(&pid); err != nil {
+		t.Fatal(err)
+	}
+	if pid == 0 || int(pid) == os.Getpid() {
+		t.Errorf("the server %s runs in process %d; want the one the bus started", owner, pid)
+	}
+	if !log.has(msgServer, "owner", owner) {
+		t.Errorf("the Notifier does not follow the activated server %s", owner)
+	}
+}
+
+// TestHelperActivatedServer is not a test of its own: it is the
+// notification server that the bus of TestActivatedServer runs, in a
+// process of its own, when asked for the service. Run as a test, it has
+// no bus to serve and returns.
+func TestHelperActivatedServer(t *testing.T) {
+	addr := os.Getenv("DBUS_STARTER_ADDRESS")
+	if addr == "" || os.Getenv("DBUS_STARTER_BUS_TYPE") != "session" {
+		return
+	}
+	server := desktop.StartNotificationServer(t, addr, desktop.NotificationServerOptions{})
+	<-server.Done() // until the bus goes away at the end of TestActivatedServer
+}
+
 // TestBusLost: when the bus goes away, Actions closes and Permission says
 // so; Close still succeeds.
 func TestBusLost(t *testing.T) {
