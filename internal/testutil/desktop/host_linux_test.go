@@ -176,6 +176,9 @@ func TestTrayApp(t *testing.T) {
 	if got, want := first.Root.Labels(), []string{"Status: idle", "Approve", "More", "", "Quit"}; !slices.Equal(got, want) {
 		t.Fatalf("top level %q; want %q\n%s", got, want, first)
 	}
+	if more := first.Find("More"); more.ChildrenDisplay != "submenu" || len(more.Children) != 0 {
+		t.Errorf("in the first layout, More = %+v; want a submenu announced but not sent (fyne.io/systray v1.12.2 sends depth 1 first)", *more)
+	}
 	menu := item.WaitMenu(t, "the submenu", func(m desktop.Menu) bool { return len(m.Find("More").Children) == 2 })
 	for _, c := range []struct {
 		path            []string
