@@ -16,7 +16,7 @@ import (
 // ErrNeedsApproval: the app is registered as a login item but macOS
 // will not start it until the user allows it (a login item the user
 // turned off, or one macOS asks about). Only the user can change that.
-var ErrNeedsApproval = errors.New("Carapace waits for your approval in System Settings › General › Login Items")
+var ErrNeedsApproval = errors.New("the login item waits for your approval in System Settings › General › Login Items")
 
 // macStatus is SMAppServiceStatus.
 type macStatus int

@@ -32,9 +32,6 @@ const (
 	// macMaxKey bounds a notification's identifier (a confirmation id
 	// is 32 hex digits).
 	macMaxKey = 256
-	// How long to wait for the notification centre's completion handlers.
-	macShowTimeout     = 5 * time.Second
-	macSettingsTimeout = 2 * time.Second
 )
 
 // macSettings is what UNNotificationSettings says about Carapace. The

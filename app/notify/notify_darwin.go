@@ -23,7 +23,14 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 	"unsafe"
+)
+
+// How long to wait for the notification centre's completion handlers.
+const (
+	macShowTimeout     = 5 * time.Second
+	macSettingsTimeout = 2 * time.Second
 )
 
 // darwin is the process's notifier: the notification centre has one
