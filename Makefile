@@ -102,6 +102,47 @@ check: $(STATICCHECK) ## static checks: gofmt, vet and staticcheck (linux and da
 	GOOS=darwin GOARCH=arm64 $(GO) build -o /dev/null ./cmd/...
 	GOOS=linux GOARCH=arm64 $(GO) build -o /dev/null ./cmd/...
 
+# The macOS app bundle, bin/Carapace.app (Darwin only: lipo, iconutil,
+# plutil and codesign come with Xcode's command-line tools). `make app`
+# calls it on a Mac. Both binaries are built with cgo for arm64 and amd64
+# and joined with lipo; MACOSX_DEPLOYMENT_TARGET matches Info.plist's
+# LSMinimumSystemVersion. CFBundleShortVersionString takes the numbers of
+# a tag like v1.2.3 (0.0.0 otherwise); CarapaceVersion keeps VERSION. The
+# bundle is signed ad hoc (no identity: Gatekeeper will still ask on
+# another Mac) and the signature verified.
+APP_BUNDLE := bin/Carapace.app
+APP_PKG    ?= ./cmd/carapace-app
+BUNDLE_VERSION = $(or $(shell printf '%s' '$(VERSION)' | sed -nE 's/^v([0-9]+(\.[0-9]+){0,2})(-.*)?$$/\1/p'),0.0.0)
+
+.PHONY: app-bundle
+app-bundle: ## (macOS) build bin/Carapace.app: carapace + carapace-app for arm64 and amd64 (lipo), icon, ad-hoc signature, verified
+ifeq ($(shell uname),Darwin)
+	rm -rf $(APP_BUNDLE)
+	@set -e; for arch in arm64 amd64; do for p in carapace=./cmd/carapace carapace-app=$(APP_PKG); do \
+	  echo "  go build darwin/$$arch $${p%%=*}"; \
+	  CGO_ENABLED=1 GOOS=darwin GOARCH=$$arch MACOSX_DEPLOYMENT_TARGET=13.0 \
+	    $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)' -o bin/darwin-$$arch/$${p%%=*} $${p#*=}; \
+	done; done
+	mkdir -p $(APP_BUNDLE)/Contents/MacOS $(APP_BUNDLE)/Contents/Resources
+	@set -e; for b in carapace carapace-app; do \
+	  lipo -create -output $(APP_BUNDLE)/Contents/MacOS/$$b bin/darwin-arm64/$$b bin/darwin-amd64/$$b; \
+	  lipo $(APP_BUNDLE)/Contents/MacOS/$$b -verify_arch arm64 x86_64; \
+	done
+	cp Info.plist $(APP_BUNDLE)/Contents/Info.plist
+	plutil -replace CFBundleShortVersionString -string '$(BUNDLE_VERSION)' $(APP_BUNDLE)/Contents/Info.plist
+	plutil -replace CFBundleVersion -string '$(BUNDLE_VERSION)' $(APP_BUNDLE)/Contents/Info.plist
+	plutil -replace CarapaceVersion -string '$(VERSION)' $(APP_BUNDLE)/Contents/Info.plist
+	plutil -lint $(APP_BUNDLE)/Contents/Info.plist
+	iconutil -c icns -o $(APP_BUNDLE)/Contents/Resources/Carapace.icns Resources/icons/Carapace.iconset
+	cp Resources/launchd/dev.carapace.serve.plist $(APP_BUNDLE)/Contents/Resources/
+	xattr -cr $(APP_BUNDLE)
+	codesign --force --sign - $(APP_BUNDLE)/Contents/MacOS/carapace
+	codesign --force --deep --sign - $(APP_BUNDLE)
+	codesign --verify --deep --strict --verbose=2 $(APP_BUNDLE)
+else
+	@echo "app-bundle builds Carapace.app on macOS only (it needs lipo, iconutil, plutil and codesign)" >&2; exit 1
+endif
+
 .PHONY: clean
 clean: ## remove build output
 	rm -rf bin

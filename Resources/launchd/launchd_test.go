@@ -1,0 +1,64 @@
+package launchd
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/carapace-dev/carapace/internal/plist"
+)
+
+func TestRender(t *testing.T) {
+	t.Parallel()
+	out, err := Render("/Users/a & b/bin/carapace", "/Users/a & b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(out, []byte("__")) {
+		t.Errorf("a placeholder is left:\n%s", out)
+	}
+	p := decode(t, out)
+	checks := map[string]any{
+		"Label":             Label,
+		"ProgramArguments":  []any{"/Users/a & b/bin/carapace", "serve"},
+		"RunAtLoad":         true,
+		"KeepAlive":         map[string]any{"SuccessfulExit": false},
+		"StandardErrorPath": "/Users/a & b/Library/Logs/Carapace/serve.log",
+		"StandardOutPath":   "/Users/a & b/Library/Logs/Carapace/serve.log",
+	}
+	for k, want := range checks {
+		if got := p[k]; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s = %v, want %v", k, got, want)
+		}
+	}
+	env, _ := p["EnvironmentVariables"].(map[string]any)
+	if path, _ := env["PATH"].(string); !slices.Contains(strings.Split(path, ":"), "/opt/homebrew/bin") {
+		t.Errorf("PATH %q lacks Homebrew's bin, where container engines live", path)
+	}
+}
+
+func TestRenderRefuses(t *testing.T) {
+	t.Parallel()
+	for _, c := range [][2]string{
+		{"carapace", "/Users/a"},
+		{"/usr/local/bin/carapace", "~"},
+		{"/usr/local/bin/carapace", "/Users/a\nb"},
+		{"", "/Users/a"},
+	} {
+		if _, err := Render(c[0], c[1]); err == nil {
+			t.Errorf("Render(%q, %q) succeeded", c[0], c[1])
+		}
+	}
+}
+
+// decode decodes a plist or fails the test.
+func decode(t *testing.T, data []byte) map[string]any {
+	t.Helper()
+	p, err := plist.Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
