@@ -136,6 +136,17 @@ func (c *Client) Sessions(ctx context.Context) ([]Session, error) {
 	return list, err
 }
 
+// CloseSession closes session id, whoever opened it (DELETE
+// /v1/sessions/{id}): the menu-bar app's Stop. The session's own stream
+// then ends. An error wrapping ErrNotFound says the core has no such
+// session (it closed already).
+func (c *Client) CloseSession(ctx context.Context, id string) error {
+	if err := c.do(ctx, http.MethodDelete, "/v1/sessions/"+url.PathEscape(id), nil, nil); err != nil {
+		return fmt.Errorf("close session %s: %w", id, err)
+	}
+	return nil
+}
+
 // RestartPlugin reloads plugin name from disk in the running core.
 func (c *Client) RestartPlugin(ctx context.Context, name string) (PluginStatus, error) {
 	var st PluginStatus
