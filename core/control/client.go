@@ -104,6 +104,11 @@ func (e *APIError) Unwrap() error {
 	return nil
 }
 
+// CloseIdleConnections closes the connections the client keeps open
+// between requests; a program that is done with the client calls it so
+// that nothing of it outlives its use.
+func (c *Client) CloseIdleConnections() { c.hc.CloseIdleConnections() }
+
 // Status returns the core's status.
 func (c *Client) Status(ctx context.Context) (Status, error) {
 	var st Status
