@@ -56,7 +56,10 @@ type Options struct {
 	// KillGrace is how long Stop waits after SIGTERM before SIGKILL
 	// (DefaultKillGrace if 0).
 	KillGrace time.Duration
-	Logger    *slog.Logger // nil: discard
+	// Client is the client of the home's control socket to use; nil
+	// means a new one.
+	Client *control.Client
+	Logger *slog.Logger // nil: discard
 }
 
 // Core is the home's core, found running or started by Ensure.
@@ -109,15 +112,13 @@ func Ensure(ctx context.Context, o Options) (*Core, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	c := &Core{client: control.NewClient(o.Home.ControlSocket()), logger: o.Logger, o: o, logPath: o.Home.Path("logs", "core.log")}
-	st, err := c.status(ctx)
-	switch {
-	case err == nil:
-		c.pid = st.PID
-		o.Logger.Info("boot: found a running core", "home", o.Home, "pid", st.PID, "version", st.Version)
-		return c, nil
-	case !errors.Is(err, control.ErrNotRunning):
-		return nil, fmt.Errorf("ask the core at %s: %w", o.Home, err)
+	if o.Client == nil {
+		o.Client = control.NewClient(o.Home.ControlSocket())
+	}
+	c := &Core{client: o.Client, logger: o.Logger, o: o, logPath: o.Home.Path("logs", "core.log")}
+	found, err := c.find(ctx)
+	if err != nil || found {
+		return c, err
 	}
 	if err := c.start(); err != nil {
 		return nil, err
@@ -159,6 +160,52 @@ func (c *Core) ExitError() error {
 	default:
 		return nil
 	}
+}
+
+// find looks for a core that answers. A core that does not answer but
+// still holds the home's lock is starting or stopping (a core stopped a
+// moment ago shuts its plugins down after its socket has closed): find
+// waits, up to ReadyTimeout, until it answers or lets go of the lock.
+func (c *Core) find(ctx context.Context) (bool, error) {
+	deadline := time.NewTimer(c.o.ReadyTimeout)
+	defer deadline.Stop()
+	for delay := 20 * time.Millisecond; ; delay = min(2*delay, 500*time.Millisecond) {
+		st, err := c.status(ctx)
+		switch {
+		case err == nil:
+			c.pid = st.PID
+			c.logger.Info("boot: found a running core", "home", c.o.Home, "pid", st.PID, "version", st.Version)
+			return true, nil
+		case !errors.Is(err, control.ErrNotRunning):
+			return false, fmt.Errorf("ask the core at %s: %w", c.o.Home, err)
+		case !c.locked():
+			return false, nil
+		}
+		c.logger.Info("boot: a core holds the home's lock but does not answer; waiting", "home", c.o.Home)
+		select {
+		case <-deadline.C:
+			return false, fmt.Errorf("a core holds the lock of %s but did not answer within %s (is it stuck stopping? carapace status)", c.o.Home, c.o.ReadyTimeout)
+		case <-ctx.Done():
+			return false, fmt.Errorf("wait for the core: %w", ctx.Err())
+		case <-time.After(delay):
+		}
+	}
+}
+
+// locked reports whether a core process holds the home's lock,
+// run/core.lock, which the core takes with flock for its whole life
+// (core/server/lock.go). The probe takes the lock and lets go at once.
+func (c *Core) locked() bool {
+	f, err := os.OpenFile(c.o.Home.Path("run", "core.lock"), os.O_RDWR, 0)
+	if err != nil {
+		return false // no lock file: no core ever ran here
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return errors.Is(err, syscall.EWOULDBLOCK)
+	}
+	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return false
 }
 
 // status asks the core for its status, bounded.
