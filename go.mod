@@ -3,6 +3,7 @@ module github.com/carapace-dev/carapace
 go 1.26.8
 
 require (
+	fyne.io/systray v1.12.2
 	github.com/BurntSushi/toml v1.6.0
 	github.com/Masterminds/semver/v3 v3.5.0
 	github.com/go-zeromq/zmq4 v0.17.0
@@ -20,6 +21,7 @@ require (
 require (
 	github.com/bmatcuk/doublestar/v4 v4.10.4 // indirect
 	github.com/go-zeromq/goczmq/v4 v4.2.2 // indirect
+	github.com/godbus/dbus/v5 v5.1.0 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
 	github.com/yuin/goldmark v1.8.7 // indirect
