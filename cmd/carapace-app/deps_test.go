@@ -21,11 +21,17 @@ var targets = []struct{ goos, goarch, cgo string }{
 
 const mod = "github.com/carapace-dev/carapace/"
 
-// TestDeps keeps the menu-bar app a client of the core: it reaches the
-// core through core/control's client and starts `carapace serve` as a
-// separate program, so it must never link the core's server side, the
-// plugins, the event bus or SQLite.
+// TestDeps keeps the menu-bar app a client of the core, and its logic
+// free of the desktop library.
 func TestDeps(t *testing.T) {
+	t.Run("the app is a client of the core", testClient)
+	t.Run("the app's logic has no GUI", testNoGUI)
+}
+
+// testClient: the app reaches the core through core/control's client and
+// starts `carapace serve` as a separate program, so it must never link
+// the core's server side, the plugins, the event bus or SQLite.
+func testClient(t *testing.T) {
 	const why = "the menu-bar app reaches the core only through core/control's client"
 	for _, tg := range targets {
 		deptest.Checker{
@@ -49,10 +55,10 @@ func TestDeps(t *testing.T) {
 	}
 }
 
-// TestAppLogicHasNoGUI keeps the desktop library in app/tray: the menu
-// model, the glue and the core's boot are tested in process under the
-// race detector, which fyne systray's global state does not survive.
-func TestAppLogicHasNoGUI(t *testing.T) {
+// testNoGUI keeps the desktop library in app/tray: the menu model, the
+// glue and the core's boot are tested in process under the race
+// detector, which fyne systray's global state does not survive.
+func testNoGUI(t *testing.T) {
 	const why = "only app/tray may link the menu-bar library: the rest is tested in process with -race"
 	for _, pkg := range []string{mod + "app", mod + "app/menu", mod + "app/boot"} {
 		for _, tg := range targets {
