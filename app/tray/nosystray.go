@@ -10,6 +10,7 @@ import "github.com/carapace-dev/carapace/app/menu"
 
 func runLoop(t *Tray) {
 	t.log.Error("tray: this build has no menu bar: macOS builds of carapace-app need cgo (CGO_ENABLED=1)")
+	t.onReady() // trees are still applied, to nothing
 	<-t.quit
 }
 

@@ -3,10 +3,34 @@
 package tray
 
 import (
+	_ "embed"
+
 	"fyne.io/systray"
 
 	"github.com/carapace-dev/carapace/app/menu"
 )
+
+// The icons. The files under icons/ are placeholders the bundle's real
+// artwork replaces; the template images (black on transparent) are for
+// the macOS menu bar, which tints them for dark and light bars.
+var (
+	//go:embed icons/normal.png
+	iconNormal []byte
+	//go:embed icons/attention.png
+	iconAttention []byte
+	//go:embed icons/normal-template.png
+	templateNormal []byte
+	//go:embed icons/attention-template.png
+	templateAttention []byte
+)
+
+// icons returns the regular and the template image for icon.
+func icons(icon menu.Icon) (regular, template []byte) {
+	if icon == menu.IconAttention {
+		return iconAttention, templateAttention
+	}
+	return iconNormal, templateNormal
+}
 
 // runLoop runs fyne systray's loop until quitLoop.
 func runLoop(t *Tray) {

@@ -16,25 +16,10 @@
 package tray
 
 import (
-	_ "embed"
 	"log/slog"
 	"sync"
 
 	"github.com/carapace-dev/carapace/app/menu"
-)
-
-// The icons. The files under icons/ are placeholders the bundle's real
-// artwork replaces; the template images (black on transparent) are for
-// the macOS menu bar, which tints them for dark and light bars.
-var (
-	//go:embed icons/normal.png
-	iconNormal []byte
-	//go:embed icons/attention.png
-	iconAttention []byte
-	//go:embed icons/normal-template.png
-	templateNormal []byte
-	//go:embed icons/attention-template.png
-	templateAttention []byte
 )
 
 // Tray is the menu bar's menu. Update, Actions and Quit are safe for
@@ -160,12 +145,4 @@ func (t *Tray) clicked(id string) {
 	default:
 		t.log.Warn("tray: a click was dropped: the app is not reading clicks", "item", id)
 	}
-}
-
-// icons returns the regular and the template image for icon.
-func icons(icon menu.Icon) (regular, template []byte) {
-	if icon == menu.IconAttention {
-		return iconAttention, templateAttention
-	}
-	return iconNormal, templateNormal
 }
