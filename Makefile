@@ -22,14 +22,31 @@ help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[1m%-10s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
-build: ## build bin/carapace (cgo, for SQLite), bin/ipc (static) and the linux/amd64 + linux/arm64 ipc for agent images
+build: ## build bin/carapace (cgo, for SQLite), bin/ipc (static), the linux/amd64 + linux/arm64 ipc for agent images, and bin/carapace-app
 	CGO_ENABLED=1 $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)' -o bin/carapace ./cmd/carapace
 	CGO_ENABLED=0 $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)' -o bin/ipc ./cmd/ipc
 	@for arch in amd64 arm64; do \
 	  CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)' -o bin/linux-$$arch/ipc ./cmd/ipc || exit 1; \
 	done
+	CGO_ENABLED=$(APP_CGO) $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)' -o bin/carapace-app ./cmd/carapace-app
 	@for f in bin/ipc bin/linux-amd64/ipc bin/linux-arm64/ipc; do \
 	  printf '  %-24s %7d KiB\n' $$f $$(( $$(wc -c < $$f) / 1024 )); done
+
+# The menu-bar app. fyne systray is pure Go on Linux and cgo on macOS,
+# where a build without cgo has no menu bar.
+UNAME_S   := $(shell uname -s)
+APP_CGO   := $(if $(filter Darwin,$(UNAME_S)),1,0)
+
+.PHONY: app
+app: ## build the menu-bar app: bin/carapace-app on Linux (on macOS, Carapace.app)
+ifeq ($(UNAME_S),Darwin)
+	@# macOS: the Carapace.app bundle (Info.plist, Resources/, carapace and
+	@# carapace-app in Contents/MacOS/, ad-hoc signed), which the macOS
+	@# branch builds as app-bundle.
+	$(MAKE) --no-print-directory app-bundle
+else
+	CGO_ENABLED=$(APP_CGO) $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)' -o bin/carapace-app ./cmd/carapace-app
+endif
 
 ENGINE    ?= docker
 

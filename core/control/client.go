@@ -104,6 +104,11 @@ func (e *APIError) Unwrap() error {
 	return nil
 }
 
+// CloseIdleConnections closes the connections the client keeps open
+// between requests; a program that is done with the client calls it so
+// that nothing of it outlives its use.
+func (c *Client) CloseIdleConnections() { c.hc.CloseIdleConnections() }
+
 // Status returns the core's status.
 func (c *Client) Status(ctx context.Context) (Status, error) {
 	var st Status
@@ -134,6 +139,17 @@ func (c *Client) Sessions(ctx context.Context) ([]Session, error) {
 	var list []Session
 	err := c.do(ctx, http.MethodGet, "/v1/sessions", nil, &list)
 	return list, err
+}
+
+// CloseSession closes session id, whoever opened it (DELETE
+// /v1/sessions/{id}): the menu-bar app's Stop. The session's own stream
+// then ends. An error wrapping ErrNotFound says the core has no such
+// session (it closed already).
+func (c *Client) CloseSession(ctx context.Context, id string) error {
+	if err := c.do(ctx, http.MethodDelete, "/v1/sessions/"+url.PathEscape(id), nil, nil); err != nil {
+		return fmt.Errorf("close session %s: %w", id, err)
+	}
+	return nil
 }
 
 // RestartPlugin reloads plugin name from disk in the running core.

@@ -26,3 +26,26 @@ func TestClip(t *testing.T) {
 		}
 	}
 }
+
+func TestPrintable(t *testing.T) {
+	tests := []struct {
+		name, in, want string
+	}{
+		{"plain", "hello, wörld", "hello, wörld"},
+		{"backslash kept", `a\b`, `a\b`},
+		{"C0", "a\x1b[2Jb\n", `a\u001b[2Jb\u000a`},
+		{"C1 CSI", "a\u009b31mb", `a\u009b31mb`},
+		{"bidi override", "a\u202eb", `a\u202eb`},
+		{"bidi isolate", "a\u2066b\u2069", `a\u2066b\u2069`},
+		{"zero width joiner", "a\u200db", `a\u200db`},
+		{"astral format char", "a\U000E0001b", `a\U000e0001b`},
+		{"invalid UTF-8 shows as U+FFFD", "a\xffb", "a\ufffdb"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Printable(tt.in); got != tt.want {
+				t.Errorf("Printable(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}

@@ -5,34 +5,21 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/carapace-dev/carapace/internal/textutil"
 )
 
 // printable makes a string from the core or the audit log safe to print on
-// a terminal: runes that are not printable (control characters, including
-// C1 ones that some terminals obey as escape sequences) become \u escapes.
-func printable(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case isPrint(r):
-			b.WriteRune(r)
-		case r > 0xffff:
-			fmt.Fprintf(&b, `\U%08x`, r)
-		default:
-			fmt.Fprintf(&b, `\u%04x`, r)
-		}
-	}
-	return b.String()
-}
+// a terminal (textutil.Printable: non-printable runes become \u escapes).
+// The escaping lives in internal/textutil, shared with the menu-bar app.
+func printable(s string) string { return textutil.Printable(s) }
 
 // isPrint reports whether r is safe to print as is.
-func isPrint(r rune) bool { return r == ' ' || unicode.IsPrint(r) }
+func isPrint(r rune) bool { return textutil.IsPrint(r) }
 
 // truncate cuts s to at most n runes, marking the cut with "…" (no limit
 // if n <= 0).

@@ -1,0 +1,180 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/carapace-dev/carapace/app/menu"
+	"github.com/carapace-dev/carapace/app/notify"
+	"github.com/carapace-dev/carapace/core/control"
+	"github.com/carapace-dev/carapace/internal/textutil"
+)
+
+// summaryWidth is how long a notification's summary of the arguments is.
+const summaryWidth = 120
+
+// menuAction does what a click in the menu asks.
+func (r *runner) menuAction(ctx context.Context, a menu.Action) {
+	r.log.Debug("app: menu action", "kind", a.Kind.String(), "target", a.Target)
+	switch a.Kind {
+	case menu.ActionApprove, menu.ActionDeny:
+		c, ok := r.state.Confirmation(a.Target)
+		switch {
+		case !ok:
+			r.log.Info("app: no pending confirmation to decide; it was decided elsewhere", "confirmation", a.Target)
+			return
+		case c.ArgsHash != a.ArgsHash:
+			r.log.Warn("app: the menu item shows other arguments than the confirmation has; not decided", "confirmation", a.Target)
+			return
+		}
+		r.decide(ctx, c, a.Kind == menu.ActionApprove, SurfaceMenu)
+	case menu.ActionStopSession:
+		id := a.Target
+		r.goBG(func() {
+			cctx, cancel := context.WithTimeout(ctx, requestTimeout)
+			defer cancel()
+			if err := r.client.CloseSession(cctx, id); errors.Is(err, control.ErrNotFound) {
+				r.log.Info("app: the session had closed already", "session", id)
+			} else if err != nil {
+				r.log.Warn("app: stop a session", "session", id, "err", err)
+			}
+		})
+	case menu.ActionPause, menu.ActionResume:
+		paused := a.Kind == menu.ActionPause
+		gen := r.gen
+		r.goBG(func() {
+			cctx, cancel := context.WithTimeout(ctx, requestTimeout)
+			defer cancel()
+			st, err := r.client.Pause(cctx, paused)
+			if err != nil {
+				r.log.Warn("app: pause or resume", "paused", paused, "err", err)
+				return
+			}
+			// The stream says so too; this shows it at once.
+			r.post(func() { r.apply(gen, control.WatchEvent{Type: control.WatchStatus, Status: &st}, nil) })
+		})
+	case menu.ActionOpenAuditLog:
+		path := r.o.Home.AuditLog()
+		r.goBG(func() {
+			if err := r.o.Open(path); err != nil {
+				r.log.Warn("app: open the audit log", "err", err)
+			}
+		})
+	case menu.ActionStartAtLogin:
+		if r.o.LoginItem == nil {
+			return
+		}
+		want := !r.state.LoginItem.Enabled
+		r.goBG(func() {
+			if err := r.o.LoginItem.SetEnabled(want); err != nil {
+				r.log.Warn("app: start at login", "enable", want, "err", err)
+			}
+			// The checkbox shows the real state, never the wish.
+			r.post(func() {
+				r.state.LoginItem = r.loginState()
+				r.render()
+			})
+		})
+	case menu.ActionRestartCore:
+		if r.core != nil {
+			return
+		}
+		r.boot(ctx)
+	default:
+		r.log.Warn("app: unknown menu action", "kind", a.Kind.String())
+	}
+}
+
+// notificationAction does what a click on a notification asks.
+func (r *runner) notificationAction(ctx context.Context, a notify.Action) {
+	c, ok := r.state.Confirmation(a.Key)
+	if !ok {
+		r.log.Info("app: no pending confirmation for a notification's action; it was decided elsewhere", "confirmation", a.Key)
+		return
+	}
+	r.decide(ctx, c, a.Approve, SurfaceNotification)
+}
+
+// decide sends a decision on c with the hash of the arguments shown. The
+// first decision wins on every surface: "already decided" is no error
+// for the user (the watch stream shows how it ended), only logged.
+func (r *runner) decide(ctx context.Context, c control.Confirmation, approve bool, surface string) {
+	if approve && c.ArgumentsOmitted {
+		r.log.Warn("app: not approved: its arguments could not be shown", "confirmation", c.ID)
+		return
+	}
+	if r.state.Core != menu.CoreRunning {
+		r.log.Warn("app: not decided: the core is not reached", "confirmation", c.ID)
+		return
+	}
+	d := control.Decision{ID: c.ID, Approve: approve, ArgsHash: c.ArgsHash, Surface: surface, Decider: r.o.Decider}
+	r.goBG(func() {
+		cctx, cancel := context.WithTimeout(ctx, requestTimeout)
+		defer cancel()
+		got, err := r.client.Decide(cctx, d)
+		switch {
+		case errors.Is(err, control.ErrConflict):
+			r.log.Info("app: the confirmation was already decided", "confirmation", d.ID, "surface", surface, "err", err)
+		case err != nil:
+			r.log.Warn("app: decide", "confirmation", d.ID, "surface", surface, "err", err)
+		default:
+			r.log.Info("app: decided", "confirmation", got.ID, "decision", got.Decision, "surface", surface)
+		}
+	})
+}
+
+// syncNotifications shows a notification for each pending confirmation
+// that has none yet, and withdraws those of confirmations no longer
+// pending (decided anywhere, expired, withdrawn, or the core is gone).
+func (r *runner) syncNotifications() {
+	if r.o.Notifier == nil {
+		return
+	}
+	pending := map[string]bool{}
+	for _, c := range r.state.Confirmations {
+		pending[c.ID] = true
+		if r.notified[c.ID] {
+			continue
+		}
+		r.notified[c.ID] = true
+		if err := r.o.Notifier.Show(Notification(c)); err != nil {
+			r.log.Warn("app: show a notification; the menu has the approval", "confirmation", c.ID, "err", err)
+			r.state.Notifications = r.permission()
+		}
+	}
+	for id := range r.notified {
+		if pending[id] {
+			continue
+		}
+		delete(r.notified, id)
+		if err := r.o.Notifier.Withdraw(id); err != nil {
+			r.log.Warn("app: withdraw a notification", "confirmation", id, "err", err)
+		}
+	}
+}
+
+// Notification is the notification for a pending confirmation: the tool
+// in the title; the group, the digest prefix and a one-line summary of the
+// arguments in the body; all of it escaped.
+func Notification(c control.Confirmation) notify.Notification {
+	digest := c.ArgsHash
+	if len(digest) > menu.DigestPrefix {
+		digest = digest[:menu.DigestPrefix]
+	}
+	var b strings.Builder
+	b.WriteString("Group " + textutil.Printable(orDash(c.Group)) + " · digest " + textutil.Printable(digest) + "\n")
+	b.WriteString(menu.Summary(c, summaryWidth))
+	return notify.Notification{
+		Key:   c.ID,
+		Title: "Approve " + textutil.Printable(textutil.Clip(c.Tool, 64)) + "?",
+		Body:  b.String(),
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

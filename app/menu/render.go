@@ -1,0 +1,279 @@
+package menu
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/carapace-dev/carapace/core/control"
+	"github.com/carapace-dev/carapace/internal/textutil"
+)
+
+// Layout limits of the rendered menu.
+const (
+	// Width is the most runes one item's title has; longer text (an
+	// argument value, a problem) continues on further items.
+	Width = 64
+	// MaxArgumentLines bounds the argument lines one confirmation's
+	// submenu shows: 4096 lines of Width runes hold 256 KiB of escaped
+	// text, a 10 KiB value made only of escaped control characters several
+	// times over. A confirmation with more cannot be approved from the
+	// menu (it could not all be read there); it can still be denied.
+	MaxArgumentLines = 4096
+	// DigestPrefix is how much of the arguments' hash the menu shows.
+	DigestPrefix = 12
+	// maxProblem is the most bytes of a problem the status lines show.
+	maxProblem = 4 * Width
+	// cont starts a continued line.
+	cont = "  ↳ "
+)
+
+// Render returns the menu for s. now is the time to show ages and
+// expiries against; Render has no clock of its own.
+func Render(s State, now time.Time) Tree {
+	t := Tree{Icon: IconNormal, Tooltip: "Carapace: " + coreWord(s)}
+	if n := len(s.Confirmations); n > 0 {
+		t.Icon, t.Badge = IconAttention, strconv.Itoa(n)
+		t.Tooltip += fmt.Sprintf(" — %d waiting for you", n)
+	}
+	if s.Core == CoreNotRunning {
+		t.Icon = IconAttention
+	}
+	t.Items = append(t.Items, statusItems(s)...)
+	t.Items = append(t.Items, Item{ID: "sep/status", Separator: true})
+	t.Items = append(t.Items, approvals(s, now), sessions(s, now))
+	t.Items = append(t.Items, Item{ID: "sep/lists", Separator: true})
+
+	running := s.Core == CoreRunning && !s.Status.Draining
+	pause := Item{ID: "pause", Title: "Pause (no new sessions from events)", Enabled: running, Action: Action{Kind: ActionPause},
+		Tooltip: "Messages and scheduled tasks start no sessions until you resume; running sessions go on"}
+	if s.Status.Paused {
+		pause.Title, pause.Action.Kind = "Resume (sessions for events start again)", ActionResume
+		pause.Tooltip = "Paused: messages and scheduled tasks start no sessions"
+	}
+	login := Item{ID: "login", Title: "Start at login", Checkable: true, Checked: s.LoginItem.Enabled,
+		Enabled: s.LoginItem.Supported, Action: Action{Kind: ActionStartAtLogin}, Tooltip: textutil.Printable(s.LoginItem.Problem)}
+	quit := Item{ID: "quit", Title: "Quit Carapace", Enabled: true, Action: Action{Kind: ActionQuit},
+		Tooltip: "Quit the app; the core keeps running"}
+	if s.StartedCore {
+		quit.Tooltip = "Quit the app and stop the core it started"
+	}
+	t.Items = append(t.Items,
+		pause,
+		Item{ID: "audit", Title: "Open audit log", Enabled: true, Action: Action{Kind: ActionOpenAuditLog}},
+		login,
+		Item{ID: "sep/quit", Separator: true},
+		quit,
+	)
+	return t
+}
+
+// coreWord says how the core is, in a word or two.
+func coreWord(s State) string {
+	switch s.Core {
+	case CoreStarting:
+		return "starting…"
+	case CoreConnecting:
+		return "reconnecting…"
+	case CoreNotRunning:
+		return "not running"
+	}
+	switch {
+	case s.Status.Draining:
+		return "stopping"
+	case s.Status.Paused:
+		return "paused"
+	}
+	return "running"
+}
+
+// statusItems are the status line, its details, and Restart when the core
+// is not running.
+func statusItems(s State) []Item {
+	problem := textutil.Printable(textutil.OneLine(s.Problem))
+	items := []Item{{ID: "status", Title: "Carapace: " + coreWord(s), Tooltip: problem}}
+	info := func(id, title string) { items = append(items, lines(id, title)...) }
+	if problem != "" {
+		// The whole problem is the status line's tooltip; a few lines of it
+		// here (it may end with the core's log).
+		info("status/problem", textutil.Clip(problem, maxProblem))
+	}
+	if s.Core == CoreRunning || s.Core == CoreConnecting {
+		info("status/version", "Version: "+orDash(s.Status.Version))
+		info("status/runtime", "Runtime: "+engines(s.Status.Engines))
+		if p := plugins(s.Status.Plugins); p != "" {
+			info("status/plugins", p)
+		}
+	}
+	if s.Notifications.OK {
+		info("status/notifications", "Notifications: on")
+	} else {
+		info("status/notifications", "Notifications: off — "+textutil.Printable(orText(s.Notifications.Why, "approve in this menu")))
+	}
+	if s.Core == CoreNotRunning {
+		items = append(items, Item{ID: "restart", Title: "Restart core", Enabled: true, Action: Action{Kind: ActionRestartCore},
+			Tooltip: "Start carapace serve for this home again"})
+	}
+	return items
+}
+
+func engines(es []control.EngineStatus) string {
+	if len(es) == 0 {
+		return "no container engine checked yet"
+	}
+	parts := make([]string, len(es))
+	for i, e := range es {
+		parts[i] = strings.TrimSpace(textutil.Printable(e.Name) + " " + textutil.Printable(e.Version))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func plugins(ps []control.PluginStatus) string {
+	if len(ps) == 0 {
+		return ""
+	}
+	var bad []string
+	for _, p := range ps {
+		if !p.Healthy {
+			bad = append(bad, textutil.Printable(p.Name)+" ("+textutil.Printable(orText(p.State, "unhealthy"))+")")
+		}
+	}
+	if len(bad) == 0 {
+		return fmt.Sprintf("Plugins: %d healthy", len(ps))
+	}
+	return fmt.Sprintf("Plugins: %d healthy, not: %s", len(ps)-len(bad), strings.Join(bad, ", "))
+}
+
+// approvals is "Pending approvals (n)" with a submenu per confirmation.
+func approvals(s State, now time.Time) Item {
+	it := Item{ID: "approvals", Title: fmt.Sprintf("Pending approvals (%d)", len(s.Confirmations)), Enabled: true}
+	if len(s.Confirmations) == 0 {
+		it.Children = []Item{{ID: "approvals/none", Title: "Nothing waits for you"}}
+		return it
+	}
+	for _, c := range s.Confirmations {
+		it.Children = append(it.Children, confirmation(c, s.Core == CoreRunning, now))
+	}
+	return it
+}
+
+// confirmation is one confirmation's submenu: what it is, every argument,
+// then Approve and Deny.
+func confirmation(c control.Confirmation, live bool, now time.Time) Item {
+	id := "confirm/" + c.ID
+	digest := digestPrefix(c.ArgsHash)
+	it := Item{ID: id, Title: textutil.Printable(clipRunes(c.Tool, 32)) + " · " + textutil.Printable(clipRunes(c.Group, 24)) + " · " + digest,
+		Enabled: true}
+	info := func(sub, title string) { it.Children = append(it.Children, lines(id+"/"+sub, title)...) }
+	info("tool", "Tool: "+textutil.Printable(c.Tool))
+	info("group", "Group: "+orDash(c.Group))
+	info("session", "Session: "+orDash(c.Session))
+	it.Children = append(it.Children, Item{ID: id + "/digest", Title: "Digest: " + digest,
+		Tooltip: "SHA-256 of the arguments: " + textutil.Printable(c.ArgsHash)})
+	if left := c.ExpiresAt.Sub(now); left > 0 {
+		info("expires", "Expires in "+left.Round(time.Second).String()+" (then denied)")
+	} else {
+		info("expires", "Expired: denied unless decided now")
+	}
+	it.Children = append(it.Children, Item{ID: id + "/sep/args", Separator: true}, Item{ID: id + "/args", Title: "Arguments:"})
+	argLines, readable := argumentLines(c)
+	for i, l := range argLines {
+		it.Children = append(it.Children, Item{ID: id + "/arg/" + strconv.Itoa(i), Title: l})
+	}
+	it.Children = append(it.Children,
+		Item{ID: id + "/sep/decide", Separator: true},
+		Item{ID: id + "/approve", Title: "Approve", Enabled: live && readable,
+			Action: Action{Kind: ActionApprove, Target: c.ID, ArgsHash: c.ArgsHash}},
+		Item{ID: id + "/deny", Title: "Deny", Enabled: live,
+			Action: Action{Kind: ActionDeny, Target: c.ID, ArgsHash: c.ArgsHash}},
+	)
+	if !readable {
+		it.Children[len(it.Children)-2].Tooltip = "The arguments cannot all be shown here: decide with carapace confirm"
+	}
+	return it
+}
+
+// argumentLines are the argument lines of c's submenu, each leaf wrapped
+// to Width, and whether they show every argument (else no Approve).
+func argumentLines(c control.Confirmation) ([]string, bool) {
+	if c.ArgumentsOmitted {
+		return []string{"(not loaded yet: too large for the watch stream)"}, false
+	}
+	ls, err := Leaves(c.Arguments)
+	if err != nil {
+		return Wrap("(cannot be shown: "+textutil.Printable(err.Error())+")", Width, cont), false
+	}
+	if len(ls) == 0 {
+		return []string{"(none)"}, true
+	}
+	var out []string
+	for i, l := range ls {
+		more := Wrap(l.String(), Width, cont)
+		if len(out)+len(more) > MaxArgumentLines {
+			return append(out, fmt.Sprintf("… %d more arguments not shown: see carapace confirm list --json", len(ls)-i)), false
+		}
+		out = append(out, more...)
+	}
+	return out, true
+}
+
+// sessions is "Sessions (n)" with a submenu per session.
+func sessions(s State, now time.Time) Item {
+	it := Item{ID: "sessions", Title: fmt.Sprintf("Sessions (%d)", len(s.Sessions)), Enabled: true}
+	if len(s.Sessions) == 0 {
+		it.Children = []Item{{ID: "sessions/none", Title: "No live sessions"}}
+		return it
+	}
+	for _, ss := range s.Sessions {
+		id := "session/" + ss.ID
+		age := now.Sub(ss.Started)
+		if age < 0 {
+			age = 0
+		}
+		sub := Item{ID: id, Enabled: true,
+			Title: orDash(ss.Group) + " · " + orDash(ss.Runtime) + " · " + age.Round(time.Second).String()}
+		sub.Children = append(sub.Children, lines(id+"/id", "Session: "+orDash(ss.ID))...)
+		sub.Children = append(sub.Children, Item{ID: id + "/stop", Title: "Stop", Enabled: s.Core == CoreRunning,
+			Action: Action{Kind: ActionStopSession, Target: ss.ID}, Tooltip: "Close this session: its agent is stopped"})
+		it.Children = append(it.Children, sub)
+	}
+	return it
+}
+
+// lines is disabled information, wrapped to Width: one item, or id/0,
+// id/1… when it takes several.
+func lines(id, text string) []Item {
+	ws := Wrap(text, Width, cont)
+	if len(ws) == 1 {
+		return []Item{{ID: id, Title: ws[0]}}
+	}
+	items := make([]Item, len(ws))
+	for i, w := range ws {
+		items[i] = Item{ID: id + "/" + strconv.Itoa(i), Title: w}
+	}
+	return items
+}
+
+func digestPrefix(h string) string {
+	if len(h) > DigestPrefix {
+		h = h[:DigestPrefix]
+	}
+	return textutil.Printable(h)
+}
+
+func clipRunes(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+func orDash(s string) string { return textutil.Printable(orText(s, "-")) }
+
+func orText(s, alt string) string {
+	if s == "" {
+		return alt
+	}
+	return s
+}

@@ -1,0 +1,208 @@
+package menu
+
+import (
+	"slices"
+
+	"github.com/carapace-dev/carapace/core/control"
+)
+
+// State is what the menu knows: the core as the watch stream last showed
+// it, and the app's own facts (notification permission, the login item,
+// whether the app started the core). It is a value: Apply and the other
+// transitions return a new State and never change the one they were
+// called on, so a State can be handed to another goroutine.
+type State struct {
+	Core Core
+	// Problem says why the core is not (or no longer) reached: the end of
+	// a watch, a start-up that failed, the core's exit. "" while running.
+	Problem string
+	// Status is the core's status as last reported.
+	Status control.Status
+	// Confirmations are the pending confirmations, oldest first. One whose
+	// arguments the watch event left out (ArgumentsOmitted) keeps it set
+	// until the app has fetched them; the menu offers no Approve for it.
+	Confirmations []control.Confirmation
+	Sessions      []control.Session // the live sessions, in the order they opened
+	// StartedCore says the app started the core it shows, so that Quit
+	// stops it; a core the app found running keeps running.
+	StartedCore   bool
+	Notifications Permission
+	LoginItem     LoginItem
+}
+
+// Core is how the app reaches the core.
+type Core int
+
+// The core's states, as the app sees them; the status refines
+// CoreRunning (paused, draining).
+const (
+	CoreStarting   Core = iota // finding or starting the core; nothing shown yet
+	CoreRunning                // the watch stream is live
+	CoreConnecting             // the watch stream ended; the app watches again
+	CoreNotRunning             // no core answers: Restart is offered
+)
+
+// Permission is whether approvals can be shown as notifications.
+type Permission struct {
+	OK  bool   // notifications with Approve and Deny can be shown
+	Why string // when not OK, why, for the status line
+}
+
+// LoginItem is the state of "Start at login".
+type LoginItem struct {
+	Supported bool   // the platform and the app can have a login item
+	Enabled   bool   // the app starts at login now
+	Problem   string // why it is unsupported, or the last error
+}
+
+// Apply returns s with one line of the watch stream applied. The stream's
+// lines are states, not deltas (a change may show both in the snapshot and
+// after it), so applying a line twice changes nothing. Unknown types, from
+// newer cores, change nothing.
+func (s State) Apply(ev control.WatchEvent) State {
+	switch ev.Type {
+	case control.WatchSnapshot:
+		s.Core, s.Problem = CoreRunning, ""
+		if ev.Status != nil {
+			s.Status = *ev.Status
+		}
+		if ev.Plugins != nil {
+			s.Status.Plugins = slices.Clone(ev.Plugins)
+		}
+		old := s.Confirmations
+		s.Confirmations = nil
+		for _, c := range ev.Confirmations {
+			if c.Pending() {
+				s.Confirmations = append(s.Confirmations, keepLoaded(old, c))
+			}
+		}
+		s.Sessions = slices.Clone(ev.Sessions)
+	case control.WatchConfirmationRequested:
+		if ev.Confirmation == nil {
+			break
+		}
+		c := *ev.Confirmation
+		if !c.Pending() {
+			s.Confirmations = withoutConfirmation(s.Confirmations, c.ID)
+			break
+		}
+		s.Confirmations = upsertConfirmation(s.Confirmations, c)
+	case control.WatchConfirmationResolved:
+		if ev.Confirmation != nil {
+			s.Confirmations = withoutConfirmation(s.Confirmations, ev.Confirmation.ID)
+		}
+	case control.WatchSessionOpened:
+		if ev.Session != nil {
+			s.Sessions = upsert(s.Sessions, *ev.Session, func(x control.Session) bool { return x.ID == ev.Session.ID })
+		}
+	case control.WatchSessionClosed:
+		if ev.Session != nil {
+			s.Sessions = slices.DeleteFunc(slices.Clone(s.Sessions), func(x control.Session) bool { return x.ID == ev.Session.ID })
+		}
+	case control.WatchPluginHealth:
+		if ev.Plugin != nil {
+			s.Status.Plugins = upsert(s.Status.Plugins, *ev.Plugin, func(p control.PluginStatus) bool { return p.Name == ev.Plugin.Name })
+		}
+	case control.WatchStatus:
+		if ev.Status != nil {
+			s.Status = *ev.Status
+		}
+	case control.WatchEnd:
+		s.Core, s.Problem = CoreConnecting, "the core ended the watch: "+orUnknown(ev.Error)
+	}
+	s.Status.PendingConfirmations, s.Status.Sessions = len(s.Confirmations), len(s.Sessions)
+	return s
+}
+
+// Connecting returns s while the app is watching the core again, having
+// lost the stream for why: what it showed stays, but nothing can be
+// decided until a fresh snapshot arrives.
+func (s State) Connecting(why string) State {
+	s.Core, s.Problem = CoreConnecting, why
+	return s
+}
+
+// NotRunning returns s for a core that no longer answers (it exited, or
+// could not be started) for why. A core restart leaves nothing
+// approvable, and no session survives it: both lists empty.
+func (s State) NotRunning(why string) State {
+	s.Core, s.Problem = CoreNotRunning, orUnknown(why)
+	s.Confirmations, s.Sessions = nil, nil
+	s.Status.Draining, s.Status.Paused = false, false
+	s.Status.PendingConfirmations, s.Status.Sessions = 0, 0
+	s.StartedCore = false
+	return s
+}
+
+// Starting returns s while the app finds or starts the core.
+func (s State) Starting() State {
+	s.Core, s.Problem = CoreStarting, ""
+	return s
+}
+
+// WithArguments returns s with the full arguments of a pending
+// confirmation whose event left them out (fetched with
+// control.Client.Confirmation). They replace nothing else, and only if
+// the hash is the one the menu shows: the user must decide what they
+// read.
+func (s State) WithArguments(full control.Confirmation) State {
+	i := slices.IndexFunc(s.Confirmations, func(c control.Confirmation) bool { return c.ID == full.ID })
+	if i < 0 || s.Confirmations[i].ArgsHash != full.ArgsHash || full.ArgumentsOmitted {
+		return s
+	}
+	s.Confirmations = slices.Clone(s.Confirmations)
+	s.Confirmations[i].Arguments, s.Confirmations[i].ArgumentsOmitted = full.Arguments, false
+	return s
+}
+
+// Confirmation returns the pending confirmation with id.
+func (s State) Confirmation(id string) (control.Confirmation, bool) {
+	i := slices.IndexFunc(s.Confirmations, func(c control.Confirmation) bool { return c.ID == id })
+	if i < 0 {
+		return control.Confirmation{}, false
+	}
+	return s.Confirmations[i], true
+}
+
+// upsertConfirmation replaces or appends c, keeping arguments already
+// loaded for the same hash when c left them out.
+func upsertConfirmation(list []control.Confirmation, c control.Confirmation) []control.Confirmation {
+	c = keepLoaded(list, c)
+	return upsert(list, c, func(x control.Confirmation) bool { return x.ID == c.ID })
+}
+
+// keepLoaded returns c with the arguments of its namesake in old, when c
+// left them out and old has them for the same hash.
+func keepLoaded(old []control.Confirmation, c control.Confirmation) control.Confirmation {
+	if !c.ArgumentsOmitted {
+		return c
+	}
+	for _, o := range old {
+		if o.ID == c.ID && o.ArgsHash == c.ArgsHash && !o.ArgumentsOmitted {
+			c.Arguments, c.ArgumentsOmitted = o.Arguments, false
+		}
+	}
+	return c
+}
+
+func withoutConfirmation(list []control.Confirmation, id string) []control.Confirmation {
+	return slices.DeleteFunc(slices.Clone(list), func(c control.Confirmation) bool { return c.ID == id })
+}
+
+// upsert returns a copy of list with v in place of the element same
+// accepts, or appended.
+func upsert[T any](list []T, v T, same func(T) bool) []T {
+	list = slices.Clone(list)
+	if i := slices.IndexFunc(list, same); i >= 0 {
+		list[i] = v
+		return list
+	}
+	return append(list, v)
+}
+
+func orUnknown(why string) string {
+	if why == "" {
+		return "no reason given"
+	}
+	return why
+}

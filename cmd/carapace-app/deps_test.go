@@ -1,0 +1,76 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/carapace-dev/carapace/internal/testutil/deptest"
+)
+
+// targets are those the app is built for. On macOS fyne systray is cgo
+// (systray_darwin.go): the app is only built with cgo there, so darwin is
+// listed with CGO_ENABLED=1 (go list selects the files without running
+// cgo or needing a C toolchain). Linux is listed both ways: its systray is
+// pure Go.
+var targets = []struct{ goos, goarch, cgo string }{
+	{"linux", "amd64", "1"},
+	{"linux", "amd64", "0"},
+	{"linux", "arm64", "0"},
+	{"darwin", "arm64", "1"},
+	{"darwin", "amd64", "1"},
+}
+
+const mod = "github.com/carapace-dev/carapace/"
+
+// TestDeps keeps the menu-bar app a client of the core, and its logic
+// free of the desktop library.
+func TestDeps(t *testing.T) {
+	t.Run("the app is a client of the core", testClient)
+	t.Run("the app's logic has no GUI", testNoGUI)
+}
+
+// testClient: the app reaches the core through core/control's client and
+// starts `carapace serve` as a separate program, so it must never link
+// the core's server side, the plugins, the event bus or SQLite.
+func testClient(t *testing.T) {
+	const why = "the menu-bar app reaches the core only through core/control's client"
+	for _, tg := range targets {
+		deptest.Checker{
+			GOOS: tg.goos, GOARCH: tg.goarch, CGO: tg.cgo,
+			Forbidden: map[string]string{
+				mod + "core/server":                                 why,
+				mod + "core/agent":                                  why,
+				mod + "core/loader":                                 why,
+				mod + "core/pipeline":                               why,
+				mod + "core/session":                                why,
+				mod + "core/pluginhost":                             why,
+				mod + "core/events":                                 why + " (the bus is the core's)",
+				mod + "core/runtime/...":                            why + " (the core runs the containers)",
+				mod + "plugins/...":                                 why + " (plugins run in the core)",
+				"github.com/mattn/go-sqlite3":                       why + " (the core's memory plugin has the database)",
+				"github.com/go-zeromq/zmq4":                         why + " (the bus is the core's)",
+				"github.com/carapace-dev/carapace/cmd/carapace/cli": "the app shares helpers with the CLI through small packages, not the CLI itself",
+			},
+			Want: []string{mod + "core/control", mod + "app", "fyne.io/systray"},
+		}.Check(t)
+	}
+}
+
+// testNoGUI keeps the desktop library in app/tray: the menu model, the
+// glue and the core's boot are tested in process under the race
+// detector, which fyne systray's global state does not survive.
+func testNoGUI(t *testing.T) {
+	const why = "only app/tray may link the menu-bar library: the rest is tested in process with -race"
+	for _, pkg := range []string{mod + "app", mod + "app/menu", mod + "app/boot"} {
+		for _, tg := range targets {
+			deptest.Checker{
+				Package: pkg,
+				GOOS:    tg.goos, GOARCH: tg.goarch, CGO: tg.cgo,
+				Forbidden: map[string]string{
+					"fyne.io/systray/...":        why,
+					"github.com/godbus/dbus/...": why,
+				},
+				Want: []string{mod + "core/control"},
+			}.Check(t)
+		}
+	}
+}
