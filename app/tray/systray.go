@@ -3,33 +3,21 @@
 package tray
 
 import (
-	_ "embed"
-
 	"fyne.io/systray"
 
+	resicons "github.com/carapace-dev/carapace/Resources/icons"
 	"github.com/carapace-dev/carapace/app/menu"
 )
 
-// The icons. The files under icons/ are placeholders the bundle's real
-// artwork replaces; the template images (black on transparent) are for
-// the macOS menu bar, which tints them for dark and light bars.
-var (
-	//go:embed icons/normal.png
-	iconNormal []byte
-	//go:embed icons/attention.png
-	iconAttention []byte
-	//go:embed icons/normal-template.png
-	templateNormal []byte
-	//go:embed icons/attention-template.png
-	templateAttention []byte
-)
-
-// icons returns the regular and the template image for icon.
+// icons returns the regular and the template image for icon: the colour
+// mark for trays that show images as they are, and the black-on-
+// transparency template the macOS menu bar tints for dark and light bars
+// (Resources/icons, drawn by internal/appicon).
 func icons(icon menu.Icon) (regular, template []byte) {
 	if icon == menu.IconAttention {
-		return iconAttention, templateAttention
+		return resicons.TrayAttention, resicons.MenuBarAttentionTemplate
 	}
-	return iconNormal, templateNormal
+	return resicons.Tray, resicons.MenuBarTemplate
 }
 
 // runLoop runs fyne systray's loop until quitLoop.
