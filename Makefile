@@ -160,6 +160,10 @@ else
 	@echo "app-bundle builds Carapace.app on macOS only (it needs lipo, iconutil, plutil and codesign)" >&2; exit 1
 endif
 
+.PHONY: screenshot
+screenshot: build ## docs/app-menu.png: the menu-bar app's menu with an approval, on Xvfb with xfce4-panel (needs xvfb xfce4-panel xdotool; not in make test)
+	@bash scripts/screenshot.sh
+
 .PHONY: clean
 clean: ## remove build output
 	rm -rf bin

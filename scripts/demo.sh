@@ -18,6 +18,7 @@ bold() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 say() { printf '   %s\n' "$*"; }
 
 cleanup() {
+  [ -n "${APP:-}" ] && kill "$APP" 2>/dev/null || true
   "$BIN/carapace" stop >/dev/null 2>&1 || true
   wait "${CORE_PID:-}" 2>/dev/null || true
   rm -rf "$HOME_DIR"
@@ -59,6 +60,17 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 "$BIN/carapace" status | sed 's/^/   /'
+
+# The menu-bar app, when this terminal has a desktop session bus: it finds
+# this core (and leaves it running when it quits) and shows the approval
+# in its menu and, if the desktop has a notification service, as a
+# notification with Approve and Deny.
+APP=
+if [ -n "${DBUS_SESSION_BUS_ADDRESS:-}" ] && [ -x "$BIN/carapace-app" ]; then
+  bold "the menu-bar app (a session bus is present): look for Carapace in the tray"
+  "$BIN/carapace-app" --home "$HOME_DIR" >"$HOME_DIR/app.out" 2>&1 &
+  APP=$!
+fi
 
 # The watch stream, as the menu-bar app and the phone will see it: every
 # session, confirmation and decision as it happens, nothing polled.
@@ -110,6 +122,13 @@ bold "plugins"
 
 bold "audit trail ($HOME_DIR/logs/audit.jsonl)"
 "$BIN/carapace" audit
+
+if [ -n "$APP" ]; then
+  kill "$APP" 2>/dev/null || true
+  wait "$APP" 2>/dev/null || true
+  APP=
+  say "the menu-bar app quit; the core it found keeps running until carapace stop"
+fi
 
 bold "stopping the core (its containers go with it)"
 "$BIN/carapace" stop

@@ -145,15 +145,32 @@ func Wrap(s string, width int, cont string) []string {
 	if len(r) <= width {
 		return []string{s}
 	}
-	lines := []string{string(r[:width])}
-	r = r[width:]
+	n := cut(r, width)
+	lines := []string{string(r[:n])}
+	r = r[n:]
 	step := width - utf8.RuneCountInString(cont)
 	for len(r) > 0 {
-		n := min(step, len(r))
+		n := cut(r, step)
 		lines = append(lines, cont+string(r[:n]))
 		r = r[n:]
 	}
 	return lines
+}
+
+// cut returns how many runes of r go on a line of at most limit: all of
+// them if they fit, else up to and including the last space in the second
+// half of the line (so that words stay whole where they can), else limit.
+// The space stays on the line it ends: the lines still join to r exactly.
+func cut(r []rune, limit int) int {
+	if len(r) <= limit {
+		return len(r)
+	}
+	for i := limit - 1; i >= limit/2; i-- {
+		if r[i] == ' ' {
+			return i + 1
+		}
+	}
+	return limit
 }
 
 // Summary is a confirmation's arguments on one line of at most width runes

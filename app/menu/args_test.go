@@ -74,11 +74,21 @@ func TestWrap(t *testing.T) {
 		{"several", "abcdefghijklmn", 6, []string{"abcdef", "> ghij", "> klmn"}},
 		{"runes, not bytes", "ääääääää", 6, []string{"ääääää", "> ää"}},
 		{"a width below the prefix is raised past it", "abcde", 1, []string{"abc", "> d", "> e"}},
+		{"at a space in the line's second half", "one two three four", 10, []string{"one two ", "> three ", "> four"}},
+		{"not at a space in the first half", "a bcdefghijkl", 6, []string{"a bcde", "> fghi", "> jkl"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := Wrap(tt.in, tt.width, "> "); !slices.Equal(got, tt.want) {
+			got := Wrap(tt.in, tt.width, "> ")
+			if !slices.Equal(got, tt.want) {
 				t.Errorf("Wrap(%q, %d) = %q, want %q", tt.in, tt.width, got, tt.want)
+			}
+			joined := got[0]
+			for _, l := range got[1:] {
+				joined += strings.TrimPrefix(l, "> ")
+			}
+			if joined != tt.in {
+				t.Errorf("the lines join to %q, not %q", joined, tt.in)
 			}
 		})
 	}

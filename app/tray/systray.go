@@ -41,13 +41,13 @@ func (b fyneBackend) add(parent handle, it menu.Item) handle {
 	var mi *systray.MenuItem
 	switch p, _ := parent.(*systray.MenuItem); {
 	case p == nil && it.Checkable:
-		mi = systray.AddMenuItemCheckbox(it.Title, it.Tooltip, it.Checked)
+		mi = systray.AddMenuItemCheckbox(label(it.Title), it.Tooltip, it.Checked)
 	case p == nil:
-		mi = systray.AddMenuItem(it.Title, it.Tooltip)
+		mi = systray.AddMenuItem(label(it.Title), it.Tooltip)
 	case it.Checkable:
-		mi = p.AddSubMenuItemCheckbox(it.Title, it.Tooltip, it.Checked)
+		mi = p.AddSubMenuItemCheckbox(label(it.Title), it.Tooltip, it.Checked)
 	default:
-		mi = p.AddSubMenuItem(it.Title, it.Tooltip)
+		mi = p.AddSubMenuItem(label(it.Title), it.Tooltip)
 	}
 	if !it.Enabled {
 		mi.Disable()
@@ -72,7 +72,7 @@ func (b fyneBackend) addSeparator(parent handle) {
 
 func (b fyneBackend) update(h handle, it menu.Item) {
 	mi := h.(*systray.MenuItem)
-	mi.SetTitle(it.Title)
+	mi.SetTitle(label(it.Title))
 	mi.SetTooltip(it.Tooltip)
 	if it.Enabled {
 		mi.Enable()

@@ -20,3 +20,7 @@ func setTitle() {}
 
 // setBadge shows the number of pending approvals beside the icon.
 func setBadge(badge string) { systray.SetTitle(badge) }
+
+// label is title as an NSMenuItem shows it: as it is (macOS menus have no
+// access-key markers).
+func label(title string) string { return title }

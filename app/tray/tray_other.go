@@ -3,6 +3,8 @@
 package tray
 
 import (
+	"strings"
+
 	"fyne.io/systray"
 
 	"github.com/carapace-dev/carapace/app/menu"
@@ -22,3 +24,8 @@ func setTitle() { systray.SetTitle("Carapace") }
 // setBadge does nothing: a StatusNotifierItem's title is its name, not a
 // badge; the attention icon and the tooltip say what waits.
 func setBadge(string) {}
+
+// label is title as a dbusmenu label: an underscore there marks the
+// access key (and is not shown), so a literal one is doubled. Tool names
+// are snake_case: without this, echo_confirm shows as "echoconfirm".
+func label(title string) string { return strings.ReplaceAll(title, "_", "__") }

@@ -161,7 +161,9 @@ func denyOf(m desktop.Menu, argsHash string) *desktop.MenuNode {
 		return nil
 	}
 	for _, sub := range approvals.Children {
-		if !strings.Contains(sub.Label, "echo_confirm") || !strings.Contains(sub.Label, argsHash[:12]) {
+		// dbusmenu labels double a literal underscore (one marks the
+		// access key): echo_confirm is "echo__confirm" on the bus.
+		if !strings.Contains(sub.Label, "echo__confirm") || !strings.Contains(sub.Label, argsHash[:12]) {
 			continue
 		}
 		for _, x := range sub.Children {
