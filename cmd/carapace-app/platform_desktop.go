@@ -1,3 +1,5 @@
+//go:build linux || darwin
+
 package main
 
 import (
@@ -8,7 +10,9 @@ import (
 	"github.com/carapace-dev/carapace/core/home"
 )
 
-// newPlatform builds the notifier and the login item (org.freedesktop.Notifications over D-Bus and an XDG autostart file). A desktop
+// newPlatform builds the notifier and the login item: on Linux
+// org.freedesktop.Notifications over D-Bus and an XDG autostart file, on
+// macOS UNUserNotificationCenter and SMAppService. A desktop
 // without notifications leaves the notifier nil: the menu carries the
 // approvals, and its status line says why.
 func newPlatform(log *slog.Logger, h home.Dir) platform {
