@@ -40,4 +40,14 @@ fi
 # --setting-sources user: no settings, CLAUDE.md, rules, skills or MCP
 # servers from the workspace (project and local scope), which a session
 # could have left there for the next; -p has no trust dialog to stop them.
-exec claude -p --setting-sources user "$(cat "$CARAPACE_PROMPT_FILE")"
+# A conversation (a chat with its owner, say) continues: the core names it
+# with a Claude Code session id, new or already in ~/.claude/projects.
+set -- claude -p --setting-sources user
+if [ -n "${CARAPACE_CONVERSATION:-}" ]; then
+	if [ "${CARAPACE_CONVERSATION_NEW:-}" = 1 ]; then
+		set -- "$@" --session-id "$CARAPACE_CONVERSATION"
+	else
+		set -- "$@" --resume "$CARAPACE_CONVERSATION"
+	fi
+fi
+exec "$@" "$(cat "$CARAPACE_PROMPT_FILE")"

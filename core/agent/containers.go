@@ -19,6 +19,7 @@ import (
 	"github.com/carapace-dev/carapace/core/runtime"
 	"github.com/carapace-dev/carapace/core/session"
 	"github.com/carapace-dev/carapace/internal/textutil"
+	"github.com/google/uuid"
 )
 
 // stopTimeout bounds how long closing a container session waits for its
@@ -222,7 +223,29 @@ func (r *Runner) containerSpec(info session.Info, req control.SessionRequest) (r
 		spec.Mounts = append(spec.Mounts, runtime.Mount{Source: filepath.Join(dir, promptFile), Target: promptContainer, ReadOnly: true})
 		spec.Env = append(spec.Env, "CARAPACE_PROMPT_FILE="+promptContainer)
 	}
+	if req.Conversation != "" {
+		id, resume := conversation(claude, info.Group, req.Conversation)
+		spec.Env = append(spec.Env, "CARAPACE_CONVERSATION="+id)
+		if !resume {
+			spec.Env = append(spec.Env, "CARAPACE_CONVERSATION_NEW=1")
+		}
+	}
 	return spec, spec.Check()
+}
+
+// conversationNS names Carapace's conversation ids (UUIDv5).
+var conversationNS = uuid.MustParse("7d3b2a1e-6c54-4f0e-9a43-2b8f1c0d5e61")
+
+// conversation returns the Claude Code session id of a group's named
+// conversation — derived from the group and the name, so nothing has to
+// be stored — and whether it exists already: Claude Code keeps its
+// transcript in the group's state as projects/-workspace/<id>.jsonl. The
+// image's entrypoint starts it with --session-id or continues it with
+// --resume (CARAPACE_CONVERSATION, CARAPACE_CONVERSATION_NEW).
+func conversation(claudeDir, group, name string) (id string, exists bool) {
+	id = uuid.NewSHA1(conversationNS, []byte(group+"\x00"+name)).String()
+	_, err := os.Stat(filepath.Join(claudeDir, "projects", "-workspace", id+".jsonl"))
+	return id, err == nil
 }
 
 // openContainerSession opens a session whose agent the core runs in a

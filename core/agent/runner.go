@@ -17,6 +17,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -95,7 +96,8 @@ type Runner struct {
 	creds    keychain.Store
 	ctrs     containers
 	llm      llmShared
-	paused   atomic.Bool // no sessions for events
+	paused   atomic.Bool       // no sessions for events
+	origins  map[string]string // session → the plugin whose event started it; guarded by ctrs.mu
 }
 
 // New returns a Runner.
@@ -227,28 +229,106 @@ func (r *Runner) Spawn(sub *events.Subscription) {
 
 // runForEvent runs one agent session for ev and logs how it went. The
 // session waits in its group's queue when the group is busy; past the
-// queue the event is dropped (logged by openContainerSession).
+// queue the event is dropped (logged by openContainerSession). A plugin's
+// event is answered: channel.started once the session runs, channel.reply
+// with the agent's output when it ends, both to that plugin alone and with
+// the event's reply_to as it was (the target never comes from the agent).
 func (r *Runner) runForEvent(ev *plugin.Event, text string) {
 	ctx := context.Background()
-	sess, agent, err := r.openContainerSession(ctx, control.SessionRequest{Group: ev.Group, Runtime: "container", Prompt: text})
+	conversation, _ := ev.Payload["conversation"].(string)
+	reply := plugin.ChannelReply{Plugin: ev.Source, Event: ev.ID}
+	if rt, ok := ev.Payload["reply_to"]; ok {
+		reply.ReplyTo, _ = json.Marshal(rt)
+	}
+	answer := func(topic string, reply plugin.ChannelReply) {
+		if ev.Source == "" || ev.Source == "core" {
+			return
+		}
+		e := &plugin.Event{Topic: topic, Group: ev.Group, Source: "core", Correlation: ev.ID, Payload: events.Payload(reply)}
+		if err := r.opts.Bus.Publish(ctx, e); err != nil {
+			r.log.Warn("could not answer a channel's event", "topic", topic, "plugin", ev.Source, "event", ev.ID, "err", err)
+		}
+	}
+	sess, agent, err := r.openContainerSession(ctx, control.SessionRequest{Group: ev.Group, Runtime: "container", Prompt: text,
+		Conversation: textutil.Clip(conversation, 200)})
 	if err != nil {
 		r.log.Warn("event dropped: no agent session could start", "topic", ev.Topic, "group", ev.Group, "event", ev.ID, "err", err)
 		_ = r.audit.Write(&audit.Entry{Source: "core", Group: ev.Group, Topic: ev.Topic, ID: ev.ID, Stage: audit.StageEvent,
 			Outcome: audit.OutcomeRejected, Reason: "no agent session could start: " + textutil.Clip(textutil.OneLine(err.Error()), 500)})
+		reply.Error = "no agent session could start: " + textutil.Clip(textutil.OneLine(err.Error()), 500)
+		answer(plugin.TopicChannelReply, reply)
 		return
 	}
+	r.setOrigin(sess.ID, ev.Source)
+	defer r.setOrigin(sess.ID, "")
 	r.log.Info("agent session started for an event", "session", sess.ID, "group", ev.Group, "topic", ev.Topic, "event", ev.ID)
-	var bytes int
+	reply.Session = sess.ID
+	answer(plugin.TopicChannelStarted, reply)
+	var out tail
 	for o := range agent.Output {
-		bytes += len(o.Data)
 		switch {
 		case o.Exit != nil:
-			r.log.Info("agent session for an event ended", "session", sess.ID, "exit", *o.Exit, "output_bytes", bytes)
+			reply.Exit = o.Exit
+			r.log.Info("agent session for an event ended", "session", sess.ID, "exit", *o.Exit, "output_bytes", out.total)
 		case o.Error != "":
+			reply.Error = o.Error
 			r.log.Warn("agent session for an event failed", "session", sess.ID, "err", o.Error)
+		case o.Stream == "stdout":
+			out.write(o.Data)
 		}
 	}
+	reply.Text = out.String()
+	answer(plugin.TopicChannelReply, reply)
 	cctx, cancel := context.WithTimeout(ctx, stopTimeout)
 	defer cancel()
 	_ = r.Close(cctx, sess.ID)
+}
+
+// maxAnswer bounds the answer a channel.reply carries (an event is at most
+// events.MaxEventSize): the head of a longer output, and a note.
+const maxAnswer = 48 << 10
+
+// tail keeps the first maxAnswer bytes of the agent's output and counts
+// the rest.
+type tail struct {
+	b     strings.Builder
+	total int
+}
+
+func (t *tail) write(s string) {
+	t.total += len(s)
+	if room := maxAnswer - t.b.Len(); room > 0 {
+		t.b.WriteString(textutil.Clip(s, room))
+	}
+}
+
+func (t *tail) String() string {
+	s := strings.TrimSpace(t.b.String())
+	if t.total > maxAnswer {
+		s += fmt.Sprintf("\n\n(the answer was %d bytes; the first %d are shown)", t.total, maxAnswer)
+	}
+	return s
+}
+
+// setOrigin records (or, with "", forgets) the plugin whose event started
+// session id, for SessionOrigin.
+func (r *Runner) setOrigin(id, plugin string) {
+	r.ctrs.mu.Lock()
+	defer r.ctrs.mu.Unlock()
+	if r.origins == nil {
+		r.origins = map[string]string{}
+	}
+	if plugin == "" {
+		delete(r.origins, id)
+		return
+	}
+	r.origins[id] = plugin
+}
+
+// SessionOrigin names the plugin whose event started session id, "" if
+// none did.
+func (r *Runner) SessionOrigin(id string) string {
+	r.ctrs.mu.Lock()
+	defer r.ctrs.mu.Unlock()
+	return r.origins[id]
 }

@@ -143,6 +143,10 @@ type Plugin struct {
 	// validated at load against the manifest's config_schema and passed to
 	// the handler's Init.
 	Config map[string]any `toml:"config"`
+	// Surface grants the surface capability the plugin's manifest asks for
+	// (manifest.CapabilitySurface): confirmations to show and decide, the
+	// core's status, pause and resume, stopping its own sessions.
+	Surface bool `toml:"surface"`
 }
 
 // Duration is a time.Duration written as "30s" or "5m".

@@ -181,6 +181,10 @@ type SessionRequest struct {
 	// Prompt is given to the image's agent through a read-only file, never
 	// through the environment (container runtimes).
 	Prompt string `json:"prompt,omitempty"`
+	// Conversation, when set, names a conversation of the group (one per
+	// chat, say): the agent continues it, or starts it under that name
+	// (container runtimes; see core/agent).
+	Conversation string `json:"conversation,omitempty"`
 }
 
 // Runtimes are the values of SessionRequest.Runtime.

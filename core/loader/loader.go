@@ -35,6 +35,22 @@ type Options struct {
 	// InitTimeout bounds each plugin's start and Init; zero means
 	// InitTimeout.
 	InitTimeout time.Duration
+	// Core is what the surface services ask of the rest of the core; nil
+	// refuses them. It is called only after Load, while the core runs.
+	Core Core
+}
+
+// Core is what the surface services need from the rest of the core: the
+// control API's operations (core/server implements them), and which
+// plugin's event started a session.
+type Core interface {
+	Decide(ctx context.Context, d control.Decision) (control.Confirmation, error)
+	Status(ctx context.Context) control.Status
+	Pause(ctx context.Context, paused bool) control.Status
+	CloseSession(ctx context.Context, id string) error
+	// SessionOrigin names the plugin whose event started session id; ""
+	// for any other session.
+	SessionOrigin(id string) string
 }
 
 // Loader holds every plugin the core knows of, healthy or not. Create it

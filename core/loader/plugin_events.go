@@ -15,10 +15,23 @@ import (
 // plugin that falls a buffer behind loses events, counted and logged by the
 // bus, and never slows a publisher or another subscriber.
 
-// reservedForPlugins are topic prefixes no plugin is given, whatever its
-// manifest says: confirmations carry the arguments of other groups' calls,
-// and answering them is a capability plugins do not have yet.
-var reservedForPlugins = []string{"confirmation."}
+// Topics no plugin gets merely by subscribing. confirmation.* carries the
+// arguments of every group's calls: only a plugin granted the surface
+// capability is given it. channel.* answers one channel's events: each
+// event goes only to the plugin it names (plugin.ChannelReply's Plugin).
+const (
+	confirmationTopics = "confirmation."
+	channelTopics      = "channel."
+)
+
+// wants reports whether st may be given ev.
+func (l *Loader) wants(st *pluginState, ev *plugin.Event) bool {
+	if strings.HasPrefix(ev.Topic, channelTopics) {
+		to, _ := ev.Payload["plugin"].(string)
+		return to == st.name
+	}
+	return true
+}
 
 // subscribePlugin starts delivering st's subscribed events to it. Called
 // once st is healthy; stopPlugin and crashed end the delivery.
@@ -29,8 +42,9 @@ func (l *Loader) subscribePlugin(st *pluginState) {
 	}
 	var topics []string
 	for _, t := range st.manifest.Subscribes {
-		if reserved(t) {
-			l.log.Warn("plugin subscribes to a topic plugins are not given; ignored", "plugin", st.name, "topic", t)
+		if strings.HasPrefix(t, confirmationTopics) && !st.surface {
+			l.log.Warn("plugin subscribes to confirmations without the surface capability ([plugins."+st.name+"] surface = true); ignored",
+				"plugin", st.name, "topic", t)
 			continue
 		}
 		topics = append(topics, t)
@@ -48,7 +62,7 @@ func (l *Loader) subscribePlugin(st *pluginState) {
 	l.mu.Unlock()
 	go func() {
 		for ev := range sub.C() {
-			if !st.calls.enter() {
+			if !l.wants(st, ev) || !st.calls.enter() {
 				continue
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), EventTimeout)
@@ -70,13 +84,4 @@ func (l *Loader) unsubscribePlugin(st *pluginState) {
 	if sub != nil {
 		_ = sub.Close()
 	}
-}
-
-func reserved(topic string) bool {
-	for _, p := range reservedForPlugins {
-		if strings.HasPrefix(topic, p) {
-			return true
-		}
-	}
-	return false
 }

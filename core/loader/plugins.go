@@ -64,6 +64,7 @@ type pluginState struct {
 	manifest *manifest.Manifest
 	config   map[string]any
 	groups   []string // config.toml's allowed_groups, replacing the manifest's when set
+	surface  bool     // the surface capability: asked for in the manifest and granted in config.toml
 	skills   fs.FS
 
 	handler plugin.Handler      // the running handler (in process, or a *pluginhost.Process)
@@ -179,6 +180,15 @@ func (l *Loader) prepare(c *candidate, pc config.Plugin) *pluginState {
 	}
 	for _, t := range st.manifest.Provides.Tools {
 		st.tools = append(st.tools, t.Name)
+	}
+	switch asks := st.manifest.HasCapability(manifest.CapabilitySurface); {
+	case asks && pc.Surface:
+		st.surface = true
+	case asks:
+		l.log.Info("plugin asks for the surface capability, not granted: it gets no confirmations and cannot decide them ([plugins."+c.name+"] surface = true grants it)",
+			"plugin", c.name)
+	case pc.Surface:
+		return l.failed(st, plugin.CategoryConfig, fmt.Errorf("config.toml [plugins.%s] grants surface = true, but its manifest does not ask for the capability (provides.capabilities): remove the line", c.name))
 	}
 	return st
 }

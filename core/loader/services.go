@@ -9,8 +9,10 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/carapace-dev/carapace/core/audit"
+	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/core/session"
+	"github.com/carapace-dev/carapace/internal/textutil"
 	"github.com/carapace-dev/carapace/keychain"
 )
 
@@ -144,4 +146,69 @@ func (l *Loader) publish(ctx context.Context, ev *plugin.Event) error {
 	}
 	_ = l.audit.Write(&audit.Entry{Source: ev.Source, Group: ev.Group, Topic: ev.Topic, Correlation: ev.Correlation, Stage: audit.StageEvent, Outcome: audit.OutcomePublished, ID: ev.ID})
 	return nil
+}
+
+// surface returns the core for a surface service, or ErrNotSurface.
+func (v *services) surface() (Core, error) {
+	if !v.st.surface || v.l.opts.Core == nil {
+		return nil, plugin.ErrNotSurface
+	}
+	return v.l.opts.Core, nil
+}
+
+// Decide implements plugin.Services: the surface recorded is the plugin's
+// name; the core checks the hash and that nobody decided first.
+func (v *services) Decide(ctx context.Context, d plugin.Decision) error {
+	core, err := v.surface()
+	if err != nil {
+		return err
+	}
+	cf, err := core.Decide(ctx, control.Decision{ID: d.ID, Approve: d.Approve, ArgsHash: d.ArgsHash,
+		Surface: textutil.Clip(v.st.name, 32), Decider: textutil.Clip(textutil.OneLine(d.Decider), 128)})
+	switch {
+	case err == nil:
+		return nil
+	case cf.Decision != "" && errors.Is(err, control.ErrConflict):
+		return fmt.Errorf("%w: %s", plugin.ErrAlreadyDecided, textutil.OneLine(err.Error()))
+	}
+	return err
+}
+
+// CoreStatus implements plugin.Services.
+func (v *services) CoreStatus(ctx context.Context) (plugin.CoreStatus, error) {
+	core, err := v.surface()
+	if err != nil {
+		return plugin.CoreStatus{}, err
+	}
+	st := core.Status(ctx)
+	out := plugin.CoreStatus{Version: st.Version, Paused: st.Paused, Sessions: st.Sessions, PendingConfirmations: st.PendingConfirmations}
+	for _, p := range st.Plugins {
+		if !p.Healthy {
+			out.Unhealthy = append(out.Unhealthy, p.Name)
+		}
+	}
+	return out, nil
+}
+
+// SetPaused implements plugin.Services.
+func (v *services) SetPaused(ctx context.Context, paused bool) error {
+	core, err := v.surface()
+	if err != nil {
+		return err
+	}
+	core.Pause(ctx, paused)
+	return nil
+}
+
+// StopSession implements plugin.Services: only a session this plugin's
+// own event started.
+func (v *services) StopSession(ctx context.Context, id string) error {
+	core, err := v.surface()
+	if err != nil {
+		return err
+	}
+	if core.SessionOrigin(id) != v.st.name {
+		return fmt.Errorf("session %q was not started by %s's events", textutil.Clip(id, 64), v.st.name)
+	}
+	return core.CloseSession(ctx, id)
 }

@@ -105,6 +105,20 @@ type Provides struct {
 	Channels []string `json:"channels"`
 	Tools    []Tool   `json:"tools"`
 	Hooks    []string `json:"hooks,omitempty"` // only HookMemoryBrief exists
+	// Capabilities are powers beyond tools that the plugin asks for; the
+	// user grants each in config.toml. The only one is CapabilitySurface.
+	Capabilities []string `json:"capabilities,omitempty"`
+}
+
+// CapabilitySurface: the plugin is a way for the user to reach the core (a
+// chat app): it is given the confirmation.* events and may decide them,
+// read the core's status, pause and resume it, and stop the sessions its
+// own events started. Granted with [plugins.NAME] surface = true.
+const CapabilitySurface = "surface"
+
+// HasCapability reports whether the plugin asks for capability.
+func (m *Manifest) HasCapability(capability string) bool {
+	return m != nil && slices.Contains(m.Provides.Capabilities, capability)
 }
 
 // Tool declares one tool.

@@ -12,6 +12,7 @@ package plugin
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 )
@@ -182,6 +183,79 @@ type Services interface {
 	// (provides.channels not empty) may; others get ErrNotChannel. The core
 	// stamps the source, id and time.
 	PublishEvent(ctx context.Context, ev *Event) error
+
+	// The surface services, for a plugin whose manifest asks for the
+	// "surface" capability and to which config.toml grants it
+	// ([plugins.NAME] surface = true); others get ErrNotSurface. Such a
+	// plugin is a way for the user to reach the core — a chat app — and
+	// is also given the confirmation.requested and confirmation.resolved
+	// events (see ChannelReply for what a channel gets back).
+
+	// Decide decides a pending confirmation, as the user asked on this
+	// surface: d.ArgsHash must be the one shown (the core refuses
+	// another), the surface recorded is the plugin's name, and d.Decider
+	// says who (e.g. a chat app's user id). A confirmation decided
+	// elsewhere first fails with an error wrapping ErrAlreadyDecided.
+	Decide(ctx context.Context, d Decision) error
+	// CoreStatus reports the core's state.
+	CoreStatus(ctx context.Context) (CoreStatus, error)
+	// SetPaused stops (paused) or resumes starting sessions for events.
+	SetPaused(ctx context.Context, paused bool) error
+	// StopSession stops a session that one of this plugin's own events
+	// started (the session named in its ChannelStarted event); any other
+	// fails.
+	StopSession(ctx context.Context, session string) error
+}
+
+// Decision is a surface's decision on a confirmation.
+type Decision struct {
+	ID       string `json:"id"`        // the confirmation's id
+	Approve  bool   `json:"approve"`   // else deny
+	ArgsHash string `json:"args_hash"` // the hash of the arguments shown
+	Decider  string `json:"decider"`   // who decided, as the surface knows them
+}
+
+// CoreStatus is the core's state, as a surface shows it.
+type CoreStatus struct {
+	Version              string `json:"version"`
+	Paused               bool   `json:"paused"`
+	Sessions             int    `json:"sessions"`
+	PendingConfirmations int    `json:"pending_confirmations"`
+	// Unhealthy names the plugins that are not serving.
+	Unhealthy []string `json:"unhealthy,omitempty"`
+}
+
+// The topics of a channel's conversation with the core. A channel plugin
+// publishes TopicMessageInbound with a payload of
+//
+//	{"text": "...", "reply_to": {...}, "conversation": "..."}
+//
+// text is the prompt; reply_to is any JSON object the channel needs to
+// answer (a chat id), which the core never interprets and hands back;
+// conversation, when set, names the conversation the message belongs to
+// (one per chat): the agent then continues that conversation rather than
+// starting afresh. When the core starts a session for the event it sends
+// the plugin (and no other) TopicChannelStarted; when the session ends,
+// TopicChannelReply. Both carry a ChannelReply. The reply target comes
+// from the event, never from the agent.
+const (
+	TopicMessageInbound = "message.inbound"
+	TopicChannelStarted = "channel.started"
+	TopicChannelReply   = "channel.reply"
+)
+
+// ChannelReply is the payload of channel.started and channel.reply.
+type ChannelReply struct {
+	Plugin  string          `json:"plugin"`   // the channel plugin the event came from: the one it goes to
+	Session string          `json:"session"`  // the session started for the event
+	Event   string          `json:"event"`    // the inbound event's id
+	ReplyTo json.RawMessage `json:"reply_to"` // the inbound event's reply_to, as it was
+	// channel.reply only: the agent's final answer (its output), and how
+	// the session ended: exit status, or an error that says why it did
+	// not run or was stopped.
+	Text  string `json:"text,omitempty"`
+	Exit  *int   `json:"exit,omitempty"`
+	Error string `json:"error,omitempty"`
 }
 
 // Errors of Services.
@@ -192,6 +266,11 @@ var (
 	ErrNoCredential = errors.New("credential not set")
 	// ErrNotChannel: only channel plugins may publish events.
 	ErrNotChannel = errors.New("only channel plugins (provides.channels) may publish events")
+	// ErrNotSurface: the surface services need the "surface" capability,
+	// asked for in the manifest and granted in config.toml.
+	ErrNotSurface = errors.New(`only a plugin granted the surface capability ([plugins.NAME] surface = true) may do this`)
+	// ErrAlreadyDecided: another decision on the confirmation came first.
+	ErrAlreadyDecided = errors.New("the confirmation is already decided")
 )
 
 // AuditFilter narrows GetAuditLog. There is deliberately no group or

@@ -466,6 +466,10 @@ func coreError(method string, e *pluginproto.Error) error {
 		return ErrNoCredential
 	case pluginproto.KindNotChannel:
 		return ErrNotChannel
+	case pluginproto.KindNotSurface:
+		return ErrNotSurface
+	case pluginproto.KindDecided:
+		return fmt.Errorf("%w: %s", ErrAlreadyDecided, e.Message)
 	}
 	return fmt.Errorf("carapace core: %s: %s", method, e.Message)
 }
@@ -506,4 +510,26 @@ func (s remoteServices) ReadCredential(ctx context.Context, key string) (string,
 // PublishEvent implements Services.
 func (s remoteServices) PublishEvent(ctx context.Context, ev *Event) error {
 	return s.c.callCore(ctx, pluginproto.MethodPublishEvent, ev, nil)
+}
+
+// Decide implements Services.
+func (s remoteServices) Decide(ctx context.Context, d Decision) error {
+	return s.c.callCore(ctx, pluginproto.MethodDecide, d, nil)
+}
+
+// CoreStatus implements Services.
+func (s remoteServices) CoreStatus(ctx context.Context) (CoreStatus, error) {
+	var out CoreStatus
+	err := s.c.callCore(ctx, pluginproto.MethodCoreStatus, struct{}{}, &out)
+	return out, err
+}
+
+// SetPaused implements Services.
+func (s remoteServices) SetPaused(ctx context.Context, paused bool) error {
+	return s.c.callCore(ctx, pluginproto.MethodSetPaused, pluginproto.PausedParams{Paused: paused}, nil)
+}
+
+// StopSession implements Services.
+func (s remoteServices) StopSession(ctx context.Context, session string) error {
+	return s.c.callCore(ctx, pluginproto.MethodStopSession, pluginproto.SessionParams{Session: session}, nil)
 }

@@ -257,6 +257,31 @@ func (s *fakeServices) calls() []string {
 	return append([]string(nil), s.seen...)
 }
 
+// The surface services: recorded; Decide on "decided" answers as a
+// confirmation decided elsewhere first.
+func (s *fakeServices) Decide(ctx context.Context, d plugin.Decision) error {
+	s.record(ctx, "Decide")
+	if d.ID == "decided" {
+		return fmt.Errorf("%w: approved on cli", plugin.ErrAlreadyDecided)
+	}
+	return nil
+}
+
+func (s *fakeServices) CoreStatus(ctx context.Context) (plugin.CoreStatus, error) {
+	s.record(ctx, "CoreStatus")
+	return plugin.CoreStatus{Version: "test", Paused: true}, nil
+}
+
+func (s *fakeServices) SetPaused(ctx context.Context, _ bool) error {
+	s.record(ctx, "SetPaused")
+	return plugin.ErrNotSurface
+}
+
+func (s *fakeServices) StopSession(ctx context.Context, _ string) error {
+	s.record(ctx, "StopSession")
+	return nil
+}
+
 func (s *fakeServices) GetAuditLog(ctx context.Context, f plugin.AuditFilter) ([]plugin.AuditEntry, error) {
 	sess, ok := s.record(ctx, "GetAuditLog")
 	if !ok {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 
 	"github.com/carapace-dev/carapace/core/internal/pluginproto"
 	"github.com/carapace-dev/carapace/core/plugin"
@@ -93,6 +94,29 @@ func (p *Process) service(m *pluginproto.Message) (any, *pluginproto.Error) {
 		}
 		err = svc.PublishEvent(ctx, &ev)
 		result = struct{}{}
+	case pluginproto.MethodDecide:
+		var d plugin.Decision
+		if perr := params(m.Params, &d); perr != nil {
+			return nil, perr
+		}
+		err = svc.Decide(ctx, d)
+		result = struct{}{}
+	case pluginproto.MethodCoreStatus:
+		result, err = svc.CoreStatus(ctx)
+	case pluginproto.MethodSetPaused:
+		var pp pluginproto.PausedParams
+		if perr := params(m.Params, &pp); perr != nil {
+			return nil, perr
+		}
+		err = svc.SetPaused(ctx, pp.Paused)
+		result = struct{}{}
+	case pluginproto.MethodStopSession:
+		var sp pluginproto.SessionParams
+		if perr := params(m.Params, &sp); perr != nil {
+			return nil, perr
+		}
+		err = svc.StopSession(ctx, sp.Session)
+		result = struct{}{}
 	default:
 		return nil, &pluginproto.Error{Kind: pluginproto.KindInternal, Message: "unknown service method " + strconvQuote(m.Method)}
 	}
@@ -123,10 +147,15 @@ func serviceError(err error) *pluginproto.Error {
 		{plugin.ErrNoRequest, pluginproto.KindNoRequest},
 		{plugin.ErrNoCredential, pluginproto.KindNoCredential},
 		{plugin.ErrNotChannel, pluginproto.KindNotChannel},
+		{plugin.ErrNotSurface, pluginproto.KindNotSurface},
 	} {
 		if errors.Is(err, k.err) {
 			return &pluginproto.Error{Kind: k.kind, Message: k.err.Error()}
 		}
+	}
+	if errors.Is(err, plugin.ErrAlreadyDecided) {
+		// The message says how the confirmation ended: the surface shows it.
+		return &pluginproto.Error{Kind: pluginproto.KindDecided, Message: strings.TrimPrefix(err.Error(), plugin.ErrAlreadyDecided.Error()+": ")}
 	}
 	return &pluginproto.Error{Kind: pluginproto.KindInternal, Message: "internal error"}
 }

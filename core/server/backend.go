@@ -78,3 +78,12 @@ func (s *Server) RestartPlugin(ctx context.Context, name string) (control.Plugin
 	}
 	return s.plugins.Restart(ctx, name)
 }
+
+// SessionOrigin names the plugin whose event started session id (the
+// surface services let a plugin stop only those).
+func (s *Server) SessionOrigin(id string) string {
+	if s.agents == nil {
+		return ""
+	}
+	return s.agents.SessionOrigin(id)
+}

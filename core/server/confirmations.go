@@ -100,6 +100,9 @@ func (s *Server) Confirmations(_ context.Context, recent bool) []control.Confirm
 
 // Decide implements control.Backend. A refused decision is audited too.
 func (s *Server) Decide(_ context.Context, d control.Decision) (control.Confirmation, error) {
+	if s.gate == nil { // a plugin's Init, before the gate exists
+		return control.Confirmation{}, fmt.Errorf("%w: no confirmation can be decided yet: the core is starting", control.ErrConflict)
+	}
 	c, err := s.gate.Decide(confirm.Decide{ID: d.ID, Approve: d.Approve, ArgsHash: d.ArgsHash, Surface: d.Surface, Decider: d.Decider})
 	if err == nil {
 		return confirmationView(c, false), nil

@@ -164,7 +164,7 @@ func Run(ctx context.Context, opts Options) error {
 	defer closeBus()
 	s.plugins = loader.New(loader.Options{
 		Home: opts.Home, Version: opts.Version, Config: cfg, Logger: s.log, Audit: s.audit, Catalog: s.catalog,
-		Credentials: s.creds, Bus: s.bus, Builtins: opts.Builtins, InitTimeout: opts.InitTimeout,
+		Credentials: s.creds, Bus: s.bus, Builtins: opts.Builtins, InitTimeout: opts.InitTimeout, Core: s,
 	})
 	if err := s.plugins.Load(ctx); err != nil {
 		return err

@@ -60,7 +60,22 @@ const (
 	MethodSessionInfo    = "session_info"    // Params: {}; Result: plugin.SessionInfo
 	MethodReadCredential = "read_credential" // Params: CredentialParams; Result: CredentialResult
 	MethodPublishEvent   = "publish_event"   // Params: plugin.Event; Result: {}
+	// The surface services (plugin.Services' Decide ... StopSession).
+	MethodDecide      = "decide"       // Params: plugin.Decision; Result: {}
+	MethodCoreStatus  = "core_status"  // Params: {}; Result: plugin.CoreStatus
+	MethodSetPaused   = "set_paused"   // Params: PausedParams; Result: {}
+	MethodStopSession = "stop_session" // Params: SessionParams; Result: {}
 )
+
+// PausedParams are the params of MethodSetPaused.
+type PausedParams struct {
+	Paused bool `json:"paused"`
+}
+
+// SessionParams are the params of MethodStopSession.
+type SessionParams struct {
+	Session string `json:"session"`
+}
 
 // Error kinds.
 const (
@@ -74,6 +89,10 @@ const (
 	KindNoRequest    = "no_request"
 	KindNoCredential = "no_credential"
 	KindNotChannel   = "not_channel"
+	// KindNotSurface and KindDecided map to plugin.ErrNotSurface and
+	// plugin.ErrAlreadyDecided; Message says how the confirmation ended.
+	KindNotSurface = "not_surface"
+	KindDecided    = "decided"
 )
 
 // Message is one protocol message.

@@ -131,9 +131,19 @@ type Services struct {
 	// SessionStart is the session's start in GetSessionInfo; zero means the
 	// time of the request.
 	SessionStart time.Time
+	// Surface grants the surface capability: Decide, CoreStatus, SetPaused
+	// and StopSession work; otherwise they fail with plugin.ErrNotSurface.
+	Surface bool
+	// Status is what CoreStatus returns (Paused follows SetPaused).
+	Status plugin.CoreStatus
+	// DecideFunc, if set, answers each decision (an error wrapping
+	// plugin.ErrAlreadyDecided, say); nil accepts them all.
+	DecideFunc func(plugin.Decision) error
 
-	mu     sync.Mutex
-	events []plugin.Event
+	mu        sync.Mutex
+	events    []plugin.Event
+	decisions []plugin.Decision
+	stopped   []string
 }
 
 var _ plugin.Services = (*Services)(nil)
@@ -228,4 +238,68 @@ func (s *Services) Events() []plugin.Event {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.events)
+}
+
+// Decide implements plugin.Services: it records the decision (see
+// Decisions) and answers with DecideFunc.
+func (s *Services) Decide(_ context.Context, d plugin.Decision) error {
+	if !s.Surface {
+		return plugin.ErrNotSurface
+	}
+	if s.DecideFunc != nil {
+		if err := s.DecideFunc(d); err != nil {
+			return err
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.decisions = append(s.decisions, d)
+	return nil
+}
+
+// Decisions returns the decisions made so far, oldest first.
+func (s *Services) Decisions() []plugin.Decision {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.decisions)
+}
+
+// CoreStatus implements plugin.Services.
+func (s *Services) CoreStatus(context.Context) (plugin.CoreStatus, error) {
+	if !s.Surface {
+		return plugin.CoreStatus{}, plugin.ErrNotSurface
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.Status, nil
+}
+
+// SetPaused implements plugin.Services: Status.Paused follows it.
+func (s *Services) SetPaused(_ context.Context, paused bool) error {
+	if !s.Surface {
+		return plugin.ErrNotSurface
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.Status.Paused = paused
+	return nil
+}
+
+// StopSession implements plugin.Services: it records the session (see
+// Stopped).
+func (s *Services) StopSession(_ context.Context, id string) error {
+	if !s.Surface {
+		return plugin.ErrNotSurface
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopped = append(s.stopped, id)
+	return nil
+}
+
+// Stopped returns the sessions StopSession was asked to stop, in order.
+func (s *Services) Stopped() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.stopped)
 }

@@ -225,6 +225,13 @@ func (h *handler) services(ctx context.Context) map[string]any {
 	out["audit"] = map[string]any{"topics": topics, "err": errText(err)}
 	err = h.svc.PublishEvent(ctx, &plugin.Event{Topic: "message.inbound", Payload: map[string]any{"text": "hi"}})
 	out["publish"] = errText(err)
+	// The surface services, over the wire.
+	out["decide"] = errText(h.svc.Decide(ctx, plugin.Decision{ID: "c1", Approve: true, ArgsHash: "h", Decider: "owner"}))
+	out["decide_decided"] = errText(h.svc.Decide(ctx, plugin.Decision{ID: "decided", ArgsHash: "h"}))
+	st, err := h.svc.CoreStatus(ctx)
+	out["status"] = map[string]any{"version": st.Version, "paused": st.Paused, "err": errText(err)}
+	out["set_paused"] = errText(h.svc.SetPaused(ctx, true))
+	out["stop_session"] = errText(h.svc.StopSession(ctx, "s-beta"))
 	return out
 }
 
@@ -239,6 +246,10 @@ func errText(err error) string {
 		return "ErrNoCredential"
 	case errors.Is(err, plugin.ErrNotChannel):
 		return "ErrNotChannel"
+	case errors.Is(err, plugin.ErrNotSurface):
+		return "ErrNotSurface"
+	case errors.Is(err, plugin.ErrAlreadyDecided):
+		return "ErrAlreadyDecided: " + err.Error()
 	}
 	return err.Error()
 }
