@@ -30,3 +30,16 @@ type Env struct {
 	// Logger logs as the plugin (the core adds the plugin's name).
 	Logger *slog.Logger
 }
+
+// Bundled is a first-party plugin shipped with the build that runs out of
+// process (it faces the network, or holds a credential the core should not
+// hold in its own memory): a plugin folder — manifest.json, skills/, a
+// handler executable — beside the carapace binary, and the handler's
+// SHA-256, fixed when the core was built. It is loaded only when
+// config.toml has a [plugins.NAME] section; no install step. A user plugin
+// of the same name replaces it.
+type Bundled struct {
+	Name   string
+	Dir    string
+	SHA256 string // hex
+}

@@ -32,6 +32,9 @@ type Options struct {
 	Bus *events.Bus
 	// Builtins are the plugins compiled into the core.
 	Builtins []Builtin
+	// Bundled are the first-party out-of-process plugins shipped beside
+	// the core (cmd/carapace/wiring finds them).
+	Bundled []Bundled
 	// InitTimeout bounds each plugin's start and Init; zero means
 	// InitTimeout.
 	InitTimeout time.Duration

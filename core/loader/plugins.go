@@ -52,6 +52,7 @@ const (
 // Plugin sources.
 const (
 	sourceBuiltin = "builtin"
+	sourceBundled = "bundled"
 	sourceUser    = "user"
 )
 
@@ -65,6 +66,7 @@ type pluginState struct {
 	config   map[string]any
 	groups   []string // config.toml's allowed_groups, replacing the manifest's when set
 	surface  bool     // the surface capability: asked for in the manifest and granted in config.toml
+	sha256   string   // a bundled plugin's handler pin, fixed at build
 	skills   fs.FS
 
 	handler plugin.Handler      // the running handler (in process, or a *pluginhost.Process)
@@ -83,7 +85,8 @@ type pluginState struct {
 type candidate struct {
 	name, source, dir string
 	builtin           *Builtin
-	problem           error // the folder itself is unusable (bad name, not a directory)
+	sha256            string // a bundled plugin's handler pin
+	problem           error  // the folder itself is unusable (bad name, not a directory)
 }
 
 // discover lists every plugin: the built-ins, then the folders of
@@ -96,6 +99,11 @@ func (l *Loader) discover() ([]*candidate, error) {
 		b := &l.opts.Builtins[i]
 		byName[b.Name] = &candidate{name: b.Name, source: sourceBuiltin, builtin: b}
 	}
+	for _, b := range l.opts.Bundled {
+		if c := l.bundledCandidate(b); c != nil {
+			byName[b.Name] = c
+		}
+	}
 	entries, err := os.ReadDir(l.opts.Home.PluginsDir())
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("read plugins folder: %w", err)
@@ -106,8 +114,8 @@ func (l *Loader) discover() ([]*candidate, error) {
 			continue // temporary folders of `plugin install`, editor files
 		}
 		c := l.userCandidate(name)
-		if old, ok := byName[name]; ok && old.source == sourceBuiltin && c.problem == nil {
-			l.log.Warn("a user plugin replaces the built-in plugin of the same name", "plugin", name, "dir", c.dir)
+		if old, ok := byName[name]; ok && old.source != sourceUser && c.problem == nil {
+			l.log.Warn("a user plugin replaces the "+old.source+" plugin of the same name", "plugin", name, "dir", c.dir)
 		}
 		byName[name] = c
 	}
@@ -139,10 +147,31 @@ func (l *Loader) userCandidate(name string) *candidate {
 	return c
 }
 
-// candidateNamed finds plugin name on disk or among the built-ins.
+// bundledCandidate describes a bundled plugin, or nil when config.toml
+// does not enable it ([plugins.NAME]).
+func (l *Loader) bundledCandidate(b Bundled) *candidate {
+	if _, enabled := l.cfg.Plugins[b.Name]; !enabled {
+		return nil
+	}
+	c := &candidate{name: b.Name, source: sourceBundled, dir: b.Dir, sha256: b.SHA256}
+	if fi, err := os.Stat(b.Dir); err != nil || !fi.IsDir() {
+		c.problem = fmt.Errorf("the %s plugin shipped with Carapace is missing from %s (reinstall Carapace, or make build): %v", b.Name, b.Dir, err)
+	}
+	return c
+}
+
+// candidateNamed finds plugin name on disk, among the bundled plugins or
+// among the built-ins.
 func (l *Loader) candidateNamed(name string) *candidate {
 	if c := l.userCandidate(name); c != nil {
 		return c
+	}
+	for _, b := range l.opts.Bundled {
+		if b.Name == name {
+			if c := l.bundledCandidate(b); c != nil {
+				return c
+			}
+		}
 	}
 	for i := range l.opts.Builtins {
 		if b := &l.opts.Builtins[i]; b.Name == name {
@@ -155,7 +184,7 @@ func (l *Loader) candidateNamed(name string) *candidate {
 // prepare reads and checks a candidate's manifest and config. A problem
 // leaves the plugin failed with CONFIG_ERROR; nothing is started.
 func (l *Loader) prepare(c *candidate, pc config.Plugin) *pluginState {
-	st := &pluginState{name: c.name, source: c.source, dir: c.dir, builtin: c.builtin, groups: pc.AllowedGroups}
+	st := &pluginState{name: c.name, source: c.source, dir: c.dir, builtin: c.builtin, sha256: c.sha256, groups: pc.AllowedGroups}
 	if c.problem != nil {
 		return l.failed(st, plugin.CategoryConfig, c.problem)
 	}
@@ -317,6 +346,9 @@ func (l *Loader) start(ctx context.Context, st *pluginState, pins map[string]ins
 		st.handler = st.builtin.New(Env{DataDir: dir, Logger: l.log.With("plugin", st.name)})
 	} else {
 		pin, ok := pins[st.name]
+		if st.source == sourceBundled {
+			pin, ok = install.Pin{SHA256: st.sha256}, st.sha256 != ""
+		}
 		if !ok {
 			l.failed(st, plugin.CategoryConfig, fmt.Errorf("plugin %s was not installed with `carapace plugin install`, so its handler has no pinned hash; run `carapace plugin install %s` (add --link for a development folder)", st.name, st.dir))
 			return

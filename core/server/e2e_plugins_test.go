@@ -16,6 +16,7 @@ import (
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/install"
+	"github.com/carapace-dev/carapace/core/loader"
 	"github.com/carapace-dev/carapace/ipc"
 	"github.com/carapace-dev/carapace/keychain"
 )
@@ -656,4 +657,57 @@ func TestHandlerChildrenDieWithTheCore(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the handler's child to be gone", func() bool { return !processAlive(child) })
+}
+
+// A bundled plugin — a first-party out-of-process plugin shipped beside the
+// core with its handler's hash fixed at build — is loaded only when
+// config.toml has its section, with no install step; a handler that is not
+// the one built is refused; a user plugin of the same name replaces it.
+func TestBundledPlugins(t *testing.T) {
+	dir := kitSource(t, "shipped", kitManifest("shipped"))
+	raw, err := os.ReadFile(filepath.Join(dir, "handler"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(raw)
+	good := []loader.Bundled{{Name: "shipped", Dir: dir, SHA256: hex.EncodeToString(sum[:])}}
+
+	// Not enabled: not loaded.
+	c := startCoreWith(t, coreOptions{Bundled: good})
+	st, err := c.Client.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range st.Plugins {
+		if p.Name == "shipped" {
+			t.Errorf("a bundled plugin without a [plugins.shipped] section was loaded: %+v", p)
+		}
+	}
+	c.Stop(t)
+
+	// Enabled: loaded, out of process, and serving through bin/ipc.
+	c = startCoreWith(t, coreOptions{Config: "[plugins.shipped]\n", Bundled: good})
+	p := pluginStatus(t, c, "shipped")
+	if !p.Healthy || p.Source != "bundled" || p.PID == 0 {
+		t.Fatalf("bundled plugin: %+v", p)
+	}
+	s := c.Session(t, "main")
+	if r := runIPC(t, s.Socket, nil, "tool.invoke.shipped_echo", `{"message":"from the bundle"}`); r.Code != 0 || r.Result["message"] != "from the bundle" {
+		t.Errorf("shipped_echo: exit %d %s", r.Code, r.Stderr)
+	}
+	c.Stop(t)
+
+	// A handler that is not the one built: refused.
+	bad := []loader.Bundled{{Name: "shipped", Dir: dir, SHA256: strings.Repeat("0", 64)}}
+	c = startCoreWith(t, coreOptions{Config: "[plugins.shipped]\n", Bundled: bad})
+	if p := pluginStatus(t, c, "shipped"); p.Healthy || p.Category != "CONFIG_ERROR" {
+		t.Errorf("a bundled handler with another hash: %+v, want CONFIG_ERROR", p)
+	}
+	c.Stop(t)
+
+	// A user plugin of the same name replaces it.
+	c = startCoreWith(t, coreOptions{Config: "[plugins.shipped]\n", Bundled: good, Setup: func(h home.Dir) { installKit(t, h, "shipped") }})
+	if p := pluginStatus(t, c, "shipped"); !p.Healthy || p.Source != "user" {
+		t.Errorf("with a user plugin of the same name: %+v, want the user's", p)
+	}
 }

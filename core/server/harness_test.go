@@ -139,6 +139,8 @@ type coreOptions struct {
 	NoShadows    bool          // no shadow mounts (server.Options.NoShadows)
 	// NewEngine replaces the real container engines (nil: the real ones).
 	NewEngine func(name string) (runtime.Engine, error)
+	// Bundled are first-party out-of-process plugins shipped beside the core.
+	Bundled []loader.Bundled
 }
 
 // startCore runs a core in a fresh short home with config as config.toml.
@@ -171,7 +173,7 @@ func runCore(t *testing.T, h home.Dir, o coreOptions) (*testCore, error) {
 	if o.Builtins != nil {
 		builtins = o.Builtins(builtins)
 	}
-	c, err := coretest.Start(t, h, coretest.Options{Config: o.Config, Setup: o.Setup, Server: server.Options{NewEngine: o.NewEngine,
+	c, err := coretest.Start(t, h, coretest.Options{Config: o.Config, Setup: o.Setup, Server: server.Options{NewEngine: o.NewEngine, Bundled: o.Bundled,
 		Builtins: builtins, InitTimeout: o.InitTimeout, BriefTimeout: o.BriefTimeout, NoShadows: o.NoShadows,
 	}})
 	if err != nil {

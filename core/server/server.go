@@ -52,6 +52,9 @@ type Options struct {
 	// Builtins are the plugins compiled into the core
 	// (cmd/carapace/wiring chooses them; tests add their own).
 	Builtins []loader.Builtin
+	// Bundled are the first-party out-of-process plugins shipped with the
+	// build (cmd/carapace/wiring finds them beside the executable).
+	Bundled []loader.Bundled
 	// Ready, if set, is called once the core accepts requests.
 	Ready func(*Server)
 	// InitTimeout bounds each plugin's start and Init; zero means
@@ -164,7 +167,7 @@ func Run(ctx context.Context, opts Options) error {
 	defer closeBus()
 	s.plugins = loader.New(loader.Options{
 		Home: opts.Home, Version: opts.Version, Config: cfg, Logger: s.log, Audit: s.audit, Catalog: s.catalog,
-		Credentials: s.creds, Bus: s.bus, Builtins: opts.Builtins, InitTimeout: opts.InitTimeout, Core: s,
+		Credentials: s.creds, Bus: s.bus, Builtins: opts.Builtins, Bundled: opts.Bundled, InitTimeout: opts.InitTimeout, Core: s,
 	})
 	if err := s.plugins.Load(ctx); err != nil {
 		return err

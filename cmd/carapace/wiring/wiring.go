@@ -9,9 +9,13 @@ package wiring
 import (
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/carapace-dev/carapace/applecontainer"
 	"github.com/carapace-dev/carapace/core/home"
+	"github.com/carapace-dev/carapace/core/loader"
 	"github.com/carapace-dev/carapace/core/runtime"
 	"github.com/carapace-dev/carapace/core/runtime/docker"
 	"github.com/carapace-dev/carapace/core/server"
@@ -24,7 +28,46 @@ func Options(h home.Dir, logger *slog.Logger, version string) server.Options {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return server.Options{Home: h, Logger: logger, Version: version, Builtins: plugins.Builtins(), NewEngine: Engines(logger)}
+	return server.Options{Home: h, Logger: logger, Version: version, Builtins: plugins.Builtins(), Bundled: Bundled(logger), NewEngine: Engines(logger)}
+}
+
+// bundledPins names the first-party out-of-process plugins this build
+// ships, each with its handler's SHA-256, as "name=hex[,name=hex...]". The
+// Makefile sets it when it links carapace (-X), after building the
+// handlers into bin/plugins/<name>/: the pin lives in the core's own
+// binary, not in a file beside the handler.
+var bundledPins string
+
+// Bundled returns the bundled plugins of this build: bin/plugins/<name>
+// beside the carapace executable (in a macOS bundle, Contents/Resources/
+// plugins/<name>), pinned to the hashes linked in at build time. A build
+// without pins (go run, go test) has none.
+func Bundled(logger *slog.Logger) []loader.Bundled {
+	if bundledPins == "" {
+		return nil
+	}
+	exe, err := os.Executable()
+	if err == nil {
+		exe, err = filepath.EvalSymlinks(exe)
+	}
+	if err != nil {
+		logger.Warn("cannot find the carapace executable: no bundled plugins", "err", err)
+		return nil
+	}
+	dir := filepath.Join(filepath.Dir(exe), "plugins")
+	if res := filepath.Join(filepath.Dir(exe), "..", "Resources", "plugins"); filepath.Base(filepath.Dir(exe)) == "MacOS" {
+		dir = filepath.Clean(res)
+	}
+	var out []loader.Bundled
+	for _, pin := range strings.Split(bundledPins, ",") {
+		name, sum, ok := strings.Cut(pin, "=")
+		if !ok || name == "" || len(sum) != 64 {
+			logger.Error("a bundled plugin pin of this build is malformed; rebuild with make build", "pin", pin)
+			continue
+		}
+		out = append(out, loader.Bundled{Name: name, Dir: filepath.Join(dir, name), SHA256: sum})
+	}
+	return out
 }
 
 // Engines returns the container engines by the names config.toml uses:
