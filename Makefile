@@ -22,8 +22,15 @@ help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[1m%-10s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
-build: ## build bin/carapace (cgo, for SQLite), bin/ipc (static), the linux/amd64 + linux/arm64 ipc for agent images, and bin/carapace-app
-	CGO_ENABLED=1 $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)' -o bin/carapace ./cmd/carapace
+build: ## build bin/carapace (cgo, for SQLite), the bundled plugins in bin/plugins/, bin/ipc (static), the linux/amd64 + linux/arm64 ipc for agent images, and bin/carapace-app
+	@pins=; for p in $(BUNDLED); do \
+	  rm -rf bin/plugins/$$p && mkdir -p bin/plugins/$$p || exit 1; \
+	  CGO_ENABLED=1 $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)' -o bin/plugins/$$p/handler ./plugins/$$p/handler || exit 1; \
+	  cp plugins/$$p/manifest.json bin/plugins/$$p/ && cp -R plugins/$$p/skills bin/plugins/$$p/skills || exit 1; \
+	  pins=$$pins$${pins:+,}$$p=$$($(SHA256) bin/plugins/$$p/handler | cut -d' ' -f1); \
+	done; \
+	echo "CGO_ENABLED=1 $(GO) build ... -o bin/carapace ./cmd/carapace (bundled plugins: $${pins:-none})"; \
+	CGO_ENABLED=1 $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)'" -X github.com/carapace-dev/carapace/cmd/carapace/wiring.bundledPins=$$pins" -o bin/carapace ./cmd/carapace
 	CGO_ENABLED=0 $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)' -o bin/ipc ./cmd/ipc
 	@for arch in amd64 arm64; do \
 	  CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)' -o bin/linux-$$arch/ipc ./cmd/ipc || exit 1; \
@@ -47,6 +54,12 @@ ifeq ($(UNAME_S),Darwin)
 else
 	CGO_ENABLED=$(APP_CGO) $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)' -o bin/carapace-app ./cmd/carapace-app
 endif
+
+# BUNDLED are the first-party out-of-process plugins built with the core:
+# plugins/<name>/handler is their main; make build puts each plugin folder
+# in bin/plugins/<name>/ and links its handler's SHA-256 into carapace.
+BUNDLED   := $(patsubst plugins/%/handler/main.go,%,$(wildcard plugins/*/handler/main.go))
+SHA256    := $(shell command -v sha256sum >/dev/null 2>&1 && echo sha256sum || echo 'shasum -a 256')
 
 ENGINE    ?= docker
 
