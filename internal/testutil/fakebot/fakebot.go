@@ -58,6 +58,7 @@ type Request struct {
 	Method string            // e.g. "sendMessage"
 	Params map[string]string // the form (or JSON) parameters, as sent
 	Status int               // the HTTP status answered (0 if the answer was lost)
+	Done   bool              // the fake has finished with it (answered, or lost the answer)
 }
 
 // Message is a message the bot sent (or a sent message as last edited).
@@ -364,10 +365,21 @@ func (s *Server) Wait(t testing.TB, timeout time.Duration, what string, cond fun
 	}
 }
 
-// WaitCount waits until at least n requests of method have come.
+// WaitCount waits until at least n requests of method have come and
+// been dealt with (so that what they did, such as a sent message, shows).
 func (s *Server) WaitCount(t testing.TB, method string, n int) {
 	t.Helper()
-	s.Wait(t, 10*time.Second, fmt.Sprintf("%d %s", n, method), func() bool { return s.Count(method) >= n })
+	s.Wait(t, 10*time.Second, fmt.Sprintf("%d %s", n, method), func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		k := 0
+		for _, r := range s.requests {
+			if r.Method == method && r.Done {
+				k++
+			}
+		}
+		return k >= n
+	})
 }
 
 // apiError is Telegram's error answer.
@@ -405,6 +417,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	status := s.answer(w, r, token, method, params, fault)
 	s.mu.Lock()
 	s.requests[idx].Status = status
+	s.requests[idx].Done = true
 	s.mu.Unlock()
 }
 
