@@ -303,3 +303,29 @@ func (e *env) until(what string, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// invoke calls send_telegram with args, running the fake clock while the
+// call waits (for its rate-limit slot).
+func (e *env) invoke(args string, opts ...plugintest.RequestOption) plugintest.Result {
+	e.t.Helper()
+	done := make(chan plugintest.Result, 1)
+	go func() { done <- e.hs.Invoke("send_telegram", plugintest.Args(e.t, args), opts...) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		select {
+		case r := <-done:
+			return r
+		case <-time.After(time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatal("send_telegram did not return")
+		}
+		if p := e.clock.Pending(); len(p) > 0 {
+			next := p[0]
+			for _, d := range p {
+				next = min(next, d)
+			}
+			e.clock.Advance(max(next, 0))
+		}
+	}
+}
