@@ -222,11 +222,20 @@ func displayArgs(raw json.RawMessage) string {
 	if len(raw) == 0 {
 		return "{}"
 	}
-	var out bytes.Buffer
-	if err := json.Indent(&out, raw, "", "  "); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber() // numbers exactly as sent
+	var v any
+	if err := dec.Decode(&v); err != nil {
 		return escapeInvisible(string(raw))
 	}
-	return escapeInvisible(out.String())
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false) // the card escapes for HTML itself; here < stays <
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return escapeInvisible(string(raw))
+	}
+	return escapeInvisible(strings.TrimSuffix(out.String(), "\n"))
 }
 
 // escapeInvisible writes characters a person cannot see as \uXXXX (each

@@ -156,11 +156,14 @@ func (s *sender) one(ctx context.Context, chat int64, m message) (int, error) {
 	if m.HTML {
 		params.ParseMode = models.ParseModeHTML
 	}
-	dialRetries := 0
+	dialRetries, refused := 0, false
 	for attempt := 0; ; attempt++ {
-		if err := sleep(ctx, s.clock, s.reserve(chat).Sub(s.clock.Now())); err != nil {
-			return 0, err
+		if !refused { // a message Telegram refused did not use the chat's slot
+			if err := sleep(ctx, s.clock, s.reserve(chat).Sub(s.clock.Now())); err != nil {
+				return 0, err
+			}
 		}
+		refused = false
 		msg, err := s.bot.SendMessage(ctx, params)
 		if err == nil {
 			return msg.ID, nil
@@ -174,7 +177,7 @@ func (s *sender) one(ctx context.Context, chat int64, m message) (int, error) {
 			continue
 		case params.ParseMode != "" && errors.Is(err, bot.ErrorBadRequest) && strings.Contains(err.Error(), "can't parse entities"):
 			s.log.Warn("telegram: formatting refused; sending as plain text", "chat", chat, "err", err)
-			params.ParseMode, params.Text = "", m.Plain
+			params.ParseMode, params.Text, refused = "", m.Plain, true
 			continue
 		case notSent(err) && dialRetries < 3:
 			dialRetries++
