@@ -59,8 +59,8 @@ func (h *Handler) runCommand(a action) {
 			h.mu.Lock()
 			clear(h.pausedTo)
 			h.mu.Unlock()
-			reply("Resumed.")
 			h.kickAll()
+			reply("Resumed.")
 		}
 	case "stop":
 		reply(h.stop(a.chat))
