@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -140,6 +141,8 @@ type env struct {
 	cfg   map[string]any
 	h     *Handler
 	hs    *plugintest.Harness
+	crash func(point string) // Options.crash of the next start
+	died  atomic.Bool        // set by a crash hook
 }
 
 type envOpt func(*env)
@@ -166,7 +169,8 @@ func newEnv(t *testing.T, opts ...envOpt) *env {
 // start runs a new handler on the env's data folder.
 func (e *env) start() {
 	e.t.Helper()
-	e.h = New(Options{DataDir: e.dir, Clock: e.clock, Logger: testLogger(e.t), PollTimeout: 2 * time.Second})
+	e.h = New(Options{DataDir: e.dir, Clock: e.clock, Logger: testLogger(e.t), PollTimeout: 2 * time.Second, crash: e.crash})
+	e.crash = nil // a crash happens once
 	e.hs = plugintest.New(e.t, e.h, plugintest.WithConfig(e.cfg), plugintest.WithServices(e.svc))
 }
 
