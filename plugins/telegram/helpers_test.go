@@ -147,9 +147,8 @@ type env struct {
 
 type envOpt func(*env)
 
-func withConfig(k string, v any) envOpt { return func(e *env) { e.cfg[k] = v } }
-func withoutConfig(k string) envOpt     { return func(e *env) { delete(e.cfg, k) } }
-func withNoSurface() envOpt             { return func(e *env) { e.svc.Surface = false } }
+func withoutConfig(k string) envOpt { return func(e *env) { delete(e.cfg, k) } }
+func withNoSurface() envOpt         { return func(e *env) { e.svc.Surface = false } }
 
 func newEnv(t *testing.T, opts ...envOpt) *env {
 	t.Helper()

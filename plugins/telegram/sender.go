@@ -31,7 +31,7 @@ const (
 // errMaybeSent: Telegram did not answer, so the message may or may not
 // have been delivered. It is not sent again: a duplicate is worse than a
 // message the owner can ask for again.
-var errMaybeSent = errors.New("Telegram did not answer: the message may have been sent; it is not sent again, to avoid a duplicate")
+var errMaybeSent = errors.New("no answer from Telegram: the message may have been sent; it is not sent again, to avoid a duplicate")
 
 // botAPI is what the plugin calls of go-telegram/bot's *bot.Bot.
 type botAPI interface {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -343,7 +344,7 @@ func (h *Handler) Invoke(ctx context.Context, req *plugin.Request) (map[string]a
 	case "send_telegram":
 		return h.sendTool(ctx, req)
 	}
-	return nil, &plugin.ToolError{Code: "UNKNOWN_TOOL", Message: fmt.Sprintf("the telegram plugin has no tool %q; it has send_telegram", clip(req.Tool, 64))}
+	return nil, plugin.NewToolError(fmt.Sprintf("the telegram plugin has no tool %q; it has send_telegram", clip(req.Tool, 64)), false)
 }
 
 // sendTool sends the agent's text to a chat of the session's group.
@@ -380,7 +381,7 @@ func (h *Handler) sendTool(ctx context.Context, req *plugin.Request) (map[string
 			return nil, &plugin.ToolError{Code: "MAYBE_SENT", Message: fmt.Sprintf("Telegram did not answer after %d of the message's pieces were sent, "+
 				"so the next piece may or may not have arrived; do not send it again: tell the user in your answer instead", len(ids))}
 		case errors.As(err, &tooMany):
-			return nil, &plugin.ToolError{Code: "RATE_LIMITED", Message: "Telegram is limiting this bot's messages; try again later", Retriable: true, RetryAfter: tooMany.RetryAfter}
+			return nil, &plugin.ToolError{Code: "TELEGRAM_FLOOD", Message: "Telegram is limiting this bot's messages; try again later", Retriable: true, RetryAfter: tooMany.RetryAfter}
 		case ctx.Err() != nil:
 			return nil, &plugin.ToolError{Code: "MAYBE_SENT", Message: fmt.Sprintf("the call timed out after %d pieces were sent; the rest was not sent", len(ids))}
 		}
@@ -402,12 +403,14 @@ func (h *Handler) allowedChats(group string) []int64 {
 	if o := h.ownerID(); o != 0 && h.cfg.OwnerGroup == group {
 		out = append(out, o)
 	}
+	var bound []int64
 	for id, g := range h.cfg.Chats {
 		if g == group {
-			out = append(out, id)
+			bound = append(bound, id)
 		}
 	}
-	return out
+	slices.Sort(bound)
+	return append(out, bound...)
 }
 
 func containsChat(list []int64, id int64) bool {

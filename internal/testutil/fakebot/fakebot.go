@@ -451,7 +451,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, token, method st
 		result, err = s.editMessage(p, false)
 	case "answerCallbackQuery":
 		if p["callback_query_id"] == "" {
-			err = errors.New("Bad Request: query is too old and response timeout expired or query ID is invalid")
+			err = tgError("Bad Request: query is too old and response timeout expired or query ID is invalid")
 		} else {
 			s.mu.Lock()
 			s.answered = append(s.answered, p["callback_query_id"])
@@ -460,14 +460,14 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, token, method st
 		}
 	case "sendChatAction":
 		if _, e := strconv.ParseInt(p["chat_id"], 10, 64); e != nil || p["action"] == "" {
-			err = errors.New("Bad Request: chat_id and action are required")
+			err = tgError("Bad Request: chat_id and action are required")
 		} else {
 			result = true
 		}
 	case "setMyCommands":
 		var cmds []map[string]any
 		if e := json.Unmarshal([]byte(p["commands"]), &cmds); e != nil {
-			err = errors.New("Bad Request: can't parse commands JSON object")
+			err = tgError("Bad Request: can't parse commands JSON object")
 		} else {
 			result = true
 		}
@@ -534,7 +534,7 @@ func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request, p map[string
 func (s *Server) sendMessage(p map[string]string) (any, error) {
 	chat, err := strconv.ParseInt(p["chat_id"], 10, 64)
 	if err != nil {
-		return nil, errors.New("Bad Request: chat not found")
+		return nil, tgError("Bad Request: chat not found")
 	}
 	kb, err := checkMessage(p)
 	if err != nil {
@@ -551,7 +551,7 @@ func (s *Server) sendMessage(p map[string]string) (any, error) {
 func (s *Server) editMessage(p map[string]string, text bool) (any, error) {
 	chat, err := strconv.ParseInt(p["chat_id"], 10, 64)
 	if err != nil {
-		return nil, errors.New("Bad Request: chat not found")
+		return nil, tgError("Bad Request: chat not found")
 	}
 	id, _ := strconv.Atoi(p["message_id"])
 	var kb *InlineKeyboard
@@ -575,7 +575,7 @@ func (s *Server) editMessage(p map[string]string, text bool) (any, error) {
 		m.ReplyMarkup = kb
 		return messageJSON(m), nil
 	}
-	return nil, errors.New("Bad Request: message to edit not found")
+	return nil, tgError("Bad Request: message to edit not found")
 }
 
 // checkMessage checks text, parse_mode and reply_markup as Telegram does.
@@ -583,18 +583,18 @@ func checkMessage(p map[string]string) (*InlineKeyboard, error) {
 	text := p["text"]
 	switch n := len(utf16.Encode([]rune(text))); {
 	case strings.TrimSpace(text) == "":
-		return nil, errors.New("Bad Request: message text is empty")
+		return nil, tgError("Bad Request: message text is empty")
 	case n > 4096:
-		return nil, errors.New("Bad Request: message is too long")
+		return nil, tgError("Bad Request: message is too long")
 	}
 	switch p["parse_mode"] {
 	case "":
 	case "HTML":
 		if err := checkHTML(text); err != nil {
-			return nil, fmt.Errorf("Bad Request: can't parse entities: %v", err)
+			return nil, tgErrorf("Bad Request: can't parse entities: %v", err)
 		}
 	default:
-		return nil, fmt.Errorf("Bad Request: unsupported parse_mode %q", p["parse_mode"])
+		return nil, tgErrorf("Bad Request: unsupported parse_mode %q", p["parse_mode"])
 	}
 	return parseKeyboard(p["reply_markup"])
 }
@@ -612,7 +612,7 @@ func parseKeyboard(raw string) (*InlineKeyboard, error) {
 		} `json:"inline_keyboard"`
 	}
 	if err := json.Unmarshal([]byte(raw), &kb); err != nil {
-		return nil, errors.New("Bad Request: can't parse reply keyboard markup JSON object")
+		return nil, tgError("Bad Request: can't parse reply keyboard markup JSON object")
 	}
 	out := &InlineKeyboard{}
 	for _, row := range kb.Rows {
@@ -620,9 +620,9 @@ func parseKeyboard(raw string) (*InlineKeyboard, error) {
 		for _, b := range row {
 			switch {
 			case b.Text == "":
-				return nil, errors.New("Bad Request: text buttons are unallowed in the inline keyboard")
+				return nil, tgError("Bad Request: text buttons are unallowed in the inline keyboard")
 			case len(b.CallbackData) > 64:
-				return nil, errors.New("Bad Request: BUTTON_DATA_INVALID")
+				return nil, tgError("Bad Request: BUTTON_DATA_INVALID")
 			}
 			r = append(r, Button{Text: b.Text, CallbackData: b.CallbackData})
 		}
@@ -766,3 +766,11 @@ func writeJSON(w http.ResponseWriter, status int, v any) int {
 	_ = json.NewEncoder(w).Encode(v)
 	return status
 }
+
+// tgError is an error answer's description, worded as Telegram words it
+// (capitalised, unlike Go errors).
+type tgError string
+
+func (e tgError) Error() string { return string(e) }
+
+func tgErrorf(format string, args ...any) error { return tgError(fmt.Sprintf(format, args...)) }
