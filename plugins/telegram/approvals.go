@@ -198,7 +198,7 @@ func cardText(c confirmation, args string, truncated bool, total int) (htmlText,
 	}
 	switch {
 	case c.ArgumentsOmitted:
-		s := "\nThe arguments are too large for this card: review and approve them on the computer with `carapace confirm show " + c.ID[:8] + "`. You can deny here."
+		s := "\nThe arguments are too large for this card: review them on the computer (carapace confirm list) and approve there with carapace confirm approve " + c.ID[:8] + ". You can deny here."
 		hb.WriteString(html.EscapeString(s))
 		pb.WriteString(s)
 	default:

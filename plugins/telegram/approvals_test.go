@@ -208,7 +208,7 @@ func TestOmittedArgumentsCannotBeApprovedOnThePhone(t *testing.T) {
 			t.Fatal("an Approve button for arguments the owner cannot see")
 		}
 	}
-	if !strings.Contains(card.Text, "carapace confirm show") {
+	if !strings.Contains(card.Text, "carapace confirm approve "+confID[:8]) {
 		t.Errorf("card: %s", card.Text)
 	}
 	button(t, card, "Deny")

@@ -305,6 +305,9 @@ func (h *Handler) Shutdown(ctx context.Context) error {
 
 // Verify checks the token with getMe.
 func (h *Handler) Verify(ctx context.Context) (*plugin.VerifyResult, error) {
+	if h.bot == nil {
+		return &plugin.VerifyResult{OK: false, Message: "the plugin has not started"}, nil
+	}
 	me, err := h.bot.GetMe(ctx)
 	if err != nil {
 		return &plugin.VerifyResult{OK: false, Message: "the Bot API did not accept the token or could not be reached"}, nil
