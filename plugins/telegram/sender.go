@@ -186,7 +186,11 @@ func (s *sender) one(ctx context.Context, chat int64, m message) (int, error) {
 			}
 			continue
 		case transportError(err):
-			s.log.Error("telegram: no answer to a sendMessage: it may have been delivered; not sending it again", "chat", chat, "err", err)
+			level := slog.LevelError
+			if ctx.Err() != nil {
+				level = slog.LevelInfo // stopping, or the caller gave up
+			}
+			s.log.Log(ctx, level, "telegram: no answer to a sendMessage: it may have been delivered; not sending it again", "chat", chat, "err", err)
 			return 0, fmt.Errorf("%w (%v)", errMaybeSent, err)
 		}
 		return 0, err

@@ -94,6 +94,8 @@ type Handler struct {
 	ctx      context.Context
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup // background work
+	bgMu     sync.Mutex     // guards bgDone against wg.Add racing Shutdown's wg.Wait
+	bgDone   bool           // Shutdown has begun waiting: no new background work
 	pollDone chan struct{}
 
 	mu       sync.Mutex
@@ -238,11 +240,7 @@ func (h *Handler) Init(ctx context.Context, cfgMap map[string]any, svc plugin.Se
 		defer close(h.pollDone)
 		h.bot.Start(h.ctx)
 	}()
-	h.wg.Add(1)
-	go func() {
-		defer h.wg.Done()
-		h.reconcile()
-	}()
+	h.goBG(h.reconcile)
 	h.log.Info("telegram: polling", "bot", me.Username, "owner_known", owner != 0, "pairing", owner == 0, "resume_after_update", last)
 	return nil
 }
@@ -291,6 +289,9 @@ func (h *Handler) Shutdown(ctx context.Context) error {
 		if h.pollDone != nil {
 			<-h.pollDone
 		}
+		h.bgMu.Lock()
+		h.bgDone = true
+		h.bgMu.Unlock()
 		h.wg.Wait()
 		close(done)
 	}()
@@ -315,8 +316,15 @@ func (h *Handler) Verify(ctx context.Context) (*plugin.VerifyResult, error) {
 	return &plugin.VerifyResult{OK: true, Message: "bot @" + me.Username + " is reachable"}, nil
 }
 
-// go runs f in the background, tracked for Shutdown.
+// goBG runs f in the background, tracked for Shutdown; once Shutdown
+// waits, nothing new starts (what it would have done is in the database,
+// or was a note).
 func (h *Handler) goBG(f func()) {
+	h.bgMu.Lock()
+	defer h.bgMu.Unlock()
+	if h.bgDone {
+		return
+	}
 	h.wg.Add(1)
 	go func() {
 		defer h.wg.Done()
