@@ -1,0 +1,412 @@
+package telegram
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html"
+	"regexp"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/go-telegram/bot"
+	"github.com/go-telegram/bot/models"
+
+	"github.com/carapace-dev/carapace/core/plugin"
+)
+
+// confirmation is the payload of confirmation.requested and
+// confirmation.resolved: the core's control.Confirmation, of which the
+// plugin reads these fields.
+type confirmation struct {
+	ID               string          `json:"id"`
+	Tool             string          `json:"tool"`
+	Group            string          `json:"group"`
+	Session          string          `json:"session"`
+	ArgsHash         string          `json:"args_hash"`
+	Arguments        json.RawMessage `json:"arguments,omitempty"`
+	ArgumentsOmitted bool            `json:"arguments_omitted,omitempty"`
+	CreatedAt        time.Time       `json:"created_at"`
+	ExpiresAt        time.Time       `json:"expires_at"`
+	Decision         string          `json:"decision,omitempty"`
+	Surface          string          `json:"surface,omitempty"`
+	Decider          string          `json:"decider,omitempty"`
+	Reason           string          `json:"reason,omitempty"`
+}
+
+var (
+	confIDRE   = regexp.MustCompile(`^[0-9a-f]{32}$`)
+	argsHashRE = regexp.MustCompile(`^[0-9a-f]{12,128}$`)
+)
+
+// cardArgs is the most of the arguments a card shows (runes); the rest
+// is one button away (Details).
+const cardArgs = 1500
+
+// HandleEvent handles the events the plugin subscribes to. Only the core's
+// own events count: another plugin could publish the same topics.
+func (h *Handler) HandleEvent(ctx context.Context, ev *plugin.Event) error {
+	if ev.Source != "core" {
+		h.log.Warn("telegram: event not from the core ignored", "topic", ev.Topic, "source", ev.Source)
+		return nil
+	}
+	switch ev.Topic {
+	case plugin.TopicChannelStarted:
+		return h.onStarted(ctx, ev)
+	case plugin.TopicChannelReply:
+		return h.onReply(ctx, ev)
+	case "confirmation.requested":
+		return h.onRequested(ctx, ev)
+	case "confirmation.resolved":
+		return h.onResolved(ctx, ev)
+	}
+	return nil
+}
+
+// surface reports whether the core grants the plugin the surface
+// services; if not, it logs that once.
+func (h *Handler) surface(ctx context.Context) bool {
+	_, err := h.svc.CoreStatus(ctx)
+	if errors.Is(err, plugin.ErrNotSurface) {
+		h.mu.Lock()
+		first := !h.noSurf
+		h.noSurf = true
+		h.mu.Unlock()
+		if first {
+			h.log.Info("telegram: approvals on the phone are off: grant them with [plugins.telegram] surface = true in config.toml")
+		}
+		return false
+	}
+	return true
+}
+
+// onRequested sends the owner an approval card with Approve and Deny
+// buttons.
+func (h *Handler) onRequested(ctx context.Context, ev *plugin.Event) error {
+	var c confirmation
+	if err := remarshal(ev.Payload, &c); err != nil {
+		return fmt.Errorf("telegram: confirmation.requested: %w", err)
+	}
+	owner := h.ownerID()
+	if owner == 0 || !h.surface(ctx) {
+		return nil
+	}
+	if !confIDRE.MatchString(c.ID) || !argsHashRE.MatchString(c.ArgsHash) {
+		return fmt.Errorf("telegram: confirmation.requested with a malformed id or args_hash: ignored")
+	}
+	full := displayArgs(c.Arguments)
+	shown, truncated := full, false
+	if r := []rune(full); len(r) > cardArgs {
+		shown, truncated = string(r[:cardArgs]), true
+	}
+	htmlText, plain := cardText(c, shown, truncated, len([]rune(full)))
+	tokens := map[string]string{}
+	actions := []string{"deny", "approve"}
+	if c.ArgumentsOmitted {
+		actions = []string{"deny"} // nobody approves what they could not see
+	}
+	if truncated {
+		actions = append(actions, "details")
+	}
+	for _, a := range actions {
+		t, err := newToken()
+		if err != nil {
+			return err
+		}
+		tokens[a] = t
+	}
+	h.cardMu.Lock()
+	defer h.cardMu.Unlock()
+	var exists bool
+	err := h.db.tx(ctx, func(tx *sql.Tx) error {
+		if err := tx.QueryRowContext(ctx, "SELECT 1 FROM cards WHERE confirmation = ?", c.ID).Scan(new(int)); err == nil {
+			exists = true
+			return nil
+		} else if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, "INSERT INTO cards(confirmation, args_hash, chat_id, text, arguments, state, created_at) VALUES(?, ?, ?, ?, ?, 'pending', ?)",
+			c.ID, c.ArgsHash, owner, htmlText, full, ms(h.clock.Now())); err != nil {
+			return err
+		}
+		for a, t := range tokens {
+			if _, err := tx.ExecContext(ctx, "INSERT INTO tokens(token, confirmation, action) VALUES(?, ?, ?)", t, c.ID, a); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("telegram: record the approval card of %s: %w", c.ID, err)
+	}
+	if exists {
+		return nil
+	}
+	row := []models.InlineKeyboardButton{}
+	if t, ok := tokens["approve"]; ok {
+		row = append(row, models.InlineKeyboardButton{Text: "✅ Approve", CallbackData: t})
+	}
+	row = append(row, models.InlineKeyboardButton{Text: "❌ Deny", CallbackData: tokens["deny"]})
+	kb := [][]models.InlineKeyboardButton{row}
+	if t, ok := tokens["details"]; ok {
+		kb = append(kb, []models.InlineKeyboardButton{{Text: "📄 Details", CallbackData: t}})
+	}
+	ids, err := h.send.send(h.ctx, owner, message{Text: htmlText, HTML: true, Plain: plain, Markup: &models.InlineKeyboardMarkup{InlineKeyboard: kb}})
+	if err != nil || len(ids) == 0 {
+		h.log.Error("telegram: could not send an approval card", "confirmation", c.ID, "err", err)
+		return nil
+	}
+	if _, err := h.db.db.ExecContext(ctx, "UPDATE cards SET message_id = ? WHERE confirmation = ?", ids[0], c.ID); err != nil {
+		h.log.Error("telegram: record the approval card's message", "confirmation", c.ID, "err", err)
+	}
+	h.log.Info("telegram: approval card shown", "confirmation", c.ID, "tool", c.Tool, "group", c.Group, "message", ids[0])
+	return nil
+}
+
+// cardText renders a card: HTML with every value escaped, and the same as
+// plain text for the fallback.
+func cardText(c confirmation, args string, truncated bool, total int) (htmlText, plain string) {
+	digest := c.ArgsHash
+	if len(digest) > 12 {
+		digest = digest[:12]
+	}
+	var hb, pb strings.Builder
+	line := func(label, value string, code bool) {
+		if code {
+			fmt.Fprintf(&hb, "%s: <code>%s</code>\n", label, html.EscapeString(value))
+		} else {
+			fmt.Fprintf(&hb, "%s: %s\n", label, html.EscapeString(value))
+		}
+		fmt.Fprintf(&pb, "%s: %s\n", label, value)
+	}
+	hb.WriteString("<b>Approval needed</b>\n")
+	pb.WriteString("Approval needed\n")
+	line("Tool", escapeInvisible(c.Tool), true)
+	line("Group", escapeInvisible(c.Group), true)
+	line("Digest", digest, true)
+	line("Id", c.ID[:8], true)
+	if !c.ExpiresAt.IsZero() {
+		line("Expires", c.ExpiresAt.UTC().Format("15:04:05 MST"), false)
+	}
+	switch {
+	case c.ArgumentsOmitted:
+		s := "\nThe arguments are too large for this card: review them on the computer (carapace confirm list) and approve there with carapace confirm approve " + c.ID[:8] + ". You can deny here."
+		hb.WriteString(html.EscapeString(s))
+		pb.WriteString(s)
+	default:
+		hb.WriteString("\nArguments:\n<pre>" + html.EscapeString(args) + "</pre>")
+		pb.WriteString("\nArguments:\n" + args)
+		if truncated {
+			s := fmt.Sprintf("\n(%d of %d characters shown: Details sends them all)", len([]rune(args)), total)
+			hb.WriteString(html.EscapeString(s))
+			pb.WriteString(s)
+		}
+	}
+	return hb.String(), pb.String()
+}
+
+// displayArgs renders arguments for a person: indented JSON, every leaf
+// value as it is, with characters that would hide or reorder text (format
+// and bidirectional controls, separators, private-use and unassigned
+// characters) written as JSON escapes, so that what is shown is what
+// runs.
+func displayArgs(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return "{}"
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber() // numbers exactly as sent
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return escapeInvisible(string(raw))
+	}
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false) // the card escapes for HTML itself; here < stays <
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return escapeInvisible(string(raw))
+	}
+	return escapeInvisible(strings.TrimSuffix(out.String(), "\n"))
+}
+
+// escapeInvisible writes characters a person cannot see as \uXXXX (each
+// half of an astral character's surrogate pair as its own escape). Inside
+// a JSON string that is the same value; such characters cannot occur
+// outside one in valid JSON.
+func escapeInvisible(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case !invisible(r):
+			b.WriteRune(r)
+		case r > 0xFFFF:
+			hi, lo := utf16.EncodeRune(r)
+			fmt.Fprintf(&b, `\u%04X\u%04X`, hi, lo)
+		default:
+			fmt.Fprintf(&b, `\u%04X`, r)
+		}
+	}
+	return b.String()
+}
+
+// invisible reports whether r hides or reorders text, or shows as nothing
+// a person can check: control, format (bidirectional overrides, zero-width
+// characters), private-use, surrogate and unassigned code points, line and
+// paragraph separators, and U+FFFD (which invalid UTF-8 decodes to).
+func invisible(r rune) bool {
+	switch {
+	case r == '\n' || r == '\t':
+		return false
+	case r == utf8.RuneError:
+		return true
+	case unicode.In(r, unicode.Cc, unicode.Cf, unicode.Co, unicode.Cs, unicode.Zl, unicode.Zp):
+		return true
+	}
+	return !unicode.In(r, unicode.L, unicode.M, unicode.N, unicode.P, unicode.S, unicode.Zs)
+}
+
+// newToken returns a random callback token: 16 bytes, 22 characters.
+func newToken() (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("telegram: random token: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// onCallback handles the owner's press of a button in the owner's private
+// chat (classify let nothing else through) and always answers it.
+func (h *Handler) onCallback(q *models.CallbackQuery) {
+	answer := func(text string) {
+		if _, err := h.api.AnswerCallbackQuery(h.ctx, &bot.AnswerCallbackQueryParams{CallbackQueryID: q.ID, Text: clip(text, 190)}); err != nil {
+			h.log.Warn("telegram: answerCallbackQuery failed", "err", err)
+		}
+	}
+	var conf, action, argsHash, args string
+	var msgID int64
+	err := h.db.db.QueryRowContext(h.ctx, `SELECT t.confirmation, t.action, c.args_hash, c.arguments, c.message_id
+		FROM tokens t JOIN cards c ON c.confirmation = t.confirmation WHERE t.token = ? AND c.state = 'pending'`, q.Data).
+		Scan(&conf, &action, &argsHash, &args, &msgID)
+	if err != nil || (msgID != 0 && int64(callbackMessageID(q)) != msgID) {
+		answer("This button is no longer valid.")
+		return
+	}
+	owner := h.ownerID()
+	switch action {
+	case "details":
+		answer("Sending the full arguments.")
+		if _, err := h.send.send(h.ctx, owner, message{Text: "Arguments of " + conf[:8] + ":\n" + args}); err != nil {
+			h.log.Warn("telegram: could not send an approval's details", "confirmation", conf, "err", err)
+		}
+		return
+	case "approve", "deny":
+	default:
+		answer("This button is no longer valid.")
+		return
+	}
+	approve := action == "approve"
+	err = h.svc.Decide(h.ctx, plugin.Decision{ID: conf, Approve: approve, ArgsHash: argsHash, Decider: formatID(owner)})
+	switch {
+	case err == nil:
+		h.log.Info("telegram: decided on the phone", "confirmation", conf, "approve", approve)
+		if approve {
+			answer("Approved.")
+		} else {
+			answer("Denied.")
+		}
+	case errors.Is(err, plugin.ErrAlreadyDecided):
+		answer("Already decided: " + strings.TrimPrefix(strings.TrimPrefix(err.Error(), plugin.ErrAlreadyDecided.Error()), ": "))
+	case errors.Is(err, plugin.ErrNotSurface):
+		answer("Approving on Telegram is not allowed: set [plugins.telegram] surface = true in config.toml.")
+	default:
+		h.log.Warn("telegram: the core refused a decision", "confirmation", conf, "err", err)
+		answer("Not decided: " + err.Error())
+	}
+}
+
+// onResolved edits the card of a confirmation decided anywhere, expired or
+// withdrawn: it says how it ended, and loses its buttons.
+func (h *Handler) onResolved(ctx context.Context, ev *plugin.Event) error {
+	var c confirmation
+	if err := remarshal(ev.Payload, &c); err != nil {
+		return fmt.Errorf("telegram: confirmation.resolved: %w", err)
+	}
+	h.cardMu.Lock()
+	defer h.cardMu.Unlock()
+	var text string
+	var chat, msgID int64
+	err := h.db.db.QueryRowContext(ctx, "SELECT text, chat_id, message_id FROM cards WHERE confirmation = ? AND state = 'pending'", c.ID).Scan(&text, &chat, &msgID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("telegram: read the card of %s: %w", c.ID, err)
+	}
+	outcome := outcomeText(c)
+	err = h.db.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, "UPDATE cards SET state = ? WHERE confirmation = ?", nonEmpty(c.Decision, "resolved"), c.ID); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, "DELETE FROM tokens WHERE confirmation = ?", c.ID)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("telegram: record how %s ended: %w", c.ID, err)
+	}
+	if msgID == 0 {
+		return nil // the card never reached the phone
+	}
+	newHTML := text + "\n\n<b>" + html.EscapeString(outcome) + "</b>"
+	params := &bot.EditMessageTextParams{ChatID: chat, MessageID: int(msgID), Text: newHTML, ParseMode: models.ParseModeHTML,
+		ReplyMarkup: &models.InlineKeyboardMarkup{InlineKeyboard: [][]models.InlineKeyboardButton{}}}
+	_, err = h.api.EditMessageText(h.ctx, params)
+	if err != nil && strings.Contains(err.Error(), "can't parse entities") {
+		params.ParseMode, params.Text = "", outcome
+		_, err = h.api.EditMessageText(h.ctx, params)
+	}
+	if err != nil {
+		h.log.Warn("telegram: could not edit an approval card", "confirmation", c.ID, "err", err)
+	}
+	return nil
+}
+
+// outcomeText says how a confirmation ended.
+func outcomeText(c confirmation) string {
+	by := ""
+	if c.Surface != "" {
+		by = " on " + c.Surface
+	}
+	if c.Decider != "" {
+		by += " by " + c.Decider
+	}
+	switch c.Decision {
+	case "approved":
+		return "Approved" + by + "."
+	case "denied":
+		return "Denied" + by + "."
+	case "expired":
+		return "Expired: nobody answered in time, so it was denied."
+	case "withdrawn":
+		if c.Reason != "" {
+			return "Withdrawn: " + clip(c.Reason, 200)
+		}
+		return "Withdrawn."
+	}
+	return "No longer pending (" + clip(c.Decision, 40) + ")."
+}
+
+func nonEmpty(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

@@ -1,0 +1,153 @@
+package telegram
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/go-telegram/bot/models"
+
+	"github.com/carapace-dev/carapace/core/plugin"
+)
+
+// botCommands is the menu set with setMyCommands.
+func botCommands() []models.BotCommand {
+	return []models.BotCommand{
+		{Command: "status", Description: "Carapace's state and this chat's session"},
+		{Command: "stop", Description: "Stop this chat's session and drop its waiting messages"},
+		{Command: "pause", Description: "Start no new sessions for messages or tasks"},
+		{Command: "resume", Description: "Start sessions again"},
+		{Command: "help", Description: "What this bot does"},
+	}
+}
+
+const helpText = `Write here and your Carapace agent answers here; messages sent while it works wait and go next, together.
+
+/status  Carapace's state and this chat's session
+/stop    stop this chat's session (and drop the messages waiting)
+/pause   start no new sessions until /resume
+/resume  start sessions again
+/help    this text
+
+High-risk actions ask you first, here, with Approve and Deny buttons.`
+
+const noSurface = "This needs the surface capability: set [plugins.telegram] surface = true in config.toml, then carapace plugin restart telegram."
+
+// runCommand runs one of the owner's commands and answers in its chat.
+func (h *Handler) runCommand(a action) {
+	reply := func(text string) {
+		if _, err := h.send.send(h.ctx, a.chat, message{Text: text}); err != nil && h.ctx.Err() == nil {
+			h.log.Warn("telegram: could not answer a command", "command", a.cmd, "err", err)
+		}
+	}
+	switch a.cmd {
+	case "start", "help":
+		reply(helpText)
+	case "status":
+		reply(h.statusText(a.chat))
+	case "pause", "resume":
+		pause := a.cmd == "pause"
+		err := h.svc.SetPaused(h.ctx, pause)
+		switch {
+		case errors.Is(err, plugin.ErrNotSurface):
+			reply(noSurface)
+		case err != nil:
+			reply("Could not " + a.cmd + ": " + clip(err.Error(), 200))
+		case pause:
+			reply("Paused: no new sessions start for messages or tasks until /resume. Running sessions go on.")
+		default:
+			h.mu.Lock()
+			clear(h.pausedTo)
+			h.mu.Unlock()
+			h.kickAll()
+			reply("Resumed.")
+		}
+	case "stop":
+		reply(h.stop(a.chat))
+	}
+}
+
+// statusText describes the core and the chat.
+func (h *Handler) statusText(chat int64) string {
+	var b strings.Builder
+	st, err := h.svc.CoreStatus(h.ctx)
+	switch {
+	case errors.Is(err, plugin.ErrNotSurface):
+		b.WriteString("Carapace's state needs the surface capability ([plugins.telegram] surface = true).\n")
+	case err != nil:
+		fmt.Fprintf(&b, "Carapace did not answer: %s\n", clip(err.Error(), 200))
+	default:
+		state := "running"
+		if st.Paused {
+			state = "paused (/resume)"
+		}
+		fmt.Fprintf(&b, "Carapace %s: %s\nSessions: %d · approvals waiting: %d\n", st.Version, state, st.Sessions, st.PendingConfirmations)
+		if len(st.Unhealthy) > 0 {
+			fmt.Fprintf(&b, "Plugins not serving: %s\n", strings.Join(st.Unhealthy, ", "))
+		}
+	}
+	h.mu.Lock()
+	c := h.chatLocked(chat)
+	inflight, session := c.inflight, c.session
+	h.mu.Unlock()
+	queued, _ := h.db.countQueued(h.ctx, chat)
+	switch {
+	case session != "":
+		fmt.Fprintf(&b, "This chat: the agent is working (session %s)", session)
+	case inflight != 0:
+		b.WriteString("This chat: waiting for the agent's session to start")
+	default:
+		b.WriteString("This chat: idle")
+	}
+	if queued > 0 {
+		fmt.Fprintf(&b, "; %d message(s) waiting", queued)
+	}
+	return b.String()
+}
+
+// stop stops the chat's session, if one runs, and drops the messages that
+// wait in the chat; it returns the answer for the owner.
+func (h *Handler) stop(chat int64) string {
+	h.mu.Lock()
+	c := h.chatLocked(chat)
+	inflight, session := c.inflight, c.session
+	h.mu.Unlock()
+	dropped := 0
+	if ps, err := h.db.prompts(h.ctx, stQueued); err == nil {
+		for _, p := range ps {
+			if p.Chat == chat && h.db.setPrompt(h.ctx, p.ID, stStopped, "", h.clock.Now()) == nil {
+				dropped++
+			}
+		}
+	}
+	var msg string
+	switch {
+	case inflight == 0:
+		msg = "Nothing is running in this chat."
+	case session != "":
+		err := h.svc.StopSession(h.ctx, session)
+		if err == nil {
+			msg = "Stopping the session."
+			break
+		}
+		h.log.Warn("telegram: StopSession failed; freeing the chat", "session", session, "err", err)
+		if errors.Is(err, plugin.ErrNotSurface) {
+			msg = "Stopped waiting for the session, but it goes on: stopping it needs [plugins.telegram] surface = true."
+		} else {
+			msg = "Stopped waiting for the session (" + clip(err.Error(), 150) + ")."
+		}
+		fallthrough
+	default:
+		if msg == "" {
+			msg = "Stopped waiting for the agent's session to start."
+		}
+		if err := h.db.setPrompt(h.ctx, inflight, stStopped, "", h.clock.Now()); err != nil {
+			h.log.Error("telegram: record a stopped prompt", "prompt", inflight, "err", err)
+		}
+		h.finish(chat, inflight)
+	}
+	if dropped > 0 {
+		msg += fmt.Sprintf(" Dropped %d waiting message(s).", dropped)
+	}
+	return msg
+}

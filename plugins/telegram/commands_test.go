@@ -1,0 +1,131 @@
+package telegram
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/carapace-dev/carapace/core/plugin"
+)
+
+// lastText runs the clock until chat has n messages and returns the last.
+func (e *env) lastText(chat int64, n int) string {
+	e.t.Helper()
+	e.until("an answer", func() bool { return len(e.fake.Texts(chat)) >= n })
+	texts := e.fake.Texts(chat)
+	return texts[len(texts)-1]
+}
+
+func TestCommands(t *testing.T) {
+	cases := []struct {
+		name   string
+		chat   int64
+		text   string
+		want   string // in the answer; "" for none
+		prompt string // the prompt it becomes instead, if any
+		check  func(t *testing.T, e *env)
+	}{
+		{name: "help", chat: owner, text: "/help", want: "/status"},
+		{name: "start once paired", chat: owner, text: "/start", want: "/stop"},
+		{name: "status", chat: owner, text: "/status", want: "Sessions: 1"},
+		{name: "status in a bound group", chat: family, text: "/status@" + "carapace_test_bot", want: "This chat: idle"},
+		{name: "pause", chat: owner, text: "/pause", want: "Paused", check: func(t *testing.T, e *env) {
+			if st, _ := e.svc.CoreStatus(t.Context()); !st.Paused {
+				t.Error("not paused")
+			}
+		}},
+		{name: "stop with nothing running", chat: owner, text: "/stop", want: "Nothing is running"},
+		{name: "an unknown command is text", chat: owner, text: "/weather in Lisbon", prompt: "/weather in Lisbon"},
+		{name: "another bot's command", chat: family, text: "/status@other_bot"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.say(tc.chat, tc.text)
+			switch {
+			case tc.want != "":
+				if got := e.lastText(tc.chat, 1); !strings.Contains(got, tc.want) {
+					t.Errorf("answer %q, want it to contain %q", got, tc.want)
+				}
+			case tc.prompt != "":
+				if ev := e.flush(1); ev.Payload["text"] != tc.prompt {
+					t.Errorf("prompt %q", ev.Payload["text"])
+				}
+			default:
+				e.clock.Advance(time.Hour)
+				if n := e.fake.Outbound() + len(e.svc.Events()); n != 0 {
+					t.Errorf("%d requests or events", n)
+				}
+			}
+			if tc.check != nil {
+				tc.check(t, e)
+			}
+		})
+	}
+}
+
+func TestStopStopsTheChatsSession(t *testing.T) {
+	e := newEnv(t)
+	e.say(owner, "long job")
+	ev := e.flush(1)
+	e.channel(plugin.TopicChannelStarted, ev, "s-long", "")
+	e.say(owner, "and then this")
+	e.say(family, "family job") // another chat: untouched
+	e.say(owner, "/stop")
+	if got := e.lastText(owner, 1); !strings.Contains(got, "Stopping") || !strings.Contains(got, "Dropped 1") {
+		t.Errorf("answer %q", got)
+	}
+	if got := e.svc.Stopped(); !slices.Equal(got, []string{"s-long"}) {
+		t.Errorf("stopped %v, want [s-long]", got)
+	}
+	// The core answers with the stopped session's reply; the dropped
+	// message does not go; the family's does.
+	e.coreEvent(plugin.TopicChannelReply, "main", plugin.ChannelReply{Session: "s-long", ReplyTo: mustJSON(ev.Payload["reply_to"]), Error: "stopped by the user"})
+	e.until("the family's prompt", func() bool { return len(e.events()) == 2 })
+	e.clock.Advance(time.Hour)
+	evs := e.events()
+	if len(evs) != 2 || replyToOf(t, evs[1]).ChatID != family {
+		t.Errorf("events after /stop: %d, the second to %d", len(evs), replyToOf(t, evs[len(evs)-1]).ChatID)
+	}
+}
+
+func TestPausedMessagesWaitForResume(t *testing.T) {
+	e := newEnv(t)
+	e.svc.Status.Paused = true
+	e.say(owner, "while paused")
+	e.clock.Advance(DefaultDebounce)
+	if got := e.lastText(owner, 1); !strings.Contains(got, "paused") {
+		t.Errorf("note %q", got)
+	}
+	if n := len(e.events()); n != 0 {
+		t.Fatalf("%d events while paused", n)
+	}
+	e.say(owner, "/resume")
+	e.until("the prompt", func() bool { return len(e.events()) == 1 })
+	ev := e.events()[0]
+	if ev.Payload["text"] != "while paused" {
+		t.Errorf("prompt %q", ev.Payload["text"])
+	}
+}
+
+func TestCommandsWithoutTheSurfaceGrant(t *testing.T) {
+	e := newEnv(t, withNoSurface())
+	e.say(owner, "/pause")
+	if got := e.lastText(owner, 1); !strings.Contains(got, "surface = true") {
+		t.Errorf("answer %q", got)
+	}
+}
+
+func TestNoSessionEverStarts(t *testing.T) {
+	e := newEnv(t)
+	e.say(owner, "into the void") // the core drops it: no channel.started ever comes
+	e.flush(1)
+	e.say(owner, "next")
+	e.clock.waitTimer(t, startTimeout)
+	e.clock.Advance(startTimeout)
+	if got := e.lastText(owner, 1); !strings.Contains(got, "No agent session started") || !strings.Contains(got, "[groups.main]") {
+		t.Errorf("note %q", got)
+	}
+	e.until("the next prompt", func() bool { return len(e.events()) == 2 })
+}

@@ -1,0 +1,231 @@
+package telegram
+
+import (
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf16"
+
+	"github.com/carapace-dev/carapace/core/plugin"
+)
+
+func TestOwnerMessageBecomesInboundEvent(t *testing.T) {
+	e := newEnv(t)
+	e.say(owner, "what is on my calendar?")
+	ev := e.flush(1)
+	if ev.Topic != plugin.TopicMessageInbound || ev.Group != "main" {
+		t.Fatalf("event %s for group %q, want message.inbound for main", ev.Topic, ev.Group)
+	}
+	if ev.Payload["text"] != "what is on my calendar?" {
+		t.Errorf("text = %q", ev.Payload["text"])
+	}
+	if ev.Payload["conversation"] != "telegram:4242" {
+		t.Errorf("conversation = %q, want telegram:4242", ev.Payload["conversation"])
+	}
+	if rt := replyToOf(t, ev); rt.ChatID != owner || rt.Prompt == 0 {
+		t.Errorf("reply_to = %+v, want the owner's chat and a prompt id", rt)
+	}
+	if n := e.fake.Outbound(); n != 0 {
+		t.Errorf("%d outbound requests before any session started (want none: no typing before channel.started)", n)
+	}
+}
+
+func TestDebounce(t *testing.T) {
+	cases := []struct {
+		name  string
+		gaps  []time.Duration // before each message after the first
+		want  []string        // the prompts, in order
+		check time.Duration   // how long after the last message the first prompt goes
+	}{
+		{"a burst is one prompt", []time.Duration{0, 0}, []string{"m0\nm1\nm2"}, DefaultDebounce},
+		{"messages apart are apart", []time.Duration{2 * time.Second}, []string{"m0", "m1"}, 0},
+		{"a long burst is capped", []time.Duration{time.Second, time.Second, time.Second, time.Second}, []string{"m0\nm1\nm2\nm3\nm4"}, 500 * time.Millisecond},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.say(owner, "m0")
+			for i, gap := range tc.gaps {
+				if gap > 0 {
+					e.clock.Advance(gap)
+				}
+				if tc.name == "messages apart are apart" {
+					e.waitEvents(1)
+					e.channel(plugin.TopicChannelReply, e.events()[0], "s1", "")
+				}
+				e.say(owner, "m"+string(rune('1'+i)))
+			}
+			if tc.check > 0 {
+				e.clock.Advance(tc.check - time.Millisecond)
+				if n := len(e.events()); n != 0 {
+					t.Fatalf("%d prompts before the debounce ended", n)
+				}
+				e.clock.Advance(time.Millisecond)
+			} else {
+				e.clock.Advance(DefaultDebounce)
+			}
+			evs := e.waitEvents(len(tc.want))
+			for i, want := range tc.want {
+				if evs[i].Payload["text"] != want {
+					t.Errorf("prompt %d = %q, want %q", i, evs[i].Payload["text"], want)
+				}
+			}
+		})
+	}
+}
+
+func TestMessagesWaitForTheRunningSession(t *testing.T) {
+	e := newEnv(t)
+	e.say(owner, "first")
+	first := e.flush(1)
+	e.channel(plugin.TopicChannelStarted, first, "s-1", "")
+	e.fake.WaitCount(t, "sendChatAction", 1) // typing while the session works
+	e.say(owner, "second")
+	e.say(owner, "third")
+	e.clock.Advance(time.Minute) // debounce long past: still no second session
+	if n := len(e.events()); n != 1 {
+		t.Fatalf("%d prompts while the chat's session runs, want 1", n)
+	}
+	e.channel(plugin.TopicChannelReply, first, "s-1", "answer one")
+	waitFor(t, "the answer", func() bool { return len(e.fake.Texts(owner)) == 1 })
+	if got := e.fake.Texts(owner)[0]; got != "answer one" {
+		t.Errorf("answer = %q", got)
+	}
+	next := e.waitEvents(2)[1]
+	if next.Payload["text"] != "second\nthird" {
+		t.Errorf("the waiting messages went as %q, want one prompt \"second\\nthird\"", next.Payload["text"])
+	}
+	// Typing stopped with the reply: its 4 s timer is gone.
+	typing := e.fake.Count("sendChatAction")
+	e.clock.Advance(10 * time.Second)
+	if n := e.fake.Count("sendChatAction"); n != typing {
+		t.Errorf("typing went on after channel.reply: %d → %d", typing, n)
+	}
+}
+
+func TestTypingRepeatsWhileTheSessionWorks(t *testing.T) {
+	e := newEnv(t)
+	e.say(owner, "hi")
+	ev := e.flush(1)
+	e.channel(plugin.TopicChannelStarted, ev, "s-1", "")
+	for i := 1; i <= 3; i++ {
+		e.fake.WaitCount(t, "sendChatAction", i)
+		e.clock.waitTimer(t, typingGap)
+		e.clock.Advance(typingGap)
+	}
+	e.fake.WaitCount(t, "sendChatAction", 4)
+	for _, r := range e.fake.Requests() {
+		if r.Method == "sendChatAction" && (r.Params["chat_id"] != "4242" || r.Params["action"] != "typing") {
+			t.Errorf("sendChatAction %v", r.Params)
+		}
+	}
+}
+
+func TestInterleavedChatsKeepTheirOwnQueuesAndReplies(t *testing.T) {
+	e := newEnv(t)
+	e.say(owner, "private one")
+	e.say(family, "family one")
+	e.clock.Advance(DefaultDebounce)
+	evs := e.waitEvents(2)
+	byChat := map[int64]plugin.Event{}
+	for _, ev := range evs {
+		byChat[replyToOf(t, ev).ChatID] = ev
+	}
+	p, f := byChat[owner], byChat[family]
+	if p.Group != "main" || f.Group != "family" || f.Payload["conversation"] != "telegram:-100777" {
+		t.Fatalf("events: private → %q, family → %q %v", p.Group, f.Group, f.Payload["conversation"])
+	}
+	e.channel(plugin.TopicChannelStarted, p, "s-p", "")
+	e.channel(plugin.TopicChannelStarted, f, "s-f", "")
+	e.say(family, "family two") // waits for s-f only
+	e.channel(plugin.TopicChannelReply, f, "s-f", "for the family")
+	e.channel(plugin.TopicChannelReply, p, "s-p", "for the owner")
+	e.until("both answers", func() bool { return len(e.fake.Texts(owner)) == 1 && len(e.fake.Texts(family)) == 1 })
+	if got := e.fake.Texts(owner)[0]; got != "for the owner" {
+		t.Errorf("owner's chat got %q", got)
+	}
+	if got := e.fake.Texts(family)[0]; got != "for the family" {
+		t.Errorf("family chat got %q", got)
+	}
+	e.clock.Advance(DefaultDebounce)
+	third := e.waitEvents(3)[2]
+	if third.Payload["text"] != "family two" || replyToOf(t, third).ChatID != family {
+		t.Errorf("third prompt %q to %d", third.Payload["text"], replyToOf(t, third).ChatID)
+	}
+}
+
+func TestLongAnswerArrivesInValidPieces(t *testing.T) {
+	e := newEnv(t)
+	e.say(owner, "write a lot")
+	ev := e.flush(1)
+	var b strings.Builder
+	for b.Len() < 10000 {
+		b.WriteString("Paragraph with an emoji 🦀 and ünïcödé. ")
+		if b.Len()%700 < 40 {
+			b.WriteString("\n\n")
+		}
+	}
+	answer := []rune(b.String())[:10000]
+	e.channel(plugin.TopicChannelReply, ev, "s-1", string(answer))
+	for i := 1; i < 4; i++ {
+		e.fake.WaitCount(t, "sendMessage", i)
+		if i < 3 {
+			e.clock.waitTimer(t, perChatGap)
+			e.clock.Advance(perChatGap)
+		}
+	}
+	pieces := e.fake.Texts(owner)
+	if len(pieces) != 3 {
+		t.Fatalf("%d pieces, want 3", len(pieces))
+	}
+	if strings.Join(pieces, "") != string(answer) {
+		t.Error("the pieces do not add up to the answer")
+	}
+	for i, p := range pieces {
+		if n := len(utf16.Encode([]rune(p))); n > MaxMessage {
+			t.Errorf("piece %d has %d UTF-16 units", i, n)
+		}
+	}
+}
+
+func TestFailedSessionTellsTheOwner(t *testing.T) {
+	e := newEnv(t)
+	e.say(owner, "hi")
+	ev := e.flush(1)
+	e.coreEvent(plugin.TopicChannelReply, "main", plugin.ChannelReply{Session: "", Event: ev.ID,
+		ReplyTo: mustJSON(ev.Payload["reply_to"]), Error: "no agent session could start: the group's queue is full"})
+	waitFor(t, "the note", func() bool { return len(e.fake.Texts(owner)) == 1 })
+	if got := e.fake.Texts(owner)[0]; !strings.Contains(got, "could not answer") || !strings.Contains(got, "queue is full") {
+		t.Errorf("note = %q", got)
+	}
+}
+
+func TestRepliesGoOnlyWhereThePromptCameFrom(t *testing.T) {
+	cases := []struct {
+		name   string
+		source string
+		chat   int64 // reply_to.chat_id
+	}{
+		{"an event from another plugin", "evil-plugin", owner},
+		{"reply_to naming another chat than the prompt's", "core", family},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.say(owner, "hi")
+			ev := e.flush(1)
+			rt := replyToOf(t, ev)
+			r := plugin.ChannelReply{Session: "s-1", ReplyTo: mustJSON(map[string]any{"chat_id": tc.chat, "prompt": rt.Prompt}), Text: "phish"}
+			_ = e.hs.HandleEvent(&plugin.Event{Topic: plugin.TopicChannelReply, Source: tc.source, Payload: payloadOf(t, r)})
+			// Positive control: the genuine reply is delivered, and only it.
+			e.channel(plugin.TopicChannelReply, ev, "s-1", "genuine")
+			waitFor(t, "the genuine answer", func() bool { return e.fake.Count("sendMessage") >= 1 })
+			if got := e.fake.Texts(owner); len(got) != 1 || got[0] != "genuine" {
+				t.Errorf("owner's chat got %q", got)
+			}
+			if got := e.fake.Texts(tc.chat); tc.chat != owner && len(got) != 0 {
+				t.Errorf("chat %d got %q", tc.chat, got)
+			}
+		})
+	}
+}

@@ -1,0 +1,163 @@
+package telegram
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Pairing: `carapace telegram pair` calls NewPairing, which writes
+// PairingFile in the plugin's data folder; the owner sends /start CODE to
+// the bot in a private chat, and the plugin, finding the code's hash in
+// the file and the file not expired, makes the sender the owner and
+// deletes the file. See the package documentation for the format.
+const (
+	// PairingFile is the pairing file's name in the data folder.
+	PairingFile = "pairing.json"
+	// PairingTTL is how long a code is valid.
+	PairingTTL = 10 * time.Minute
+	// CodeLength is the number of characters of a code.
+	CodeLength = 10
+	// CodeAlphabet has no characters that are easy to confuse (no 0/O,
+	// 1/I/L): 31 symbols, so a code holds about 49.5 bits.
+	CodeAlphabet = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
+)
+
+// Pairing is the content of PairingFile.
+type Pairing struct {
+	// CodeSHA256 is the hex SHA-256 of the code (upper case, as printed):
+	// the file never holds the code itself.
+	CodeSHA256 string    `json:"code_sha256"`
+	CreatedAt  time.Time `json:"created_at"`
+	ExpiresAt  time.Time `json:"expires_at"`
+}
+
+// NewPairing makes a new one-time code, writes its pairing file in dataDir
+// (created 0700 if missing) atomically with mode 0600, replacing any
+// earlier one, and returns the code to show the user. The code expires
+// PairingTTL after now.
+func NewPairing(dataDir string, now time.Time) (string, error) {
+	code, err := newCode()
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return "", fmt.Errorf("telegram pairing: create %s: %w", dataDir, err)
+	}
+	p := Pairing{CodeSHA256: hashCode(code), CreatedAt: now.UTC(), ExpiresAt: now.Add(PairingTTL).UTC()}
+	b, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	if err := writeAtomic(filepath.Join(dataDir, PairingFile), append(b, '\n')); err != nil {
+		return "", fmt.Errorf("telegram pairing: %w", err)
+	}
+	return code, nil
+}
+
+// newCode returns CodeLength random characters of CodeAlphabet, drawn
+// without modulo bias.
+func newCode() (string, error) {
+	var out strings.Builder
+	buf := make([]byte, 64)
+	for out.Len() < CodeLength {
+		if _, err := rand.Read(buf); err != nil {
+			return "", fmt.Errorf("telegram pairing: random code: %w", err)
+		}
+		for _, b := range buf {
+			// 248 = 8 × 31: the bytes below it map evenly onto the alphabet.
+			if b < 248 && out.Len() < CodeLength {
+				out.WriteByte(CodeAlphabet[int(b)%len(CodeAlphabet)])
+			}
+		}
+	}
+	return out.String(), nil
+}
+
+// hashCode is the hex SHA-256 of a code, normalised to upper case without
+// spaces or dashes (people may type it so).
+func hashCode(code string) string {
+	norm := strings.ToUpper(strings.NewReplacer(" ", "", "-", "").Replace(strings.TrimSpace(code)))
+	sum := sha256.Sum256([]byte(norm))
+	return hex.EncodeToString(sum[:])
+}
+
+// writeAtomic writes path through a temporary file in the same folder,
+// synced and renamed into place, mode 0600.
+func writeAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".pairing-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // after the rename, a no-op
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// errNoPairing: there is no pairing file.
+var errNoPairing = errors.New("no pairing code is pending")
+
+// readPairing reads the pairing file in dir: errNoPairing if there is none.
+// A file that is not a regular file of ours, mode 0600 at most, is refused.
+func readPairing(dir string) (*Pairing, error) {
+	path := filepath.Join(dir, PairingFile)
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, errNoPairing
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("telegram pairing: %s must be a regular file readable only by you (mode 0600): run carapace telegram pair again", path)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var p Pairing
+	if err := json.Unmarshal(b, &p); err != nil || len(p.CodeSHA256) != 64 {
+		return nil, fmt.Errorf("telegram pairing: %s is not a pairing file: run carapace telegram pair again", path)
+	}
+	return &p, nil
+}
+
+// checkPairing reports whether code matches the pending pairing in dir at
+// now (not expired). It never says why not: a wrong code gets no answer.
+func checkPairing(dir, code string, now time.Time) bool {
+	p, err := readPairing(dir)
+	if err != nil || !now.Before(p.ExpiresAt) || now.Before(p.CreatedAt.Add(-time.Minute)) {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(hashCode(code)), []byte(strings.ToLower(p.CodeSHA256))) == 1
+}
+
+// pairingPending reports whether dir holds a pairing file (valid or not).
+func pairingPending(dir string) bool {
+	_, err := readPairing(dir)
+	return err == nil
+}

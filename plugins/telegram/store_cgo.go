@@ -1,0 +1,7 @@
+//go:build cgo
+
+package telegram
+
+// cgoEnabled reports whether this binary was built with cgo, without which
+// mattn/go-sqlite3 is a stub that fails every open.
+const cgoEnabled = true

@@ -1,0 +1,362 @@
+package telegram
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-telegram/bot"
+	"github.com/go-telegram/bot/models"
+)
+
+// gate is the HTTP client of the bot. It lets a getUpdates through only
+// once every update the previous one returned has been handled (recorded
+// in the database). go-telegram/bot asks for the next batch as soon as it
+// has queued the last, and Telegram forgets an update once a getUpdates
+// asks for a higher offset: without the gate, an update queued but not
+// yet handled when the process dies would be lost.
+type gate struct {
+	client *http.Client
+
+	mu      sync.Mutex
+	pending map[int64]bool
+	idle    chan struct{} // closed while nothing is pending
+}
+
+func newGate(c *http.Client) *gate {
+	g := &gate{client: c, pending: map[int64]bool{}, idle: make(chan struct{})}
+	close(g.idle)
+	return g
+}
+
+// Do implements bot.HttpClient.
+func (g *gate) Do(req *http.Request) (*http.Response, error) {
+	if !strings.HasSuffix(req.URL.Path, "/getUpdates") {
+		return g.client.Do(req)
+	}
+	g.mu.Lock()
+	idle := g.idle
+	g.mu.Unlock()
+	select {
+	case <-idle:
+	case <-req.Context().Done():
+		return nil, req.Context().Err()
+	}
+	resp, err := g.client.Do(req)
+	if err != nil {
+		return resp, err
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	var r struct {
+		OK     bool `json:"ok"`
+		Result []struct {
+			ID int64 `json:"update_id"`
+		} `json:"result"`
+	}
+	if json.Unmarshal(body, &r) == nil && r.OK && len(r.Result) > 0 {
+		g.mu.Lock()
+		if len(g.pending) == 0 {
+			g.idle = make(chan struct{})
+		}
+		for _, u := range r.Result {
+			g.pending[u.ID] = true
+		}
+		g.mu.Unlock()
+	}
+	return resp, nil
+}
+
+// done marks update id handled.
+func (g *gate) done(id int64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.pending[id] {
+		return
+	}
+	delete(g.pending, id)
+	if len(g.pending) == 0 {
+		close(g.idle)
+	}
+}
+
+// updateInfo is what the plugin records about any update: never content.
+type updateInfo struct {
+	ID       int64
+	Kind     string // the update's field: message, callback_query, edited_message, …
+	Chat     int64
+	ChatType string
+	User     int64
+}
+
+// describe returns an update's kind, chat and sender.
+func describe(u *models.Update) updateInfo {
+	in := updateInfo{ID: u.ID}
+	msg := func(kind string, m *models.Message) {
+		in.Kind = kind
+		if m != nil {
+			in.Chat, in.ChatType = m.Chat.ID, string(m.Chat.Type)
+			if m.From != nil {
+				in.User = m.From.ID
+			}
+		}
+	}
+	switch {
+	case u.Message != nil:
+		msg("message", u.Message)
+	case u.EditedMessage != nil:
+		msg("edited_message", u.EditedMessage)
+	case u.ChannelPost != nil:
+		msg("channel_post", u.ChannelPost)
+	case u.EditedChannelPost != nil:
+		msg("edited_channel_post", u.EditedChannelPost)
+	case u.BusinessMessage != nil:
+		msg("business_message", u.BusinessMessage)
+	case u.EditedBusinessMessage != nil:
+		msg("edited_business_message", u.EditedBusinessMessage)
+	case u.CallbackQuery != nil:
+		in.Kind, in.User = "callback_query", u.CallbackQuery.From.ID
+		if c, ok := callbackChat(u.CallbackQuery); ok {
+			in.Chat, in.ChatType = c.ID, string(c.Type)
+		}
+	case u.MyChatMember != nil:
+		in.Kind, in.Chat, in.ChatType, in.User = "my_chat_member", u.MyChatMember.Chat.ID, string(u.MyChatMember.Chat.Type), u.MyChatMember.From.ID
+	case u.ChatMember != nil:
+		in.Kind, in.Chat, in.ChatType, in.User = "chat_member", u.ChatMember.Chat.ID, string(u.ChatMember.Chat.Type), u.ChatMember.From.ID
+	case u.ChatJoinRequest != nil:
+		in.Kind, in.Chat, in.User = "chat_join_request", u.ChatJoinRequest.Chat.ID, u.ChatJoinRequest.From.ID
+	case u.InlineQuery != nil:
+		in.Kind = "inline_query"
+		if u.InlineQuery.From != nil {
+			in.User = u.InlineQuery.From.ID
+		}
+	case u.MessageReaction != nil:
+		in.Kind, in.Chat = "message_reaction", u.MessageReaction.Chat.ID
+		if u.MessageReaction.User != nil {
+			in.User = u.MessageReaction.User.ID
+		}
+	case u.PollAnswer != nil:
+		in.Kind = "poll_answer"
+	case u.Poll != nil:
+		in.Kind = "poll"
+	default:
+		in.Kind = "other"
+	}
+	return in
+}
+
+// callbackChat is the chat of the message a callback's button was on.
+func callbackChat(q *models.CallbackQuery) (models.Chat, bool) {
+	switch {
+	case q.Message.Message != nil:
+		return q.Message.Message.Chat, true
+	case q.Message.InaccessibleMessage != nil:
+		return q.Message.InaccessibleMessage.Chat, true
+	}
+	return models.Chat{}, false
+}
+
+// callbackMessageID is the id of the message a callback's button was on.
+func callbackMessageID(q *models.CallbackQuery) int {
+	switch {
+	case q.Message.Message != nil:
+		return q.Message.Message.ID
+	case q.Message.InaccessibleMessage != nil:
+		return q.Message.InaccessibleMessage.MessageID
+	}
+	return 0
+}
+
+// action is what one update asks of the plugin.
+type action struct {
+	kind   string // drop, pair, text, command, callback, ignore
+	reason string // for drop and ignore: why (logged)
+	chat   int64
+	group  string
+	text   string
+	cmd    string
+	args   string
+}
+
+// classify decides what an update is, before anything is done with it.
+// Everything that is not the owner's message in a mapped chat, the
+// owner's callback in the owner's private chat, or a pairing /start with
+// the right code is dropped: it causes no outbound request at all.
+func (h *Handler) classify(u *models.Update, owner int64) action {
+	drop := func(reason string) action { return action{kind: "drop", reason: reason} }
+	switch {
+	case u.Message != nil:
+		m := u.Message
+		switch {
+		case m.From == nil || m.SenderChat != nil:
+			return drop("not sent by a user")
+		case m.From.IsBot || m.From.ID == h.botID:
+			return drop("sent by a bot")
+		}
+		private := m.Chat.Type == models.ChatTypePrivate && m.Chat.ID == m.From.ID
+		if owner == 0 {
+			if code, ok := strings.CutPrefix(m.Text, "/start "); ok && private && checkPairing(h.opts.DataDir, code, h.clock.Now()) {
+				return action{kind: "pair", chat: m.Chat.ID}
+			}
+			return drop("no owner yet, and not a valid pairing code")
+		}
+		if m.From.ID != owner {
+			return drop("not the owner")
+		}
+		group, ok := h.cfg.groupOf(owner, m.Chat.ID)
+		if !ok || (m.Chat.ID == owner && !private) {
+			return drop("the owner, in a chat not bound to a group")
+		}
+		if m.Text == "" {
+			return action{kind: "ignore", reason: "not a text message", chat: m.Chat.ID, group: group}
+		}
+		if cmd, args, ok := h.command(m.Text); ok {
+			return action{kind: "command", chat: m.Chat.ID, group: group, cmd: cmd, args: args}
+		}
+		if strings.HasPrefix(m.Text, "/") && h.otherBotCommand(m.Text) {
+			return drop("a command for another bot")
+		}
+		return action{kind: "text", chat: m.Chat.ID, group: group, text: m.Text}
+	case u.CallbackQuery != nil:
+		q := u.CallbackQuery
+		if owner == 0 || q.From.ID != owner {
+			return drop("a button pressed by someone who is not the owner")
+		}
+		c, ok := callbackChat(q)
+		if !ok || c.ID != owner || c.Type != models.ChatTypePrivate {
+			return drop("the owner's button outside the owner's private chat")
+		}
+		return action{kind: "callback", chat: c.ID}
+	}
+	return drop("an update of a kind the plugin does not handle")
+}
+
+// command parses "/name@bot args" for the plugin's commands; another
+// bot's command, or an unknown one, is not a command (unknown ones are
+// text for the agent).
+func (h *Handler) command(text string) (name, args string, ok bool) {
+	if !strings.HasPrefix(text, "/") {
+		return "", "", false
+	}
+	head, args, _ := strings.Cut(text, " ")
+	name, target, hasTarget := strings.Cut(strings.TrimPrefix(head, "/"), "@")
+	if hasTarget && !strings.EqualFold(target, h.botUN) {
+		return "", "", false
+	}
+	switch name = strings.ToLower(name); name {
+	case "start", "help", "status", "stop", "pause", "resume":
+		return name, strings.TrimSpace(args), true
+	}
+	return "", "", false
+}
+
+// otherBotCommand reports whether text is a command addressed to another
+// bot (/cmd@otherbot), which is none of the agent's business.
+func (h *Handler) otherBotCommand(text string) bool {
+	head, _, _ := strings.Cut(text, " ")
+	_, target, ok := strings.Cut(head, "@")
+	return ok && !strings.EqualFold(target, h.botUN)
+}
+
+// onUpdate handles one update: it decides what the update is, records it
+// (and, for the owner's text, the prompt) in one transaction, and only
+// then acts. go-telegram/bot calls it for one update at a time, in order
+// (WithNotAsyncHandlers), and the gate holds the next getUpdates until it
+// returns.
+func (h *Handler) onUpdate(ctx context.Context, _ *bot.Bot, u *models.Update) {
+	info := describe(u)
+	a := h.classify(u, h.ownerID())
+	disposition := a.kind
+	if a.reason != "" {
+		disposition += ": " + a.reason
+	}
+	h.crash("update:before-commit")
+	var fresh bool
+	err := h.retry(ctx, func() error {
+		return h.db.tx(ctx, func(tx *sql.Tx) error {
+			var err error
+			if fresh, err = recordUpdate(ctx, tx, info, disposition, h.clock.Now()); err != nil || !fresh {
+				return err
+			}
+			switch a.kind {
+			case "text":
+				return appendPrompt(ctx, tx, a.chat, a.group, a.text, info.ID, h.clock.Now())
+			case "pair":
+				return setMeta(ctx, tx, "owner_id", formatID(info.User))
+			}
+			return nil
+		})
+	})
+	if err != nil { // only when stopping: the update stays unconfirmed
+		return
+	}
+	h.crash("update:after-commit")
+	h.gate.done(info.ID)
+	if !fresh {
+		h.log.Info("telegram: update already handled; skipped", "update_id", info.ID, "type", info.Kind)
+		return
+	}
+	switch a.kind {
+	case "drop":
+		// Audited without content; never answered.
+		h.log.Info("telegram: update dropped", "update_id", info.ID, "type", info.Kind, "chat", info.Chat, "user", info.User, "reason", a.reason)
+	case "ignore":
+		h.log.Info("telegram: owner's update ignored", "update_id", info.ID, "type", info.Kind, "chat", info.Chat, "reason", a.reason)
+		h.notify(a.chat, "Only text messages reach the agent so far.")
+	case "pair":
+		h.paired(info)
+	case "text":
+		h.log.Info("telegram: owner's message queued", "update_id", info.ID, "chat", a.chat, "group", a.group)
+		h.kick(a.chat)
+	case "command":
+		h.log.Info("telegram: owner's command", "update_id", info.ID, "chat", a.chat, "command", a.cmd)
+		h.goBG(func() { h.runCommand(a) })
+	case "callback":
+		q := u.CallbackQuery
+		h.goBG(func() { h.onCallback(q) })
+	}
+}
+
+// retry runs f until it succeeds or ctx ends, backing off: a database
+// that fails (a full disk) holds the update rather than losing it.
+func (h *Handler) retry(ctx context.Context, f func() error) error {
+	wait := 100 * time.Millisecond
+	for {
+		err := f()
+		if err == nil {
+			return nil
+		}
+		h.log.Error("telegram: could not record an update; retrying (it stays unconfirmed with Telegram meanwhile)", "err", err)
+		if sleep(ctx, h.clock, wait) != nil {
+			return ctx.Err()
+		}
+		wait = min(2*wait, 30*time.Second)
+	}
+}
+
+// paired makes the sender of a right /start code the owner.
+func (h *Handler) paired(info updateInfo) {
+	if err := os.Remove(filepath.Join(h.opts.DataDir, PairingFile)); err != nil && !os.IsNotExist(err) {
+		h.log.Warn("telegram: could not delete the used pairing file", "err", err)
+	}
+	h.mu.Lock()
+	h.owner = info.User
+	h.mu.Unlock()
+	h.log.Info("telegram: paired: the owner is now this Telegram user", "user", info.User, "update_id", info.ID)
+	h.notify(info.Chat, "Paired: you are this Carapace's owner. Write here to talk to your agent; /help lists the commands.")
+}
+
+func formatID(id int64) string { return strconv.FormatInt(id, 10) }
