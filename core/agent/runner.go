@@ -202,28 +202,55 @@ func (r *Runner) Paused() bool { return r.paused.Load() }
 
 // Spawn starts agent sessions for the events that name a configured group
 // ([groups.NAME] in config.toml) with one of its topics; the payload's
-// "text" is the prompt. Events of other groups, and those with no text,
-// are logged and dropped. It runs until the subscription closes.
+// "text" is the prompt. Events of other groups, those with no text and
+// all while paused are logged and dropped; a plugin's dropped event gets
+// a channel.reply saying why, so that its channel can tell the sender. It
+// runs until the subscription closes.
 func (r *Runner) Spawn(sub *events.Subscription) {
 	for ev := range sub.C() {
 		g, ok := r.cfg.Groups[ev.Group]
 		if !ok || !slices.Contains(g.Topics, ev.Topic) {
 			r.log.Info("event dropped: its group is not configured to start agent sessions ([groups.NAME] in config.toml)",
 				"topic", ev.Topic, "group", ev.Group, "source", ev.Source, "event", ev.ID)
+			r.answer(ev, plugin.TopicChannelReply, r.reply(ev, fmt.Sprintf("group %s does not start agent sessions for %s: add [groups.%s] to config.toml", ev.Group, ev.Topic, ev.Group)))
 			continue
 		}
 		if r.paused.Load() {
 			r.log.Info("event dropped: sessions for events are paused (carapace resume)", "topic", ev.Topic, "group", ev.Group, "source", ev.Source, "event", ev.ID)
 			_ = r.audit.Write(&audit.Entry{Source: "core", Group: ev.Group, Topic: ev.Topic, ID: ev.ID, Stage: audit.StageEvent,
 				Outcome: audit.OutcomeRejected, Reason: "paused: no session starts for events until resumed"})
+			r.answer(ev, plugin.TopicChannelReply, r.reply(ev, "paused: no agent session starts for events until carapace resume"))
 			continue
 		}
 		text, _ := ev.Payload["text"].(string)
 		if strings.TrimSpace(text) == "" {
 			r.log.Warn("event dropped: no text for the agent", "topic", ev.Topic, "group", ev.Group, "source", ev.Source, "event", ev.ID)
+			r.answer(ev, plugin.TopicChannelReply, r.reply(ev, "the message has no text for the agent"))
 			continue
 		}
 		go r.runForEvent(ev, text)
+	}
+}
+
+// reply is the ChannelReply to ev, with an error when no session ran.
+func (r *Runner) reply(ev *plugin.Event, err string) plugin.ChannelReply {
+	rep := plugin.ChannelReply{Plugin: ev.Source, Event: ev.ID, Error: err}
+	if rt, ok := ev.Payload["reply_to"]; ok {
+		rep.ReplyTo, _ = json.Marshal(rt)
+	}
+	return rep
+}
+
+// answer sends a plugin's event its channel.started or channel.reply (to
+// that plugin alone: core/loader routes channel.* by ChannelReply.Plugin).
+// Events of the core itself are not answered.
+func (r *Runner) answer(ev *plugin.Event, topic string, rep plugin.ChannelReply) {
+	if ev.Source == "" || ev.Source == "core" {
+		return
+	}
+	e := &plugin.Event{Topic: topic, Group: ev.Group, Source: "core", Correlation: ev.ID, Payload: events.Payload(rep)}
+	if err := r.opts.Bus.Publish(context.Background(), e); err != nil {
+		r.log.Warn("could not answer a channel's event", "topic", topic, "plugin", ev.Source, "event", ev.ID, "err", err)
 	}
 }
 
@@ -236,19 +263,8 @@ func (r *Runner) Spawn(sub *events.Subscription) {
 func (r *Runner) runForEvent(ev *plugin.Event, text string) {
 	ctx := context.Background()
 	conversation, _ := ev.Payload["conversation"].(string)
-	reply := plugin.ChannelReply{Plugin: ev.Source, Event: ev.ID}
-	if rt, ok := ev.Payload["reply_to"]; ok {
-		reply.ReplyTo, _ = json.Marshal(rt)
-	}
-	answer := func(topic string, reply plugin.ChannelReply) {
-		if ev.Source == "" || ev.Source == "core" {
-			return
-		}
-		e := &plugin.Event{Topic: topic, Group: ev.Group, Source: "core", Correlation: ev.ID, Payload: events.Payload(reply)}
-		if err := r.opts.Bus.Publish(ctx, e); err != nil {
-			r.log.Warn("could not answer a channel's event", "topic", topic, "plugin", ev.Source, "event", ev.ID, "err", err)
-		}
-	}
+	reply := r.reply(ev, "")
+	answer := func(topic string, rep plugin.ChannelReply) { r.answer(ev, topic, rep) }
 	sess, agent, err := r.openContainerSession(ctx, control.SessionRequest{Group: ev.Group, Runtime: "container", Prompt: text,
 		Conversation: textutil.Clip(conversation, 200)})
 	if err != nil {

@@ -20,7 +20,7 @@
 //
 // # Pairing
 //
-// `carapace telegram pair` calls NewPairing, which writes PairingFile
+// `carapace telegram pair` calls NewPairing, which writes pairing.File
 // (pairing.json) in the plugin's data folder, mode 0600, atomically:
 //
 //	{
@@ -29,7 +29,7 @@
 //	  "expires_at": "2026-01-01T12:10:00Z"
 //	}
 //
-// The code is CodeLength (10) characters of CodeAlphabet and is valid for
+// The code is pairing.CodeLength (10) characters of pairing.CodeAlphabet and is valid for
 // PairingTTL (10 minutes); the file never holds the code itself. While no
 // owner is known, Init succeeds only if such a file exists (else
 // CONFIG_ERROR naming the pair command). A private-chat "/start CODE" whose

@@ -12,6 +12,7 @@ import (
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/core/plugin/plugintest"
 	"github.com/carapace-dev/carapace/internal/testutil/fakebot"
+	"github.com/carapace-dev/carapace/plugins/telegram/pairing"
 )
 
 // strangerUpdates are updates that must cause nothing: each a body for
@@ -128,24 +129,24 @@ func TestAllowedUpdatesAsked(t *testing.T) {
 
 func TestPairing(t *testing.T) {
 	e := newEnv(t, withoutConfig("owner_id"), func(e *env) {
-		if _, err := NewPairing(e.dir, e.clock.Now()); err != nil { // a first code, replaced below
+		if _, err := pairing.New(e.dir, e.clock.Now()); err != nil { // a first code, replaced below
 			t.Fatal(err)
 		}
 	})
-	code, err := NewPairing(e.dir, e.clock.Now())
+	code, err := pairing.New(e.dir, e.clock.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	fi, err := os.Stat(filepath.Join(e.dir, PairingFile))
+	fi, err := os.Stat(filepath.Join(e.dir, pairing.File))
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("pairing file: %v, mode %v", err, fi.Mode())
 	}
-	raw, _ := os.ReadFile(filepath.Join(e.dir, PairingFile))
+	raw, _ := os.ReadFile(filepath.Join(e.dir, pairing.File))
 	if strings.Contains(string(raw), code) {
 		t.Fatal("the pairing file holds the code itself")
 	}
-	if len(code) < 8 || strings.Trim(code, CodeAlphabet) != "" {
-		t.Fatalf("code %q: want ≥ 8 characters of %s", code, CodeAlphabet)
+	if len(code) < 8 || strings.Trim(code, pairing.CodeAlphabet) != "" {
+		t.Fatalf("code %q: want ≥ 8 characters of %s", code, pairing.CodeAlphabet)
 	}
 
 	wrong := "ABCDEFGHJK"
@@ -164,7 +165,7 @@ func TestPairing(t *testing.T) {
 	if !strings.Contains(e.fake.Texts(owner)[0], "Paired") {
 		t.Errorf("welcome = %q", e.fake.Texts(owner)[0])
 	}
-	if _, err := os.Stat(filepath.Join(e.dir, PairingFile)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(e.dir, pairing.File)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the pairing file is still there after use: %v", err)
 	}
 
@@ -187,22 +188,22 @@ func TestPairingCodeExpires(t *testing.T) {
 	var code string
 	e := newEnv(t, withoutConfig("owner_id"), func(e *env) {
 		var err error
-		if code, err = NewPairing(e.dir, e.clock.Now()); err != nil {
+		if code, err = pairing.New(e.dir, e.clock.Now()); err != nil {
 			t.Fatal(err)
 		}
 	})
-	e.clock.Advance(PairingTTL)
+	e.clock.Advance(pairing.TTL)
 	e.handled(e.fake.PrivateText(owner, "/start "+code))
 	e.clock.Advance(time.Hour)
 	if n := e.fake.Outbound(); n != 0 {
 		t.Fatalf("an expired code got %d outbound requests", n)
 	}
 	// Positive control: a new code, sent in time, pairs.
-	fresh, err := NewPairing(e.dir, e.clock.Now())
+	fresh, err := pairing.New(e.dir, e.clock.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.clock.Advance(PairingTTL - time.Second)
+	e.clock.Advance(pairing.TTL - time.Second)
 	e.handled(e.fake.PrivateText(owner, "/start "+fresh))
 	e.until("the welcome", func() bool { return len(e.fake.Texts(owner)) == 1 })
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/go-telegram/bot/models"
 
 	"github.com/carapace-dev/carapace/core/plugin"
+	"github.com/carapace-dev/carapace/plugins/telegram/pairing"
 )
 
 // Name is the plugin's name.
@@ -190,7 +191,7 @@ func (h *Handler) Init(ctx context.Context, cfgMap map[string]any, svc plugin.Se
 			return plugin.NewInitError(plugin.CategoryInternal, fmt.Errorf("telegram: read the owner: %w", err))
 		}
 	}
-	if owner == 0 && !pairingPending(h.opts.DataDir) {
+	if owner == 0 && !pairing.Pending(h.opts.DataDir) {
 		return plugin.NewInitError(plugin.CategoryConfig, errors.New("telegram: no owner: run `carapace telegram pair` and send the bot the /start code it prints, "+
 			"or set owner_id (your Telegram user id) in [plugins.telegram.config]"))
 	}

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/carapace-dev/carapace/plugins/telegram/pairing"
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
 )
@@ -208,7 +209,7 @@ func (h *Handler) classify(u *models.Update, owner int64) action {
 		}
 		private := m.Chat.Type == models.ChatTypePrivate && m.Chat.ID == m.From.ID
 		if owner == 0 {
-			if code, ok := strings.CutPrefix(m.Text, "/start "); ok && private && checkPairing(h.opts.DataDir, code, h.clock.Now()) {
+			if code, ok := strings.CutPrefix(m.Text, "/start "); ok && private && pairing.Check(h.opts.DataDir, code, h.clock.Now()) {
 				return action{kind: "pair", chat: m.Chat.ID}
 			}
 			return drop("no owner yet, and not a valid pairing code")
@@ -349,7 +350,7 @@ func (h *Handler) retry(ctx context.Context, f func() error) error {
 
 // paired makes the sender of a right /start code the owner.
 func (h *Handler) paired(info updateInfo) {
-	if err := os.Remove(filepath.Join(h.opts.DataDir, PairingFile)); err != nil && !os.IsNotExist(err) {
+	if err := os.Remove(filepath.Join(h.opts.DataDir, pairing.File)); err != nil && !os.IsNotExist(err) {
 		h.log.Warn("telegram: could not delete the used pairing file", "err", err)
 	}
 	h.mu.Lock()

@@ -1,4 +1,11 @@
-package telegram
+// Package pairing is the one-time code with which the Telegram plugin
+// learns who its owner is: `carapace telegram pair` calls New, which
+// writes File in the plugin's data folder; the owner sends /start CODE to
+// the bot in a private chat, and the plugin, finding the code's hash in the
+// file and the file not expired (Check), makes the sender the owner and
+// deletes the file. It is its own package, with nothing but the standard
+// library, so that the command line need not link the plugin.
+package pairing
 
 import (
 	"crypto/rand"
@@ -15,16 +22,12 @@ import (
 	"time"
 )
 
-// Pairing: `carapace telegram pair` calls NewPairing, which writes
-// PairingFile in the plugin's data folder; the owner sends /start CODE to
-// the bot in a private chat, and the plugin, finding the code's hash in
-// the file and the file not expired, makes the sender the owner and
-// deletes the file. See the package documentation for the format.
+// The pairing file and its code.
 const (
-	// PairingFile is the pairing file's name in the data folder.
-	PairingFile = "pairing.json"
-	// PairingTTL is how long a code is valid.
-	PairingTTL = 10 * time.Minute
+	// File is the pairing file's name in the data folder.
+	File = "pairing.json"
+	// TTL is how long a code is valid.
+	TTL = 10 * time.Minute
 	// CodeLength is the number of characters of a code.
 	CodeLength = 10
 	// CodeAlphabet has no characters that are easy to confuse (no 0/O,
@@ -32,7 +35,7 @@ const (
 	CodeAlphabet = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
 )
 
-// Pairing is the content of PairingFile.
+// Pairing is the content of File.
 type Pairing struct {
 	// CodeSHA256 is the hex SHA-256 of the code (upper case, as printed):
 	// the file never holds the code itself.
@@ -41,11 +44,11 @@ type Pairing struct {
 	ExpiresAt  time.Time `json:"expires_at"`
 }
 
-// NewPairing makes a new one-time code, writes its pairing file in dataDir
+// New makes a new one-time code, writes its pairing file in dataDir
 // (created 0700 if missing) atomically with mode 0600, replacing any
 // earlier one, and returns the code to show the user. The code expires
-// PairingTTL after now.
-func NewPairing(dataDir string, now time.Time) (string, error) {
+// TTL after now.
+func New(dataDir string, now time.Time) (string, error) {
 	code, err := newCode()
 	if err != nil {
 		return "", err
@@ -53,12 +56,12 @@ func NewPairing(dataDir string, now time.Time) (string, error) {
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return "", fmt.Errorf("telegram pairing: create %s: %w", dataDir, err)
 	}
-	p := Pairing{CodeSHA256: hashCode(code), CreatedAt: now.UTC(), ExpiresAt: now.Add(PairingTTL).UTC()}
+	p := Pairing{CodeSHA256: hashCode(code), CreatedAt: now.UTC(), ExpiresAt: now.Add(TTL).UTC()}
 	b, err := json.MarshalIndent(p, "", "  ")
 	if err != nil {
 		return "", err
 	}
-	if err := writeAtomic(filepath.Join(dataDir, PairingFile), append(b, '\n')); err != nil {
+	if err := writeAtomic(filepath.Join(dataDir, File), append(b, '\n')); err != nil {
 		return "", fmt.Errorf("telegram pairing: %w", err)
 	}
 	return code, nil
@@ -121,10 +124,10 @@ func writeAtomic(path string, data []byte) error {
 // errNoPairing: there is no pairing file.
 var errNoPairing = errors.New("no pairing code is pending")
 
-// readPairing reads the pairing file in dir: errNoPairing if there is none.
+// read reads the pairing file in dir: errNoPairing if there is none.
 // A file that is not a regular file of ours, mode 0600 at most, is refused.
-func readPairing(dir string) (*Pairing, error) {
-	path := filepath.Join(dir, PairingFile)
+func read(dir string) (*Pairing, error) {
+	path := filepath.Join(dir, File)
 	fi, err := os.Lstat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, errNoPairing
@@ -146,18 +149,18 @@ func readPairing(dir string) (*Pairing, error) {
 	return &p, nil
 }
 
-// checkPairing reports whether code matches the pending pairing in dir at
+// Check reports whether code matches the pending pairing in dir at
 // now (not expired). It never says why not: a wrong code gets no answer.
-func checkPairing(dir, code string, now time.Time) bool {
-	p, err := readPairing(dir)
+func Check(dir, code string, now time.Time) bool {
+	p, err := read(dir)
 	if err != nil || !now.Before(p.ExpiresAt) || now.Before(p.CreatedAt.Add(-time.Minute)) {
 		return false
 	}
 	return subtle.ConstantTimeCompare([]byte(hashCode(code)), []byte(strings.ToLower(p.CodeSHA256))) == 1
 }
 
-// pairingPending reports whether dir holds a pairing file (valid or not).
-func pairingPending(dir string) bool {
-	_, err := readPairing(dir)
+// Pending reports whether dir holds a pairing file (valid or not).
+func Pending(dir string) bool {
+	_, err := read(dir)
 	return err == nil
 }
