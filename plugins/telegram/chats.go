@@ -244,6 +244,10 @@ func (h *Handler) onStarted(ctx context.Context, ev *plugin.Event) error {
 	if err != nil {
 		return err
 	}
+	if p.State == stDone {
+		h.log.Info("telegram: channel.started for a prompt already answered: ignored (the core delivers answers at least once)", "prompt", p.ID)
+		return nil
+	}
 	if p.State == stQueued || p.State == stPublishing || p.State == stPublished {
 		if err := h.db.setPrompt(ctx, p.ID, stStarted, r.Session, h.clock.Now()); err != nil {
 			return fmt.Errorf("telegram: record the session of prompt %d: %w", p.ID, err)
@@ -275,6 +279,10 @@ func (h *Handler) onReply(ctx context.Context, ev *plugin.Event) error {
 	r, p, err := h.channelEvent(ctx, ev)
 	if err != nil {
 		return err
+	}
+	if p.State == stDone {
+		h.log.Info("telegram: channel.reply for a prompt already answered: ignored (the core delivers answers at least once)", "prompt", p.ID)
+		return nil
 	}
 	if err := h.db.setPrompt(ctx, p.ID, stDone, r.Session, h.clock.Now()); err != nil {
 		h.log.Error("telegram: record prompt as answered", "prompt", p.ID, "err", err)

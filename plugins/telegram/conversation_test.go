@@ -229,3 +229,26 @@ func TestRepliesGoOnlyWhereThePromptCameFrom(t *testing.T) {
 		})
 	}
 }
+
+// The core delivers channel answers at least once (its mailbox hands one
+// whose delivery a crash cut short to the next process): a second
+// channel.reply or a late channel.started for an answered prompt sends
+// nothing and does not make the chat busy again.
+func TestDuplicateAnswersIgnored(t *testing.T) {
+	e := newEnv(t)
+	e.say(owner, "first")
+	first := e.flush(1)
+	e.channel(plugin.TopicChannelStarted, first, "s-1", "")
+	e.channel(plugin.TopicChannelReply, first, "s-1", "answer one")
+	waitFor(t, "the answer", func() bool { return len(e.fake.Texts(owner)) == 1 })
+	e.channel(plugin.TopicChannelReply, first, "s-1", "answer one")
+	e.channel(plugin.TopicChannelStarted, first, "s-1", "")
+	e.say(owner, "second") // the chat is free: it goes at once after the debounce
+	e.clock.Advance(DefaultDebounce)
+	if next := e.waitEvents(2)[1]; next.Payload["text"] != "second" {
+		t.Errorf("next prompt %q, want \"second\"", next.Payload["text"])
+	}
+	if got := e.fake.Texts(owner); len(got) != 1 {
+		t.Errorf("the owner got %q, want the answer once", got)
+	}
+}

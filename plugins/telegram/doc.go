@@ -20,7 +20,7 @@
 //
 // # Pairing
 //
-// `carapace telegram pair` calls NewPairing, which writes pairing.File
+// `carapace telegram pair` calls pairing.New, which writes pairing.File
 // (pairing.json) in the plugin's data folder, mode 0600, atomically:
 //
 //	{
@@ -30,7 +30,7 @@
 //	}
 //
 // The code is pairing.CodeLength (10) characters of pairing.CodeAlphabet and is valid for
-// PairingTTL (10 minutes); the file never holds the code itself. While no
+// pairing.TTL (10 minutes); the file never holds the code itself. While no
 // owner is known, Init succeeds only if such a file exists (else
 // CONFIG_ERROR naming the pair command). A private-chat "/start CODE" whose
 // code matches an unexpired file makes its sender the owner, deletes the
