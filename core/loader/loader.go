@@ -70,6 +70,10 @@ type Loader struct {
 	mu        sync.Mutex
 	plugins   []*pluginState // sorted by name
 	restartMu sync.Mutex     // serialises restarts
+
+	mailMu  sync.Mutex
+	mail    map[string]*mailbox  // undelivered channel answers and confirmations, by plugin (mailbox.go)
+	mailSub *events.Subscription // files them into mail
 }
 
 // New returns a Loader; nothing is loaded until Load.
@@ -87,7 +91,10 @@ func New(o Options) *Loader {
 // starts and initialises them in parallel, and catalogues the healthy
 // ones' tools. A plugin that fails is left out, logged and audited; an
 // error is returned only for what stops the core (conflicting tool names).
-func (l *Loader) Load(ctx context.Context) error { return l.loadPlugins(ctx) }
+func (l *Loader) Load(ctx context.Context) error {
+	l.startMail()
+	return l.loadPlugins(ctx)
+}
 
 // Restart drains and stops plugin name, then loads it again from disk (or
 // unloads it if it is gone; or loads it if it is new). Restarts are
@@ -116,6 +123,7 @@ func (l *Loader) Available(name string) bool { return l.available(name) }
 // by the shutdown timeout), kills the processes of the others, and removes
 // their tools: the core is stopping.
 func (l *Loader) Shutdown() {
+	l.stopMail()
 	var wg sync.WaitGroup
 	l.mu.Lock()
 	ps := append([]*pluginState(nil), l.plugins...)

@@ -2,6 +2,7 @@ package loader
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	"github.com/carapace-dev/carapace/core/plugin"
@@ -15,23 +16,8 @@ import (
 // plugin that falls a buffer behind loses events, counted and logged by the
 // bus, and never slows a publisher or another subscriber.
 
-// Topics no plugin gets merely by subscribing. confirmation.* carries the
-// arguments of every group's calls: only a plugin granted the surface
-// capability is given it. channel.* answers one channel's events: each
-// event goes only to the plugin it names (plugin.ChannelReply's Plugin).
-const (
-	confirmationTopics = "confirmation."
-	channelTopics      = "channel."
-)
-
-// wants reports whether st may be given ev.
-func (l *Loader) wants(st *pluginState, ev *plugin.Event) bool {
-	if strings.HasPrefix(ev.Topic, channelTopics) {
-		to, _ := ev.Payload["plugin"].(string)
-		return to == st.name
-	}
-	return true
-}
+// Channel answers and confirmations come through the plugin's mailbox
+// instead (mailbox.go).
 
 // subscribePlugin starts delivering st's subscribed events to it. Called
 // once st is healthy; stopPlugin and crashed end the delivery.
@@ -40,14 +26,24 @@ func (l *Loader) subscribePlugin(st *pluginState) {
 	if !ok || l.bus == nil {
 		return
 	}
-	var topics []string
+	var topics, mail []string
 	for _, t := range st.manifest.Subscribes {
-		if strings.HasPrefix(t, confirmationTopics) && !st.surface {
+		switch {
+		case strings.HasPrefix(t, confirmationTopics) && !st.surface:
 			l.log.Warn("plugin subscribes to confirmations without the surface capability ([plugins."+st.name+"] surface = true); ignored",
 				"plugin", st.name, "topic", t)
-			continue
+		case slices.Contains(mailTopics, t):
+			mail = append(mail, t)
+		default:
+			topics = append(topics, t)
 		}
-		topics = append(topics, t)
+	}
+	if len(mail) > 0 {
+		stop := make(chan struct{})
+		l.mu.Lock()
+		st.stopMail = stop
+		l.mu.Unlock()
+		l.deliverMail(st, eh, mail, stop)
 	}
 	if len(topics) == 0 {
 		return
@@ -62,7 +58,7 @@ func (l *Loader) subscribePlugin(st *pluginState) {
 	l.mu.Unlock()
 	go func() {
 		for ev := range sub.C() {
-			if !l.wants(st, ev) || !st.calls.enter() {
+			if !st.calls.enter() {
 				continue
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), EventTimeout)
@@ -78,9 +74,12 @@ func (l *Loader) subscribePlugin(st *pluginState) {
 // unsubscribePlugin ends the delivery of events to st.
 func (l *Loader) unsubscribePlugin(st *pluginState) {
 	l.mu.Lock()
-	sub := st.events
-	st.events = nil
+	sub, stop := st.events, st.stopMail
+	st.events, st.stopMail = nil, nil
 	l.mu.Unlock()
+	if stop != nil {
+		close(stop)
+	}
 	if sub != nil {
 		_ = sub.Close()
 	}

@@ -72,9 +72,12 @@ type pluginState struct {
 	handler plugin.Handler      // the running handler (in process, or a *pluginhost.Process)
 	proc    *pluginhost.Process // out-of-process plugins only
 	calls   inflight
-	events  *events.Subscription // its subscribed events, while healthy (plugin_events.go); guarded by Server.mu
+	events  *events.Subscription // its subscribed events, while healthy (plugin_events.go); guarded by Loader.mu
+	// stopMail, closed, ends the delivery of its mailbox (mailbox.go);
+	// guarded by Loader.mu.
+	stopMail chan struct{}
 
-	// Guarded by Server.mu.
+	// Guarded by Loader.mu.
 	state    string
 	category string
 	problem  string // for the user (control API, logs); never for the agent
@@ -582,6 +585,7 @@ func (l *Loader) restart(ctx context.Context, name string) (control.PluginStatus
 		old.state = stateRemoved
 		l.plugins = slices.DeleteFunc(l.plugins, func(p *pluginState) bool { return p == old })
 		l.mu.Unlock()
+		l.dropMailbox(name)
 		l.log.Info("plugin unloaded: no longer installed", "plugin", name)
 		_ = l.audit.Write(&audit.Entry{Source: name, Stage: audit.StageCore, Outcome: audit.OutcomeClosed, Reason: "plugin unloaded: no longer installed"})
 		return control.PluginStatus{Name: name, State: stateRemoved}, nil
