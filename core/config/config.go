@@ -178,11 +178,18 @@ func Load(path string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load config %s: %w", path, err)
 	}
-	if und := md.Undecoded(); len(und) > 0 {
-		keys := make([]string, len(und))
-		for i, k := range und {
-			keys[i] = k.String()
+	var keys []string
+	for _, k := range md.Undecoded() {
+		// A plugin's own configuration is decoded whole into a map, but
+		// BurntSushi/toml reports the keys of tables nested in it as
+		// undecoded: they are the plugin's, checked against its
+		// config_schema at load.
+		if len(k) > 3 && k[0] == "plugins" && k[2] == "config" {
+			continue
 		}
+		keys = append(keys, k.String())
+	}
+	if len(keys) > 0 {
 		return nil, fmt.Errorf("load config %s: unknown keys: %s", path, strings.Join(keys, ", "))
 	}
 	if err := c.check(); err != nil {

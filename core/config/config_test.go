@@ -78,7 +78,17 @@ allowed_groups = ["main"]
 				t.Errorf("allowed_groups = %v", g)
 			}
 		}},
+		{name: "nested plugin config", toml: "[plugins.telegram.config]\nowner_id = 42\nchats = { \"-1001\" = \"family\" }\n[plugins.telegram.config.limits.deep]\nn = 1\n",
+			check: func(t *testing.T, c *Config) {
+				cfg := c.Plugins["telegram"].Config
+				chats, _ := cfg["chats"].(map[string]any)
+				deep, _ := cfg["limits"].(map[string]any)["deep"].(map[string]any)
+				if chats["-1001"] != "family" || deep["n"] != int64(1) || cfg["owner_id"] != int64(42) {
+					t.Errorf("plugin config = %#v", cfg)
+				}
+			}},
 		{name: "unknown key", toml: "[core]\nhandler_timout = \"1s\"\n", wantErr: "unknown keys: core.handler_timout"},
+		{name: "unknown key of a plugin", toml: "[plugins.telegram]\nsurfce = true\n", wantErr: "unknown keys: plugins.telegram.surfce"},
 		{name: "bad duration", toml: "[core]\nhandler_timeout = \"soon\"\n", wantErr: "use a number with a unit"},
 		{name: "negative duration", toml: "[core]\nhandler_timeout = \"-1s\"\n", wantErr: "must be positive"},
 		{name: "zero tool rate", toml: "[rate_limit.tools.echo]\nburst = 1\n", wantErr: "per_minute must be positive"},
