@@ -39,7 +39,8 @@ type Options struct {
 	// InitTimeout.
 	InitTimeout time.Duration
 	// Core is what the surface services ask of the rest of the core; nil
-	// refuses them. It is called only after Load, while the core runs.
+	// refuses them. It is called only once CoreReady has been, until
+	// Shutdown.
 	Core Core
 }
 
@@ -71,6 +72,11 @@ type Loader struct {
 	plugins   []*pluginState // sorted by name
 	restartMu sync.Mutex     // serialises restarts
 
+	ready     chan struct{} // closed by CoreReady
+	readyOnce sync.Once
+	closing   chan struct{} // closed by Shutdown
+	closeOnce sync.Once
+
 	mailMu  sync.Mutex
 	mail    map[string]*mailbox  // undelivered channel answers and confirmations, by plugin (mailbox.go)
 	mailSub *events.Subscription // files them into mail
@@ -84,8 +90,14 @@ func New(o Options) *Loader {
 	if o.InitTimeout <= 0 {
 		o.InitTimeout = InitTimeout
 	}
-	return &Loader{opts: o, cfg: o.Config, log: o.Logger, audit: o.Audit, catalog: o.Catalog, creds: o.Credentials, bus: o.Bus}
+	return &Loader{opts: o, cfg: o.Config, log: o.Logger, audit: o.Audit, catalog: o.Catalog, creds: o.Credentials, bus: o.Bus,
+		ready: make(chan struct{}), closing: make(chan struct{})}
 }
+
+// CoreReady tells the loader the rest of the core is up: until then, the
+// surface services (Options.Core) wait, and refuse a plugin still in its
+// Init, which Load is waiting for.
+func (l *Loader) CoreReady() { l.readyOnce.Do(func() { close(l.ready) }) }
 
 // Load discovers the plugins (the built-ins, then $CARAPACE_HOME/plugins),
 // starts and initialises them in parallel, and catalogues the healthy
@@ -123,6 +135,7 @@ func (l *Loader) Available(name string) bool { return l.available(name) }
 // by the shutdown timeout), kills the processes of the others, and removes
 // their tools: the core is stopping.
 func (l *Loader) Shutdown() {
+	l.closeOnce.Do(func() { close(l.closing) })
 	l.stopMail()
 	var wg sync.WaitGroup
 	l.mu.Lock()

@@ -149,17 +149,47 @@ func (l *Loader) publish(ctx context.Context, ev *plugin.Event) error {
 }
 
 // surface returns the core for a surface service, or ErrNotSurface.
-func (v *services) surface() (Core, error) {
+func (v *services) surface(ctx context.Context) (Core, error) {
 	if !v.st.surface || v.l.opts.Core == nil {
 		return nil, plugin.ErrNotSurface
 	}
-	return v.l.opts.Core, nil
+	select {
+	case <-v.l.closing:
+		return nil, errCoreStopping
+	default:
+	}
+	select {
+	case <-v.l.ready:
+		return v.l.opts.Core, nil
+	default:
+	}
+	v.l.mu.Lock()
+	inInit := v.st.state == ""
+	v.l.mu.Unlock()
+	if inInit {
+		// Load waits for this Init: waiting for the core here would wait
+		// for ourselves.
+		return nil, errCoreStarting
+	}
+	select {
+	case <-v.l.ready:
+		return v.l.opts.Core, nil
+	case <-v.l.closing:
+		return nil, errCoreStopping
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w: %w", errCoreStarting, ctx.Err())
+	}
 }
+
+var (
+	errCoreStarting = errors.New("the core is still starting: ask again once Init has returned (the core answers as soon as every plugin has loaded)")
+	errCoreStopping = errors.New("the core is stopping")
+)
 
 // Decide implements plugin.Services: the surface recorded is the plugin's
 // name; the core checks the hash and that nobody decided first.
 func (v *services) Decide(ctx context.Context, d plugin.Decision) error {
-	core, err := v.surface()
+	core, err := v.surface(ctx)
 	if err != nil {
 		return err
 	}
@@ -176,12 +206,12 @@ func (v *services) Decide(ctx context.Context, d plugin.Decision) error {
 
 // CoreStatus implements plugin.Services.
 func (v *services) CoreStatus(ctx context.Context) (plugin.CoreStatus, error) {
-	core, err := v.surface()
+	core, err := v.surface(ctx)
 	if err != nil {
 		return plugin.CoreStatus{}, err
 	}
 	st := core.Status(ctx)
-	out := plugin.CoreStatus{Version: st.Version, Paused: st.Paused, Sessions: st.Sessions, PendingConfirmations: st.PendingConfirmations}
+	out := plugin.CoreStatus{Version: st.Version, Started: st.Started, Paused: st.Paused, Sessions: st.Sessions, PendingConfirmations: st.PendingConfirmations}
 	for _, p := range st.Plugins {
 		if !p.Healthy {
 			out.Unhealthy = append(out.Unhealthy, p.Name)
@@ -192,7 +222,7 @@ func (v *services) CoreStatus(ctx context.Context) (plugin.CoreStatus, error) {
 
 // SetPaused implements plugin.Services.
 func (v *services) SetPaused(ctx context.Context, paused bool) error {
-	core, err := v.surface()
+	core, err := v.surface(ctx)
 	if err != nil {
 		return err
 	}
@@ -203,7 +233,7 @@ func (v *services) SetPaused(ctx context.Context, paused bool) error {
 // StopSession implements plugin.Services: only a session this plugin's
 // own event started.
 func (v *services) StopSession(ctx context.Context, id string) error {
-	core, err := v.surface()
+	core, err := v.surface(ctx)
 	if err != nil {
 		return err
 	}

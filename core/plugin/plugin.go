@@ -217,10 +217,14 @@ type Decision struct {
 
 // CoreStatus is the core's state, as a surface shows it.
 type CoreStatus struct {
-	Version              string `json:"version"`
-	Paused               bool   `json:"paused"`
-	Sessions             int    `json:"sessions"`
-	PendingConfirmations int    `json:"pending_confirmations"`
+	Version string `json:"version"`
+	// Started is when the core started. A plugin that finds it changed
+	// since it last looked knows the core restarted: the sessions and the
+	// undelivered channel answers of the earlier core are gone.
+	Started              time.Time `json:"started"`
+	Paused               bool      `json:"paused"`
+	Sessions             int       `json:"sessions"`
+	PendingConfirmations int       `json:"pending_confirmations"`
 	// Unhealthy names the plugins that are not serving.
 	Unhealthy []string `json:"unhealthy,omitempty"`
 }

@@ -207,9 +207,11 @@ func Run(ctx context.Context, opts Options) error {
 	// detective control, and every request would be refused anyway.
 	if err := s.audit.Write(&audit.Entry{Source: "core", Stage: audit.StageCore, Outcome: audit.OutcomeStarted, Reason: "version " + opts.Version}); err != nil {
 		_ = ctl.Shutdown(context.Background())
+		s.plugins.Shutdown()
 		s.sessions.CloseAll()
 		return fmt.Errorf("cannot write the audit log %s, so the core will not start: %w", opts.Home.AuditLog(), err)
 	}
+	s.plugins.CoreReady()
 	s.log.Info("core ready", "home", string(opts.Home), "tools", s.catalog.Len(), "pid", os.Getpid())
 	if opts.Ready != nil {
 		opts.Ready(s)
