@@ -340,27 +340,33 @@ func (h *Handler) onResolved(ctx context.Context, ev *plugin.Event) error {
 	if err := remarshal(ev.Payload, &c); err != nil {
 		return fmt.Errorf("telegram: confirmation.resolved: %w", err)
 	}
+	return h.closeCard(ctx, c.ID, nonEmpty(c.Decision, "resolved"), outcomeText(c))
+}
+
+// closeCard ends the pending card of confirmation id, if there is one: its
+// state becomes state, its buttons' tokens go, and the message on the
+// phone gets outcome below its text and loses its buttons.
+func (h *Handler) closeCard(ctx context.Context, id, state, outcome string) error {
 	h.cardMu.Lock()
 	defer h.cardMu.Unlock()
 	var text string
 	var chat, msgID int64
-	err := h.db.db.QueryRowContext(ctx, "SELECT text, chat_id, message_id FROM cards WHERE confirmation = ? AND state = 'pending'", c.ID).Scan(&text, &chat, &msgID)
+	err := h.db.db.QueryRowContext(ctx, "SELECT text, chat_id, message_id FROM cards WHERE confirmation = ? AND state = 'pending'", id).Scan(&text, &chat, &msgID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("telegram: read the card of %s: %w", c.ID, err)
+		return fmt.Errorf("telegram: read the card of %s: %w", id, err)
 	}
-	outcome := outcomeText(c)
 	err = h.db.tx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, "UPDATE cards SET state = ? WHERE confirmation = ?", nonEmpty(c.Decision, "resolved"), c.ID); err != nil {
+		if _, err := tx.ExecContext(ctx, "UPDATE cards SET state = ? WHERE confirmation = ?", state, id); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, "DELETE FROM tokens WHERE confirmation = ?", c.ID)
+		_, err := tx.ExecContext(ctx, "DELETE FROM tokens WHERE confirmation = ?", id)
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("telegram: record how %s ended: %w", c.ID, err)
+		return fmt.Errorf("telegram: record how %s ended: %w", id, err)
 	}
 	if msgID == 0 {
 		return nil // the card never reached the phone
@@ -374,12 +380,38 @@ func (h *Handler) onResolved(ctx context.Context, ev *plugin.Event) error {
 		_, err = h.api.EditMessageText(h.ctx, params)
 	}
 	if err != nil {
-		h.log.Warn("telegram: could not edit an approval card", "confirmation", c.ID, "err", err)
+		h.log.Warn("telegram: could not edit an approval card", "confirmation", id, "err", err)
 	}
 	return nil
 }
 
+// closeStaleCards ends the cards still pending when the core restarted:
+// their confirmations died with it.
+func (h *Handler) closeStaleCards(ctx context.Context) {
+	rows, err := h.db.db.QueryContext(ctx, "SELECT confirmation FROM cards WHERE state = 'pending'")
+	if err != nil {
+		h.log.Error("telegram: read the pending approval cards", "err", err)
+		return
+	}
+	var ids []string
+	for rows.Next() {
+		var id string
+		if rows.Scan(&id) == nil {
+			ids = append(ids, id)
+		}
+	}
+	rows.Close()
+	for _, id := range ids {
+		if err := h.closeCard(ctx, id, "restarted", outcomeRestarted); err != nil {
+			h.log.Error("telegram: close a stale approval card", "confirmation", id, "err", err)
+		}
+	}
+}
+
 // outcomeText says how a confirmation ended.
+// outcomeRestarted ends a card whose confirmation died with the core.
+const outcomeRestarted = "Ended: Carapace restarted, and the call waiting for this approval ended with it."
+
 func outcomeText(c confirmation) string {
 	by := ""
 	if c.Surface != "" {

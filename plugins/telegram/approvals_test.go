@@ -251,3 +251,42 @@ func TestConfirmationPayloadMatchesTheCore(t *testing.T) {
 		t.Errorf("decoded %+v\nwant    %+v", out, want)
 	}
 }
+
+// TestCardsCloseWhenTheCoreRestarted checks that a card still pending
+// when the core restarted (its confirmation died with the core) is closed
+// on the phone once the plugin sees the new core, and that its buttons
+// decide nothing; a restart of the plugin alone leaves it open.
+func TestCardsCloseWhenTheCoreRestarted(t *testing.T) {
+	t1 := time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC)
+	seen := make(chan struct{}, 4)
+	hook := func(p string) {
+		if p == "reconciled" {
+			seen <- struct{}{}
+		}
+	}
+	e := newEnv(t, func(e *env) { e.svc.Status.Started, e.crash = t1, hook })
+	<-seen
+	card := e.requested(`{"to":"bob@example.com"}`)
+	approve := button(t, card, "Approve")
+
+	e.crash = hook
+	e.restart() // the same core
+	<-seen
+	if e.fake.Messages(owner)[0].ReplyMarkup == nil {
+		t.Fatal("a plugin restart closed a card whose confirmation still waits")
+	}
+
+	e.svc.Status.Started = t1.Add(time.Hour)
+	e.crash = hook
+	e.restart()
+	<-seen
+	waitFor(t, "the card edited", func() bool { return e.fake.Messages(owner)[0].ReplyMarkup == nil })
+	if got := e.fake.Messages(owner)[0].Text; !strings.Contains(got, outcomeRestarted) || !strings.Contains(got, "send_email") {
+		t.Errorf("edited card:\n%s", got)
+	}
+	e.fake.Callback(owner, fakebot.PrivateChat(owner), card.MessageID, approve)
+	waitFor(t, "the click answered", func() bool { return len(e.fake.Answered()) == 1 })
+	if n := len(e.svc.Decisions()); n != 0 {
+		t.Errorf("%d decisions from a closed card", n)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/carapace-dev/carapace/core/plugin"
 )
@@ -344,10 +345,18 @@ func (h *Handler) recoverState(ctx context.Context) error {
 	return nil
 }
 
-// reconcile runs once after start: if the core has no session at all, the
-// prompts still in flight died with an earlier core and are released;
-// then every chat's queue is kicked.
+// reconcile runs once after start. It asks the core when it started and
+// keeps the answer (meta "core_started"). Prompts still in flight wait for
+// their answers if the core is the one that took them: it keeps a
+// channel's answers while the plugin is down and delivers them once it is
+// back. If the core has restarted since, they died with the earlier core
+// and are released, the owner told, and the approval cards still pending
+// are closed. (A database from before
+// core_started was kept releases them when the core has no session at
+// all.) Then every chat's queue is kicked.
 func (h *Handler) reconcile() {
+	defer h.crash("reconciled")
+	defer h.kickAll()
 	h.mu.Lock()
 	var busy []*chatState
 	for _, c := range h.chats {
@@ -357,23 +366,55 @@ func (h *Handler) reconcile() {
 		}
 	}
 	h.mu.Unlock()
-	if len(busy) > 0 {
-		st, err := h.svc.CoreStatus(h.ctx)
-		switch {
-		case err == nil && st.Sessions == 0:
-			for _, c := range busy {
-				if err := h.db.setPrompt(h.ctx, c.inflight, stLost, "", h.clock.Now()); err != nil {
-					h.log.Error("telegram: record a lost prompt", "prompt", c.inflight, "err", err)
-				}
-				h.log.Warn("telegram: the core has no session for a prompt in flight: it was lost in a restart", "prompt", c.inflight, "chat", c.id)
-				h.notify(c.id, noteLost)
-				h.finish(c.id, c.inflight)
-			}
-		case errors.Is(err, plugin.ErrNotSurface):
-			h.log.Info("telegram: prompts in flight from before the restart wait for their answers (without the surface capability the plugin cannot ask the core whether they still run)")
+	st, err := h.svc.CoreStatus(h.ctx)
+	if errors.Is(err, plugin.ErrNotSurface) {
+		if len(busy) > 0 {
+			h.log.Info("telegram: prompts in flight from before the restart wait for their answers (without the surface capability the plugin cannot ask the core whether it restarted)")
+		}
+		return
+	}
+	if err != nil {
+		h.log.Warn("telegram: cannot ask the core whether it restarted: prompts in flight wait for their answers", "err", err)
+		return
+	}
+	started := ""
+	if !st.Started.IsZero() {
+		started = st.Started.UTC().Format(time.RFC3339Nano)
+	}
+	prev, err := h.db.meta(h.ctx, metaCoreStarted)
+	if err != nil {
+		h.log.Error("telegram: read when the core last started", "err", err)
+		return
+	}
+	if started != "" && started != prev {
+		if err := h.db.tx(h.ctx, func(tx *sql.Tx) error { return setMeta(h.ctx, tx, metaCoreStarted, started) }); err != nil {
+			h.log.Error("telegram: record when the core started", "err", err)
 		}
 	}
-	h.kickAll()
+	var lost bool
+	switch {
+	case started != "" && prev != "":
+		lost = started != prev
+		if lost {
+			h.closeStaleCards(h.ctx)
+		}
+	default:
+		lost = st.Sessions == 0
+	}
+	if !lost {
+		if len(busy) > 0 {
+			h.log.Info("telegram: prompts in flight wait for their answers: the core that took them still runs", "prompts", len(busy))
+		}
+		return
+	}
+	for _, c := range busy {
+		if err := h.db.setPrompt(h.ctx, c.inflight, stLost, "", h.clock.Now()); err != nil {
+			h.log.Error("telegram: record a lost prompt", "prompt", c.inflight, "err", err)
+		}
+		h.log.Warn("telegram: the core restarted while a prompt was in flight: it was lost", "prompt", c.inflight, "chat", c.id)
+		h.notify(c.id, noteLost)
+		h.finish(c.id, c.inflight)
+	}
 }
 
 // remarshal converts an event payload into v through JSON.

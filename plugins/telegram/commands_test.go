@@ -92,7 +92,7 @@ func TestStopStopsTheChatsSession(t *testing.T) {
 
 func TestPausedMessagesWaitForResume(t *testing.T) {
 	e := newEnv(t)
-	e.svc.Status.Paused = true
+	_ = e.svc.SetPaused(t.Context(), true) // under the fake's lock: the plugin reads the status meanwhile
 	e.say(owner, "while paused")
 	e.clock.Advance(DefaultDebounce)
 	if got := e.lastText(owner, 1); !strings.Contains(got, "paused") {

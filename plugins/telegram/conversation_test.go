@@ -252,3 +252,60 @@ func TestDuplicateAnswersIgnored(t *testing.T) {
 		t.Errorf("the owner got %q, want the answer once", got)
 	}
 }
+
+// TestRestartKeepsOrReleasesPromptsInFlight checks what a restarted plugin
+// does with a prompt whose session was running: if the core that took it
+// still runs, it waits for the answer (the core keeps it while the plugin
+// is down); if the core restarted since, the prompt is released and the
+// owner told. The number of live sessions does not decide it.
+func TestRestartKeepsOrReleasesPromptsInFlight(t *testing.T) {
+	t1 := time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name     string
+		started  time.Time // when the core started, as the restarted plugin sees it
+		sessions int
+		lost     bool
+	}{
+		{"same core, no session left", t1, 0, false},
+		{"core restarted, a new session runs", t1.Add(time.Minute), 3, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			seen := make(chan struct{})
+			e := newEnv(t, func(e *env) {
+				e.svc.Status.Started = t1
+				e.crash = func(p string) {
+					if p == "reconciled" {
+						close(seen)
+					}
+				}
+			})
+			<-seen // the plugin has seen the core
+			e.say(owner, "first")
+			first := e.flush(1)
+			e.channel(plugin.TopicChannelStarted, first, "s-1", "")
+			e.fake.WaitCount(t, "sendChatAction", 1)
+
+			e.svc.Status.Started, e.svc.Status.Sessions = tc.started, tc.sessions
+			reconciled := make(chan struct{})
+			e.crash = func(p string) {
+				if p == "reconciled" {
+					close(reconciled)
+				}
+			}
+			e.restart()
+			<-reconciled // before the answer comes, the plugin has decided
+			if tc.lost {
+				waitFor(t, "the owner told", func() bool { return len(e.fake.Texts(owner)) == 1 })
+				if got := e.fake.Texts(owner)[0]; got != noteLost {
+					t.Fatalf("the owner got %q, want %q", got, noteLost)
+				}
+				return
+			}
+			e.channel(plugin.TopicChannelReply, first, "s-1", "answer one")
+			waitFor(t, "the answer", func() bool { return len(e.fake.Texts(owner)) >= 1 })
+			if got := e.fake.Texts(owner); len(got) != 1 || got[0] != "answer one" {
+				t.Fatalf("the owner got %q, want only the answer", got)
+			}
+		})
+	}
+}

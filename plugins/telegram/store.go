@@ -20,7 +20,8 @@ const DBFile = "telegram.sqlite"
 // user_version), each in one transaction with the version update.
 var migrations = []string{
 	0: `
--- meta: owner_id (a paired owner), last_update_id (the highest update handled).
+-- meta: owner_id (a paired owner), last_update_id (the highest update handled),
+-- core_started (when the core last seen started).
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 
 -- Every update handled, the owner's and strangers' alike: its id, what
@@ -71,6 +72,10 @@ CREATE TABLE tokens (
 );
 `,
 }
+
+// metaCoreStarted keeps when the core the plugin last saw started
+// (RFC 3339), to tell a restarted core from the same one.
+const metaCoreStarted = "core_started"
 
 // Prompt states. A prompt is queued until it is handed to the core
 // (publishing, then published), started once the core says its session

@@ -71,7 +71,8 @@ type Options struct {
 	PollTimeout time.Duration
 
 	// crash, in tests, is called at the steps of the exactly-once
-	// protocol (see the package documentation) to kill the process there.
+	// protocol (see the package documentation) to kill the process there,
+	// and at "reconciled" once reconcile has decided.
 	crash func(point string)
 }
 
