@@ -33,7 +33,7 @@ var testImage = struct {
 
 // agentImage builds the test image on first use. Docker must be there: a
 // missing engine fails the test, it never skips it.
-func agentImage(t *testing.T) string {
+func agentImage(t testing.TB) string {
 	t.Helper()
 	testImage.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -53,7 +53,7 @@ func removeTestImage() {
 }
 
 // dockerConfig is a config.toml that runs agents in the test image.
-func dockerConfig(t *testing.T, extra string) string {
+func dockerConfig(t testing.TB, extra string) string {
 	return fmt.Sprintf("[runtime]\nengine = \"docker\"\nimage = %q\nmemory_mb = 256\n%s", agentImage(t), extra)
 }
 

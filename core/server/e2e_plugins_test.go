@@ -130,7 +130,7 @@ func installKit(t *testing.T, h home.Dir, name string) {
 }
 
 // pluginStatus returns the core's view of plugin name.
-func pluginStatus(t *testing.T, c *testCore, name string) control.PluginStatus {
+func pluginStatus(t testing.TB, c *testCore, name string) control.PluginStatus {
 	t.Helper()
 	st, err := c.Client.Status(context.Background())
 	if err != nil {

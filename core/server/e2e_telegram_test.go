@@ -50,7 +50,7 @@ var tgBundle struct {
 	coreErr  error
 }
 
-func telegramBundle(t *testing.T) loader.Bundled {
+func telegramBundle(t testing.TB) loader.Bundled {
 	t.Helper()
 	tgBundle.once.Do(func() {
 		tgBundle.dir = filepath.Join(filepath.Dir(bins.ipc), "bundle")
@@ -106,7 +106,7 @@ func telegramServe(t *testing.T) string {
 // telegramConfig is a config.toml that runs agents in the test image and
 // enables the Telegram plugin against bot: the owner's private chat is
 // group main, chat tgFamily group family.
-func telegramConfig(t *testing.T, bot *fakebot.Server, extra string) string {
+func telegramConfig(t testing.TB, bot *fakebot.Server, extra string) string {
 	return dockerConfig(t, fmt.Sprintf(`
 [groups.main]
 [groups.family]
@@ -122,14 +122,14 @@ chats = { "%d" = "family" }
 
 // setToken stores the bot's token where the core reads credentials, as
 // carapace auth set --plugin telegram --key bot_token does.
-func setToken(t *testing.T, h home.Dir) {
+func setToken(t testing.TB, h home.Dir) {
 	t.Helper()
 	if err := keychain.NewFileStore(h.CredentialsDir()).Set("telegram", "bot_token", []byte(fakebot.Token)); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func startTelegramCore(t *testing.T, bot *fakebot.Server) *testCore {
+func startTelegramCore(t testing.TB, bot *fakebot.Server) *testCore {
 	t.Helper()
 	c := startCoreWith(t, coreOptions{Config: telegramConfig(t, bot, ""), Bundled: []loader.Bundled{telegramBundle(t)}, Setup: func(h home.Dir) { setToken(t, h) }})
 	if p := pluginStatus(t, c, "telegram"); !p.Healthy || p.Source != "bundled" || p.PID == 0 {
@@ -163,7 +163,7 @@ func textsWith(bot *fakebot.Server, chat int64, s string) []string {
 }
 
 // waitAnswer waits until chat got a text containing s.
-func waitAnswer(t *testing.T, bot *fakebot.Server, chat int64, s string) string {
+func waitAnswer(t testing.TB, bot *fakebot.Server, chat int64, s string) string {
 	t.Helper()
 	var got []string
 	bot.Wait(t, 90*time.Second, fmt.Sprintf("an answer with %q in chat %d", s, chat), func() bool {

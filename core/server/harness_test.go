@@ -150,9 +150,9 @@ func startCore(t *testing.T, config string) *testCore {
 }
 
 // newHome makes a fresh short home, removed at the end of the test.
-func newHome(t *testing.T) home.Dir { return coretest.NewHome(t) }
+func newHome(t testing.TB) home.Dir { return coretest.NewHome(t) }
 
-func startCoreWith(t *testing.T, o coreOptions) *testCore {
+func startCoreWith(t testing.TB, o coreOptions) *testCore {
 	t.Helper()
 	c, err := runCore(t, newHome(t), o)
 	if err != nil {
@@ -163,7 +163,7 @@ func startCoreWith(t *testing.T, o coreOptions) *testCore {
 
 // runCore starts a core on an existing home; it returns Run's error if the
 // core stops before it is ready.
-func runCore(t *testing.T, h home.Dir, o coreOptions) (*testCore, error) {
+func runCore(t testing.TB, h home.Dir, o coreOptions) (*testCore, error) {
 	t.Helper()
 	kit := &testkit{}
 	builtins := plugins.Builtins()

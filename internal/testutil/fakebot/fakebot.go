@@ -59,6 +59,7 @@ type Request struct {
 	Params map[string]string // the form (or JSON) parameters, as sent
 	Status int               // the HTTP status answered (0 if the answer was lost)
 	Done   bool              // the fake has finished with it (answered, or lost the answer)
+	At     time.Time         // when it arrived
 }
 
 // Message is a message the bot sent (or a sent message as last edited).
@@ -122,7 +123,8 @@ type Server struct {
 	updates   []json.RawMessage // not yet confirmed, in id order
 	ids       []int64           // their ids
 	nextID    int64
-	confirmed int64 // the highest confirmed update id
+	confirmed int64               // the highest confirmed update id
+	served    map[int64]time.Time // update id → when a getUpdates first returned it
 	requests  []Request
 	faults    map[string][]Fault
 	nextMsg   int
@@ -148,7 +150,7 @@ func WithPollCap(d time.Duration) Option { return func(s *Server) { s.pollCap = 
 func New(t testing.TB, opts ...Option) *Server {
 	t.Helper()
 	s := &Server{token: Token, changed: make(chan struct{}), quit: make(chan struct{}), nextID: 1000,
-		faults: map[string][]Fault{}, messages: map[int64][]*Message{}, pollCap: 5 * time.Second}
+		faults: map[string][]Fault{}, messages: map[int64][]*Message{}, served: map[int64]time.Time{}, pollCap: 5 * time.Second}
 	for _, o := range opts {
 		o(s)
 	}
@@ -189,6 +191,15 @@ func (s *Server) AddUpdate(body map[string]any) int64 {
 	close(s.changed)
 	s.changed = make(chan struct{})
 	return id
+}
+
+// ServedAt returns when a getUpdates first returned update id (false if
+// none has yet).
+func (s *Server) ServedAt(id int64) (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.served[id]
+	return t, ok
 }
 
 // Pending returns the ids of the updates not yet confirmed: like
@@ -406,7 +417,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	idx := len(s.requests)
-	s.requests = append(s.requests, Request{Method: method, Params: params})
+	s.requests = append(s.requests, Request{Method: method, Params: params, At: time.Now()})
 	var fault *Fault
 	if q := s.faults[method]; len(q) > 0 && token == s.token {
 		f := q[0]
@@ -514,6 +525,14 @@ func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request, p map[string
 		}
 		n := min(limit, len(s.updates))
 		batch := slices.Clone(s.updates[:n])
+		if n > 0 {
+			now := time.Now()
+			for _, id := range s.ids[:n] {
+				if _, ok := s.served[id]; !ok {
+					s.served[id] = now
+				}
+			}
+		}
 		changed := s.changed
 		s.mu.Unlock()
 		if n > 0 || wait <= 0 {

@@ -32,9 +32,16 @@ func TestGetUpdatesHonoursOffset(t *testing.T) {
 	s := New(t)
 	a := s.PrivateText(1, "a")
 	b := s.PrivateText(1, "b")
+	if _, ok := s.ServedAt(a); ok {
+		t.Fatal("an update counts as served before any getUpdates")
+	}
 	_, out := call(t, s, t.Context(), "getUpdates", url.Values{"offset": {"0"}})
 	if n := len(out["result"].([]any)); n != 2 {
 		t.Fatalf("%d updates, want 2", n)
+	}
+	first, ok := s.ServedAt(a)
+	if !ok {
+		t.Fatal("no time for a served update")
 	}
 	if s.Confirmed() != 0 {
 		t.Error("serving confirmed something")
@@ -43,6 +50,9 @@ func TestGetUpdatesHonoursOffset(t *testing.T) {
 	_, out = call(t, s, t.Context(), "getUpdates", url.Values{"offset": {itoa(b)}})
 	if n := len(out["result"].([]any)); n != 1 || s.Confirmed() != a {
 		t.Fatalf("%d updates, confirmed %d; want 1 and %d", n, s.Confirmed(), a)
+	}
+	if again, _ := s.ServedAt(a); !again.Equal(first) {
+		t.Error("serving an update again moved its first-served time")
 	}
 }
 
