@@ -468,14 +468,8 @@ func TestTelegramPluginKilled(t *testing.T) {
 			t.Errorf("%d answers with %s, want 1: %q", n, s, bot.Texts(tgOwner))
 		}
 	}
-	sessions := 0
-	for _, e := range c.Audit(t) {
-		if e.Topic == "tool.invoke.echo" && e.Stage == audit.StageResponse {
-			sessions++
-		}
-	}
-	if sessions != 1 {
-		t.Errorf("echo ran %d times, want once", sessions)
+	if n := echoRuns(c.Audit(t)); n != 1 {
+		t.Errorf("echo ran %d times, want once", n)
 	}
 	if n := len(textsWith(bot, tgOwner, "restarted before the agent answered")); n != 0 {
 		t.Errorf("the owner was told a prompt was lost, though the core that took it kept its answer: %q", bot.Texts(tgOwner))
@@ -545,13 +539,18 @@ func TestTelegramCoreKilled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runs := 0
+	if n := echoRuns(es); n != 1 {
+		t.Errorf("echo ran %d times after the restart, want once", n)
+	}
+}
+
+// echoRuns counts the echo calls answered in es.
+func echoRuns(es []audit.Entry) int {
+	n := 0
 	for _, e := range es {
 		if e.Topic == "tool.invoke.echo" && e.Stage == audit.StageResponse {
-			runs++
+			n++
 		}
 	}
-	if runs != 1 {
-		t.Errorf("echo ran %d times after the restart, want once", runs)
-	}
+	return n
 }
