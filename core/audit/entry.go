@@ -16,6 +16,7 @@ const (
 	StageCore      = "core"      // core lifecycle and plugin health
 	StageEvent     = "event"     // an event published on the core's bus
 	StageService   = "service"   // a plugin used a core service (credential reads)
+	StageChannel   = "channel"   // what a channel plugin received and dropped unhandled (strangers)
 	StageBrief     = "brief"     // the memory brief given to a session at its start
 	StageLLM       = "llm"       // a model API call through the session's proxy
 )
@@ -37,6 +38,7 @@ const (
 	OutcomeStarted   = "started"   // core started, or a plugin initialised
 	OutcomePublished = "published" // an event was published
 	OutcomeCrashed   = "crashed"   // a plugin's process died
+	OutcomeDropped   = "dropped"   // a channel plugin dropped what it received, unanswered
 )
 
 // Entry is one line of the audit log.

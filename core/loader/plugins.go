@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/carapace-dev/carapace/core/audit"
 	"github.com/carapace-dev/carapace/core/catalog"
 	"github.com/carapace-dev/carapace/core/config"
@@ -76,6 +78,12 @@ type pluginState struct {
 	// stopMail, closed, ends the delivery of its mailbox (mailbox.go);
 	// guarded by Loader.mu.
 	stopMail chan struct{}
+	// dropped rate-limits its AuditDropped entries (services.go).
+	dropped struct {
+		mu      sync.Mutex
+		limit   *rate.Limiter
+		skipped int
+	}
 
 	// Guarded by Loader.mu.
 	state    string

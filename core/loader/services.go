@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"golang.org/x/time/rate"
 
 	"github.com/carapace-dev/carapace/core/audit"
 	"github.com/carapace-dev/carapace/core/control"
@@ -77,7 +78,7 @@ func (v *services) GetAuditLog(ctx context.Context, f plugin.AuditFilter) ([]plu
 			Correlation: e.Correlation, Stage: e.Stage, Outcome: e.Outcome, Code: e.Code,
 			Reason: e.Reason, Field: e.Field, DurationMS: e.DurationMS,
 		}
-		if e.Source != v.st.name && (e.Stage == audit.StageHandler || e.Stage == audit.StageService || e.Stage == audit.StageCore) {
+		if e.Source != v.st.name && (e.Stage == audit.StageHandler || e.Stage == audit.StageService || e.Stage == audit.StageCore || e.Stage == audit.StageChannel) {
 			// Another plugin's internal detail (paths, hosts) stays in
 			// the host's log, as get_diagnostics keeps it from the agent.
 			ae.Reason = ""
@@ -135,6 +136,39 @@ func (v *services) PublishEvent(ctx context.Context, ev *plugin.Event) error {
 	e.Source, e.ID, e.Time = v.st.name, uuid.NewString(), time.Now().UTC()
 	return v.l.publish(ctx, &e)
 }
+
+// AuditDropped implements plugin.Services: channel plugins only, one line
+// of at most plugin.MaxAuditDropped bytes, at most dropRate a minute per
+// plugin; the ones over it are counted in the next entry written.
+func (v *services) AuditDropped(_ context.Context, what string) error {
+	if v.st.manifest == nil || len(v.st.manifest.Provides.Channels) == 0 {
+		return plugin.ErrNotChannel
+	}
+	d := &v.st.dropped
+	d.mu.Lock()
+	if d.limit == nil {
+		d.limit = rate.NewLimiter(rate.Every(time.Minute/dropRate), dropBurst)
+	}
+	if !d.limit.Allow() {
+		d.skipped++
+		d.mu.Unlock()
+		return nil
+	}
+	skipped := d.skipped
+	d.skipped = 0
+	d.mu.Unlock()
+	reason := textutil.Clip(textutil.OneLine(what), plugin.MaxAuditDropped)
+	if skipped > 0 {
+		reason += fmt.Sprintf(" (and %d more dropped before it, not logged one by one)", skipped)
+	}
+	return v.l.audit.Write(&audit.Entry{Source: v.st.name, Stage: audit.StageChannel, Outcome: audit.OutcomeDropped, Reason: reason})
+}
+
+// The rate of a plugin's AuditDropped entries: per minute, and the burst.
+const (
+	dropRate  = 60
+	dropBurst = 30
+)
 
 // publish puts a plugin's event on the event bus, the one fan-out: the
 // core's spawner, the plugins subscribed to its topic (plugin_events.go)

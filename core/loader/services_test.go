@@ -3,10 +3,17 @@ package loader
 import (
 	"context"
 	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"golang.org/x/time/rate"
+
+	"github.com/carapace-dev/carapace/core/audit"
 	"github.com/carapace-dev/carapace/core/control"
+	"github.com/carapace-dev/carapace/core/manifest"
 	"github.com/carapace-dev/carapace/core/plugin"
 )
 
@@ -69,5 +76,52 @@ func TestSurfaceServicesWaitForTheCore(t *testing.T) {
 	l.Shutdown()
 	if _, err := svc.CoreStatus(t.Context()); !errors.Is(err, errCoreStopping) {
 		t.Fatalf("CoreStatus after Shutdown: %v, want errCoreStopping", err)
+	}
+}
+
+// TestAuditDropped checks what a channel plugin may write to the audit
+// log about what it dropped: a channel only, one clipped line, and a flood
+// cut to the rate with the rest counted.
+func TestAuditDropped(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	log, err := audit.Open(path, audit.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = log.Close() })
+	l := New(Options{Audit: log})
+	other := &services{l: l, st: &pluginState{name: "weather", manifest: &manifest.Manifest{}}}
+	if err := other.AuditDropped(t.Context(), "x"); !errors.Is(err, plugin.ErrNotChannel) {
+		t.Fatalf("AuditDropped of a plugin without channels: %v, want ErrNotChannel", err)
+	}
+	tg := &services{l: l, st: &pluginState{name: "telegram", manifest: &manifest.Manifest{Provides: manifest.Provides{Channels: []string{"telegram"}}}}}
+	if err := tg.AuditDropped(t.Context(), "update 1001 (message) from user 666\ninjected line"+strings.Repeat("x", 2*plugin.MaxAuditDropped)); err != nil {
+		t.Fatal(err)
+	}
+	for i := range dropBurst + 10 { // the burst, then 10 over it
+		if err := tg.AuditDropped(t.Context(), fmt.Sprintf("update %d", 2000+i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tg.st.dropped.mu.Lock()
+	tg.st.dropped.limit.SetLimit(rate.Inf) // the minute has passed
+	tg.st.dropped.mu.Unlock()
+	if err := tg.AuditDropped(t.Context(), "update 3000"); err != nil {
+		t.Fatal(err)
+	}
+	es, err := audit.Read(path, audit.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(es) != dropBurst+1 {
+		t.Fatalf("%d entries written, want %d (the burst, then one with the count)", len(es), dropBurst+1)
+	}
+	first, last := es[0], es[len(es)-1]
+	if first.Source != "telegram" || first.Stage != audit.StageChannel || first.Outcome != audit.OutcomeDropped ||
+		strings.Contains(first.Reason, "\n") || len(first.Reason) > plugin.MaxAuditDropped+len("…") || !strings.HasPrefix(first.Reason, "update 1001 (message) from user 666") {
+		t.Errorf("first entry %+v", first)
+	}
+	if want := "update 3000 (and 11 more dropped before it, not logged one by one)"; last.Reason != want {
+		t.Errorf("last entry %q, want %q", last.Reason, want)
 	}
 }

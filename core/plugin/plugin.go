@@ -183,6 +183,15 @@ type Services interface {
 	// (provides.channels not empty) may; others get ErrNotChannel. The core
 	// stamps the source, id and time.
 	PublishEvent(ctx context.Context, ev *Event) error
+	// AuditDropped records in the core's audit log that this channel
+	// plugin dropped, unhandled and unanswered, something it received (a
+	// stranger's message): what, in one line of ids and kinds — never the
+	// content; the core keeps its first MaxAuditDropped bytes. Only channel
+	// plugins may (others get ErrNotChannel). The core writes at most 60
+	// such entries a minute per plugin (bursts of 30) and counts the rest
+	// in the next one it writes, so a flood of strangers cannot flood the
+	// log.
+	AuditDropped(ctx context.Context, what string) error
 
 	// The surface services, for a plugin whose manifest asks for the
 	// "surface" capability and to which config.toml grants it
@@ -206,6 +215,9 @@ type Services interface {
 	// fails.
 	StopSession(ctx context.Context, session string) error
 }
+
+// MaxAuditDropped is the most of AuditDropped's text the core keeps.
+const MaxAuditDropped = 500
 
 // Decision is a surface's decision on a confirmation.
 type Decision struct {

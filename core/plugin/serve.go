@@ -512,6 +512,11 @@ func (s remoteServices) PublishEvent(ctx context.Context, ev *Event) error {
 	return s.c.callCore(ctx, pluginproto.MethodPublishEvent, ev, nil)
 }
 
+// AuditDropped implements Services.
+func (s remoteServices) AuditDropped(ctx context.Context, what string) error {
+	return s.c.callCore(ctx, pluginproto.MethodAuditDropped, pluginproto.DroppedParams{What: what}, nil)
+}
+
 // Decide implements Services.
 func (s remoteServices) Decide(ctx context.Context, d Decision) error {
 	return s.c.callCore(ctx, pluginproto.MethodDecide, d, nil)

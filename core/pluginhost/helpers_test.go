@@ -316,5 +316,10 @@ func (s *fakeServices) PublishEvent(ctx context.Context, ev *plugin.Event) error
 	return plugin.ErrNotChannel
 }
 
+func (s *fakeServices) AuditDropped(ctx context.Context, what string) error {
+	s.record(ctx, "AuditDropped:"+what)
+	return nil
+}
+
 // newTestLimiter lets every line through.
 func newTestLimiter() *rate.Limiter { return rate.NewLimiter(rate.Inf, 0) }

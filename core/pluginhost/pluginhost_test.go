@@ -569,6 +569,7 @@ func TestServiceCalls(t *testing.T) {
 		"catalog":               map[string]any{"names": []any{"echo"}, "err": ""},
 		"audit":                 map[string]any{"topics": []any{"tool.invoke.x"}, "err": ""},
 		"publish":               "ErrNotChannel",
+		"dropped":               "",
 		"decide":                "",
 		"decide_decided":        "ErrAlreadyDecided: the confirmation is already decided: approved on cli",
 		"status":                map[string]any{"version": "test", "paused": true, "err": ""},
@@ -580,7 +581,7 @@ func TestServiceCalls(t *testing.T) {
 	}
 	// The core's services ran with the call's ctx, or none.
 	wantSeen := []string{"GetSessionInfo@s-alpha", "ReadCredential@s-alpha", "ReadCredential@s-alpha", "ReadCredential@-",
-		"GetToolCatalog@s-alpha", "GetAuditLog@s-alpha", "PublishEvent@s-alpha",
+		"GetToolCatalog@s-alpha", "GetAuditLog@s-alpha", "PublishEvent@s-alpha", "AuditDropped:update 7 (message) from user 9@s-alpha",
 		"Decide@s-alpha", "Decide@s-alpha", "CoreStatus@s-alpha", "SetPaused@s-alpha", "StopSession@s-alpha"}
 	if got := svc.calls(); !slices.Equal(got, wantSeen) {
 		t.Errorf("services saw %v\nwant %v", got, wantSeen)

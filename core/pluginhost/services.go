@@ -94,6 +94,13 @@ func (p *Process) service(m *pluginproto.Message) (any, *pluginproto.Error) {
 		}
 		err = svc.PublishEvent(ctx, &ev)
 		result = struct{}{}
+	case pluginproto.MethodAuditDropped:
+		var dp pluginproto.DroppedParams
+		if perr := params(m.Params, &dp); perr != nil {
+			return nil, perr
+		}
+		err = svc.AuditDropped(ctx, dp.What)
+		result = struct{}{}
 	case pluginproto.MethodDecide:
 		var d plugin.Decision
 		if perr := params(m.Params, &d); perr != nil {

@@ -264,6 +264,22 @@ func TestTelegramConversation(t *testing.T) {
 	if strings.Contains(log, secret) {
 		t.Errorf("the core's log holds a stranger's text")
 	}
+	dropped := 0
+	for _, e := range c.Audit(t) {
+		if e.Source == "telegram" && e.Stage == audit.StageChannel && e.Outcome == audit.OutcomeDropped {
+			dropped++
+		}
+	}
+	raw, err := os.ReadFile(c.Home.AuditLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dropped != 6 || !strings.Contains(string(raw), fmt.Sprintf("telegram update %d ", last)) {
+		t.Fatalf("%d dropped updates in the audit log, want 6 (the search below would prove nothing)", dropped)
+	}
+	if strings.Contains(string(raw), secret) {
+		t.Errorf("the audit log holds a stranger's text")
+	}
 
 	// The owner, in two chats, interleaved: each answer to its own chat.
 	bot.PrivateText(tgOwner, echo("private one"))

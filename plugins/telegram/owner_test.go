@@ -85,6 +85,21 @@ func TestStrangersCauseNoOutboundRequest(t *testing.T) {
 	if err := e.h.db.db.QueryRow("SELECT count(*) FROM updates WHERE disposition LIKE 'drop:%'").Scan(&n); err != nil || n != len(updates) {
 		t.Errorf("%d dropped updates recorded (err %v), want %d", n, err, len(updates))
 	}
+	// And audited by the core, by id, kind, chat and user.
+	dropped := e.svc.Dropped()
+	if len(dropped) != len(updates) {
+		t.Errorf("%d dropped updates audited, want %d: %q", len(dropped), len(updates), dropped)
+	}
+	for _, d := range dropped {
+		for _, content := range []string{"hello", "hi all", "as the group", "spam", "anon"} {
+			if strings.Contains(d, content) {
+				t.Errorf("the audit of a dropped update holds its content %q: %q", content, d)
+			}
+		}
+	}
+	if len(dropped) > 0 && !strings.Contains(dropped[0], "(message) in chat 666 from user 666") {
+		t.Errorf("the audit of a stranger's message does not say what it was: %q", dropped[0])
+	}
 
 	// Positive control: the same fake counts the owner's requests.
 	e.say(owner, "/help")

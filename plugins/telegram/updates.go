@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -314,6 +315,10 @@ func (h *Handler) onUpdate(ctx context.Context, _ *bot.Bot, u *models.Update) {
 	case "drop":
 		// Audited without content; never answered.
 		h.log.Info("telegram: update dropped", "update_id", info.ID, "type", info.Kind, "chat", info.Chat, "user", info.User, "reason", a.reason)
+		what := fmt.Sprintf("telegram update %d (%s) in chat %d from user %d: %s", info.ID, info.Kind, info.Chat, info.User, a.reason)
+		if err := h.svc.AuditDropped(h.ctx, what); err != nil {
+			h.log.Warn("telegram: the core did not audit a dropped update", "update_id", info.ID, "err", err)
+		}
 	case "ignore":
 		h.log.Info("telegram: owner's update ignored", "update_id", info.ID, "type", info.Kind, "chat", info.Chat, "reason", a.reason)
 		h.notify(a.chat, "Only text messages reach the agent so far.")

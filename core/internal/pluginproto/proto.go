@@ -60,12 +60,18 @@ const (
 	MethodSessionInfo    = "session_info"    // Params: {}; Result: plugin.SessionInfo
 	MethodReadCredential = "read_credential" // Params: CredentialParams; Result: CredentialResult
 	MethodPublishEvent   = "publish_event"   // Params: plugin.Event; Result: {}
+	MethodAuditDropped   = "audit_dropped"   // Params: DroppedParams; Result: {}
 	// The surface services (plugin.Services' Decide ... StopSession).
 	MethodDecide      = "decide"       // Params: plugin.Decision; Result: {}
 	MethodCoreStatus  = "core_status"  // Params: {}; Result: plugin.CoreStatus
 	MethodSetPaused   = "set_paused"   // Params: PausedParams; Result: {}
 	MethodStopSession = "stop_session" // Params: SessionParams; Result: {}
 )
+
+// DroppedParams are the params of MethodAuditDropped.
+type DroppedParams struct {
+	What string `json:"what"`
+}
 
 // PausedParams are the params of MethodSetPaused.
 type PausedParams struct {

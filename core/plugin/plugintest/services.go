@@ -142,6 +142,7 @@ type Services struct {
 
 	mu        sync.Mutex
 	events    []plugin.Event
+	dropped   []string
 	decisions []plugin.Decision
 	stopped   []string
 }
@@ -231,6 +232,25 @@ func (s *Services) PublishEvent(_ context.Context, ev *plugin.Event) error {
 	e.Time = time.Now().UTC()
 	s.events = append(s.events, e)
 	return nil
+}
+
+// AuditDropped implements plugin.Services: it records what (see
+// Dropped); plugin.ErrNotChannel unless Channel is set.
+func (s *Services) AuditDropped(_ context.Context, what string) error {
+	if !s.Channel {
+		return plugin.ErrNotChannel
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.dropped = append(s.dropped, what)
+	return nil
+}
+
+// Dropped returns what AuditDropped recorded, oldest first.
+func (s *Services) Dropped() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.dropped)
 }
 
 // Events returns the events published so far, oldest first.

@@ -225,6 +225,7 @@ func (h *handler) services(ctx context.Context) map[string]any {
 	out["audit"] = map[string]any{"topics": topics, "err": errText(err)}
 	err = h.svc.PublishEvent(ctx, &plugin.Event{Topic: "message.inbound", Payload: map[string]any{"text": "hi"}})
 	out["publish"] = errText(err)
+	out["dropped"] = errText(h.svc.AuditDropped(ctx, "update 7 (message) from user 9"))
 	// The surface services, over the wire.
 	out["decide"] = errText(h.svc.Decide(ctx, plugin.Decision{ID: "c1", Approve: true, ArgsHash: "h", Decider: "owner"}))
 	out["decide_decided"] = errText(h.svc.Decide(ctx, plugin.Decision{ID: "decided", ArgsHash: "h"}))
