@@ -377,7 +377,7 @@ func (l *Loader) start(ctx context.Context, st *pluginState, pins map[string]ins
 		st.proc, st.handler = proc, proc
 	}
 	svc := &services{l: l, st: st}
-	if err := initHandler(ictx, st.handler, st.config, svc); err != nil {
+	if err := initHandler(context.WithValue(ictx, inInitKey{}, true), st.handler, st.config, svc); err != nil {
 		if st.proc != nil {
 			killAndWait(st.proc)
 		}

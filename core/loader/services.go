@@ -197,12 +197,10 @@ func (v *services) surface(ctx context.Context) (Core, error) {
 		return v.l.opts.Core, nil
 	default:
 	}
-	v.l.mu.Lock()
-	inInit := v.st.state == ""
-	v.l.mu.Unlock()
-	if inInit {
-		// Load waits for this Init: waiting for the core here would wait
-		// for ourselves.
+	if ctx.Value(inInitKey{}) != nil {
+		// Called from the plugin's Init, which Load waits for: waiting for
+		// the core here would wait for ourselves. (A call from a goroutine
+		// the Init started has another ctx, and waits.)
 		return nil, errCoreStarting
 	}
 	select {
@@ -214,6 +212,11 @@ func (v *services) surface(ctx context.Context) (Core, error) {
 		return nil, fmt.Errorf("%w: %w", errCoreStarting, ctx.Err())
 	}
 }
+
+// inInitKey marks the ctx of a plugin's Init call, which its service calls
+// made within Init carry (in process directly; out of process through the
+// call's scope).
+type inInitKey struct{}
 
 var (
 	errCoreStarting = errors.New("the core is still starting: ask again once Init has returned (the core answers as soon as every plugin has loaded)")

@@ -26,23 +26,29 @@ type fakeCore struct {
 func (c fakeCore) Status(context.Context) control.Status { return control.Status{Started: c.started} }
 
 // TestSurfaceServicesWaitForTheCore checks the surface services against
-// the core's start: a plugin in its Init is refused at once (Load waits
-// for that Init), a healthy one waits until CoreReady, and after Shutdown
-// every call is refused.
+// the core's start: a call from a plugin's Init is refused at once (Load
+// waits for that Init), any other waits until CoreReady, and after
+// Shutdown every call is refused.
 func TestSurfaceServicesWaitForTheCore(t *testing.T) {
 	started := time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC)
 	l := New(Options{Core: fakeCore{started: started}})
 	st := &pluginState{name: "phone", surface: true}
 	svc := &services{l: l, st: st}
 
-	if _, err := svc.CoreStatus(t.Context()); !errors.Is(err, errCoreStarting) {
+	inInit := context.WithValue(t.Context(), inInitKey{}, true)
+	begun := time.Now()
+	if _, err := svc.CoreStatus(inInit); !errors.Is(err, errCoreStarting) {
 		t.Fatalf("CoreStatus during Init: %v, want errCoreStarting", err)
+	}
+	if d := time.Since(begun); d > 5*time.Second {
+		t.Fatalf("CoreStatus during Init waited %s: it must refuse at once", d)
 	}
 	if _, err := (&services{l: l, st: &pluginState{name: "chat", state: stateHealthy}}).CoreStatus(t.Context()); !errors.Is(err, plugin.ErrNotSurface) {
 		t.Fatalf("CoreStatus without the capability: %v, want ErrNotSurface", err)
 	}
 
-	st.state = stateHealthy
+	// A goroutine the Init started (another ctx) waits for the core, even
+	// before Load has marked the plugin healthy.
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	_, err := svc.CoreStatus(ctx)
 	cancel()
