@@ -4,13 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
-	"net/url"
 	"path/filepath"
 	"strconv"
 	"time"
 
-	_ "github.com/mattn/go-sqlite3" // the SQLite driver (cgo)
+	"github.com/carapace-dev/carapace/internal/sqlitedb"
 )
 
 // DBFile is the name of the plugin's database in its data folder.
@@ -103,65 +101,18 @@ type store struct {
 
 // openStore opens (creating) the database in dir and migrates it.
 func openStore(ctx context.Context, dir string) (*store, error) {
-	if !cgoEnabled {
-		return nil, errors.New("telegram: this handler was built without cgo, so it cannot open its SQLite database: build it with CGO_ENABLED=1 (make build does)")
-	}
-	path := filepath.Join(dir, DBFile)
-	q := url.Values{}
-	q.Set("_journal_mode", "WAL")
-	q.Set("_synchronous", "FULL")
-	q.Set("_busy_timeout", "5000")
-	q.Set("_foreign_keys", "on")
-	q.Set("_txlock", "immediate")
-	db, err := sql.Open("sqlite3", "file:"+(&url.URL{Path: path}).EscapedPath()+"?"+q.Encode())
+	db, err := sqlitedb.Open(ctx, filepath.Join(dir, DBFile), "telegram", migrations)
 	if err != nil {
-		return nil, fmt.Errorf("telegram: open %s: %w", path, err)
+		return nil, err
 	}
-	db.SetMaxOpenConns(1)
-	s := &store{db: db}
-	if err := s.migrate(ctx); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("telegram: open %s: %w (move the file away to start afresh)", path, err)
-	}
-	return s, nil
-}
-
-func (s *store) migrate(ctx context.Context) error {
-	var v int
-	if err := s.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
-		return err
-	}
-	if v > len(migrations) {
-		return fmt.Errorf("schema version %d is newer than this plugin knows (%d): update Carapace", v, len(migrations))
-	}
-	for ; v < len(migrations); v++ {
-		err := s.tx(ctx, func(tx *sql.Tx) error {
-			if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
-				return fmt.Errorf("migrate to version %d: %w", v+1, err)
-			}
-			_, err := tx.ExecContext(ctx, "PRAGMA user_version = "+strconv.Itoa(v+1))
-			return err
-		})
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return &store{db: db}, nil
 }
 
 func (s *store) close() error { return s.db.Close() }
 
 // tx runs f in a transaction, committed if f returns nil.
 func (s *store) tx(ctx context.Context, f func(*sql.Tx) error) error {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	if err := f(tx); err != nil {
-		_ = tx.Rollback()
-		return err
-	}
-	return tx.Commit()
+	return sqlitedb.Tx(ctx, s.db, f)
 }
 
 func ms(t time.Time) int64 { return t.UnixMilli() }

@@ -1,6 +1,6 @@
 //go:build cgo
 
-package telegram
+package sqlitedb
 
 // cgoEnabled reports whether this binary was built with cgo, without which
 // mattn/go-sqlite3 is a stub that fails every open.

@@ -1,0 +1,94 @@
+// Package sqlitedb opens the SQLite databases Carapace keeps its state in
+// (the Telegram plugin's, the scheduler's): WAL, synchronous=FULL, foreign
+// keys on, write transactions that take the lock at once, one connection,
+// and a schema brought forward by numbered migrations (PRAGMA
+// user_version). The memory plugin, which needs a pool of readers, opens
+// its own.
+package sqlitedb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	_ "github.com/mattn/go-sqlite3" // the SQLite driver (cgo)
+)
+
+// ErrNewerSchema: the database was written by a newer Carapace.
+var ErrNewerSchema = errors.New("the database's schema is newer than this Carapace knows")
+
+// Open opens (creating, 0600 in a 0700 folder) the database at path and
+// migrates it: migrations[i] takes it from schema version i to i+1, each in
+// one transaction with the version's update. what names the database in
+// errors ("telegram", "tasks").
+func Open(ctx context.Context, path, what string, migrations []string) (*sql.DB, error) {
+	if !cgoEnabled {
+		return nil, fmt.Errorf("%s: this binary was built without cgo, so it cannot open its SQLite database %s: build it with CGO_ENABLED=1 (make build does)", what, path)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("%s: create the folder of %s: %w", what, path, err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("%s: open %s: %w", what, path, err)
+	}
+	f.Close()
+	q := url.Values{}
+	q.Set("_journal_mode", "WAL")
+	q.Set("_synchronous", "FULL")
+	q.Set("_busy_timeout", "5000")
+	q.Set("_foreign_keys", "on")
+	q.Set("_txlock", "immediate")
+	db, err := sql.Open("sqlite3", "file:"+(&url.URL{Path: path}).EscapedPath()+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("%s: open %s: %w", what, path, err)
+	}
+	db.SetMaxOpenConns(1)
+	if err := migrate(ctx, db, migrations); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("%s: open %s: %w", what, path, err)
+	}
+	return db, nil
+}
+
+func migrate(ctx context.Context, db *sql.DB, migrations []string) error {
+	var v int
+	if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return fmt.Errorf("read the schema version: %w (is it a SQLite database? move the file away to start afresh)", err)
+	}
+	if v > len(migrations) {
+		return fmt.Errorf("%w: version %d, this Carapace knows up to %d: update Carapace, and keep the file (it holds your data)", ErrNewerSchema, v, len(migrations))
+	}
+	for ; v < len(migrations); v++ {
+		err := Tx(ctx, db, func(tx *sql.Tx) error {
+			if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
+				return err
+			}
+			_, err := tx.ExecContext(ctx, "PRAGMA user_version = "+strconv.Itoa(v+1))
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("migrate the schema from version %d to %d: %w", v, v+1, err)
+		}
+	}
+	return nil
+}
+
+// Tx runs f in a transaction, committed if f returns nil and rolled back
+// otherwise.
+func Tx(ctx context.Context, db *sql.DB, f func(*sql.Tx) error) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := f(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}

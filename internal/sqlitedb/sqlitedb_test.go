@@ -1,0 +1,59 @@
+package sqlitedb
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestOpenMigratesAndRefusesNewer(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sub", "x.sqlite")
+	v1 := []string{"CREATE TABLE a (x INTEGER);"}
+	db, err := Open(t.Context(), path, "test", v1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mode string
+	if err := db.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
+		t.Errorf("journal_mode %q (%v), want wal", mode, err)
+	}
+	if _, err := db.Exec("INSERT INTO a VALUES (1)"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("file mode %v (%v), want 0600", fi.Mode(), err)
+	}
+
+	// One more migration: applied once, the data kept.
+	v2 := append(v1, "ALTER TABLE a ADD COLUMN y TEXT NOT NULL DEFAULT 'z';")
+	for range 2 {
+		db, err = Open(t.Context(), path, "test", v2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var y string
+		if err := db.QueryRow("SELECT y FROM a WHERE x = 1").Scan(&y); err != nil || y != "z" {
+			t.Fatalf("after migration: %q %v", y, err)
+		}
+		db.Close()
+	}
+
+	// A Carapace that knows only version 1 refuses the file, and says so.
+	_, err = Open(t.Context(), path, "test", v1)
+	if !errors.Is(err, ErrNewerSchema) || !strings.Contains(err.Error(), "update Carapace") {
+		t.Fatalf("older Carapace on a newer file: %v", err)
+	}
+
+	// A failing migration leaves the version where it was.
+	bad := append(v2, "CREATE TABLE a (x INTEGER);")
+	if _, err := Open(t.Context(), path, "test", bad); err == nil || !strings.Contains(err.Error(), "from version 2 to 3") {
+		t.Fatalf("bad migration: %v", err)
+	}
+	if db, err = Open(t.Context(), path, "test", v2); err != nil {
+		t.Fatalf("after a failed migration the file is still at version 2: %v", err)
+	}
+	db.Close()
+}
