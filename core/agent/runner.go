@@ -84,6 +84,16 @@ type Options struct {
 	BriefTimeout time.Duration
 	// NoShadows leaves out the shadow mounts (tests only: shadow.go).
 	NoShadows bool
+	// TaskRuns, if set, is told how the sessions of the scheduler's own
+	// task.triggered events go (core/tasks).
+	TaskRuns TaskRuns
+}
+
+// TaskRuns records the runs of scheduled tasks: the session that runs one,
+// and how it ended (nil: the agent exited 0).
+type TaskRuns interface {
+	Started(ctx context.Context, run int64, session string) error
+	Finished(ctx context.Context, run int64, err error) error
 }
 
 // Runner starts and tracks agent sessions. Create it with New.
@@ -212,7 +222,9 @@ func (r *Runner) Spawn(sub *events.Subscription) {
 		if !ok || !slices.Contains(g.Topics, ev.Topic) {
 			r.log.Info("event dropped: its group is not configured to start agent sessions ([groups.NAME] in config.toml)",
 				"topic", ev.Topic, "group", ev.Group, "source", ev.Source, "event", ev.ID)
-			r.answer(ev, plugin.TopicChannelReply, r.reply(ev, fmt.Sprintf("group %s does not start agent sessions for %s: add [groups.%s] to config.toml", ev.Group, ev.Topic, ev.Group)))
+			why := fmt.Sprintf("group %s does not start agent sessions for %s: add [groups.%s] to config.toml", ev.Group, ev.Topic, ev.Group)
+			r.answer(ev, plugin.TopicChannelReply, r.reply(ev, why))
+			r.taskEnded(ev, errors.New(why))
 			continue
 		}
 		if r.paused.Load() {
@@ -220,15 +232,53 @@ func (r *Runner) Spawn(sub *events.Subscription) {
 			_ = r.audit.Write(&audit.Entry{Source: "core", Group: ev.Group, Topic: ev.Topic, ID: ev.ID, Stage: audit.StageEvent,
 				Outcome: audit.OutcomeRejected, Reason: "paused: no session starts for events until resumed"})
 			r.answer(ev, plugin.TopicChannelReply, r.reply(ev, "paused: no agent session starts for events until carapace resume"))
+			r.taskEnded(ev, errors.New("paused: no agent session starts for events until carapace resume"))
 			continue
 		}
 		text, _ := ev.Payload["text"].(string)
 		if strings.TrimSpace(text) == "" {
 			r.log.Warn("event dropped: no text for the agent", "topic", ev.Topic, "group", ev.Group, "source", ev.Source, "event", ev.ID)
 			r.answer(ev, plugin.TopicChannelReply, r.reply(ev, "the message has no text for the agent"))
+			r.taskEnded(ev, errors.New("the task has no prompt"))
 			continue
 		}
 		go r.runForEvent(ev, text)
+	}
+}
+
+// taskRun returns the run id of the scheduler's own task.triggered event
+// (false for any other event: a plugin's task.triggered is its own
+// business).
+func taskRun(ev *plugin.Event) (int64, bool) {
+	if ev.Source != "core" || ev.Topic != events.TopicTaskTriggered {
+		return 0, false
+	}
+	var run int64
+	switch v := ev.Payload["run"].(type) {
+	case json.Number:
+		n, err := v.Int64()
+		if err != nil {
+			return 0, false
+		}
+		run = n
+	case float64:
+		run = int64(v)
+	case int64:
+		run = v
+	default:
+		return 0, false
+	}
+	return run, run > 0
+}
+
+// taskEnded tells TaskRuns how the run of ev ended, if ev is one.
+func (r *Runner) taskEnded(ev *plugin.Event, err error) {
+	run, ok := taskRun(ev)
+	if !ok || r.opts.TaskRuns == nil {
+		return
+	}
+	if ferr := r.opts.TaskRuns.Finished(context.Background(), run, err); ferr != nil {
+		r.log.Warn("could not record how a task run ended", "run", run, "err", ferr)
 	}
 }
 
@@ -273,7 +323,13 @@ func (r *Runner) runForEvent(ev *plugin.Event, text string) {
 			Outcome: audit.OutcomeRejected, Reason: "no agent session could start: " + textutil.Clip(textutil.OneLine(err.Error()), 500)})
 		reply.Error = "no agent session could start: " + textutil.Clip(textutil.OneLine(err.Error()), 500)
 		answer(plugin.TopicChannelReply, reply)
+		r.taskEnded(ev, errors.New(reply.Error))
 		return
+	}
+	if run, ok := taskRun(ev); ok && r.opts.TaskRuns != nil {
+		if err := r.opts.TaskRuns.Started(ctx, run, sess.ID); err != nil {
+			r.log.Warn("could not record a task run's session", "run", run, "session", sess.ID, "err", err)
+		}
 	}
 	r.setOrigin(sess.ID, ev.Source)
 	defer r.setOrigin(sess.ID, "")
@@ -295,6 +351,16 @@ func (r *Runner) runForEvent(ev *plugin.Event, text string) {
 	}
 	reply.Text = out.String()
 	answer(plugin.TopicChannelReply, reply)
+	switch {
+	case reply.Error != "":
+		r.taskEnded(ev, errors.New(reply.Error))
+	case reply.Exit == nil:
+		r.taskEnded(ev, errors.New("the agent's exit status is unknown"))
+	case *reply.Exit != 0:
+		r.taskEnded(ev, fmt.Errorf("the agent exited with status %d", *reply.Exit))
+	default:
+		r.taskEnded(ev, nil)
+	}
 	cctx, cancel := context.WithTimeout(ctx, stopTimeout)
 	defer cancel()
 	_ = r.Close(cctx, sess.ID)

@@ -27,6 +27,7 @@ type Config struct {
 	Runtime   Runtime           `toml:"runtime"`
 	Sessions  Sessions          `toml:"sessions"`
 	LLM       LLM               `toml:"llm"`
+	Tasks     Tasks             `toml:"tasks"`
 	// Groups are the groups the core starts agent sessions for when an
 	// event names them ([groups.NAME]); events of other groups are logged
 	// and dropped.
@@ -48,6 +49,12 @@ type LLM struct {
 	DailyTokens int64 `toml:"daily_tokens"`
 	// Port is where `ipc relay` listens inside the container; default 8377.
 	Port int `toml:"port"`
+}
+
+// Tasks configures the scheduler of scheduled tasks.
+type Tasks struct {
+	// MaxFailures is how many failed runs in a row pause a task; default 3.
+	MaxFailures int `toml:"max_failures"`
 }
 
 // SpawnTopics are the event topics that start an agent session by default.
@@ -222,6 +229,9 @@ func (c *Config) check() error {
 	if c.Runtime.Engine != "" && !slices.Contains(Engines, c.Runtime.Engine) {
 		return fmt.Errorf("runtime.engine %q: use one of %s", c.Runtime.Engine, strings.Join(Engines, ", "))
 	}
+	if c.Tasks.MaxFailures < 0 {
+		return errors.New("tasks.max_failures must not be negative (0 is the default, 3)")
+	}
 	if c.Runtime.CPUs < 0 || c.Runtime.MemoryMB < 0 || c.Runtime.Pids < 0 || c.Sessions.MaxPerGroup < 0 || c.Sessions.Queue < 0 {
 		return errors.New("runtime and sessions: values must not be negative")
 	}
@@ -296,6 +306,7 @@ func (c *Config) withDefaults() *Config {
 	orDefault(&c.Runtime.MemoryMB, 4096)
 	orDefault(&c.Runtime.Pids, 256)
 	orDefault(&c.Sessions.MaxPerGroup, 3)
+	orDefault(&c.Tasks.MaxFailures, 3)
 	orDefault(&c.Sessions.Queue, 16)
 	orDefault(&c.Sessions.IdleTimeout, Duration{30 * time.Minute})
 	orDefault(&c.Sessions.ConnectTimeout, Duration{5 * time.Minute})

@@ -72,6 +72,7 @@ func NewServer(b Backend, logger *slog.Logger) *Server {
 	mux.HandleFunc("POST /v1/confirmations/{id}/deny", s.handleDeny)
 	mux.HandleFunc("GET /v1/watch", s.handleWatch)
 	mux.HandleFunc("POST /v1/plugins/{name}/restart", s.handleRestartPlugin)
+	s.registerTasks(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, fmt.Errorf("%s %s: no such endpoint: %w", r.Method, r.URL.Path, ErrNotFound))
 	})

@@ -83,6 +83,9 @@ func (d Dir) CredentialsDir() string { return d.Path("credentials") }
 // DataDir is the private data directory of a plugin.
 func (d Dir) DataDir(plugin string) string { return d.Path("data", plugin) }
 
+// TasksDB is the scheduler's database (core/tasks).
+func (d Dir) TasksDB() string { return d.Path("tasks.sqlite") }
+
 // Ensure creates the home and its private directories with safe modes.
 func (d Dir) Ensure() error {
 	for _, p := range []struct {

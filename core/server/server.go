@@ -39,6 +39,7 @@ import (
 	"github.com/carapace-dev/carapace/core/pipeline"
 	"github.com/carapace-dev/carapace/core/runtime"
 	"github.com/carapace-dev/carapace/core/session"
+	"github.com/carapace-dev/carapace/core/tasks"
 	"github.com/carapace-dev/carapace/keychain"
 )
 
@@ -92,6 +93,7 @@ type Server struct {
 	creds    keychain.Store
 	agents   *agent.Runner
 	bus      *events.Bus
+	tasks    *tasks.Scheduler
 
 	spawnSub    *events.Subscription // the spawner's, taken when the bus opens
 	spawnerDone chan struct{}
@@ -189,13 +191,23 @@ func Run(ctx context.Context, opts Options) error {
 		Observe: s.observeSession,
 	})
 
+	if err := s.openTasks(ctx); err != nil {
+		s.plugins.Shutdown()
+		return err
+	}
+	defer s.tasks.Close()
 	s.agents = agent.New(agent.Options{
 		Home: opts.Home, Config: cfg, Logger: s.log, Version: opts.Version, Audit: s.audit, Sessions: s.sessions,
 		Bus: s.bus, Plugins: s.plugins, Catalog: s.catalog, Credentials: s.creds,
-		NewEngine: opts.NewEngine, BriefTimeout: opts.BriefTimeout, NoShadows: opts.NoShadows,
+		NewEngine: opts.NewEngine, BriefTimeout: opts.BriefTimeout, NoShadows: opts.NoShadows, TaskRuns: s.tasks,
 	})
 	agentsCtx, stopAgents := context.WithCancel(ctx)
 	defer stopAgents()
+	tasksCtx, stopTasksCtx := context.WithCancel(ctx)
+	tasksDone := make(chan struct{})
+	go func() { defer close(tasksDone); s.tasks.Run(tasksCtx) }()
+	stopTasks := func() { stopTasksCtx(); <-tasksDone } // nothing fires once the core stops
+	defer stopTasks()
 	s.agents.Start(agentsCtx)
 	s.startSpawner()
 
@@ -228,6 +240,7 @@ func Run(ctx context.Context, opts Options) error {
 			runErr = fmt.Errorf("control API: %w", err)
 		}
 	}
+	stopTasks()
 	s.shutdown()
 	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	_ = ctl.Shutdown(sctx)

@@ -96,7 +96,7 @@ exits with the agent command's status.`,
 	root.PersistentFlags().StringVar(&a.homeFlag, "home", "", "the Carapace home directory (default $CARAPACE_HOME, else ~/.carapace)")
 	root.AddCommand(
 		a.serveCmd(), a.statusCmd(), a.stopCmd(), a.pauseCmd(true), a.pauseCmd(false), a.versionCmd(), a.sessionsCmd(),
-		a.runCmd(), a.confirmCmd(), a.watchCmd(), a.auditCmd(), a.pluginCmd(), a.authCmd(), a.telegramCmd(),
+		a.runCmd(), a.confirmCmd(), a.watchCmd(), a.auditCmd(), a.pluginCmd(), a.authCmd(), a.telegramCmd(), a.tasksCmd(),
 	)
 	markRuntime(root)
 	return root

@@ -1,0 +1,306 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/carapace-dev/carapace/core/control"
+)
+
+func (a *app) tasksCmd() *cobra.Command {
+	c := groupCmd(&cobra.Command{
+		Use:   "tasks",
+		Short: "Schedule prompts for your agent: add, list, pause, resume, run, rm, history",
+		Long: `A scheduled task gives the agent a prompt at set times, in a session of
+its group, like any event. Every occurrence is accounted for (carapace tasks
+history): it ran (ok or failed), was skipped (missed while the core was not
+running, overlap with a run still working, or paused), or is unknown (the
+core died while it ran; it is never run again by itself). After a sleep or
+a restart, missed slots run once, late, by default (--misfire catch-up-once)
+or not at all (--misfire skip). A task that fails 3 times in a row
+([tasks] max_failures) pauses itself.`,
+		Example: `  carapace tasks add --group main --cron "0 7 * * *" --tz Europe/Berlin --prompt "Summarise my calendar for today"
+  carapace tasks add --group main --every 90m --prompt "Check the build"
+  carapace tasks add --group main --at "2026-12-24 18:00" --tz America/New_York --prompt "Remind me to call home"
+  carapace tasks list
+  carapace tasks history t-ab12cd34`,
+	})
+	c.AddCommand(a.tasksAddCmd(), a.tasksListCmd(), a.tasksHistoryCmd(),
+		a.tasksActionCmd("pause", "Stop a task from firing (its slots until resume are not run)"),
+		a.tasksActionCmd("resume", "Start a paused task again, from now (what it missed is not caught up)"),
+		a.tasksActionCmd("run", "Run a task once now, without shifting its schedule"),
+		a.tasksActionCmd("rm", "Delete a task and its history"))
+	return c
+}
+
+func (a *app) tasksAddCmd() *cobra.Command {
+	var req control.TaskRequest
+	var cronExpr, every, at string
+	c := &cobra.Command{
+		Use:   "add --group G (--cron EXPR | --every DUR | --at TIME) --prompt TEXT",
+		Short: "Schedule a prompt",
+		Long: `Schedule a prompt for the agent of a group. Exactly one schedule:
+
+  --cron EXPR   five fields (minute hour day-of-month month weekday) or
+                @hourly, @daily, @weekly, @monthly; read in --tz
+  --every DUR   a Go duration of at least 1s (90m, 1h30m, 24h), from now
+  --at TIME     once: 2026-12-24 18:00 (read in --tz) or RFC 3339 with an
+                offset (2026-12-24T18:00:00+01:00)
+
+--tz is an IANA zone (Europe/Berlin); default UTC. On daylight-saving days a
+local time that does not exist fires once when the clocks have jumped, and
+a repeated one fires once, the first time. carapace prints the schedule in
+words and its next three fire times.`,
+		Example: `  carapace tasks add --group main --cron "0 7 * * 1-5" --tz Europe/Berlin --prompt "Summarise my calendar"
+  carapace tasks add --group main --every 1h --misfire skip --prompt "Look for new mail from my bank"`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			n := 0
+			for kind, expr := range map[string]string{"cron": cronExpr, "every": every, "at": at} {
+				if expr != "" {
+					req.Kind, req.Expr = kind, expr
+					n++
+				}
+			}
+			if n != 1 {
+				return &usageError{err: errors.New("give exactly one of --cron, --every or --at (carapace tasks add --help)")}
+			}
+			if req.Group == "" || req.Prompt == "" {
+				return &usageError{err: errors.New("--group and --prompt are required (carapace tasks add --help)")}
+			}
+			c, _, err := a.client()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), requestTimeout)
+			defer cancel()
+			t, err := c.AddTask(ctx, req)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "task %s: %s, for group %s\n", t.ID, printable(t.Schedule), t.Group)
+			if len(t.NextFires) == 0 {
+				fmt.Fprintln(out, "  it will not fire")
+			}
+			for _, f := range t.NextFires {
+				fmt.Fprintf(out, "  next: %s\n", inZone(f, t.Zone))
+			}
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&req.Group, "group", "", "the group whose agent runs the prompt")
+	f.StringVar(&cronExpr, "cron", "", "a cron expression (5 fields, or @daily…)")
+	f.StringVar(&every, "every", "", "a duration of at least 1s")
+	f.StringVar(&at, "at", "", "one time: \"2006-01-02 15:04\" in --tz, or RFC 3339")
+	f.StringVar(&req.Zone, "tz", "", "IANA time zone of the schedule (default UTC)")
+	f.StringVar(&req.Misfire, "misfire", "", "after missed slots: catch-up-once (default) or skip")
+	f.StringVar(&req.Prompt, "prompt", "", "what the agent is asked each time")
+	return c
+}
+
+// inZone formats t in zone (UTC if it does not load).
+func inZone(t time.Time, zone string) string {
+	if loc, err := time.LoadLocation(zone); err == nil {
+		t = t.In(loc)
+	}
+	return t.Format("Mon 2006-01-02 15:04 MST")
+}
+
+func (a *app) tasksListCmd() *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "list",
+		Short: "List the tasks: schedule, next fire, last outcome",
+		Long: `List the tasks: id, group, schedule in words, next fire (in the task's
+zone), and how the newest run went, with its lateness. --json prints every
+field.`,
+		Example: "  carapace tasks list\n  carapace tasks list --json",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, _, err := a.client()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), requestTimeout)
+			defer cancel()
+			list, err := c.Tasks(ctx)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				return writeJSON(out, list)
+			}
+			if len(list) == 0 {
+				fmt.Fprintln(out, "no tasks (carapace tasks add --help)")
+				return nil
+			}
+			tw := table(out)
+			fmt.Fprintln(tw, "ID\tGROUP\tSCHEDULE\tNEXT\tLAST")
+			for _, t := range list {
+				next := "-"
+				switch {
+				case !t.Enabled && t.PausedReason != "":
+					next = "paused: " + printable(t.PausedReason)
+				case !t.Enabled:
+					next = "paused"
+				case t.Next != nil:
+					next = inZone(*t.Next, t.Zone)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.ID, t.Group, printable(t.Schedule), next, lastRun(t.Last))
+			}
+			return tw.Flush()
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print the tasks as JSON")
+	return c
+}
+
+// lastRun says how a run went, for the list.
+func lastRun(r *control.TaskRun) string {
+	if r == nil {
+		return "-"
+	}
+	s := r.State
+	if r.Reason != "" {
+		s += " (" + printable(oneLine(r.Reason)) + ")"
+	}
+	if r.LateMS >= 1000 {
+		s += ", late " + age(time.Duration(r.LateMS)*time.Millisecond)
+	}
+	return s + ", " + r.Scheduled.Local().Format("2006-01-02 15:04")
+}
+
+func (a *app) tasksHistoryCmd() *cobra.Command {
+	var asJSON bool
+	var limit int
+	c := &cobra.Command{
+		Use:               "history ID",
+		Short:             "Show how a task's occurrences went, newest first",
+		Long:              "Show a task's occurrences, newest first: when each was due, how it ended, how late it started and its session. A run of missed slots beyond the first hundred is one line with their count.",
+		Example:           "  carapace tasks history t-ab12cd34\n  carapace tasks history t-ab12cd34 --json --limit 500",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: a.completeTask,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, _, err := a.client()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), requestTimeout)
+			defer cancel()
+			runs, err := c.TaskHistory(ctx, args[0], limit)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				return writeJSON(out, runs)
+			}
+			return printRuns(out, runs)
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print the runs as JSON")
+	c.Flags().IntVar(&limit, "limit", 50, fmt.Sprintf("how many runs (at most %d)", control.MaxTaskHistory))
+	return c
+}
+
+func printRuns(out io.Writer, runs []control.TaskRun) error {
+	if len(runs) == 0 {
+		fmt.Fprintln(out, "no runs yet")
+		return nil
+	}
+	tw := table(out)
+	fmt.Fprintln(tw, "DUE\tOUTCOME\tLATE\tSESSION")
+	for _, r := range runs {
+		due := r.Scheduled.Local().Format("2006-01-02 15:04:05")
+		if r.Count > 1 && r.Until != nil {
+			due += fmt.Sprintf(" … %s (%d slots)", r.Until.Local().Format("2006-01-02 15:04:05"), r.Count)
+		}
+		if r.Manual {
+			due += " (run now)"
+		}
+		outcome := r.State
+		if r.Reason != "" {
+			outcome += ": " + printable(oneLine(r.Reason))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", due, outcome, age(time.Duration(r.LateMS)*time.Millisecond), orDash(r.Session))
+	}
+	return tw.Flush()
+}
+
+// tasksActionCmd is tasks pause, resume, run or rm.
+func (a *app) tasksActionCmd(verb, short string) *cobra.Command {
+	return &cobra.Command{
+		Use:               verb + " ID",
+		Short:             short,
+		Long:              short + ". ID is the task's id (carapace tasks list).",
+		Example:           "  carapace tasks " + verb + " t-ab12cd34",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: a.completeTask,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, _, err := a.client()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), requestTimeout)
+			defer cancel()
+			out, id := cmd.OutOrStdout(), args[0]
+			switch verb {
+			case "pause":
+				if _, err = c.PauseTask(ctx, id); err == nil {
+					fmt.Fprintf(out, "task %s paused\n", id)
+				}
+			case "resume":
+				var t control.Task
+				if t, err = c.ResumeTask(ctx, id); err == nil {
+					next := "no next fire"
+					if t.Next != nil {
+						next = "next: " + inZone(*t.Next, t.Zone)
+					}
+					fmt.Fprintf(out, "task %s resumed (%s)\n", id, next)
+				}
+			case "run":
+				var r control.TaskRun
+				if r, err = c.RunTask(ctx, id); err == nil {
+					fmt.Fprintf(out, "task %s started (run %d): carapace tasks history %s\n", id, r.ID, id)
+				}
+			case "rm":
+				if err = c.RemoveTask(ctx, id); err == nil {
+					fmt.Fprintf(out, "task %s removed\n", id)
+				}
+			default:
+				err = errors.New("unknown action " + verb)
+			}
+			return err
+		},
+	}
+}
+
+// completeTask completes a task id from the running core.
+func (a *app) completeTask(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	c, _, err := a.client()
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), 2*time.Second)
+	defer cancel()
+	list, err := c.Tasks(ctx)
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	ids := make([]string, 0, len(list))
+	for _, t := range list {
+		ids = append(ids, t.ID+"\t"+printable(t.Schedule))
+	}
+	return ids, cobra.ShellCompDirectiveNoFileComp
+}

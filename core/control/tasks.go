@@ -1,0 +1,206 @@
+package control
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"time"
+)
+
+// Scheduled tasks (core/tasks) over the control API:
+//
+//	GET    /v1/tasks                  every task, with its next fire and newest run
+//	POST   /v1/tasks                  TaskRequest → the new Task, with its next three fires
+//	POST   /v1/tasks/{id}/pause       → the Task
+//	POST   /v1/tasks/{id}/resume      → the Task
+//	POST   /v1/tasks/{id}/run         run it once now → the TaskRun
+//	DELETE /v1/tasks/{id}             → 204
+//	GET    /v1/tasks/{id}/history     ?limit=N (default 50, at most 1000) → []TaskRun, newest first
+//
+// A Backend serves them by also implementing TaskBackend.
+
+// Task is a scheduled task as the control API shows it.
+type Task struct {
+	ID       string `json:"id"`
+	Group    string `json:"group"`
+	Kind     string `json:"kind"` // cron, every, at
+	Expr     string `json:"expr"`
+	Zone     string `json:"zone"`
+	Schedule string `json:"schedule"` // the schedule in words
+	Prompt   string `json:"prompt"`
+	Creator  string `json:"creator"` // user, or agent
+	// CreatorSession and CreatorConfirmation name the session and the
+	// approval of a task the agent created.
+	CreatorSession      string `json:"creator_session,omitempty"`
+	CreatorConfirmation string `json:"creator_confirmation,omitempty"`
+	Misfire             string `json:"misfire"` // catch-up-once, skip
+	Enabled             bool   `json:"enabled"`
+	// PausedReason says why the task paused itself (failed runs).
+	PausedReason string     `json:"paused_reason,omitempty"`
+	CreatedAt    time.Time  `json:"created_at"`
+	Next         *time.Time `json:"next,omitempty"` // its next fire; none when paused or done
+	// NextFires are its next three fires (on creation).
+	NextFires []time.Time `json:"next_fires,omitempty"`
+	Last      *TaskRun    `json:"last,omitempty"` // its newest run
+}
+
+// TaskRun is one occurrence of a task, or a range of missed ones.
+type TaskRun struct {
+	ID        int64      `json:"id"`
+	Task      string     `json:"task"`
+	Scheduled time.Time  `json:"scheduled"`
+	Manual    bool       `json:"manual,omitempty"` // `carapace tasks run`
+	Until     *time.Time `json:"until,omitempty"`  // a range of missed slots: the last
+	Count     int        `json:"count"`            // slots the row stands for
+	State     string     `json:"state"`            // claimed, running, ok, failed, skipped, unknown
+	Reason    string     `json:"reason,omitempty"` // skipped: missed, overlap, paused; failed: why
+	LateMS    int64      `json:"late_ms"`
+	Session   string     `json:"session,omitempty"`
+	Started   *time.Time `json:"started,omitempty"`
+	Ended     *time.Time `json:"ended,omitempty"`
+}
+
+// TaskRequest creates a task.
+type TaskRequest struct {
+	Group   string `json:"group"`
+	Kind    string `json:"kind"` // cron, every, at
+	Expr    string `json:"expr"`
+	Zone    string `json:"zone,omitempty"`    // an IANA zone; default UTC
+	Misfire string `json:"misfire,omitempty"` // default catch-up-once
+	Prompt  string `json:"prompt"`
+}
+
+// TaskBackend is what a Backend implements to serve the scheduled tasks.
+// Errors wrap ErrNotFound (no such task), ErrInvalid (a bad task) or
+// ErrConflict (a run still works).
+type TaskBackend interface {
+	Tasks(ctx context.Context) ([]Task, error)
+	AddTask(ctx context.Context, req TaskRequest) (Task, error)
+	PauseTask(ctx context.Context, id string) (Task, error)
+	ResumeTask(ctx context.Context, id string) (Task, error)
+	RunTask(ctx context.Context, id string) (TaskRun, error)
+	RemoveTask(ctx context.Context, id string) error
+	TaskHistory(ctx context.Context, id string, limit int) ([]TaskRun, error)
+}
+
+// MaxTaskHistory bounds one history answer.
+const MaxTaskHistory = 1000
+
+var taskIDRE = regexp.MustCompile(`^t-[a-z0-9]{1,32}$`)
+
+func (s *Server) registerTasks(mux *http.ServeMux) {
+	mux.HandleFunc("GET /v1/tasks", func(w http.ResponseWriter, r *http.Request) {
+		s.withTasks(w, r, func(tb TaskBackend) (any, error) { return tb.Tasks(r.Context()) })
+	})
+	mux.HandleFunc("POST /v1/tasks", func(w http.ResponseWriter, r *http.Request) {
+		var req TaskRequest
+		if err := decodeBody(w, r, &req); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		s.withTasks(w, r, func(tb TaskBackend) (any, error) { return tb.AddTask(r.Context(), req) })
+	})
+	for action, f := range map[string]func(TaskBackend, context.Context, string) (any, error){
+		"pause":  func(tb TaskBackend, ctx context.Context, id string) (any, error) { return tb.PauseTask(ctx, id) },
+		"resume": func(tb TaskBackend, ctx context.Context, id string) (any, error) { return tb.ResumeTask(ctx, id) },
+		"run":    func(tb TaskBackend, ctx context.Context, id string) (any, error) { return tb.RunTask(ctx, id) },
+	} {
+		mux.HandleFunc("POST /v1/tasks/{id}/"+action, func(w http.ResponseWriter, r *http.Request) {
+			s.withTask(w, r, func(tb TaskBackend, id string) (any, error) { return f(tb, r.Context(), id) })
+		})
+	}
+	mux.HandleFunc("DELETE /v1/tasks/{id}", func(w http.ResponseWriter, r *http.Request) {
+		s.withTask(w, r, func(tb TaskBackend, id string) (any, error) { return nil, tb.RemoveTask(r.Context(), id) })
+	})
+	mux.HandleFunc("GET /v1/tasks/{id}/history", func(w http.ResponseWriter, r *http.Request) {
+		limit := 50
+		if v := r.URL.Query().Get("limit"); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > MaxTaskHistory {
+				s.writeError(w, r, fmt.Errorf("%w: limit %q: a number from 1 to %d", ErrInvalid, clipName(v), MaxTaskHistory))
+				return
+			}
+			limit = n
+		}
+		s.withTask(w, r, func(tb TaskBackend, id string) (any, error) { return tb.TaskHistory(r.Context(), id, limit) })
+	})
+}
+
+// withTasks answers with f's result, or 404 when the core has no scheduler.
+func (s *Server) withTasks(w http.ResponseWriter, r *http.Request, f func(TaskBackend) (any, error)) {
+	tb, ok := s.b.(TaskBackend)
+	if !ok {
+		s.writeError(w, r, fmt.Errorf("%w: this core has no scheduled tasks", ErrNotFound))
+		return
+	}
+	v, err := f(tb)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if v == nil {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+// withTask is withTasks for a request naming a task, whose id it checks.
+func (s *Server) withTask(w http.ResponseWriter, r *http.Request, f func(TaskBackend, string) (any, error)) {
+	id := r.PathValue("id")
+	if !taskIDRE.MatchString(id) {
+		s.writeError(w, r, fmt.Errorf("%w: task id %q: ids look like t-ab12cd34 (carapace tasks list)", ErrInvalid, clipName(id)))
+		return
+	}
+	s.withTasks(w, r, func(tb TaskBackend) (any, error) { return f(tb, id) })
+}
+
+// Tasks lists every task.
+func (c *Client) Tasks(ctx context.Context) ([]Task, error) {
+	var out []Task
+	err := c.do(ctx, http.MethodGet, "/v1/tasks", nil, &out)
+	return out, err
+}
+
+// AddTask creates a task.
+func (c *Client) AddTask(ctx context.Context, req TaskRequest) (Task, error) {
+	var out Task
+	err := c.do(ctx, http.MethodPost, "/v1/tasks", req, &out)
+	return out, err
+}
+
+// PauseTask stops task id from firing.
+func (c *Client) PauseTask(ctx context.Context, id string) (Task, error) {
+	var out Task
+	err := c.do(ctx, http.MethodPost, "/v1/tasks/"+url.PathEscape(id)+"/pause", nil, &out)
+	return out, err
+}
+
+// ResumeTask starts task id again, from now.
+func (c *Client) ResumeTask(ctx context.Context, id string) (Task, error) {
+	var out Task
+	err := c.do(ctx, http.MethodPost, "/v1/tasks/"+url.PathEscape(id)+"/resume", nil, &out)
+	return out, err
+}
+
+// RunTask runs task id once now, without shifting its schedule.
+func (c *Client) RunTask(ctx context.Context, id string) (TaskRun, error) {
+	var out TaskRun
+	err := c.do(ctx, http.MethodPost, "/v1/tasks/"+url.PathEscape(id)+"/run", nil, &out)
+	return out, err
+}
+
+// RemoveTask deletes task id and its history.
+func (c *Client) RemoveTask(ctx context.Context, id string) error {
+	return c.do(ctx, http.MethodDelete, "/v1/tasks/"+url.PathEscape(id), nil, nil)
+}
+
+// TaskHistory returns task id's runs, newest first, at most limit.
+func (c *Client) TaskHistory(ctx context.Context, id string, limit int) ([]TaskRun, error) {
+	var out []TaskRun
+	err := c.do(ctx, http.MethodGet, "/v1/tasks/"+url.PathEscape(id)+"/history?limit="+strconv.Itoa(limit), nil, &out)
+	return out, err
+}

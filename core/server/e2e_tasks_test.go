@@ -1,0 +1,121 @@
+package server_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/carapace-dev/carapace/core/audit"
+	"github.com/carapace-dev/carapace/core/control"
+)
+
+// taskRuns returns task id's runs through the real CLI.
+func taskRuns(t *testing.T, c *testCore, id string) []control.TaskRun {
+	t.Helper()
+	out, errs, code := runCLI(t, c.Home, "tasks", "history", id, "--json", "--limit", "1000")
+	if code != 0 {
+		t.Fatalf("carapace tasks history: exit %d\n%s%s", code, out, errs)
+	}
+	var runs []control.TaskRun
+	if err := json.Unmarshal([]byte(out), &runs); err != nil {
+		t.Fatalf("history --json: %v\n%s", err, out)
+	}
+	return runs
+}
+
+// An every task fires sessions in the Docker test agent that call a tool;
+// pause stops it, run runs it once, rm removes it — all through the real
+// CLI and the real core.
+func TestTasksThroughTheCore(t *testing.T) {
+	c := startCore(t, dockerConfig(t, "[groups.main]\n"))
+
+	out, errs, code := runCLI(t, c.Home, "tasks", "add", "--group", "main", "--every", "2s", "--prompt", echo("tick"))
+	if code != 0 || !strings.Contains(out, "every 2 seconds") || strings.Count(out, "next:") != 3 {
+		t.Fatalf("carapace tasks add: exit %d\n%s%s", code, out, errs)
+	}
+	id := strings.TrimSuffix(strings.Fields(out)[1], ":")
+
+	okRuns := func() (n int) {
+		for _, r := range taskRuns(t, c, id) {
+			if r.State == "ok" && r.Session != "" {
+				n++
+			}
+		}
+		return n
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for okRuns() < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("two runs did not end ok within a minute: %+v\ncore log:\n%s", taskRuns(t, c, id), c.Log.String())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	// Each ok run's session called the tool.
+	sessions := map[string]bool{}
+	for _, e := range c.Audit(t) {
+		if e.Topic == "tool.invoke.echo" && e.Stage == audit.StageResponse {
+			sessions[e.Session] = true
+		}
+	}
+	for _, r := range taskRuns(t, c, id) {
+		if r.State == "ok" && !sessions[r.Session] {
+			t.Errorf("run %d ended ok but its session %s made no tool call", r.ID, r.Session)
+		}
+	}
+
+	// Pause: nothing due after it runs.
+	if out, errs, code := runCLI(t, c.Home, "tasks", "pause", id); code != 0 {
+		t.Fatalf("tasks pause: exit %d\n%s%s", code, out, errs)
+	}
+	paused := time.Now()
+	time.Sleep(5 * time.Second)
+	for _, r := range taskRuns(t, c, id) {
+		if !r.Manual && r.Scheduled.After(paused) {
+			t.Errorf("a slot due after the pause was accounted for: %+v", r)
+		}
+	}
+
+	// Run now: one manual run, ok, while paused.
+	if out, errs, code := runCLI(t, c.Home, "tasks", "run", id); code != 0 || !strings.Contains(out, "started") {
+		t.Fatalf("tasks run: exit %d\n%s%s", code, out, errs)
+	}
+	deadline = time.Now().Add(60 * time.Second)
+	for {
+		var manual []control.TaskRun
+		for _, r := range taskRuns(t, c, id) {
+			if r.Manual {
+				manual = append(manual, r)
+			}
+		}
+		if len(manual) == 1 && manual[0].State == "ok" {
+			break
+		}
+		if len(manual) > 1 || time.Now().After(deadline) {
+			t.Fatalf("manual runs: %+v", manual)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	out, _, _ = runCLI(t, c.Home, "tasks", "list")
+	if !strings.Contains(out, id) || !strings.Contains(out, "paused") {
+		t.Errorf("tasks list:\n%s", out)
+	}
+	if out, errs, code := runCLI(t, c.Home, "tasks", "rm", id); code != 0 {
+		t.Fatalf("tasks rm: exit %d\n%s%s", code, out, errs)
+	}
+	if out, errs, code := runCLI(t, c.Home, "tasks", "history", id); code == 0 || !strings.Contains(errs, "no such task") {
+		t.Errorf("history of a removed task: exit %d\n%s%s", code, out, errs)
+	}
+	for _, bad := range [][]string{
+		{"tasks", "add", "--group", "main", "--every", "500ms", "--prompt", "x"},
+		{"tasks", "add", "--group", "main", "--cron", "61 * * * *", "--prompt", "x"},
+		{"tasks", "add", "--group", "main", "--at", "2001-01-01 00:00", "--prompt", "x"},
+		{"tasks", "add", "--group", "main", "--cron", "0 7 * * *", "--tz", "Europe/Berln", "--prompt", "x"},
+		{"tasks", "pause", "../../etc"},
+	} {
+		if out, errs, code := runCLI(t, c.Home, bad...); code == 0 || errs == "" {
+			t.Errorf("%v: exit %d\n%s%s", bad, code, out, errs)
+		}
+	}
+}

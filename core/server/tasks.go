@@ -1,0 +1,220 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/carapace-dev/carapace/core/control"
+	"github.com/carapace-dev/carapace/core/events"
+	"github.com/carapace-dev/carapace/core/plugin"
+	"github.com/carapace-dev/carapace/core/tasks"
+)
+
+// The scheduler (core/tasks) fires a task by publishing task.triggered for
+// its group, from the core, with the run's id: the spawner starts the
+// session like any event's, and tells the scheduler (agent.TaskRuns) which
+// session runs it and how it ended.
+
+// openTasks opens the scheduler's database in the home.
+func (s *Server) openTasks(ctx context.Context) error {
+	t, err := tasks.Open(ctx, tasks.Options{
+		Path:        s.opts.Home.TasksDB(),
+		Firer:       taskFirer{s},
+		Logger:      s.log.With("component", "tasks"),
+		Paused:      func() bool { return s.agents != nil && s.agents.Paused() },
+		MaxFailures: s.cfg.Tasks.MaxFailures,
+		Observe:     s.observeTask,
+	})
+	if err != nil {
+		return fmt.Errorf("scheduled tasks: %w", err)
+	}
+	s.tasks = t
+	return nil
+}
+
+// taskFirer publishes a task's occurrence as task.triggered.
+type taskFirer struct{ s *Server }
+
+// Fire implements tasks.Firer.
+func (f taskFirer) Fire(ctx context.Context, o tasks.Occurrence) error {
+	payload := map[string]any{
+		"text":      o.Task.Prompt,
+		"task":      o.Task.ID,
+		"run":       o.Run,
+		"scheduled": o.Scheduled.UTC().Format(time.RFC3339),
+		"late_ms":   o.Late.Milliseconds(),
+		"catch_up":  o.CatchUp,
+		"manual":    o.Manual,
+	}
+	ev := &plugin.Event{Topic: events.TopicTaskTriggered, Group: o.Task.Group, Source: "core", Payload: payload}
+	if err := f.s.bus.Publish(ctx, ev); err != nil {
+		return fmt.Errorf("publish task.triggered: %w", err)
+	}
+	return nil
+}
+
+// observeTask logs the scheduler's changes.
+func (s *Server) observeTask(ev tasks.Event) {
+	args := []any{"task", ev.Task.ID, "group", ev.Task.Group}
+	if ev.Run != nil {
+		args = append(args, "run", ev.Run.ID, "scheduled", ev.Run.Scheduled.Format(time.RFC3339))
+		if ev.Run.Late > time.Second {
+			args = append(args, "late", ev.Run.Late.Round(time.Second))
+		}
+		if ev.Run.State != "" {
+			args = append(args, "state", ev.Run.State)
+		}
+	}
+	s.log.Info("task "+ev.Type, args...)
+}
+
+var _ control.TaskBackend = (*Server)(nil)
+
+// taskError maps the scheduler's errors to the control API's.
+func taskError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, tasks.ErrNoTask):
+		return fmt.Errorf("%w: %v (carapace tasks list)", control.ErrNotFound, err)
+	case errors.Is(err, tasks.ErrBadTask), errors.Is(err, tasks.ErrBadSchedule):
+		return fmt.Errorf("%w: %v", control.ErrInvalid, err)
+	case errors.Is(err, tasks.ErrAlreadyRunning):
+		return fmt.Errorf("%w: %v", control.ErrConflict, err)
+	}
+	return err
+}
+
+// taskView is the control API's view of st.
+func taskView(st tasks.Status, sched *tasks.Schedule) control.Task {
+	t := st.Task
+	v := control.Task{ID: t.ID, Group: t.Group, Kind: string(t.Spec.Kind), Expr: t.Spec.Expr, Zone: t.Spec.Zone,
+		Prompt: t.Prompt, Creator: t.Creator, CreatorSession: t.CreatorSession, CreatorConfirmation: t.CreatorConfirmation,
+		Misfire: t.Misfire, Enabled: t.Enabled, PausedReason: t.PausedReason, CreatedAt: t.CreatedAt}
+	if v.Zone == "" {
+		v.Zone = "UTC"
+	}
+	if sched != nil {
+		v.Schedule = sched.Describe()
+	}
+	if !st.Next.IsZero() {
+		n := st.Next.UTC()
+		v.Next = &n
+	}
+	if st.Last != nil {
+		r := runView(st.Last)
+		v.Last = &r
+	}
+	return v
+}
+
+func runView(r *tasks.Run) control.TaskRun {
+	v := control.TaskRun{ID: r.ID, Task: r.Task, Scheduled: r.Scheduled.UTC(), Manual: r.Manual, Count: r.Count,
+		State: r.State, Reason: r.Reason, LateMS: r.Late.Milliseconds(), Session: r.Session}
+	for _, p := range []struct {
+		t   time.Time
+		dst **time.Time
+	}{{r.Until, &v.Until}, {r.Started, &v.Started}, {r.Ended, &v.Ended}} {
+		if !p.t.IsZero() {
+			t := p.t.UTC()
+			*p.dst = &t
+		}
+	}
+	return v
+}
+
+// Tasks implements control.TaskBackend.
+func (s *Server) Tasks(ctx context.Context) ([]control.Task, error) {
+	sts, err := s.tasks.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]control.Task, 0, len(sts))
+	for _, st := range sts {
+		sched, _ := tasks.Compile(st.Task.Spec, time.Time{})
+		out = append(out, taskView(st, sched))
+	}
+	return out, nil
+}
+
+// task returns task id's view.
+func (s *Server) task(ctx context.Context, id string) (control.Task, error) {
+	sts, err := s.tasks.List(ctx)
+	if err != nil {
+		return control.Task{}, err
+	}
+	for _, st := range sts {
+		if st.Task.ID == id {
+			sched, _ := tasks.Compile(st.Task.Spec, time.Time{})
+			return taskView(st, sched), nil
+		}
+	}
+	return control.Task{}, taskError(fmt.Errorf("%w: %q", tasks.ErrNoTask, id))
+}
+
+// AddTask implements control.TaskBackend: a task the user creates.
+func (s *Server) AddTask(ctx context.Context, req control.TaskRequest) (control.Task, error) {
+	t, err := s.tasks.Add(ctx, tasks.NewTask{Group: req.Group, Spec: tasks.Spec{Kind: tasks.Kind(req.Kind), Expr: req.Expr, Zone: req.Zone},
+		Prompt: req.Prompt, Creator: tasks.CreatorUser, Misfire: req.Misfire})
+	if err != nil {
+		return control.Task{}, taskError(err)
+	}
+	if _, ok := s.cfg.Groups[t.Group]; !ok {
+		s.log.Warn("task created for a group that does not start sessions: its runs will fail until [groups."+t.Group+"] is in config.toml", "task", t.ID)
+	}
+	v, err := s.task(ctx, t.ID)
+	if err != nil {
+		return control.Task{}, err
+	}
+	if sched, err := tasks.Compile(t.Spec, time.Time{}); err == nil {
+		for _, n := range sched.NextN(t.Cursor, 3) {
+			v.NextFires = append(v.NextFires, n.UTC())
+		}
+	}
+	return v, nil
+}
+
+// PauseTask implements control.TaskBackend.
+func (s *Server) PauseTask(ctx context.Context, id string) (control.Task, error) {
+	if err := s.tasks.Pause(ctx, id); err != nil {
+		return control.Task{}, taskError(err)
+	}
+	return s.task(ctx, id)
+}
+
+// ResumeTask implements control.TaskBackend.
+func (s *Server) ResumeTask(ctx context.Context, id string) (control.Task, error) {
+	if err := s.tasks.Resume(ctx, id); err != nil {
+		return control.Task{}, taskError(err)
+	}
+	return s.task(ctx, id)
+}
+
+// RunTask implements control.TaskBackend.
+func (s *Server) RunTask(ctx context.Context, id string) (control.TaskRun, error) {
+	r, err := s.tasks.RunNow(ctx, id)
+	if err != nil {
+		return control.TaskRun{}, taskError(err)
+	}
+	return runView(r), nil
+}
+
+// RemoveTask implements control.TaskBackend.
+func (s *Server) RemoveTask(ctx context.Context, id string) error {
+	return taskError(s.tasks.Remove(ctx, id))
+}
+
+// TaskHistory implements control.TaskBackend.
+func (s *Server) TaskHistory(ctx context.Context, id string, limit int) ([]control.TaskRun, error) {
+	rs, err := s.tasks.History(ctx, id, limit)
+	if err != nil {
+		return nil, taskError(err)
+	}
+	out := make([]control.TaskRun, 0, len(rs))
+	for _, r := range rs {
+		out = append(out, runView(r))
+	}
+	return out, nil
+}
