@@ -2,7 +2,10 @@ package server_test
 
 import (
 	"encoding/json"
+	"os"
+	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -117,5 +120,111 @@ func TestTasksThroughTheCore(t *testing.T) {
 		if out, errs, code := runCLI(t, c.Home, bad...); code == 0 || errs == "" {
 			t.Errorf("%v: exit %d\n%s%s", bad, code, out, errs)
 		}
+	}
+}
+
+// SIGKILL of carapace serve while a task's run waits for an approval, and
+// a restart: the run in flight is recorded unknown and not run again, the
+// slots due while the core was down are accounted for (the latest runs,
+// the rest are missed), and every slot from the task's creation on appears
+// exactly once in its history.
+func TestTasksCoreKilled(t *testing.T) {
+	h := newHome(t)
+	if err := os.WriteFile(h.Config(), []byte(dockerConfig(t, "[groups.main]\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	serve := func() *hostileProc {
+		p := hostileStart(t, exec.Command(bins.carapace, "--home", string(h), "serve"))
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("carapace serve's stderr:\n%s", p.stderr.String())
+			}
+		})
+		waitFor(t, "the core to serve", func() bool { _, _, code := runCLI(t, h, "status"); return code == 0 })
+		return p
+	}
+	history := func(id string) []control.TaskRun {
+		out, errs, code := runCLI(t, h, "tasks", "history", id, "--json", "--limit", "1000")
+		if code != 0 {
+			t.Fatalf("tasks history: exit %d\n%s%s", code, out, errs)
+		}
+		var runs []control.TaskRun
+		if err := json.Unmarshal([]byte(out), &runs); err != nil {
+			t.Fatal(err)
+		}
+		return runs
+	}
+
+	first := serve()
+	out, errs, code := runCLI(t, h, "tasks", "add", "--group", "main", "--every", "3s", "--prompt", confirmEcho("wait for me"))
+	if code != 0 {
+		t.Fatalf("tasks add: exit %d\n%s%s", code, out, errs)
+	}
+	id := strings.TrimSuffix(strings.Fields(out)[1], ":")
+	waitFor(t, "a run waiting for its approval", func() bool {
+		out, _, _ := runCLI(t, h, "confirm", "list", "--json")
+		return strings.Contains(out, "wait for me")
+	})
+	var inFlight control.TaskRun
+	for _, r := range history(id) {
+		if r.State == "running" {
+			inFlight = r
+		}
+	}
+	if inFlight.ID == 0 {
+		t.Fatalf("no run in flight: %+v", history(id))
+	}
+	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	first.wait(t, 10*time.Second)
+	time.Sleep(7 * time.Second) // two slots or more pass while the core is down
+	serve()
+	waitFor(t, "a run of the slots missed while the core was down", func() bool {
+		for _, r := range history(id) {
+			if r.State != "skipped" && r.Scheduled.After(inFlight.Scheduled) {
+				return true
+			}
+		}
+		return false
+	})
+
+	runs := history(id)
+	var list []control.Task
+	out, _, _ = runCLI(t, h, "tasks", "list", "--json")
+	if err := json.Unmarshal([]byte(out), &list); err != nil || len(list) != 1 {
+		t.Fatalf("tasks list: %v\n%s", err, out)
+	}
+	created := list[0].CreatedAt
+	seen := map[time.Time]int{}
+	var last time.Time
+	for _, r := range runs {
+		if r.Manual {
+			continue
+		}
+		for k := range r.Count {
+			at := r.Scheduled.Add(time.Duration(k) * 3 * time.Second)
+			seen[at]++
+			if at.After(last) {
+				last = at
+			}
+		}
+		if r.ID == inFlight.ID && r.State != "unknown" {
+			t.Errorf("the run in flight at the kill ended %q, want unknown", r.State)
+		}
+	}
+	for at := created.Add(3 * time.Second); !at.After(last); at = at.Add(3 * time.Second) {
+		if seen[at] != 1 {
+			t.Errorf("slot %s accounted for %d times, want once:\n%+v", at.Format(time.RFC3339Nano), seen[at], runs)
+		}
+	}
+	missed := 0
+	for _, r := range runs {
+		if r.State == "skipped" && r.Reason == "missed" {
+			missed += r.Count
+		}
+	}
+	if n := len(seen); n < 3 || missed == 0 {
+		t.Errorf("%d slots accounted for, %d of them missed; want the one in flight, one missed and one run at least", n, missed)
 	}
 }
