@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	_ "github.com/mattn/go-sqlite3" // the driver, which the binary links (sqlitedb does not)
 )
 
 // fakeClock is a Clock that moves only when told.

@@ -4,6 +4,10 @@
 // and a schema brought forward by numbered migrations (PRAGMA
 // user_version). The memory plugin, which needs a pool of readers, opens
 // its own.
+//
+// It does not link the SQLite driver (mattn/go-sqlite3, cgo): the binary
+// does, with a blank import — cmd/carapace/wiring for the core, whose own
+// packages build without cgo; the Telegram plugin for itself.
 package sqlitedb
 
 import (
@@ -14,9 +18,8 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
-
-	_ "github.com/mattn/go-sqlite3" // the SQLite driver (cgo)
 )
 
 // ErrNewerSchema: the database was written by a newer Carapace.
@@ -27,6 +30,9 @@ var ErrNewerSchema = errors.New("the database's schema is newer than this Carapa
 // one transaction with the version's update. what names the database in
 // errors ("telegram", "tasks").
 func Open(ctx context.Context, path, what string, migrations []string) (*sql.DB, error) {
+	if !slices.Contains(sql.Drivers(), "sqlite3") {
+		return nil, fmt.Errorf("%s: this binary does not link the SQLite driver, so it cannot open %s (a build problem: import github.com/mattn/go-sqlite3 in its main package)", what, path)
+	}
 	if !cgoEnabled {
 		return nil, fmt.Errorf("%s: this binary was built without cgo, so it cannot open its SQLite database %s: build it with CGO_ENABLED=1 (make build does)", what, path)
 	}

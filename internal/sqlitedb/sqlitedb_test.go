@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	_ "github.com/mattn/go-sqlite3" // the driver, which the binary links (sqlitedb does not)
 )
 
 func TestOpenMigratesAndRefusesNewer(t *testing.T) {

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	_ "github.com/mattn/go-sqlite3" // the SQLite driver (cgo)
+
 	"github.com/carapace-dev/carapace/internal/sqlitedb"
 )
 

@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	_ "github.com/mattn/go-sqlite3" // the SQLite driver of the scheduler's database (core/tasks), linked here: the core's packages build without cgo
+
 	"github.com/carapace-dev/carapace/applecontainer"
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/loader"
