@@ -164,6 +164,9 @@ func Notification(c control.Confirmation) notify.Notification {
 	}
 	var b strings.Builder
 	b.WriteString("Group " + textutil.Printable(orDash(c.Group)) + " · digest " + textutil.Printable(digest) + "\n")
+	if first, _, _ := strings.Cut(c.Summary, "\n"); first != "" {
+		b.WriteString(textutil.Printable(textutil.Clip(first, 200)) + "\n")
+	}
 	b.WriteString(menu.Summary(c, summaryWidth))
 	return notify.Notification{
 		Key:   c.ID,

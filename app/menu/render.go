@@ -176,6 +176,11 @@ func confirmation(c control.Confirmation, live bool, now time.Time) Item {
 	} else {
 		info("expires", "Expired: denied unless decided now")
 	}
+	for i, l := range strings.Split(c.Summary, "\n") {
+		if l = textutil.Printable(l); l != "" {
+			info("summary/"+strconv.Itoa(i), l)
+		}
+	}
 	it.Children = append(it.Children, Item{ID: id + "/sep/args", Separator: true}, Item{ID: id + "/args", Title: "Arguments:"})
 	argLines, readable := argumentLines(c)
 	for i, l := range argLines {

@@ -42,7 +42,19 @@ type Tool struct {
 	RawSchema     json.RawMessage
 	AllowedGroups []string // empty: every group
 	Handler       Invoker  // serves the tool's calls; nil: the tool cannot be called
+	// Check, if set, is the tool's own check of a call, after its schema
+	// and the group's authorisation and before any confirmation (ctx
+	// carries the session, core/session). An error refuses the call: one
+	// wrapping ErrNotAllowed as unauthorised (stage 4), any other as
+	// invalid arguments (stage 3); its text goes to the agent. The summary
+	// says what the call will do, in words, where the user confirms it.
+	// Only the core's own tools have one.
+	Check func(ctx context.Context, args map[string]any) (summary string, err error)
 }
+
+// ErrNotAllowed is what a Tool's Check wraps to refuse a call as
+// unauthorised rather than invalid.
+var ErrNotAllowed = errors.New("not allowed")
 
 // Allowed reports whether group may use the tool.
 func (t *Tool) Allowed(group string) bool {

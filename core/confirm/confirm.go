@@ -96,6 +96,7 @@ type Request struct {
 	Correlation string
 	ArgsHash    string // HashArguments of the canonical arguments
 	Display     []byte // the canonical arguments, sanitised, for people to read
+	Summary     string // what the call will do, in words (catalog.Tool.Check); "" if the tool says nothing
 }
 
 // Confirmation is one confirmation as it stands: a copy, safe to keep.
@@ -107,6 +108,7 @@ type Confirmation struct {
 	Correlation string // the first call's
 	ArgsHash    string
 	Display     []byte
+	Summary     string
 	Created     time.Time
 	Expires     time.Time
 	// Set once resolved.
@@ -225,7 +227,7 @@ func (g *Gate) Request(r Request) (*Ticket, error) {
 	e := &entry{
 		c: Confirmation{
 			ID: newID(), Session: r.Session, Group: r.Group, Tool: r.Tool, Correlation: r.Correlation,
-			ArgsHash: r.ArgsHash, Display: r.Display, Created: now, Expires: now.Add(g.opts.Timeout),
+			ArgsHash: r.ArgsHash, Display: r.Display, Summary: r.Summary, Created: now, Expires: now.Add(g.opts.Timeout),
 		},
 		waiters: 1,
 		done:    make(chan struct{}),

@@ -29,8 +29,12 @@ type Confirmation struct {
 	// /v1/confirmations/{id} has them.
 	Arguments        json.RawMessage `json:"arguments,omitempty"`
 	ArgumentsOmitted bool            `json:"arguments_omitted,omitempty"`
-	CreatedAt        time.Time       `json:"created_at"` // when the call started waiting
-	ExpiresAt        time.Time       `json:"expires_at"` // when it counts as denied
+	// Summary says what the call will do, in words, when the core can
+	// (its own tools: a scheduled task's schedule and next fires); a
+	// surface shows it above the arguments.
+	Summary   string    `json:"summary,omitempty"`
+	CreatedAt time.Time `json:"created_at"` // when the call started waiting
+	ExpiresAt time.Time `json:"expires_at"` // when it counts as denied
 	// Once resolved: the decision ("approved", "denied", "expired",
 	// "withdrawn"), where it was made ("cli", "app", "notification",
 	// "telegram"; "core" for expiry and withdrawal) and by whom, when, and

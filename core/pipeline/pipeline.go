@@ -196,6 +196,22 @@ func (p *Pipeline) Handle(ctx context.Context, s *session.Session, req *ipc.Requ
 		return
 	}
 
+	// The tool's own check (the core's tools only): after the group's
+	// authorisation, before anyone is asked.
+	var summary string
+	if c.tool.Check != nil {
+		sum, err := c.tool.Check(session.NewContext(ctx, s), args)
+		switch {
+		case errors.Is(err, catalog.ErrNotAllowed):
+			p.fail(c, audit.StageAuthorize, audit.OutcomeRejected, ipc.Errorf(ipc.CodeUnauthorized, 4, "%s", err.Error()))
+			return
+		case err != nil:
+			p.fail(c, audit.StagePayload, audit.OutcomeRejected, &ipc.Error{Code: ipc.CodeValidationFailed, Stage: 3, Field: "arguments", Message: err.Error()})
+			return
+		}
+		summary = sum
+	}
+
 	// Stage 5: high-risk tools wait for the user.
 	if c.tool.RiskLevel == manifest.RiskHigh {
 		canonical, err := json.Marshal(args) // sorted keys: the form the user approves
@@ -203,7 +219,7 @@ func (p *Pipeline) Handle(ctx context.Context, s *session.Session, req *ipc.Requ
 			p.fail(c, audit.StagePayload, audit.OutcomeRejected, &ipc.Error{Code: ipc.CodeValidationFailed, Stage: 3, Field: "arguments", Message: "arguments cannot be canonicalised"})
 			return
 		}
-		if e := p.confirm(ctx, c, canonical); e != nil {
+		if e := p.confirm(ctx, c, canonical, summary); e != nil {
 			p.fail(c, audit.StageConfirm, e.outcome, e.err)
 			return
 		}
@@ -282,11 +298,11 @@ type confirmFailure struct {
 	err     *ipc.Error
 }
 
-func (p *Pipeline) confirm(ctx context.Context, c *call, canonical []byte) *confirmFailure {
+func (p *Pipeline) confirm(ctx context.Context, c *call, canonical []byte, summary string) *confirmFailure {
 	display, _ := sanitizeJSON(canonical)
 	tk, err := p.opts.Gate.Request(confirm.Request{
 		Session: c.s.ID, Group: c.s.Group, Tool: c.tool.Name, Correlation: c.req.Correlation,
-		ArgsHash: confirm.HashArguments(canonical), Display: display,
+		ArgsHash: confirm.HashArguments(canonical), Display: display, Summary: summary,
 	})
 	switch {
 	case errors.Is(err, confirm.ErrTooMany):

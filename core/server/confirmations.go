@@ -69,7 +69,7 @@ const maxEventArguments = 32 << 10
 func confirmationView(c confirm.Confirmation, event bool) control.Confirmation {
 	v := control.Confirmation{
 		ID: c.ID, Tool: c.Tool, Group: c.Group, Session: c.Session, Correlation: c.Correlation, ArgsHash: c.ArgsHash,
-		Arguments: json.RawMessage(c.Display), CreatedAt: c.Created, ExpiresAt: c.Expires,
+		Arguments: json.RawMessage(c.Display), Summary: c.Summary, CreatedAt: c.Created, ExpiresAt: c.Expires,
 		Decision: string(c.Decision), Surface: c.Surface, Decider: c.Decider, Reason: c.Reason,
 	}
 	if len(c.Display) == 0 {

@@ -34,6 +34,7 @@ type confirmation struct {
 	ArgsHash         string          `json:"args_hash"`
 	Arguments        json.RawMessage `json:"arguments,omitempty"`
 	ArgumentsOmitted bool            `json:"arguments_omitted,omitempty"`
+	Summary          string          `json:"summary,omitempty"` // what the call will do, in the core's words
 	CreatedAt        time.Time       `json:"created_at"`
 	ExpiresAt        time.Time       `json:"expires_at"`
 	Decision         string          `json:"decision,omitempty"`
@@ -195,6 +196,10 @@ func cardText(c confirmation, args string, truncated bool, total int) (htmlText,
 	line("Id", c.ID[:8], true)
 	if !c.ExpiresAt.IsZero() {
 		line("Expires", c.ExpiresAt.UTC().Format("15:04:05 MST"), false)
+	}
+	if sum := escapeInvisible(clip(c.Summary, 1000)); sum != "" {
+		hb.WriteString("\n" + html.EscapeString(sum) + "\n")
+		pb.WriteString("\n" + sum + "\n")
 	}
 	switch {
 	case c.ArgumentsOmitted:

@@ -119,6 +119,11 @@ exits with status 1.`,
 			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "%s %s for group %s (session %s, expires in %s)\n", doing, printable(p.Tool), orDash(p.Group), orDash(p.Session), age(time.Until(p.ExpiresAt)))
+			for _, l := range strings.Split(p.Summary, "\n") {
+				if l = printable(l); l != "" {
+					fmt.Fprintf(out, "  %s\n", l)
+				}
+			}
 			fmt.Fprintf(out, "  arguments: %s\n", compactJSON(p.Arguments, 0))
 			fmt.Fprintf(out, "  digest:    %s\n", printable(p.ArgsHash))
 			got, err := c.Decide(ctx, control.Decision{ID: p.ID, Approve: approve, ArgsHash: p.ArgsHash, Surface: "cli", Decider: decider()})
