@@ -37,6 +37,7 @@ import (
 	"github.com/carapace-dev/carapace/core/runtime"
 	"github.com/carapace-dev/carapace/core/session"
 	"github.com/carapace-dev/carapace/core/skills"
+	"github.com/carapace-dev/carapace/core/tasks"
 	"github.com/carapace-dev/carapace/internal/textutil"
 	"github.com/carapace-dev/carapace/keychain"
 )
@@ -331,7 +332,11 @@ func (r *Runner) runForEvent(ev *plugin.Event, text string) {
 			r.log.Warn("could not record a task run's session", "run", run, "session", sess.ID, "err", err)
 		}
 	}
-	r.setOrigin(sess.ID, ev.Source)
+	origin := ev.Source
+	if _, ok := taskRun(ev); ok {
+		origin = tasks.OriginTask
+	}
+	r.setOrigin(sess.ID, origin)
 	defer r.setOrigin(sess.ID, "")
 	r.log.Info("agent session started for an event", "session", sess.ID, "group", ev.Group, "topic", ev.Topic, "event", ev.ID)
 	reply.Session = sess.ID

@@ -11,6 +11,7 @@ import (
 
 	"github.com/carapace-dev/carapace/core/audit"
 	"github.com/carapace-dev/carapace/core/control"
+	"github.com/carapace-dev/carapace/ipc"
 )
 
 // taskRuns returns task id's runs through the real CLI.
@@ -226,5 +227,85 @@ func TestTasksCoreKilled(t *testing.T) {
 	}
 	if n := len(seen); n < 3 || missed == 0 {
 		t.Errorf("%d slots accounted for, %d of them missed; want the one in flight, one missed and one run at least", n, missed)
+	}
+}
+
+// The agent's task tools through the real ipc: schedule_task waits for the
+// user, whose confirmation says the schedule in words with its next three
+// fires; approved, the task is the agent's, in its group. list_tasks sees
+// only the group's tasks; cancel_task cannot reach another group's. A
+// session the scheduler started cannot schedule or cancel tasks.
+func TestAgentTaskTools(t *testing.T) {
+	c := startCore(t, dockerConfig(t, "[groups.main]\n[groups.family]\n"))
+	s := c.Session(t, "main")
+
+	bg := startIPC(t, s.Socket, "tool.invoke.schedule_task", `{"kind":"cron","expr":"0 7 * * *","zone":"Europe/Berlin","prompt":"Summarise my calendar"}`)
+	id := bg.waitPending(t)
+	out, errs, code := runCLI(t, c.Home, "confirm", "approve", id[:8])
+	if code != 0 || !strings.Contains(out, "Schedule for group main: every day at 07:00 (Europe/Berlin)") || strings.Count(out, "Next: ") != 3 {
+		t.Fatalf("confirm approve: exit %d\n%s%s", code, out, errs)
+	}
+	res := mustOK(t, bg.wait(t))
+	taskID, _ := res["id"].(string)
+	if taskID == "" || res["schedule"] != "every day at 07:00 (Europe/Berlin)" || res["creator"] != "agent" {
+		t.Fatalf("schedule_task answered %v", res)
+	}
+	var list []control.Task
+	out, _, _ = runCLI(t, c.Home, "tasks", "list", "--json")
+	if err := json.Unmarshal([]byte(out), &list); err != nil || len(list) != 1 || list[0].Creator != "agent" || list[0].CreatorSession != s.ID || list[0].Group != "main" {
+		t.Fatalf("tasks list: %v\n%s", err, out)
+	}
+
+	// A bad schedule is refused before anyone is asked.
+	r := runIPC(t, s.Socket, nil, "tool.invoke.schedule_task", `{"kind":"cron","expr":"0 25 * * *","prompt":"x"}`)
+	wantError(t, r, ipc.CodeValidationFailed, 3, "arguments")
+	if p := pendingConfirmations(t, c); len(p) != 0 {
+		t.Fatalf("a bad schedule was put to the user: %+v", p)
+	}
+
+	// Another group sees and cancels nothing of main's.
+	other := c.Session(t, "family")
+	if got := mustOK(t, runIPC(t, other.Socket, nil, "tool.invoke.list_tasks", `{}`)); len(got["tasks"].([]any)) != 0 {
+		t.Errorf("family lists main's tasks: %v", got)
+	}
+	r = runIPC(t, other.Socket, nil, "tool.invoke.cancel_task", `{"id":"`+taskID+`"}`)
+	if r.Err == nil || r.Err.Code != ipc.CodeHandlerError {
+		t.Fatalf("family cancels main's task: %+v", r)
+	}
+	if got := mustOK(t, runIPC(t, s.Socket, nil, "tool.invoke.list_tasks", `{}`)); len(got["tasks"].([]any)) != 1 {
+		t.Errorf("main lists %v", got)
+	}
+
+	// A scheduled session may not schedule: its call is refused (stage 4),
+	// audited, and no confirmation is asked.
+	out, errs, code = runCLI(t, c.Home, "tasks", "add", "--group", "main", "--every", "1h", "--prompt",
+		`tool.invoke.schedule_task {"kind":"every","expr":"1s","prompt":"breed"}`)
+	if code != 0 {
+		t.Fatalf("tasks add: exit %d\n%s%s", code, out, errs)
+	}
+	breeder := strings.TrimSuffix(strings.Fields(out)[1], ":")
+	if out, errs, code := runCLI(t, c.Home, "tasks", "run", breeder); code != 0 {
+		t.Fatalf("tasks run: exit %d\n%s%s", code, out, errs)
+	}
+	waitFor(t, "the scheduled session's refused call", func() bool {
+		for _, e := range c.Audit(t) {
+			if e.Topic == "tool.invoke.schedule_task" && e.Stage == audit.StageAuthorize && e.Outcome == audit.OutcomeRejected {
+				return true
+			}
+		}
+		return false
+	})
+	waitFor(t, "the breeder's run to end", func() bool {
+		out, _, _ := runCLI(t, c.Home, "tasks", "history", breeder)
+		return strings.Contains(out, "failed") || strings.Contains(out, "ok")
+	})
+	if p := pendingConfirmations(t, c); len(p) != 0 {
+		t.Fatalf("a scheduled session's schedule_task was put to the user: %+v", p)
+	}
+	if got := mustOK(t, runIPC(t, s.Socket, nil, "tool.invoke.list_tasks", `{}`)); len(got["tasks"].([]any)) != 2 {
+		t.Errorf("tasks after the breeder ran: %v", got)
+	}
+	if got := mustOK(t, runIPC(t, s.Socket, nil, "tool.invoke.cancel_task", `{"id":"`+taskID+`"}`)); got["cancelled"] != taskID {
+		t.Errorf("cancel_task: %v", got)
 	}
 }

@@ -162,6 +162,17 @@ func Run(ctx context.Context, opts Options) error {
 	if err := s.catalog.Add(itools...); err != nil {
 		return err
 	}
+	if err := s.openTasks(ctx); err != nil {
+		return err
+	}
+	defer s.tasks.Close()
+	ttools, err := (&tasks.Tools{Scheduler: s.tasks, Origin: func(id string) string { return s.SessionOrigin(id) }}).CatalogTools()
+	if err != nil {
+		return err
+	}
+	if err := s.catalog.Add(ttools...); err != nil {
+		return err
+	}
 	closeBus, err := s.openBus()
 	if err != nil {
 		return err
@@ -191,11 +202,6 @@ func Run(ctx context.Context, opts Options) error {
 		Observe: s.observeSession,
 	})
 
-	if err := s.openTasks(ctx); err != nil {
-		s.plugins.Shutdown()
-		return err
-	}
-	defer s.tasks.Close()
 	s.agents = agent.New(agent.Options{
 		Home: opts.Home, Config: cfg, Logger: s.log, Version: opts.Version, Audit: s.audit, Sessions: s.sessions,
 		Bus: s.bus, Plugins: s.plugins, Catalog: s.catalog, Credentials: s.creds,
