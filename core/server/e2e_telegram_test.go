@@ -265,11 +265,15 @@ func TestTelegramConversation(t *testing.T) {
 		t.Errorf("the core's log holds a stranger's text")
 	}
 	dropped := 0
-	for _, e := range c.Audit(t) {
-		if e.Source == "telegram" && e.Stage == audit.StageChannel && e.Outcome == audit.OutcomeDropped {
-			dropped++
+	waitFor(t, "the dropped updates in the audit log", func() bool { // written just after each is confirmed
+		dropped = 0
+		for _, e := range c.Audit(t) {
+			if e.Source == "telegram" && e.Stage == audit.StageChannel && e.Outcome == audit.OutcomeDropped {
+				dropped++
+			}
 		}
-	}
+		return dropped >= 6
+	})
 	raw, err := os.ReadFile(c.Home.AuditLog())
 	if err != nil {
 		t.Fatal(err)
