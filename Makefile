@@ -100,9 +100,11 @@ fuzz: ## run each fuzz target briefly (FUZZTIME=40000x runs; a count, not a dura
 	CGO_ENABLED=1 $(GO) test -run '^$$' -fuzz '^FuzzSearch$$' -fuzztime $(FUZZTIME) ./plugins/memory
 
 .PHONY: bench
-bench: build ## run the benchmarks (Docker too; minutes, not part of make test), print a table and write docs/PERFORMANCE.md; then the Telegram round trip (docs/TELEGRAM.md#speed)
+bench: build ## run the benchmarks (Docker too; minutes, not part of make test), print a table and write docs/PERFORMANCE.md; then the Telegram round trip (docs/TELEGRAM.md#speed) and the scheduler (docs/TASKS.md#speed)
 	CGO_ENABLED=1 $(GO) run ./internal/benchreport -out docs/PERFORMANCE.md
 	CGO_ENABLED=1 $(GO) test -run '^$$' -bench '^BenchmarkTelegramRoundTrip$$' -benchtime 15x ./core/server
+	CGO_ENABLED=1 $(GO) test -run '^$$' -bench '^BenchmarkTaskFireAccuracy$$' -benchtime 60x ./core/server
+	CGO_ENABLED=1 $(GO) test -run '^$$' -bench . -benchtime 5x ./core/tasks
 
 .PHONY: demo
 demo: build ## start a core in a temporary home and run a short agent session against it
