@@ -131,3 +131,22 @@ func TestAuditDropped(t *testing.T) {
 		t.Errorf("last entry %q, want %q", last.Reason, want)
 	}
 }
+
+// TestPluginsCannotPublishCoreTopics: what the watch stream shows people,
+// the answers to channels and the lifecycle topics are the core's alone.
+func TestPluginsCannotPublishCoreTopics(t *testing.T) {
+	l := New(Options{})
+	tg := &services{l: l, st: &pluginState{name: "telegram", manifest: &manifest.Manifest{Provides: manifest.Provides{Channels: []string{"telegram"}}}}}
+	for _, topic := range []string{"confirmation.requested", "confirmation.resolved", "channel.reply", "session.opened", "core.status",
+		"plugin.health", "agent.completed", "task.fired", "task.created"} {
+		err := tg.PublishEvent(t.Context(), &plugin.Event{Topic: topic, Group: "main"})
+		if err == nil || !strings.Contains(err.Error(), "the core's own") {
+			t.Errorf("a plugin published %s: %v", topic, err)
+		}
+	}
+	for _, topic := range []string{"task.triggered", "message.inbound", "mail.received"} {
+		if coreTopic(topic) {
+			t.Errorf("%s is refused to plugins", topic)
+		}
+	}
+}

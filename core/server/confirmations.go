@@ -179,6 +179,9 @@ func (s *Server) Watch(ctx context.Context) (*control.Watch, error) {
 					end("the core is stopping")
 					return
 				}
+				if ev.Source != "core" {
+					continue // the watch shows the core's own changes (plugins cannot publish these topics either)
+				}
 				we, err := watchEvent(ev)
 				if err != nil {
 					s.log.Warn("watch: an event could not be converted; skipped", "topic", ev.Topic, "err", err)
