@@ -22,6 +22,11 @@ import (
 //	session.closed          {"session": Session}
 //	plugin.health           {"plugin": PluginStatus}
 //	core.status             {"status": Status}: paused or resumed, draining
+//	task.created            {"task": Task}
+//	task.changed            {"task": Task}: paused (by the user, or itself after failures) or resumed
+//	task.fired              {"task": Task, "task_run": TaskRun}: a run started
+//	task.finished           {"task": Task, "task_run": TaskRun}: how it ended
+//	task.removed            {"task": Task}
 //	end                     {"error": why}: the core ended the stream; read a new snapshot
 //
 // The changes come from the core's event bus, subscribed before the
@@ -40,11 +45,17 @@ const (
 	WatchSessionClosed         = "session.closed"
 	WatchPluginHealth          = "plugin.health"
 	WatchStatus                = "core.status"
+	WatchTaskCreated           = "task.created"
+	WatchTaskChanged           = "task.changed"
+	WatchTaskFired             = "task.fired"
+	WatchTaskFinished          = "task.finished"
+	WatchTaskRemoved           = "task.removed"
 	WatchEnd                   = "end"
 )
 
 // WatchTopics are the bus topics a watch follows, one per change type.
-var WatchTopics = []string{WatchConfirmationRequested, WatchConfirmationResolved, WatchSessionOpened, WatchSessionClosed, WatchPluginHealth, WatchStatus}
+var WatchTopics = []string{WatchConfirmationRequested, WatchConfirmationResolved, WatchSessionOpened, WatchSessionClosed, WatchPluginHealth, WatchStatus,
+	WatchTaskCreated, WatchTaskChanged, WatchTaskFired, WatchTaskFinished, WatchTaskRemoved}
 
 // WatchEvent is one line of the watch stream.
 type WatchEvent struct {
@@ -55,10 +66,13 @@ type WatchEvent struct {
 	Sessions      []Session      `json:"sessions,omitempty"`
 	Confirmations []Confirmation `json:"confirmations,omitempty"`
 	Plugins       []PluginStatus `json:"plugins,omitempty"`
+	Tasks         []Task         `json:"tasks,omitempty"`
 	// The changes.
 	Confirmation *Confirmation `json:"confirmation,omitempty"`
 	Session      *Session      `json:"session,omitempty"`
 	Plugin       *PluginStatus `json:"plugin,omitempty"`
+	Task         *Task         `json:"task,omitempty"`
+	TaskRun      *TaskRun      `json:"task_run,omitempty"`
 	// End: why the core ended the stream.
 	Error string `json:"error,omitempty"`
 }

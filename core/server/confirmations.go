@@ -159,6 +159,11 @@ func (s *Server) Watch(ctx context.Context) (*control.Watch, error) {
 	st := s.Status(ctx)
 	snap := control.WatchEvent{Type: control.WatchSnapshot, Time: time.Now().UTC(), Status: &st,
 		Sessions: s.Sessions(ctx), Confirmations: s.Confirmations(ctx, false), Plugins: st.Plugins}
+	if ts, err := s.Tasks(ctx); err == nil {
+		snap.Tasks = ts
+	} else {
+		s.log.Warn("watch: the tasks could not be listed for the snapshot", "err", err)
+	}
 	out := make(chan control.WatchEvent)
 	done := make(chan struct{})
 	var (
@@ -239,6 +244,13 @@ func watchEvent(ev *plugin.Event) (control.WatchEvent, error) {
 	case control.WatchStatus:
 		we.Status = new(control.Status)
 		err = json.Unmarshal(b, we.Status)
+	case control.WatchTaskCreated, control.WatchTaskChanged, control.WatchTaskFired, control.WatchTaskFinished, control.WatchTaskRemoved:
+		var p struct {
+			Task *control.Task    `json:"task"`
+			Run  *control.TaskRun `json:"task_run"`
+		}
+		err = json.Unmarshal(b, &p)
+		we.Task, we.TaskRun = p.Task, p.Run
 	}
 	return we, err
 }

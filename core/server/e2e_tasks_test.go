@@ -33,12 +33,28 @@ func taskRuns(t *testing.T, c *testCore, id string) []control.TaskRun {
 // CLI and the real core.
 func TestTasksThroughTheCore(t *testing.T) {
 	c := startCore(t, dockerConfig(t, "[groups.main]\n"))
+	w := watch(t, c)
 
 	out, errs, code := runCLI(t, c.Home, "tasks", "add", "--group", "main", "--every", "2s", "--prompt", echo("tick"))
 	if code != 0 || !strings.Contains(out, "every 2 seconds") || strings.Count(out, "next:") != 3 {
 		t.Fatalf("carapace tasks add: exit %d\n%s%s", code, out, errs)
 	}
 	id := strings.TrimSuffix(strings.Fields(out)[1], ":")
+	taskEvent := func(typ string, run func(*control.TaskRun) bool) func(control.WatchEvent) bool {
+		return func(ev control.WatchEvent) bool {
+			return ev.Type == typ && ev.Task != nil && ev.Task.ID == id && (run == nil || ev.TaskRun != nil && run(ev.TaskRun))
+		}
+	}
+	created := w.find(t, "task.created", taskEvent(control.WatchTaskCreated, nil)).Task
+	if created.Schedule != "every 2 seconds" || created.Next == nil || !created.Enabled {
+		t.Fatalf("task.created %+v", created)
+	}
+	snap := watch(t, c).find(t, "a new watch's snapshot", func(ev control.WatchEvent) bool { return ev.Type == control.WatchSnapshot })
+	if len(snap.Tasks) != 1 || snap.Tasks[0].ID != id {
+		t.Fatalf("snapshot tasks %+v", snap.Tasks)
+	}
+	fired := w.find(t, "task.fired", taskEvent(control.WatchTaskFired, func(r *control.TaskRun) bool { return r.State == "claimed" })).TaskRun
+	w.find(t, "task.finished ok", taskEvent(control.WatchTaskFinished, func(r *control.TaskRun) bool { return r.ID == fired.ID && r.State == "ok" }))
 
 	okRuns := func() (n int) {
 		for _, r := range taskRuns(t, c, id) {
@@ -73,6 +89,9 @@ func TestTasksThroughTheCore(t *testing.T) {
 		t.Fatalf("tasks pause: exit %d\n%s%s", code, out, errs)
 	}
 	paused := time.Now()
+	w.find(t, "task.changed (paused)", func(ev control.WatchEvent) bool {
+		return ev.Type == control.WatchTaskChanged && ev.Task != nil && ev.Task.ID == id && !ev.Task.Enabled
+	})
 	time.Sleep(5 * time.Second)
 	for _, r := range taskRuns(t, c, id) {
 		if !r.Manual && r.Scheduled.After(paused) {
@@ -108,6 +127,7 @@ func TestTasksThroughTheCore(t *testing.T) {
 	if out, errs, code := runCLI(t, c.Home, "tasks", "rm", id); code != 0 {
 		t.Fatalf("tasks rm: exit %d\n%s%s", code, out, errs)
 	}
+	w.find(t, "task.removed", taskEvent(control.WatchTaskRemoved, nil))
 	if out, errs, code := runCLI(t, c.Home, "tasks", "history", id); code == 0 || !strings.Contains(errs, "no such task") {
 		t.Errorf("history of a removed task: exit %d\n%s%s", code, out, errs)
 	}

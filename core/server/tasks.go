@@ -55,8 +55,16 @@ func (f taskFirer) Fire(ctx context.Context, o tasks.Occurrence) error {
 	return nil
 }
 
-// observeTask logs the scheduler's changes.
+// taskTopics are the watch types of the scheduler's events.
+var taskTopics = map[string]string{
+	tasks.EventCreated: control.WatchTaskCreated, tasks.EventPaused: control.WatchTaskChanged, tasks.EventResumed: control.WatchTaskChanged,
+	tasks.EventFired: control.WatchTaskFired, tasks.EventFinished: control.WatchTaskFinished, tasks.EventRemoved: control.WatchTaskRemoved,
+}
+
+// observeTask logs the scheduler's changes and puts them on the watch
+// stream.
 func (s *Server) observeTask(ev tasks.Event) {
+	defer s.publishTask(ev)
 	args := []any{"task", ev.Task.ID, "group", ev.Task.Group}
 	if ev.Run != nil {
 		args = append(args, "run", ev.Run.ID, "scheduled", ev.Run.Scheduled.Format(time.RFC3339))
@@ -217,4 +225,27 @@ func (s *Server) TaskHistory(ctx context.Context, id string, limit int) ([]contr
 		out = append(out, runView(r))
 	}
 	return out, nil
+}
+
+// publishTask puts a scheduler event on the bus for the watch stream.
+func (s *Server) publishTask(ev tasks.Event) {
+	topic, ok := taskTopics[ev.Type]
+	if !ok || s.bus == nil {
+		return
+	}
+	var view control.Task
+	if ev.Type == tasks.EventRemoved {
+		view = taskView(tasks.Status{Task: ev.Task}, nil)
+	} else if st, err := s.tasks.Get(context.Background(), ev.Task.ID); err == nil {
+		sched, _ := tasks.Compile(st.Task.Spec, time.Time{})
+		view = taskView(st, sched)
+	} else {
+		s.log.Warn("watch: a task event could not be described", "task", ev.Task.ID, "err", err)
+		return
+	}
+	payload := map[string]any{"task": view}
+	if ev.Run != nil {
+		payload["task_run"] = runView(ev.Run)
+	}
+	s.coreEvent(topic, ev.Task.Group, events.Payload(payload))
 }

@@ -301,6 +301,24 @@ func (s *Scheduler) List(ctx context.Context) ([]Status, error) {
 	return out, nil
 }
 
+// Get returns task id with its next slot and newest run.
+func (s *Scheduler) Get(ctx context.Context, id string) (Status, error) {
+	t, err := s.db.task(ctx, s.db.db, id)
+	if err != nil {
+		return Status{}, err
+	}
+	st := Status{Task: t}
+	s.mu.Lock()
+	if e := s.entries[id]; e != nil && t.Enabled {
+		st.Next = e.next
+	}
+	s.mu.Unlock()
+	if rs, err := s.db.runs(ctx, id, 1); err == nil && len(rs) > 0 {
+		st.Last = rs[0]
+	}
+	return st, nil
+}
+
 // History returns task id's runs, newest first, at most limit.
 func (s *Scheduler) History(ctx context.Context, id string, limit int) ([]*Run, error) {
 	if _, err := s.db.task(ctx, s.db.db, id); err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -133,6 +134,35 @@ func watchLine(ev control.WatchEvent) string {
 				state = "paused: no sessions for events"
 			}
 			return fmt.Sprintf("%s core %s", at, state)
+		}
+	case control.WatchTaskCreated, control.WatchTaskChanged, control.WatchTaskRemoved:
+		if t := ev.Task; t != nil {
+			what := map[string]string{control.WatchTaskCreated: "created", control.WatchTaskRemoved: "removed"}[ev.Type]
+			if what == "" {
+				what = "resumed"
+				if !t.Enabled {
+					what = "paused"
+					if t.PausedReason != "" {
+						what += ": " + printable(t.PausedReason)
+					}
+				}
+			}
+			return fmt.Sprintf("%s task %s %s: %s, group %s", at, t.ID, what, printable(t.Schedule), printable(t.Group))
+		}
+	case control.WatchTaskFired, control.WatchTaskFinished:
+		if t, r := ev.Task, ev.TaskRun; t != nil && r != nil {
+			if ev.Type == control.WatchTaskFired {
+				late := ""
+				if r.LateMS >= 1000 {
+					late = ", late " + age(time.Duration(r.LateMS)*time.Millisecond)
+				}
+				return fmt.Sprintf("%s task %s fired (run %d, due %s%s)", at, t.ID, r.ID, r.Scheduled.Local().Format("15:04:05"), late)
+			}
+			outcome := r.State
+			if r.Reason != "" {
+				outcome += ": " + printable(oneLine(r.Reason))
+			}
+			return fmt.Sprintf("%s task %s run %d %s", at, t.ID, r.ID, outcome)
 		}
 	case control.WatchEnd:
 		return fmt.Sprintf("%s the core ended the watch: %s", at, printable(ev.Error))
