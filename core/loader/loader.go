@@ -55,6 +55,8 @@ type Core interface {
 	// SessionOrigin names the plugin whose event started session id; ""
 	// for any other session.
 	SessionOrigin(id string) string
+	// Tasks lists the scheduled tasks.
+	Tasks(ctx context.Context) ([]control.Task, error)
 }
 
 // Loader holds every plugin the core knows of, healthy or not. Create it

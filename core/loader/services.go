@@ -273,6 +273,21 @@ func (v *services) CoreStatus(ctx context.Context) (plugin.CoreStatus, error) {
 	}
 	st := core.Status(ctx)
 	out := plugin.CoreStatus{Version: st.Version, Started: st.Started, Paused: st.Paused, Sessions: st.Sessions, PendingConfirmations: st.PendingConfirmations}
+	if ts, err := core.Tasks(ctx); err == nil {
+		for _, t := range ts {
+			ts := plugin.TaskSummary{ID: t.ID, Group: t.Group, Schedule: t.Schedule, Enabled: t.Enabled}
+			if t.Next != nil {
+				ts.Next = *t.Next
+			}
+			if r := t.Last; r != nil {
+				ts.Last = r.State
+				if r.Reason != "" {
+					ts.Last += ": " + textutil.Clip(r.Reason, 200)
+				}
+			}
+			out.Tasks = append(out.Tasks, ts)
+		}
+	}
 	for _, p := range st.Plugins {
 		if !p.Healthy {
 			out.Unhealthy = append(out.Unhealthy, p.Name)

@@ -62,6 +62,10 @@ func TestSurfaceServicesWaitForTheCore(t *testing.T) {
 		if err == nil && !cs.Started.Equal(started) {
 			err = errors.New("wrong status: " + cs.Started.String())
 		}
+		if want := (plugin.TaskSummary{ID: "t-abc12345", Group: "main", Schedule: "every hour", Enabled: true, Next: started.Add(time.Hour), Last: "skipped: missed"}); err == nil &&
+			(len(cs.Tasks) != 1 || cs.Tasks[0] != want) {
+			err = fmt.Errorf("tasks %+v, want %+v", cs.Tasks, want)
+		}
 		got <- err
 	}()
 	select {
@@ -149,4 +153,10 @@ func TestPluginsCannotPublishCoreTopics(t *testing.T) {
 			t.Errorf("%s is refused to plugins", topic)
 		}
 	}
+}
+
+func (c fakeCore) Tasks(context.Context) ([]control.Task, error) {
+	next := c.started.Add(time.Hour)
+	return []control.Task{{ID: "t-abc12345", Group: "main", Schedule: "every hour", Enabled: true, Next: &next,
+		Last: &control.TaskRun{State: "skipped", Reason: "missed"}}}, nil
 }

@@ -239,6 +239,20 @@ type CoreStatus struct {
 	PendingConfirmations int       `json:"pending_confirmations"`
 	// Unhealthy names the plugins that are not serving.
 	Unhealthy []string `json:"unhealthy,omitempty"`
+	// Tasks are the scheduled tasks, for a surface to list.
+	Tasks []TaskSummary `json:"tasks,omitempty"`
+}
+
+// TaskSummary is a scheduled task as a surface lists it.
+type TaskSummary struct {
+	ID       string    `json:"id"`
+	Group    string    `json:"group"`
+	Schedule string    `json:"schedule"` // in words
+	Enabled  bool      `json:"enabled"`
+	Next     time.Time `json:"next,omitzero"` // zero when paused or done
+	// Last says how its newest run went ("ok", "failed: why", "skipped:
+	// missed"…); "" if it never ran.
+	Last string `json:"last,omitempty"`
 }
 
 // The topics of a channel's conversation with the core. A channel plugin

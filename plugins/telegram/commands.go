@@ -15,6 +15,7 @@ func botCommands() []models.BotCommand {
 	return []models.BotCommand{
 		{Command: "status", Description: "Carapace's state and this chat's session"},
 		{Command: "stop", Description: "Stop this chat's session and drop its waiting messages"},
+		{Command: "tasks", Description: "The scheduled tasks and their next runs"},
 		{Command: "pause", Description: "Start no new sessions for messages or tasks"},
 		{Command: "resume", Description: "Start sessions again"},
 		{Command: "help", Description: "What this bot does"},
@@ -25,6 +26,7 @@ const helpText = `Write here and your Carapace agent answers here; messages sent
 
 /status  Carapace's state and this chat's session
 /stop    stop this chat's session (and drop the messages waiting)
+/tasks   the scheduled tasks, their next runs and how the last went
 /pause   start no new sessions until /resume
 /resume  start sessions again
 /help    this text
@@ -45,6 +47,8 @@ func (h *Handler) runCommand(a action) {
 		reply(helpText)
 	case "status":
 		reply(h.statusText(a.chat))
+	case "tasks":
+		reply(h.tasksText())
 	case "pause", "resume":
 		pause := a.cmd == "pause"
 		err := h.svc.SetPaused(h.ctx, pause)
@@ -65,6 +69,35 @@ func (h *Handler) runCommand(a action) {
 	case "stop":
 		reply(h.stop(a.chat))
 	}
+}
+
+// tasksText lists the scheduled tasks.
+func (h *Handler) tasksText() string {
+	st, err := h.svc.CoreStatus(h.ctx)
+	switch {
+	case errors.Is(err, plugin.ErrNotSurface):
+		return noSurface
+	case err != nil:
+		return "Carapace did not answer: " + clip(err.Error(), 200)
+	case len(st.Tasks) == 0:
+		return "No scheduled tasks. Ask the agent to schedule one, or on the computer: carapace tasks add --help"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d scheduled task(s):", len(st.Tasks))
+	for _, t := range st.Tasks {
+		next := "paused"
+		if t.Enabled {
+			next = "no next run"
+			if !t.Next.IsZero() {
+				next = "next " + t.Next.UTC().Format("Mon 02 Jan 15:04 MST")
+			}
+		}
+		fmt.Fprintf(&b, "\n\n%s (%s): %s\n%s", t.ID, t.Group, t.Schedule, next)
+		if t.Last != "" {
+			fmt.Fprintf(&b, " · last: %s", clip(t.Last, 200))
+		}
+	}
+	return b.String()
 }
 
 // statusText describes the core and the chat.

@@ -36,6 +36,7 @@ func TestCommands(t *testing.T) {
 			}
 		}},
 		{name: "stop with nothing running", chat: owner, text: "/stop", want: "Nothing is running"},
+		{name: "tasks when there are none", chat: owner, text: "/tasks", want: "No scheduled tasks"},
 		{name: "an unknown command is text", chat: owner, text: "/weather in Lisbon", prompt: "/weather in Lisbon"},
 		{name: "another bot's command", chat: family, text: "/status@other_bot"},
 	}
@@ -128,4 +129,22 @@ func TestNoSessionEverStarts(t *testing.T) {
 		t.Errorf("note %q", got)
 	}
 	e.until("the next prompt", func() bool { return len(e.events()) == 2 })
+}
+
+func TestTasksCommandListsTheTasks(t *testing.T) {
+	next := time.Date(2026, 11, 25, 6, 0, 0, 0, time.UTC)
+	e := newEnv(t, func(e *env) {
+		e.svc.Status.Tasks = []plugin.TaskSummary{
+			{ID: "t-abc12345", Group: "main", Schedule: "every day at 07:00 (Europe/Berlin)", Enabled: true, Next: next, Last: "ok"},
+			{ID: "t-def67890", Group: "family", Schedule: "every 2 hours", Enabled: false, Last: "failed: the agent exited with status 1"},
+		}
+	})
+	e.say(owner, "/tasks")
+	got := e.lastText(owner, 1)
+	for _, want := range []string{"2 scheduled task(s)", "t-abc12345 (main): every day at 07:00 (Europe/Berlin)", "next Wed 25 Nov 06:00 UTC · last: ok",
+		"t-def67890 (family): every 2 hours", "paused · last: failed: the agent exited with status 1"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("/tasks answered %q, want it to contain %q", got, want)
+		}
+	}
 }

@@ -259,7 +259,7 @@ func (h *Handler) command(text string) (name, args string, ok bool) {
 		return "", "", false
 	}
 	switch name = strings.ToLower(name); name {
-	case "start", "help", "status", "stop", "pause", "resume":
+	case "start", "help", "status", "stop", "pause", "resume", "tasks":
 		return name, strings.TrimSpace(args), true
 	}
 	return "", "", false
