@@ -76,6 +76,24 @@ func (r *runner) menuAction(ctx context.Context, a menu.Action) {
 				r.render()
 			})
 		})
+	case menu.ActionRunTask, menu.ActionPauseTask, menu.ActionResumeTask:
+		id, kind := a.Target, a.Kind
+		r.goBG(func() {
+			cctx, cancel := context.WithTimeout(ctx, requestTimeout)
+			defer cancel()
+			var err error
+			switch kind {
+			case menu.ActionRunTask:
+				_, err = r.client.RunTask(cctx, id)
+			case menu.ActionPauseTask:
+				_, err = r.client.PauseTask(cctx, id)
+			default:
+				_, err = r.client.ResumeTask(cctx, id)
+			}
+			if err != nil { // the stream shows the change when there is one
+				r.log.Warn("app: "+kind.String(), "task", id, "err", err)
+			}
+		})
 	case menu.ActionRestartCore:
 		if r.core != nil {
 			return

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -244,6 +245,22 @@ func TestSessionsPauseAuditAndLogin(t *testing.T) {
 		tr := a.tray.waitFor(t, "the session", has("session/"+s.ID+"/stop"))
 		a.tray.click(t, tr, "session/"+s.ID+"/stop")
 		b.WaitClosed(t, s.ID)
+	})
+	t.Run("run and pause a task", func(t *testing.T) {
+		next := time.Now().Add(time.Hour)
+		task := control.Task{ID: "t-abc12345", Group: "main", Schedule: "every hour", Enabled: true, Next: &next}
+		b.AddTaskView(task)
+		b.Emit(control.WatchEvent{Type: control.WatchTaskCreated, Task: &task})
+		tr := a.tray.waitFor(t, "the task", has("task/t-abc12345/run"))
+		a.tray.click(t, tr, "task/t-abc12345/run")
+		a.tray.click(t, tr, "task/t-abc12345/pause")
+		deadline := time.Now().Add(waitTimeout)
+		for calls := b.TaskCalls(); !slices.Equal(slices.Sorted(slices.Values(calls)), []string{"pause t-abc12345", "run t-abc12345"}); calls = b.TaskCalls() { // each click is its own request: any order
+			if time.Now().After(deadline) {
+				t.Fatalf("task actions %v", b.TaskCalls())
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
 	})
 	t.Run("pause and resume", func(t *testing.T) {
 		a.tray.click(t, a.tray.current(), "pause")

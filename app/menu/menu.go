@@ -62,8 +62,9 @@ type Item struct {
 // Action is what a click on an item asks the app to do.
 type Action struct {
 	Kind ActionKind
-	// Target is the confirmation's id (approve, deny) or the session's id
-	// (stop session); "" for the others.
+	// Target is the confirmation's id (approve, deny), the session's id
+	// (stop session) or the task's (run, pause, resume task); "" for the
+	// others.
 	Target string
 	// ArgsHash is, for approve and deny, the hash of the arguments the
 	// item's submenu showed: the decision carries it, and the core refuses
@@ -86,9 +87,13 @@ const (
 	ActionStartAtLogin                   // toggle the login item
 	ActionRestartCore                    // start the core again after it died
 	ActionQuit                           // quit the app
+	ActionRunTask                        // run task Target once now
+	ActionPauseTask                      // pause task Target
+	ActionResumeTask                     // resume task Target
 )
 
-var actionNames = [...]string{"none", "approve", "deny", "stop-session", "pause", "resume", "open-audit-log", "start-at-login", "restart-core", "quit"}
+var actionNames = [...]string{"none", "approve", "deny", "stop-session", "pause", "resume", "open-audit-log", "start-at-login", "restart-core", "quit",
+	"run-task", "pause-task", "resume-task"}
 
 // String names the action kind, for logs and tests.
 func (k ActionKind) String() string {

@@ -42,7 +42,7 @@ func Render(s State, now time.Time) Tree {
 	}
 	t.Items = append(t.Items, statusItems(s)...)
 	t.Items = append(t.Items, Item{ID: "sep/status", Separator: true})
-	t.Items = append(t.Items, approvals(s, now), sessions(s, now))
+	t.Items = append(t.Items, approvals(s, now), sessions(s, now), taskItems(s, now))
 	t.Items = append(t.Items, Item{ID: "sep/lists", Separator: true})
 
 	running := s.Core == CoreRunning && !s.Status.Draining
@@ -244,6 +244,70 @@ func sessions(s State, now time.Time) Item {
 		it.Children = append(it.Children, sub)
 	}
 	return it
+}
+
+// taskItems is "Tasks (n)" with a submenu per task: when it next fires,
+// how its last run went, Run now and Pause or Resume.
+func taskItems(s State, now time.Time) Item {
+	it := Item{ID: "tasks", Title: fmt.Sprintf("Tasks (%d)", len(s.Tasks)), Enabled: true}
+	if len(s.Tasks) == 0 {
+		it.Children = []Item{{ID: "tasks/none", Title: "No scheduled tasks (carapace tasks add)"}}
+		return it
+	}
+	live := s.Core == CoreRunning && !s.Status.Draining
+	for _, t := range s.Tasks {
+		id := "task/" + t.ID
+		next := "paused"
+		switch {
+		case !t.Enabled && t.PausedReason != "":
+			next = "paused itself"
+		case !t.Enabled:
+		case t.Next != nil:
+			next = "next in " + until(t.Next.Sub(now))
+		default:
+			next = "done"
+		}
+		sub := Item{ID: id, Enabled: true, Title: textutil.Printable(clipRunes(t.Schedule, 48)) + " · " + textutil.Printable(clipRunes(t.Group, 24)) + " · " + next}
+		info := func(k, text string) { sub.Children = append(sub.Children, lines(id+"/"+k, text)...) }
+		info("id", "Task: "+t.ID)
+		info("prompt", "Prompt: "+textutil.Printable(clipRunes(textutil.OneLine(t.Prompt), 120)))
+		switch {
+		case t.PausedReason != "":
+			info("paused", "Paused: "+textutil.Printable(t.PausedReason))
+		case t.Next != nil && t.Enabled:
+			info("next", "Next: "+t.Next.Local().Format("Mon 2 Jan 15:04"))
+		}
+		if r := t.Last; r != nil {
+			last := r.State
+			if r.Reason != "" {
+				last += " (" + textutil.Printable(textutil.OneLine(r.Reason)) + ")"
+			}
+			info("last", "Last: "+last+", "+r.Scheduled.Local().Format("Mon 2 Jan 15:04"))
+		}
+		sub.Children = append(sub.Children, Item{ID: id + "/run", Title: "Run now", Enabled: live,
+			Action: Action{Kind: ActionRunTask, Target: t.ID}, Tooltip: "Run it once now; its schedule does not move"})
+		if t.Enabled {
+			sub.Children = append(sub.Children, Item{ID: id + "/pause", Title: "Pause", Enabled: live, Action: Action{Kind: ActionPauseTask, Target: t.ID}})
+		} else {
+			sub.Children = append(sub.Children, Item{ID: id + "/resume", Title: "Resume", Enabled: live, Action: Action{Kind: ActionResumeTask, Target: t.ID},
+				Tooltip: "Start it again from now; what it missed is not caught up"})
+		}
+		it.Children = append(it.Children, sub)
+	}
+	return it
+}
+
+// until says a time ahead in a few characters: "45s", "12m", "3h", "2d".
+func until(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", max(int(d.Seconds()), 0))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
 }
 
 // lines is disabled information, wrapped to Width: one item, or id/0,

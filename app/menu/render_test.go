@@ -39,6 +39,8 @@ Pending approvals (0)
   Nothing waits for you (off)
 Sessions (0)
   No live sessions (off)
+Tasks (0)
+  No scheduled tasks (carapace tasks add) (off)
 ---
 Pause (no new sessions from events) (off) -> pause
 Open audit log -> open-audit-log
@@ -75,6 +77,8 @@ Sessions (1)
   main · docker · 1m30s
     Session: s-abc (off)
     Stop -> stop-session
+Tasks (0)
+  No scheduled tasks (carapace tasks add) (off)
 ---
 Pause (no new sessions from events) -> pause
 Open audit log -> open-audit-log
@@ -97,6 +101,8 @@ Pending approvals (0)
   Nothing waits for you (off)
 Sessions (0)
   No live sessions (off)
+Tasks (0)
+  No scheduled tasks (carapace tasks add) (off)
 ---
 Resume (sessions for events start again) -> resume
 Open audit log -> open-audit-log
@@ -114,6 +120,8 @@ Pending approvals (0)
   Nothing waits for you (off)
 Sessions (0)
   No live sessions (off)
+Tasks (0)
+  No scheduled tasks (carapace tasks add) (off)
 ---
 Pause (no new sessions from events) (off) -> pause
 Open audit log -> open-audit-log
@@ -147,6 +155,8 @@ Sessions (1)
   main · docker · 1m30s
     Session: s-abc (off)
     Stop (off) -> stop-session
+Tasks (0)
+  No scheduled tasks (carapace tasks add) (off)
 ---
 Pause (no new sessions from events) (off) -> pause
 Open audit log -> open-audit-log
@@ -360,5 +370,56 @@ func TestRenderQuitSaysWhatHappensToTheCore(t *testing.T) {
 		if got := strings.Contains(q.Tooltip, "stop the core"); got != started {
 			t.Errorf("started %v: quit tooltip %q", started, q.Tooltip)
 		}
+	}
+}
+
+// The tasks submenu follows the watch stream: created, fired and finished
+// (the last run), paused (Resume offered), removed.
+func TestTasksMenu(t *testing.T) {
+	next := t0.Add(3 * time.Hour)
+	task := control.Task{ID: "t-abc12345", Group: "main", Schedule: "every day at 07:00 (Europe/Berlin)", Prompt: "Summarise\nmy calendar",
+		Enabled: true, Next: &next}
+	s := running(nil, nil)
+	s = s.Apply(control.WatchEvent{Type: control.WatchTaskCreated, Task: &task})
+	done := task
+	done.Last = &control.TaskRun{ID: 1, State: "failed", Reason: "the agent exited with status 1", Scheduled: t0}
+	s = s.Apply(control.WatchEvent{Type: control.WatchTaskFinished, Task: &done, TaskRun: done.Last})
+	tree := Render(s, t0)
+	checkTree(t, tree)
+	got := tree.String()
+	want := `Tasks (1)
+  every day at 07:00 (Europe/Berlin) · main · next in 3h
+    Task: t-abc12345 (off)
+    Prompt: Summarise my calendar (off)
+    Next: ` + next.Local().Format("Mon 2 Jan 15:04") + ` (off)
+    Last: failed (the agent exited with status 1), ` + t0.Local().Format("Mon 2 Jan 15:04") + ` (off)
+    Run now -> run-task
+    Pause -> pause-task
+`
+	if !strings.Contains(got, want) {
+		t.Fatalf("got:\n%s\nwant it to contain:\n%s", got, want)
+	}
+	if it, ok := tree.Find("task/t-abc12345/run"); !ok || it.Action.Target != "t-abc12345" || !it.Enabled {
+		t.Errorf("run now: %+v", it)
+	}
+
+	paused := done
+	paused.Enabled, paused.Next, paused.PausedReason = false, nil, "paused after 3 failed runs in a row"
+	s = s.Apply(control.WatchEvent{Type: control.WatchTaskChanged, Task: &paused})
+	tree = Render(s, t0)
+	if it, ok := tree.Find("task/t-abc12345/resume"); !ok || it.Action.Kind != ActionResumeTask {
+		t.Errorf("a paused task offers no Resume:\n%s", tree)
+	}
+	if !strings.Contains(tree.String(), "main · paused itself") || !strings.Contains(tree.String(), "Paused: paused after 3 failed runs") {
+		t.Errorf("a task that paused itself:\n%s", tree)
+	}
+	s = s.Apply(control.WatchEvent{Type: control.WatchTaskRemoved, Task: &paused})
+	if len(s.Tasks) != 0 || !strings.Contains(Render(s, t0).String(), "Tasks (0)") {
+		t.Errorf("after task.removed: %+v", s.Tasks)
+	}
+	// A fresh snapshot replaces the list.
+	s = s.Apply(control.WatchEvent{Type: control.WatchSnapshot, Tasks: []control.Task{task}})
+	if len(s.Tasks) != 1 {
+		t.Errorf("snapshot tasks: %+v", s.Tasks)
 	}
 }

@@ -23,6 +23,7 @@ type State struct {
 	// until the app has fetched them; the menu offers no Approve for it.
 	Confirmations []control.Confirmation
 	Sessions      []control.Session // the live sessions, in the order they opened
+	Tasks         []control.Task    // the scheduled tasks, oldest first
 	// StartedCore says the app started the core it shows, so that Quit
 	// stops it; a core the app found running keeps running.
 	StartedCore   bool
@@ -77,6 +78,15 @@ func (s State) Apply(ev control.WatchEvent) State {
 			}
 		}
 		s.Sessions = slices.Clone(ev.Sessions)
+		s.Tasks = slices.Clone(ev.Tasks)
+	case control.WatchTaskCreated, control.WatchTaskChanged, control.WatchTaskFired, control.WatchTaskFinished:
+		if ev.Task != nil {
+			s.Tasks = upsert(s.Tasks, *ev.Task, func(t control.Task) bool { return t.ID == ev.Task.ID })
+		}
+	case control.WatchTaskRemoved:
+		if ev.Task != nil {
+			s.Tasks = slices.DeleteFunc(slices.Clone(s.Tasks), func(t control.Task) bool { return t.ID == ev.Task.ID })
+		}
 	case control.WatchConfirmationRequested:
 		if ev.Confirmation == nil {
 			break

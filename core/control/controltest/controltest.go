@@ -44,6 +44,8 @@ type Backend struct {
 	decisions     []Decision
 	stops         int
 	restarts      []string
+	tasks         []control.Task
+	taskCalls     []string
 }
 
 // Decision is one call of Decide that succeeded.
@@ -356,4 +358,73 @@ func (b *Backend) Restarts() []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return slices.Clone(b.restarts)
+}
+
+var _ control.TaskBackend = (*Backend)(nil)
+
+// AddTaskView stores t as the core's, for Tasks and the task actions.
+func (b *Backend) AddTaskView(t control.Task) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.tasks = append(b.tasks, t)
+}
+
+// TaskCalls returns the task actions asked for, in order: "run ID",
+// "pause ID", "resume ID", "rm ID".
+func (b *Backend) TaskCalls() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.taskCalls...)
+}
+
+// Tasks implements control.TaskBackend.
+func (b *Backend) Tasks(context.Context) ([]control.Task, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]control.Task(nil), b.tasks...), nil
+}
+
+// AddTask implements control.TaskBackend: the fake creates no tasks.
+func (b *Backend) AddTask(context.Context, control.TaskRequest) (control.Task, error) {
+	return control.Task{}, fmt.Errorf("%w: the fake core creates no tasks (AddTaskView)", control.ErrInvalid)
+}
+
+// taskCall records a task action on task id.
+func (b *Backend) taskCall(verb, id string) (control.Task, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.taskCalls = append(b.taskCalls, verb+" "+id)
+	for _, t := range b.tasks {
+		if t.ID == id {
+			return t, nil
+		}
+	}
+	return control.Task{}, fmt.Errorf("%w: no task %q", control.ErrNotFound, id)
+}
+
+// PauseTask implements control.TaskBackend: recorded.
+func (b *Backend) PauseTask(_ context.Context, id string) (control.Task, error) {
+	return b.taskCall("pause", id)
+}
+
+// ResumeTask implements control.TaskBackend: recorded.
+func (b *Backend) ResumeTask(_ context.Context, id string) (control.Task, error) {
+	return b.taskCall("resume", id)
+}
+
+// RunTask implements control.TaskBackend: recorded.
+func (b *Backend) RunTask(_ context.Context, id string) (control.TaskRun, error) {
+	_, err := b.taskCall("run", id)
+	return control.TaskRun{Task: id, State: "claimed", Manual: true}, err
+}
+
+// RemoveTask implements control.TaskBackend: recorded.
+func (b *Backend) RemoveTask(_ context.Context, id string) error {
+	_, err := b.taskCall("rm", id)
+	return err
+}
+
+// TaskHistory implements control.TaskBackend: none.
+func (b *Backend) TaskHistory(context.Context, string, int) ([]control.TaskRun, error) {
+	return nil, nil
 }
