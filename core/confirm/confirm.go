@@ -429,3 +429,18 @@ func newID() string {
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24)
 	return hex.EncodeToString(b[:])
 }
+
+type approvalKey struct{}
+
+// NewContext returns ctx carrying the id of the confirmation that approved
+// the call being handled (the core's own tools record it: a task the agent
+// scheduled names the approval it was created under).
+func NewContext(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, approvalKey{}, id)
+}
+
+// ApprovalFrom returns the id NewContext put in ctx, or "".
+func ApprovalFrom(ctx context.Context) string {
+	id, _ := ctx.Value(approvalKey{}).(string)
+	return id
+}

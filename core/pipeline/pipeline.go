@@ -132,6 +132,7 @@ type call struct {
 	req      *ipc.Request
 	tool     *catalog.Tool
 	send     func(frame []byte, final bool)
+	approval string // the confirmation the user approved, for a high-risk call
 }
 
 // Reject answers a wire message that failed to decode (stage 1). raw
@@ -242,7 +243,11 @@ func (p *Pipeline) Handle(ctx context.Context, s *session.Session, req *ipc.Requ
 		return
 	}
 	preq := &plugin.Request{Tool: c.tool.Name, Arguments: args, Group: s.Group, Session: s.ID, Correlation: req.Correlation, EnvelopeID: c.id, Time: c.received}
-	res, herr := outcome.Call(session.NewContext(ctx, s), p.opts.HandlerTimeout, func(ctx context.Context) (map[string]any, error) {
+	hctx := session.NewContext(ctx, s)
+	if c.approval != "" {
+		hctx = confirm.NewContext(hctx, c.approval)
+	}
+	res, herr := outcome.Call(hctx, p.opts.HandlerTimeout, func(ctx context.Context) (map[string]any, error) {
 		return c.tool.Handler.Invoke(ctx, preq)
 	})
 	p.answer(c, res, herr)
@@ -329,6 +334,7 @@ func (p *Pipeline) confirm(ctx context.Context, c *call, canonical []byte, summa
 	cf := tk.Confirmation()
 	switch {
 	case err == nil:
+		c.approval = tk.ID()
 		return nil
 	case errors.Is(err, confirm.ErrDenied):
 		return &confirmFailure{audit.OutcomeDenied, ipc.Errorf(ipc.CodeConfirmationDenied, 5, "User denied %s request", c.tool.Name)}

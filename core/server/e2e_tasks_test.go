@@ -272,7 +272,7 @@ func TestAgentTaskTools(t *testing.T) {
 	}
 	var list []control.Task
 	out, _, _ = runCLI(t, c.Home, "tasks", "list", "--json")
-	if err := json.Unmarshal([]byte(out), &list); err != nil || len(list) != 1 || list[0].Creator != "agent" || list[0].CreatorSession != s.ID || list[0].Group != "main" {
+	if err := json.Unmarshal([]byte(out), &list); err != nil || len(list) != 1 || list[0].Creator != "agent" || list[0].CreatorSession != s.ID || list[0].CreatorConfirmation != id || list[0].Group != "main" {
 		t.Fatalf("tasks list: %v\n%s", err, out)
 	}
 

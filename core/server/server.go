@@ -247,6 +247,7 @@ func Run(ctx context.Context, opts Options) error {
 		}
 	}
 	stopTasks()
+	s.tasks.Stopping() // the sessions it started are about to be closed
 	s.shutdown()
 	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	_ = ctl.Shutdown(sctx)

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/carapace-dev/carapace/core/home"
@@ -116,6 +117,8 @@ type Scheduler struct {
 	log   *slog.Logger
 	db    *store
 	kick  chan struct{}
+
+	stopping atomic.Bool // the core is stopping: runs cut short are unknown, not failed
 
 	mu      sync.Mutex
 	entries map[string]*entry
@@ -419,12 +422,21 @@ func (s *Scheduler) Started(ctx context.Context, runID int64, session string) er
 	return err
 }
 
+// Stopping tells the scheduler the core is stopping: a run that ends in
+// error from now on was cut short by the stop, and is recorded unknown
+// (it may or may not have done its work), not failed, and does not count
+// towards pausing its task.
+func (s *Scheduler) Stopping() { s.stopping.Store(true) }
+
 // Finished records how run id ended (err nil: ok), counts its task's
 // failures in a row, and pauses the task after MaxFailures of them.
 func (s *Scheduler) Finished(ctx context.Context, runID int64, runErr error) error {
 	now := s.clock.Now()
 	state, reason := StateOK, ""
-	if runErr != nil {
+	switch {
+	case runErr != nil && s.stopping.Load():
+		state, reason = StateUnknown, oneLine("the core stopped while it ran: "+runErr.Error(), 500)
+	case runErr != nil:
 		state, reason = StateFailed, oneLine(runErr.Error(), 500)
 	}
 	var t *Task
@@ -443,9 +455,10 @@ func (s *Scheduler) Finished(ctx context.Context, runID int64, runErr error) err
 		if err := tx.QueryRowContext(ctx, `SELECT task_id FROM runs WHERE id = ?`, runID).Scan(&taskID); err != nil {
 			return err
 		}
-		if runErr == nil {
+		switch state {
+		case StateOK:
 			_, err = tx.ExecContext(ctx, `UPDATE tasks SET fail_streak = 0 WHERE id = ?`, taskID)
-		} else {
+		case StateFailed:
 			_, err = tx.ExecContext(ctx, `UPDATE tasks SET fail_streak = fail_streak + 1 WHERE id = ?`, taskID)
 		}
 		if err != nil {
@@ -454,7 +467,7 @@ func (s *Scheduler) Finished(ctx context.Context, runID int64, runErr error) err
 		if t, err = s.db.task(ctx, tx, taskID); err != nil {
 			return err
 		}
-		if runErr != nil && t.Enabled && t.FailStreak >= s.opts.MaxFailures {
+		if state == StateFailed && t.Enabled && t.FailStreak >= s.opts.MaxFailures {
 			t.Enabled, t.PausedReason = false, fmt.Sprintf("paused after %d failed runs in a row; `carapace tasks resume %s` starts it again", t.FailStreak, t.ID)
 			if _, err := tx.ExecContext(ctx, `UPDATE tasks SET enabled = 0, paused_reason = ? WHERE id = ?`, t.PausedReason, t.ID); err != nil {
 				return err

@@ -584,3 +584,23 @@ func TestDailyTaskAcrossDST(t *testing.T) {
 		})
 	}
 }
+
+// A run cut short by the core's stop is unknown, not failed, and does not
+// count towards pausing the task.
+func TestRunCutByAStopIsUnknown(t *testing.T) {
+	e := newEnv(t)
+	tk := e.add(KindEvery, "1h", "", "")
+	e.clock.Advance(time.Hour)
+	e.s.Tick(t.Context())
+	e.s.Stopping()
+	if err := e.s.Finished(t.Context(), e.fire.fired()[0].Run, errors.New("the agent exited with status 143")); err != nil {
+		t.Fatal(err)
+	}
+	st, err := e.s.Get(t.Context(), tk.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Last.State != StateUnknown || st.Task.FailStreak != 0 {
+		t.Fatalf("run %+v, fail streak %d", st.Last, st.Task.FailStreak)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/carapace-dev/carapace/core/catalog"
+	"github.com/carapace-dev/carapace/core/confirm"
 	"github.com/carapace-dev/carapace/core/manifest"
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/core/session"
@@ -144,6 +145,7 @@ func (t *Tools) Invoke(ctx context.Context, req *plugin.Request) (map[string]any
 			return nil, &plugin.ToolError{Code: "HANDLER_ERROR", Message: err.Error()}
 		}
 		nt := newTask(s, req.Arguments)
+		nt.CreatorConfirmation = confirm.ApprovalFrom(ctx)
 		task, err := t.Scheduler.Add(ctx, nt)
 		if err != nil {
 			return nil, &plugin.ToolError{Code: "HANDLER_ERROR", Message: err.Error()}
@@ -209,6 +211,9 @@ func statusView(st Status) map[string]any {
 	t := st.Task
 	v := map[string]any{"id": t.ID, "kind": string(t.Spec.Kind), "expr": t.Spec.Expr, "zone": nonEmpty(t.Spec.Zone, "UTC"),
 		"prompt": t.Prompt, "enabled": t.Enabled, "creator": t.Creator}
+	if t.CreatorConfirmation != "" {
+		v["approved_by_confirmation"] = t.CreatorConfirmation
+	}
 	if sched, err := Compile(t.Spec, time.Time{}); err == nil {
 		v["schedule"] = sched.Describe()
 	}
