@@ -24,6 +24,7 @@ import (
 
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/home"
+	"github.com/carapace-dev/carapace/internal/service"
 )
 
 // requestTimeout bounds one control API request made by a command.
@@ -42,6 +43,9 @@ type Config struct {
 	// Stdin is the agent command's stdin for `carapace run`; nil means
 	// os.Stdin.
 	Stdin io.Reader
+	// ServiceRunner runs systemctl or launchctl for `carapace service`;
+	// nil runs them (service.Exec).
+	ServiceRunner service.Runner
 }
 
 // app is the state the commands share.
@@ -96,7 +100,7 @@ exits with the agent command's status.`,
 	root.PersistentFlags().StringVar(&a.homeFlag, "home", "", "the Carapace home directory (default $CARAPACE_HOME, else ~/.carapace)")
 	root.AddCommand(
 		a.serveCmd(), a.statusCmd(), a.stopCmd(), a.pauseCmd(true), a.pauseCmd(false), a.versionCmd(), a.sessionsCmd(),
-		a.runCmd(), a.confirmCmd(), a.watchCmd(), a.auditCmd(), a.pluginCmd(), a.authCmd(), a.telegramCmd(), a.tasksCmd(),
+		a.runCmd(), a.confirmCmd(), a.watchCmd(), a.auditCmd(), a.pluginCmd(), a.authCmd(), a.telegramCmd(), a.tasksCmd(), a.serviceCmd(),
 	)
 	markRuntime(root)
 	return root
