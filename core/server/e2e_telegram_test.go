@@ -534,6 +534,10 @@ func TestTelegramCoreKilled(t *testing.T) {
 	first := serve()
 	bot.PrivateText(tgOwner, confirmEcho("in flight when the core died"))
 	m, _ := card(t, bot, "in flight when the core died")
+	// The plugin records the card's message once Telegram has answered;
+	// killed before that, it can only say the approval ended in a new
+	// message (TestStaleCardNeverRecorded), not edit the card.
+	waitFor(t, "the card recorded", func() bool { return strings.Contains(first.stderr.String(), "approval card shown") })
 	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

@@ -407,8 +407,18 @@ func (h *Handler) closeStaleCards(ctx context.Context) {
 	}
 	rows.Close()
 	for _, id := range ids {
+		var chat, msgID int64
+		_ = h.db.db.QueryRowContext(ctx, "SELECT chat_id, message_id FROM cards WHERE confirmation = ?", id).Scan(&chat, &msgID)
 		if err := h.closeCard(ctx, id, "restarted", outcomeRestarted); err != nil {
 			h.log.Error("telegram: close a stale approval card", "confirmation", id, "err", err)
+			continue
+		}
+		if msgID == 0 && chat != 0 {
+			// The plugin died between sending the card and recording its
+			// message: it may be on the phone, with buttons; say it ended.
+			if _, err := h.send.send(ctx, chat, message{Text: "Approval " + id[:8] + ": " + outcomeRestarted}); err != nil {
+				h.log.Warn("telegram: could not say an approval ended", "confirmation", id, "err", err)
+			}
 		}
 	}
 }

@@ -290,3 +290,32 @@ func TestCardsCloseWhenTheCoreRestarted(t *testing.T) {
 		t.Errorf("%d decisions from a closed card", n)
 	}
 }
+
+// A card whose message was never recorded (the plugin died, or Telegram's
+// answer was lost, after it was sent) cannot be edited when the core
+// restarted: the owner gets a message saying that approval ended.
+func TestStaleCardNeverRecorded(t *testing.T) {
+	t1 := time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC)
+	seen := make(chan struct{}, 4)
+	hook := func(p string) {
+		if p == "reconciled" {
+			seen <- struct{}{}
+		}
+	}
+	e := newEnv(t, func(e *env) { e.svc.Status.Started, e.crash = t1, hook })
+	<-seen
+	e.fake.LoseAnswer("sendMessage", 1)
+	c := control.Confirmation{ID: confID, Tool: "send_email", Group: "main", Session: "s-1", ArgsHash: argsHash,
+		CreatedAt: e.clock.Now(), ExpiresAt: e.clock.Now().Add(5 * time.Minute), Arguments: json.RawMessage(`{"to":"bob@example.com"}`)}
+	e.coreEvent("confirmation.requested", "main", c)
+	waitFor(t, "the card sent", func() bool { return len(e.fake.Messages(owner)) == 1 })
+
+	e.svc.Status.Started = t1.Add(time.Hour)
+	e.crash = hook
+	e.restart()
+	<-seen
+	waitFor(t, "the note", func() bool { return len(e.fake.Texts(owner)) == 2 })
+	if got := e.fake.Texts(owner)[1]; got != "Approval "+confID[:8]+": "+outcomeRestarted {
+		t.Errorf("note %q", got)
+	}
+}
