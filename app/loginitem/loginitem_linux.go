@@ -19,6 +19,8 @@ import (
 	"path/filepath"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/carapace-dev/carapace/internal/atomicfile"
 )
 
 // fileName is the autostart entry's name, the app's desktop-file id.
@@ -220,33 +222,15 @@ func execLine(argv []string) (string, error) {
 	return strings.NewReplacer(`\`, `\\`, "\n", `\n`, "\t", `\t`, "\r", `\r`).Replace(b.String()), nil
 }
 
-// writeAtomic writes data to path through a temporary file in the same
-// directory (created 0700 if missing) and a rename: a reader sees the old
-// entry or the new one, never half of one.
+// writeAtomic writes data to path (mode 0644) in its directory, created
+// 0700 if missing: a reader sees the old entry or the new one, never half
+// of one.
 func writeAtomic(path string, data []byte) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("loginitem: create the autostart directory %s: %w", dir, err)
 	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("loginitem: write the autostart entry in %s: %w", dir, err)
-	}
-	_, err = tmp.Write(data)
-	if err == nil {
-		err = tmp.Chmod(0o644)
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp.Name())
+	if err := atomicfile.Write(path, data, 0o644); err != nil {
 		return fmt.Errorf("loginitem: write the autostart entry %s: %w", path, err)
 	}
 	return nil

@@ -8,11 +8,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/carapace-dev/carapace/core/home"
+	"github.com/carapace-dev/carapace/internal/atomicfile"
 )
 
 // Pin records the handler an installation put in place. The core starts a
@@ -76,37 +75,10 @@ func savePins(h home.Dir, pins map[string]Pin) error {
 	if err != nil {
 		return fmt.Errorf("encode pins: %w", err)
 	}
-	if err := writeFileAtomic(h.Pins(), append(b, '\n'), 0o600); err != nil {
+	if err := atomicfile.Write(h.Pins(), append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("write pins: %w", err)
 	}
 	return nil
-}
-
-// writeFileAtomic replaces path with data: readers see the old file or the
-// new one, never a part.
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // fails harmlessly once renamed
-	if err := f.Chmod(mode); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }
 
 // HashFile returns the lowercase hex SHA-256 of the regular file at path.

@@ -20,6 +20,7 @@ import (
 
 	"github.com/carapace-dev/carapace/Resources/launchd"
 	"github.com/carapace-dev/carapace/Resources/systemd"
+	"github.com/carapace-dev/carapace/internal/atomicfile"
 )
 
 // Runner runs a command and returns its combined output.
@@ -106,7 +107,10 @@ func (s *Service) Install(ctx context.Context) error {
 		}
 		_, _ = s.o.Run(ctx, "launchctl", "bootout", s.domain()+"/"+launchd.Label) // an earlier one, if any
 	}
-	if err := writeAtomic(s.File(), b); err != nil {
+	if err := os.MkdirAll(filepath.Dir(s.File()), 0o755); err != nil {
+		return fmt.Errorf("service: create the folder of %s: %w", s.File(), err)
+	}
+	if err := atomicfile.Write(s.File(), b, 0o644); err != nil {
 		return fmt.Errorf("service: write %s: %w", s.File(), err)
 	}
 	if s.o.GOOS == "darwin" {
@@ -191,32 +195,4 @@ func (s *Service) run(ctx context.Context, name string, args ...string) error {
 		return fmt.Errorf("service: %s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(string(out)))
 	}
 	return nil
-}
-
-// writeAtomic writes b to path through a temporary file in its folder.
-func writeAtomic(path string, b []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(0o644); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
 }

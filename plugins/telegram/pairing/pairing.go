@@ -20,6 +20,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/carapace-dev/carapace/internal/atomicfile"
 )
 
 // The pairing file and its code.
@@ -61,7 +63,7 @@ func New(dataDir string, now time.Time) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := writeAtomic(filepath.Join(dataDir, File), append(b, '\n')); err != nil {
+	if err := atomicfile.Write(filepath.Join(dataDir, File), append(b, '\n'), 0o600); err != nil {
 		return "", fmt.Errorf("telegram pairing: %w", err)
 	}
 	return code, nil
@@ -92,33 +94,6 @@ func hashCode(code string) string {
 	norm := strings.ToUpper(strings.NewReplacer(" ", "", "-", "").Replace(strings.TrimSpace(code)))
 	sum := sha256.Sum256([]byte(norm))
 	return hex.EncodeToString(sum[:])
-}
-
-// writeAtomic writes path through a temporary file in the same folder,
-// synced and renamed into place, mode 0600.
-func writeAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".pairing-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // after the rename, a no-op
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }
 
 // errNoPairing: there is no pairing file.
