@@ -105,7 +105,7 @@ type Core struct {
 	MaxSessions     int      `toml:"max_sessions"`     // default 64
 	// MovedConfirmationTimeout is [core] confirmation_timeout, which moved
 	// to [confirm] timeout: refused with a message that says so.
-	MovedConfirmationTimeout Duration `toml:"confirmation_timeout"`
+	MovedConfirmationTimeout Duration `toml:"confirmation_timeout,omitempty"` // never written back (Effective)
 }
 
 // Confirm configures the confirmations high-risk tools wait on.
@@ -197,6 +197,14 @@ func Load(path string) (*Config, error) {
 		keys = append(keys, k.String())
 	}
 	if len(keys) > 0 {
+		// Validate finds each one's line and the key it most likely meant.
+		if probs, verr := Validate(path); verr == nil && len(probs) > 0 {
+			msgs := make([]string, len(probs))
+			for i, p := range probs {
+				msgs[i] = p.String()
+			}
+			return nil, fmt.Errorf("load config %s: %s", path, strings.Join(msgs, "; "))
+		}
 		return nil, fmt.Errorf("load config %s: unknown keys: %s", path, strings.Join(keys, ", "))
 	}
 	if err := c.check(); err != nil {

@@ -87,8 +87,8 @@ allowed_groups = ["main"]
 					t.Errorf("plugin config = %#v", cfg)
 				}
 			}},
-		{name: "unknown key", toml: "[core]\nhandler_timout = \"1s\"\n", wantErr: "unknown keys: core.handler_timout"},
-		{name: "unknown key of a plugin", toml: "[plugins.telegram]\nsurfce = true\n", wantErr: "unknown keys: plugins.telegram.surfce"},
+		{name: "unknown key", toml: "[core]\nhandler_timout = \"1s\"\n", wantErr: "line 2: unknown key core.handler_timout (did you mean core.handler_timeout?)"},
+		{name: "unknown key of a plugin", toml: "[plugins.telegram]\nsurfce = true\n", wantErr: "unknown key plugins.telegram.surfce (did you mean plugins.telegram.surface?)"},
 		{name: "bad duration", toml: "[core]\nhandler_timeout = \"soon\"\n", wantErr: "use a number with a unit"},
 		{name: "negative duration", toml: "[core]\nhandler_timeout = \"-1s\"\n", wantErr: "must be positive"},
 		{name: "zero tool rate", toml: "[rate_limit.tools.echo]\nburst = 1\n", wantErr: "per_minute must be positive"},

@@ -1,0 +1,146 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/carapace-dev/carapace/core/config"
+)
+
+func (a *app) configCmd() *cobra.Command {
+	c := groupCmd(&cobra.Command{
+		Use:   "config",
+		Short: "Read and check config.toml: path, show, get, validate, keys",
+		Long: `config.toml, in the home, configures the core. Every key is checked: an
+unknown one is an error (with the key you probably meant), never a silently
+ignored setting. It holds no secrets: credentials are in the credential
+store (carapace auth). A running core reads it at start: restart it
+(carapace stop, then carapace serve) after a change.`,
+		Example: `  carapace config path
+  carapace config show
+  carapace config get sessions.max_per_group
+  carapace config validate`,
+	})
+	c.AddCommand(
+		&cobra.Command{
+			Use: "path", Short: "Print where config.toml is", Args: cobra.NoArgs,
+			Long:    "Print the path of the home's config.toml (it need not exist: the defaults apply).",
+			Example: "  carapace config path",
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				h, err := a.home()
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), h.Config())
+				return nil
+			},
+		},
+		&cobra.Command{
+			Use: "show", Short: "Print the effective configuration, defaults filled in", Args: cobra.NoArgs,
+			Long:    "Print every setting the core uses, as TOML: what config.toml sets, and the defaults for the rest.",
+			Example: "  carapace config show",
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				c, err := a.loadConfig()
+				if err != nil {
+					return err
+				}
+				b, err := c.Effective()
+				if err != nil {
+					return err
+				}
+				_, err = cmd.OutOrStdout().Write(b)
+				return err
+			},
+		},
+		&cobra.Command{
+			Use: "get KEY", Short: "Print one setting, default included", Args: cobra.ExactArgs(1),
+			Long:              "Print the value of one setting (a dotted key such as runtime.engine or groups.main.topics), as TOML writes it; its default when config.toml does not set it.",
+			Example:           "  carapace config get runtime.engine",
+			ValidArgsFunction: completeConfigKey,
+			RunE: func(cmd *cobra.Command, args []string) error {
+				c, err := a.loadConfig()
+				if err != nil {
+					return err
+				}
+				v, err := c.Get(args[0])
+				if err != nil {
+					return &usageError{err: err}
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), v)
+				return nil
+			},
+		},
+		&cobra.Command{
+			Use: "validate [FILE]", Short: "Check config.toml (or FILE) and print every problem with its line", Args: cobra.MaximumNArgs(1),
+			Long:    "Check a config file as the core would load it, and print each problem with its line: a syntax error, each unknown key with the key it most likely meant, or a value the core refuses. Exit status 1 when there is any.",
+			Example: "  carapace config validate\n  carapace config validate ./new-config.toml",
+			RunE: func(cmd *cobra.Command, args []string) error {
+				path := ""
+				if len(args) == 1 {
+					path = args[0]
+				} else {
+					h, err := a.home()
+					if err != nil {
+						return err
+					}
+					path = h.Config()
+				}
+				if _, err := os.Stat(path); err != nil && len(args) == 1 {
+					return fmt.Errorf("validate %s: %w", path, err)
+				}
+				probs, err := config.Validate(path)
+				if err != nil {
+					return fmt.Errorf("validate %s: %w", path, err)
+				}
+				if len(probs) == 0 {
+					fmt.Fprintf(cmd.OutOrStdout(), "%s: ok\n", path)
+					return nil
+				}
+				msgs := make([]string, len(probs))
+				for i, p := range probs {
+					msgs[i] = filepath.Base(path) + ": " + p.String()
+				}
+				return fmt.Errorf("%s", strings.Join(msgs, "\n"))
+			},
+		},
+		&cobra.Command{
+			Use: "keys", Short: "List every key config.toml may set", Args: cobra.NoArgs,
+			Long:    "List every key config.toml may set; * stands for a name you choose (a group, a plugin). docs and the comments of carapace setup's config.toml say what each does.",
+			Example: "  carapace config keys",
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				for _, k := range config.Keys() {
+					fmt.Fprintln(cmd.OutOrStdout(), k)
+				}
+				return nil
+			},
+		},
+	)
+	return c
+}
+
+// loadConfig loads the home's config.toml.
+func (a *app) loadConfig() (*config.Config, error) {
+	h, err := a.home()
+	if err != nil {
+		return nil, err
+	}
+	return config.Load(h.Config())
+}
+
+// completeConfigKey completes the keys config.toml may set.
+func completeConfigKey(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	var out []string
+	for _, k := range config.Keys() {
+		if !strings.Contains(k, "*") {
+			out = append(out, k)
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
+}

@@ -1,0 +1,58 @@
+package cli_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/carapace-dev/carapace/core/control/controltest"
+)
+
+func TestConfigCommands(t *testing.T) {
+	h := controltest.TempHome(t)
+	if r := carapace(t, h, "config", "path"); r.code != 0 || strings.TrimSpace(r.stdout) != h.Config() {
+		t.Fatalf("config path: %+v", r)
+	}
+	if err := os.WriteFile(h.Config(), []byte("[runtime]\nengine = \"docker\"\n[groups.main]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := carapace(t, h, "config", "validate"); r.code != 0 || !strings.Contains(r.stdout, ": ok") {
+		t.Fatalf("validate a good file: %+v", r)
+	}
+	if r := carapace(t, h, "config", "get", "runtime.engine"); r.code != 0 || strings.TrimSpace(r.stdout) != `"docker"` {
+		t.Fatalf("get runtime.engine: %+v", r)
+	}
+	if r := carapace(t, h, "config", "get", "sessions.max_per_group"); r.code != 0 || strings.TrimSpace(r.stdout) != "3" {
+		t.Fatalf("get a default: %+v", r)
+	}
+	if r := carapace(t, h, "config", "get", "runtime.engin"); r.code == 0 || !strings.Contains(r.stderr, "did you mean runtime.engine?") {
+		t.Fatalf("get a typo: %+v", r)
+	}
+	if r := carapace(t, h, "config", "show"); r.code != 0 || !strings.Contains(r.stdout, "max_failures = 3") || !strings.Contains(r.stdout, `engine = "docker"`) {
+		t.Fatalf("show: %+v", r)
+	}
+	if r := carapace(t, h, "config", "keys"); r.code != 0 || !strings.Contains(r.stdout, "groups.*.topics\n") {
+		t.Fatalf("keys: %+v", r)
+	}
+
+	bad := filepath.Join(t.TempDir(), "new.toml")
+	if err := os.WriteFile(bad, []byte("[runtime]\nengin = \"docker\"\n[sessions]\nmax_per_grop = 2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := carapace(t, h, "config", "validate", bad)
+	if r.code != 1 || !strings.Contains(r.stderr, "new.toml: line 2: unknown key runtime.engin (did you mean runtime.engine?)") ||
+		!strings.Contains(r.stderr, "new.toml: line 4: unknown key sessions.max_per_grop (did you mean sessions.max_per_group?)") {
+		t.Fatalf("validate a bad file: %+v", r)
+	}
+	if r := carapace(t, h, "config", "validate", filepath.Join(t.TempDir(), "missing.toml")); r.code == 0 {
+		t.Fatalf("validate a missing file: %+v", r)
+	}
+	// The home's config broken: show says which line.
+	if err := os.WriteFile(h.Config(), []byte("[runtime]\nengin = \"docker\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := carapace(t, h, "config", "show"); r.code == 0 || !strings.Contains(r.stderr, "line 2: unknown key runtime.engin") {
+		t.Fatalf("show a broken config: %+v", r)
+	}
+}

@@ -1,0 +1,262 @@
+package config
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Keys are every key config.toml may set, dotted ("runtime.engine"); the
+// tables keyed by a name the user chooses are written with "*"
+// ("groups.*.topics", "plugins.*.surface"). A plugin's own configuration
+// (plugins.*.config) is the plugin's schema's business.
+func Keys() []string {
+	var out []string
+	var walk func(t reflect.Type, prefix string)
+	walk = func(t reflect.Type, prefix string) {
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
+			if name == "" || name == "-" {
+				continue
+			}
+			key := prefix + name
+			ft := f.Type
+			switch {
+			case ft.Kind() == reflect.Map && ft.Elem().Kind() == reflect.Struct:
+				walk(ft.Elem(), key+".*.")
+			case ft.Kind() == reflect.Struct && ft != reflect.TypeFor[Duration]():
+				walk(ft, key+".")
+			default:
+				out = append(out, key)
+			}
+		}
+	}
+	walk(reflect.TypeFor[Config](), "")
+	slices.Sort(out)
+	return out
+}
+
+// known reports whether k (a key of the file) is one of Keys, and the
+// pattern it matches.
+func known(k toml.Key) bool {
+	if len(k) > 3 && k[0] == "plugins" && k[2] == "config" {
+		return true // the plugin's own
+	}
+	for _, p := range Keys() {
+		ps := strings.Split(p, ".")
+		if len(ps) != len(k) {
+			continue
+		}
+		match := true
+		for i := range ps {
+			if ps[i] != "*" && ps[i] != k[i] {
+				match = false
+				break
+			}
+		}
+		if match {
+			return true
+		}
+	}
+	return false
+}
+
+// Suggest returns the known key nearest to key (a typo's likely intent),
+// or "" when none is near. A key under a table the user names
+// (groups.NAME…) is compared with that name in place of "*".
+func Suggest(key string) string {
+	parts := strings.Split(key, ".")
+	best, bestD := "", 1<<30
+	for _, p := range Keys() {
+		ps := strings.Split(p, ".")
+		if len(ps) != len(parts) {
+			continue
+		}
+		for i := range ps {
+			if ps[i] == "*" {
+				ps[i] = parts[i]
+			}
+		}
+		cand := strings.Join(ps, ".")
+		if d := distance(key, cand); d < bestD {
+			best, bestD = cand, d
+		}
+	}
+	if best == "" || bestD > max(2, len(key)/4) {
+		return ""
+	}
+	return best
+}
+
+// distance is the Levenshtein distance between a and b.
+func distance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
+
+// Problem is one thing wrong in a config file.
+type Problem struct {
+	Line    int    `json:"line,omitempty"` // 1-based; 0 when it is not one line's
+	Key     string `json:"key,omitempty"`
+	Message string `json:"message"`
+}
+
+func (p Problem) String() string {
+	if p.Line > 0 {
+		return fmt.Sprintf("line %d: %s", p.Line, p.Message)
+	}
+	return p.Message
+}
+
+// Validate reads the config file at path and returns every problem in it:
+// a syntax error (with its line), each unknown key (with its line and the
+// nearest known key), or the first value the core refuses. None means the
+// core would load it. A missing file is no problem (the defaults).
+func Validate(path string) ([]Problem, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var c Config
+	md, err := toml.Decode(string(data), &c)
+	if err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			return []Problem{{Line: pe.Position.Line, Message: pe.Message}}, nil
+		}
+		return []Problem{{Message: err.Error()}}, nil
+	}
+	var out []Problem
+	for _, k := range md.Undecoded() {
+		if known(k) {
+			continue
+		}
+		msg := "unknown key " + k.String()
+		if s := Suggest(k.String()); s != "" {
+			msg += " (did you mean " + s + "?)"
+		}
+		out = append(out, Problem{Line: lineOf(data, k), Key: k.String(), Message: msg})
+	}
+	if len(out) > 0 {
+		return out, nil
+	}
+	if err := c.check(); err != nil {
+		return []Problem{{Message: err.Error()}}, nil
+	}
+	return nil, nil
+}
+
+// lineOf finds the line that sets key k in data: a "key =" line in k's
+// table, or the table's header. 0 if it cannot tell.
+func lineOf(data []byte, k toml.Key) int {
+	table, leaf := strings.Join(k[:len(k)-1], "."), k[len(k)-1]
+	cur := ""
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for n := 1; sc.Scan(); n++ {
+		l := strings.TrimSpace(sc.Text())
+		switch {
+		case strings.HasPrefix(l, "[[") && strings.HasSuffix(l, "]]"):
+			cur = strings.TrimSpace(l[2 : len(l)-2])
+		case strings.HasPrefix(l, "["):
+			if end := strings.Index(l, "]"); end > 0 {
+				cur = strings.TrimSpace(l[1:end])
+				if cur == k.String() {
+					return n // a table that should not be there
+				}
+			}
+		default:
+			name, _, ok := strings.Cut(l, "=")
+			if !ok {
+				continue
+			}
+			name = strings.Trim(strings.TrimSpace(name), `"'`)
+			full := name
+			if cur != "" {
+				full = cur + "." + name
+			}
+			if full == k.String() || cur == table && name == leaf {
+				return n
+			}
+		}
+	}
+	return 0
+}
+
+// Effective returns c as TOML: every setting the core uses, defaults
+// filled in. config.toml holds no secrets (credentials live in the
+// credential store), so there is nothing to hide.
+func (c *Config) Effective() ([]byte, error) {
+	var b bytes.Buffer
+	if err := toml.NewEncoder(&b).Encode(c); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// Get returns the value of key (dotted) in c, as TOML would write it.
+func (c *Config) Get(key string) (string, error) {
+	var m map[string]any
+	b, err := c.Effective()
+	if err != nil {
+		return "", err
+	}
+	if _, err := toml.Decode(string(b), &m); err != nil {
+		return "", err
+	}
+	var v any = m
+	for _, part := range strings.Split(key, ".") {
+		mm, ok := v.(map[string]any)
+		if !ok {
+			v = nil
+			break
+		}
+		v = mm[part]
+	}
+	if v == nil {
+		msg := fmt.Sprintf("no setting %s", key)
+		if s := Suggest(key); s != "" && s != key {
+			msg += " (did you mean " + s + "?)"
+		} else if !known(toml.Key(strings.Split(key, "."))) {
+			msg += ": carapace config keys lists them"
+		}
+		return "", errors.New(msg)
+	}
+	if mm, ok := v.(map[string]any); ok {
+		var out bytes.Buffer
+		if err := toml.NewEncoder(&out).Encode(mm); err != nil {
+			return "", err
+		}
+		return strings.TrimSpace(out.String()), nil
+	}
+	var out bytes.Buffer
+	if err := toml.NewEncoder(&out).Encode(map[string]any{"v": v}); err != nil {
+		return "", err
+	}
+	return strings.TrimPrefix(strings.TrimSpace(out.String()), "v = "), nil
+}

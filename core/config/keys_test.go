@@ -1,0 +1,105 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestKeys(t *testing.T) {
+	keys := Keys()
+	for _, want := range []string{"runtime.engine", "sessions.max_per_group", "groups.*.topics", "plugins.*.surface", "plugins.*.config", "tasks.max_failures", "core.handler_timeout"} {
+		if !slices.Contains(keys, want) {
+			t.Errorf("Keys lacks %s: %v", want, keys)
+		}
+	}
+}
+
+func TestSuggest(t *testing.T) {
+	for key, want := range map[string]string{
+		"runtime.engin":          "runtime.engine",
+		"runtime.enigne":         "runtime.engine",
+		"sessions.max_per_grop":  "sessions.max_per_group",
+		"groups.family.topic":    "groups.family.topics",
+		"tasks.max_failure":      "tasks.max_failures",
+		"completely.different":   "",
+		"runtime.something_else": "",
+	} {
+		if got := Suggest(key); got != want {
+			t.Errorf("Suggest(%q) = %q, want %q", key, got, want)
+		}
+	}
+}
+
+func write(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "config.toml")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		body string
+		want []string // each problem's String
+	}{
+		{"good", "[runtime]\nengine = \"docker\"\n[groups.main]\n[plugins.telegram.config.chats]\n\"-100\" = \"family\"\n", nil},
+		{"syntax", "[runtime]\nengine = \"docker\"\nimage = \n", []string{"line 3: "}},
+		{"unknown keys, each on its line", "[runtime]\nengin = \"docker\"\n\n[groups.main]\ntopic = [\"message.inbound\"]\nbogus = 1\n",
+			[]string{"line 2: unknown key runtime.engin (did you mean runtime.engine?)", "line 5: unknown key groups.main.topic (did you mean groups.main.topics?)", "line 6: unknown key groups.main.bogus"}},
+		{"a dotted key at the top", "runtime.enigne = \"docker\"\n", []string{"line 1: unknown key runtime.enigne (did you mean runtime.engine?)"}},
+		{"a value the core refuses", "[runtime]\nengine = \"vmware\"\n", []string{"runtime.engine \"vmware\""}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			probs, err := Validate(write(t, tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(probs) != len(tc.want) {
+				t.Fatalf("problems %v, want %d", probs, len(tc.want))
+			}
+			for i, w := range tc.want {
+				if !strings.Contains(probs[i].String(), w) {
+					t.Errorf("problem %d = %q, want it to contain %q", i, probs[i], w)
+				}
+			}
+		})
+	}
+	// Load says the same, with the line and the suggestion.
+	_, err := Load(write(t, "[runtime]\nengin = \"docker\"\n"))
+	if err == nil || !strings.Contains(err.Error(), "line 2: unknown key runtime.engin (did you mean runtime.engine?)") {
+		t.Fatalf("Load: %v", err)
+	}
+}
+
+func TestEffectiveAndGet(t *testing.T) {
+	c, err := Load(write(t, "[runtime]\nengine = \"docker\"\n[groups.main]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.Effective()
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := Load(write(t, string(b)))
+	if err != nil {
+		t.Fatalf("the effective config does not load: %v\n%s", err, b)
+	}
+	b2, _ := again.Effective()
+	if string(b) != string(b2) {
+		t.Errorf("the effective config changed on a round trip:\n%s\n---\n%s", b, b2)
+	}
+	for key, want := range map[string]string{"runtime.engine": `"docker"`, "sessions.max_per_group": "3", "tasks.max_failures": "3", "groups.main.topics": `["message.inbound", "task.triggered"]`} {
+		if got, err := c.Get(key); err != nil || got != want {
+			t.Errorf("Get(%s) = %q, %v; want %q", key, got, err, want)
+		}
+	}
+	if _, err := c.Get("runtime.engin"); err == nil || !strings.Contains(err.Error(), "did you mean runtime.engine?") {
+		t.Errorf("Get of a typo: %v", err)
+	}
+}
