@@ -143,6 +143,11 @@ func Validate(path string) ([]Problem, error) {
 	if err != nil {
 		return nil, err
 	}
+	return validateData(data)
+}
+
+// validateData is Validate of a file's contents.
+func validateData(data []byte) ([]Problem, error) {
 	var c Config
 	md, err := toml.Decode(string(data), &c)
 	if err != nil {
@@ -259,4 +264,86 @@ func (c *Config) Get(key string) (string, error) {
 		return "", err
 	}
 	return strings.TrimPrefix(strings.TrimSpace(out.String()), "v = "), nil
+}
+
+// Set returns data, a config.toml, with key (dotted) set to value: value
+// is a TOML value ("3", "true", `["a", "b"]`, `"docker"`), or else taken as
+// a string. The key's line is replaced where it is set, added under its
+// table's header otherwise, and the table added at the end if missing;
+// every other line, comments included, stays as it was. The result must
+// load: an unknown key (named with the one it likely meant) or a value
+// the core refuses is an error, and data is not changed.
+func Set(data []byte, key, value string) ([]byte, error) {
+	k := toml.Key(strings.Split(key, "."))
+	if len(k) < 2 || !known(k) {
+		msg := "unknown key " + key
+		if s := Suggest(key); s != "" {
+			msg += " (did you mean " + s + "?)"
+		}
+		return nil, errors.New(msg + ": carapace config keys lists them")
+	}
+	val := strings.TrimSpace(value)
+	var probe map[string]any
+	if _, err := toml.Decode("v = "+val, &probe); err != nil || strings.ContainsAny(val, "\n\r") {
+		var b bytes.Buffer
+		if err := toml.NewEncoder(&b).Encode(map[string]string{"v": value}); err != nil {
+			return nil, err
+		}
+		val = strings.TrimPrefix(strings.TrimSpace(b.String()), "v = ")
+	}
+	table, leaf := strings.Join(k[:len(k)-1], "."), k[len(k)-1]
+	line := leaf + " = " + val
+	lines := strings.Split(string(data), "\n")
+	cur, header := "", -1
+	done := false
+	for i, l := range lines {
+		t := strings.TrimSpace(l)
+		switch {
+		case strings.HasPrefix(t, "["):
+			if end := strings.Index(t, "]"); end > 0 {
+				cur = strings.TrimSpace(strings.Trim(t[:end+1], "[]"))
+				if cur == table {
+					header = i
+				}
+			}
+		case cur == table:
+			name, _, ok := strings.Cut(t, "=")
+			if ok && strings.Trim(strings.TrimSpace(name), `"'`) == leaf {
+				lines[i] = l[:len(l)-len(strings.TrimLeft(l, " \t"))] + line
+				done = true
+			}
+		}
+		if done {
+			break
+		}
+	}
+	switch {
+	case done:
+	case header >= 0:
+		lines = slices.Insert(lines, header+1, line)
+	default:
+		for len(lines) > 0 && lines[len(lines)-1] == "" {
+			lines = lines[:len(lines)-1]
+		}
+		if len(lines) > 0 {
+			lines = append(lines, "")
+		}
+		lines = append(lines, "["+table+"]", line, "")
+	}
+	out := []byte(strings.Join(lines, "\n"))
+	if !bytes.HasSuffix(out, []byte("\n")) {
+		out = append(out, '\n')
+	}
+	probs, err := validateData(out)
+	if err != nil {
+		return nil, err
+	}
+	if len(probs) > 0 {
+		msgs := make([]string, len(probs))
+		for i, p := range probs {
+			msgs[i] = p.String()
+		}
+		return nil, fmt.Errorf("%s = %s would not load: %s", key, val, strings.Join(msgs, "; "))
+	}
+	return out, nil
 }

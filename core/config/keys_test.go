@@ -103,3 +103,33 @@ func TestEffectiveAndGet(t *testing.T) {
 		t.Errorf("Get of a typo: %v", err)
 	}
 }
+
+func TestSet(t *testing.T) {
+	orig := "# my settings\n[runtime]\nengine = \"podman\"  # was docker\nimage = \"x\"\n\n[groups.main]\n"
+	for _, tc := range []struct {
+		name, data, key, value, want, err string
+	}{
+		{"replace, comments kept", orig, "runtime.engine", "docker", "# my settings\n[runtime]\nengine = \"docker\"\nimage = \"x\"\n\n[groups.main]\n", ""},
+		{"add under its header", orig, "runtime.cpus", "1.5", "# my settings\n[runtime]\ncpus = 1.5\nengine = \"podman\"  # was docker\nimage = \"x\"\n\n[groups.main]\n", ""},
+		{"add a table", orig, "groups.family.topics", `["message.inbound"]`, orig + "\n[groups.family]\ntopics = [\"message.inbound\"]\n", ""},
+		{"an empty file", "", "tasks.max_failures", "5", "[tasks]\nmax_failures = 5\n", ""},
+		{"a string with a quote", "", "runtime.image", `my "image"`, "[runtime]\nimage = \"my \\\"image\\\"\"\n", "not an image reference"},
+		{"a plugin's own config", "", "plugins.telegram.config.owner_id", "4242", "[plugins.telegram.config]\nowner_id = 4242\n", ""},
+		{"an unknown key", orig, "runtime.engin", "docker", "", "unknown key runtime.engin (did you mean runtime.engine?)"},
+		{"a value the core refuses", orig, "runtime.engine", "vmware", "", `runtime.engine = "vmware" would not load`},
+		{"a value of the wrong type", orig, "sessions.max_per_group", "many", "", "would not load"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Set([]byte(tc.data), tc.key, tc.value)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("Set: %v (%q), want an error with %q", err, got, tc.err)
+				}
+				return
+			}
+			if err != nil || string(got) != tc.want {
+				t.Fatalf("Set: %v\n%q\nwant\n%q", err, got, tc.want)
+			}
+		})
+	}
+}

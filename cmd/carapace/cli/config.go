@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,12 +11,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/carapace-dev/carapace/core/config"
+	"github.com/carapace-dev/carapace/internal/atomicfile"
 )
 
 func (a *app) configCmd() *cobra.Command {
 	c := groupCmd(&cobra.Command{
 		Use:   "config",
-		Short: "Read and check config.toml: path, show, get, validate, keys",
+		Short: "Read, check and change config.toml: path, show, get, set, validate, keys",
 		Long: `config.toml, in the home, configures the core. Every key is checked: an
 unknown one is an error (with the key you probably meant), never a silently
 ignored setting. It holds no secrets: credentials are in the credential
@@ -23,6 +26,7 @@ store (carapace auth). A running core reads it at start: restart it
 		Example: `  carapace config path
   carapace config show
   carapace config get sessions.max_per_group
+  carapace config set sessions.max_per_group 2
   carapace config validate`,
 	})
 	c.AddCommand(
@@ -105,6 +109,54 @@ store (carapace auth). A running core reads it at start: restart it
 					msgs[i] = filepath.Base(path) + ": " + p.String()
 				}
 				return fmt.Errorf("%s", strings.Join(msgs, "\n"))
+			},
+		},
+		&cobra.Command{
+			Use: "set KEY VALUE", Short: "Set one setting in config.toml, checked before it is written", Args: cobra.ExactArgs(2),
+			Long: `Set one setting in config.toml: KEY is dotted (runtime.engine,
+groups.family.topics, plugins.telegram.config.owner_id), VALUE a TOML value
+(3, true, ["a", "b"], "docker") or else taken as a string. The file is
+checked as the core would load it before it is written (atomically), and
+every other line, comments included, stays as it was. An unknown key is
+refused with the key you probably meant. A running core reads config.toml
+at start: restart it for the change to take effect.`,
+			Example: `  carapace config set sessions.max_per_group 2
+  carapace config set runtime.engine docker
+  carapace config set groups.family.topics '["message.inbound"]'`,
+			ValidArgsFunction: completeConfigKey,
+			RunE: func(cmd *cobra.Command, args []string) error {
+				c, h, err := a.client()
+				if err != nil {
+					return err
+				}
+				data, err := os.ReadFile(h.Config())
+				if err != nil && !errors.Is(err, os.ErrNotExist) {
+					return fmt.Errorf("read %s: %w", h.Config(), err)
+				}
+				out, err := config.Set(data, args[0], args[1])
+				if err != nil {
+					return &usageError{err: err}
+				}
+				if err := os.MkdirAll(filepath.Dir(h.Config()), 0o700); err != nil {
+					return err
+				}
+				if err := atomicfile.Write(h.Config(), out, 0o600); err != nil {
+					return fmt.Errorf("write %s: %w", h.Config(), err)
+				}
+				v, _ := config.Load(h.Config())
+				shown := args[1]
+				if v != nil {
+					if got, err := v.Get(args[0]); err == nil {
+						shown = got
+					}
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s = %s in %s\n", args[0], shown, h.Config())
+				ctx, cancel := context.WithTimeout(cmd.Context(), requestTimeout)
+				defer cancel()
+				if _, err := c.Status(ctx); err == nil {
+					fmt.Fprintln(cmd.OutOrStdout(), "The running core read config.toml when it started: restart it (carapace stop, then carapace serve) for this to take effect.")
+				}
+				return nil
 			},
 		},
 		&cobra.Command{

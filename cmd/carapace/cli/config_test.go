@@ -56,3 +56,41 @@ func TestConfigCommands(t *testing.T) {
 		t.Fatalf("show a broken config: %+v", r)
 	}
 }
+
+func TestConfigSet(t *testing.T) {
+	h := controltest.TempHome(t)
+	if err := os.WriteFile(h.Config(), []byte("# mine\n[runtime]\nengine = \"docker\" # keep\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := carapace(t, h, "config", "set", "sessions.max_per_group", "2")
+	if r.code != 0 || !strings.Contains(r.stdout, "sessions.max_per_group = 2 in "+h.Config()) || strings.Contains(r.stdout, "restart") {
+		t.Fatalf("set with no core running: %+v", r)
+	}
+	b, _ := os.ReadFile(h.Config())
+	if string(b) != "# mine\n[runtime]\nengine = \"docker\" # keep\n\n[sessions]\nmax_per_group = 2\n" {
+		t.Fatalf("config.toml:\n%s", b)
+	}
+	if fi, _ := os.Stat(h.Config()); fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v", fi.Mode())
+	}
+	if r := carapace(t, h, "config", "get", "sessions.max_per_group"); strings.TrimSpace(r.stdout) != "2" {
+		t.Fatalf("get after set: %+v", r)
+	}
+	for _, bad := range [][]string{{"runtime.engin", "docker"}, {"runtime.engine", "vmware"}, {"sessions.max_per_group", "-1"}} {
+		r := carapace(t, h, append([]string{"config", "set"}, bad...)...)
+		if r.code == 0 || r.stderr == "" {
+			t.Errorf("set %v: %+v", bad, r)
+		}
+		if after, _ := os.ReadFile(h.Config()); string(after) != string(b) {
+			t.Fatalf("a refused set changed the file:\n%s", after)
+		}
+	}
+	if r := carapace(t, h, "config", "set", "runtime.engin", "docker"); !strings.Contains(r.stderr, "did you mean runtime.engine?") {
+		t.Errorf("the typo's suggestion: %+v", r)
+	}
+	// With a core running, it says a restart is needed.
+	fc := newFakeCore(t)
+	if r := carapace(t, fc.home, "config", "set", "tasks.max_failures", "5"); r.code != 0 || !strings.Contains(r.stdout, "restart it") {
+		t.Fatalf("set with a core running: %+v", r)
+	}
+}
