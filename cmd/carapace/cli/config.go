@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 
@@ -17,7 +19,7 @@ import (
 func (a *app) configCmd() *cobra.Command {
 	c := groupCmd(&cobra.Command{
 		Use:   "config",
-		Short: "Read, check and change config.toml: path, show, get, set, validate, keys",
+		Short: "Read, check and change config.toml: path, show, get, set, edit, validate, keys",
 		Long: `config.toml, in the home, configures the core. Every key is checked: an
 unknown one is an error (with the key you probably meant), never a silently
 ignored setting. It holds no secrets: credentials are in the credential
@@ -156,6 +158,74 @@ at start: restart it for the change to take effect.`,
 				if _, err := c.Status(ctx); err == nil {
 					fmt.Fprintln(cmd.OutOrStdout(), "The running core read config.toml when it started: restart it (carapace stop, then carapace serve) for this to take effect.")
 				}
+				return nil
+			},
+		},
+		&cobra.Command{
+			Use: "edit", Short: "Edit config.toml in $EDITOR; it is checked before it is saved", Args: cobra.NoArgs,
+			Long: `Open a copy of config.toml in $VISUAL or $EDITOR (vi if neither is set).
+When the editor exits, the copy is checked as the core would load it: if
+it loads, it replaces config.toml (atomically, 0600); if not, every problem
+is printed with its line, config.toml is left as it was, and the copy is
+kept so that you can fix it and run carapace config validate on it. A
+running core reads config.toml at start: restart it for changes to take
+effect.`,
+			Example: "  carapace config edit\n  EDITOR=nano carapace config edit",
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				h, err := a.home()
+				if err != nil {
+					return err
+				}
+				data, err := os.ReadFile(h.Config())
+				if err != nil && !errors.Is(err, os.ErrNotExist) {
+					return fmt.Errorf("read %s: %w", h.Config(), err)
+				}
+				if err := os.MkdirAll(filepath.Dir(h.Config()), 0o700); err != nil {
+					return err
+				}
+				tmp, err := os.CreateTemp(filepath.Dir(h.Config()), "config.*.toml")
+				if err != nil {
+					return err
+				}
+				tmp.Close()
+				if err := atomicfile.Write(tmp.Name(), data, 0o600); err != nil {
+					os.Remove(tmp.Name())
+					return err
+				}
+				editor := cmp.Or(os.Getenv("VISUAL"), os.Getenv("EDITOR"), "vi")
+				// The editor may be "code --wait": run it through the shell,
+				// the file a positional parameter (never spliced into the line).
+				ed := exec.CommandContext(cmd.Context(), "/bin/sh", "-c", editor+` "$1"`, "carapace-config-edit", tmp.Name())
+				ed.Stdin, ed.Stdout, ed.Stderr = os.Stdin, cmd.OutOrStdout(), cmd.ErrOrStderr()
+				if err := ed.Run(); err != nil {
+					os.Remove(tmp.Name())
+					return fmt.Errorf("the editor (%s) failed: %w; config.toml is unchanged", editor, err)
+				}
+				probs, err := config.Validate(tmp.Name())
+				if err != nil {
+					return err
+				}
+				if len(probs) > 0 {
+					msgs := make([]string, len(probs))
+					for i, p := range probs {
+						msgs[i] = p.String()
+					}
+					return fmt.Errorf("config.toml is unchanged: your edit would not load:\n%s\nyour edit is kept in %s (fix it, then carapace config validate %s and move it into place)",
+						strings.Join(msgs, "\n"), tmp.Name(), tmp.Name())
+				}
+				edited, err := os.ReadFile(tmp.Name())
+				os.Remove(tmp.Name())
+				if err != nil {
+					return err
+				}
+				if string(edited) == string(data) {
+					fmt.Fprintln(cmd.OutOrStdout(), "config.toml is unchanged")
+					return nil
+				}
+				if err := atomicfile.Write(h.Config(), edited, 0o600); err != nil {
+					return fmt.Errorf("write %s: %w", h.Config(), err)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "saved %s; restart a running core for it to take effect\n", h.Config())
 				return nil
 			},
 		},

@@ -94,3 +94,58 @@ func TestConfigSet(t *testing.T) {
 		t.Fatalf("set with a core running: %+v", r)
 	}
 }
+
+func TestConfigEdit(t *testing.T) {
+	h := controltest.TempHome(t)
+	orig := "# mine\n[runtime]\nengine = \"docker\"\n"
+	if err := os.WriteFile(h.Config(), []byte(orig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// An "editor" that appends a line to the file it is given.
+	editor := func(line string) string {
+		script := filepath.Join(t.TempDir(), "ed")
+		body := "#!/bin/sh\nprintf '%s\\n' '" + line + "' >> \"$1\"\n"
+		if err := os.WriteFile(script, []byte(body), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		return script
+	}
+	t.Setenv("VISUAL", "")
+	t.Setenv("EDITOR", editor("[sessions]\nmax_per_group = 2"))
+	r := carapace(t, h, "config", "edit")
+	if r.code != 0 || !strings.Contains(r.stdout, "saved "+h.Config()) {
+		t.Fatalf("edit: %+v", r)
+	}
+	b, _ := os.ReadFile(h.Config())
+	if string(b) != orig+"[sessions]\nmax_per_group = 2\n" {
+		t.Fatalf("config.toml after the edit:\n%s", b)
+	}
+
+	t.Setenv("EDITOR", editor("[runtime]\nengin = 1"))
+	r = carapace(t, h, "config", "edit")
+	if r.code == 0 || !strings.Contains(r.stderr, "config.toml is unchanged") || !strings.Contains(r.stderr, "would not load") {
+		t.Fatalf("a bad edit: %+v", r)
+	}
+	if after, _ := os.ReadFile(h.Config()); string(after) != string(b) {
+		t.Fatalf("a bad edit changed config.toml:\n%s", after)
+	}
+	_, kept, ok := strings.Cut(r.stderr, "your edit is kept in ")
+	kept, _, _ = strings.Cut(kept, " ")
+	if !ok || !strings.Contains(mustRead(t, kept), "engin = 1") {
+		t.Errorf("the bad edit is not kept (%q)", kept)
+	}
+
+	t.Setenv("EDITOR", "false")
+	if r := carapace(t, h, "config", "edit"); r.code == 0 || !strings.Contains(r.stderr, "the editor (false) failed") {
+		t.Fatalf("a failing editor: %+v", r)
+	}
+}
+
+func mustRead(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
