@@ -106,11 +106,10 @@ store (carapace auth). A running core reads it at start: restart it
 					fmt.Fprintf(cmd.OutOrStdout(), "%s: ok\n", path)
 					return nil
 				}
-				msgs := make([]string, len(probs))
-				for i, p := range probs {
-					msgs[i] = filepath.Base(path) + ": " + p.String()
+				for _, p := range probs {
+					fmt.Fprintf(cmd.ErrOrStderr(), "%s: %s\n", path, printable(p.String()))
 				}
-				return fmt.Errorf("%s", strings.Join(msgs, "\n"))
+				return exitCode(1)
 			},
 		},
 		&cobra.Command{

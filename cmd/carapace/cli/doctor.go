@@ -1,0 +1,309 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/carapace-dev/carapace/core/config"
+	"github.com/carapace-dev/carapace/core/control"
+	"github.com/carapace-dev/carapace/core/home"
+	"github.com/carapace-dev/carapace/keychain"
+)
+
+// Check is one of doctor's findings.
+type Check struct {
+	Name    string `json:"name"`
+	Status  string `json:"status"` // ok, warn, fail
+	Message string `json:"message"`
+	Fix     string `json:"fix,omitempty"` // the command that fixes it
+}
+
+// Check statuses.
+const (
+	checkOK   = "ok"
+	checkWarn = "warn"
+	checkFail = "fail"
+)
+
+func (a *app) doctorCmd() *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "doctor",
+		Short: "Check this Carapace: each finding with what is wrong and the command that fixes it",
+		Long: `Check the home (folders 0700, files 0600), config.toml, the core (running,
+and the same version as this carapace), its plugins' health, the model
+API credential, the audit log, the container engine and the agent image,
+and scheduled tasks overdue. Each check says ok, warn or fail, what is
+wrong and the command that fixes it. Exit status 1 when any check fails.`,
+		Example: "  carapace doctor\n  carapace doctor --json",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			checks, err := a.doctor(cmd.Context())
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			failed := 0
+			for _, c := range checks {
+				if c.Status == checkFail {
+					failed++
+				}
+			}
+			if asJSON {
+				if err := writeJSON(out, checks); err != nil {
+					return err
+				}
+			} else {
+				for _, c := range checks {
+					fmt.Fprintf(out, "%-4s  %-12s %s\n", c.Status, c.Name, printable(c.Message))
+					if c.Fix != "" {
+						fmt.Fprintf(out, "      %-12s fix: %s\n", "", printable(c.Fix))
+					}
+				}
+			}
+			if failed > 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "carapace: %d check(s) failed\n", failed)
+				return exitCode(1)
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print the checks as JSON")
+	return c
+}
+
+// doctor runs every check.
+func (a *app) doctor(ctx context.Context) ([]Check, error) {
+	h, err := a.home()
+	if err != nil {
+		return nil, err
+	}
+	var checks []Check
+	add := func(c Check) { checks = append(checks, c) }
+	add(checkHome(h))
+	cfg, cfgCheck := checkConfig(h)
+	add(cfgCheck)
+	st, coreCheck := a.checkCore(ctx, h)
+	add(coreCheck)
+	if st != nil {
+		add(checkPlugins(st))
+	}
+	add(a.checkCredential())
+	add(checkAudit(h))
+	if cfg != nil {
+		checks = append(checks, a.checkEngineAndImage(ctx, cfg)...)
+	}
+	if st != nil {
+		add(a.checkTasks(ctx))
+	}
+	return checks, nil
+}
+
+// checkHome checks the modes of the home's folders and files.
+func checkHome(h home.Dir) Check {
+	c := Check{Name: "home", Status: checkOK, Message: string(h)}
+	fi, err := os.Stat(string(h))
+	if errors.Is(err, fs.ErrNotExist) {
+		return Check{Name: "home", Status: checkFail, Message: string(h) + " does not exist", Fix: "carapace serve (it creates it)"}
+	}
+	if err != nil || !fi.IsDir() {
+		return Check{Name: "home", Status: checkFail, Message: string(h) + " is not a folder"}
+	}
+	var wrong []string
+	var fix []string
+	for _, d := range []string{string(h), h.RunDir(), h.LogsDir(), h.Path("data"), h.PluginsDir(), h.CredentialsDir()} {
+		if fi, err := os.Stat(d); err == nil && fi.Mode().Perm()&0o077 != 0 {
+			wrong = append(wrong, fmt.Sprintf("%s is %04o", d, fi.Mode().Perm()))
+			fix = append(fix, "chmod 700 "+shellQuote(d))
+		}
+	}
+	for _, f := range []string{h.Config(), h.Pins(), h.AuditLog(), h.TasksDB()} {
+		if fi, err := os.Stat(f); err == nil && fi.Mode().Perm()&0o077 != 0 {
+			wrong = append(wrong, fmt.Sprintf("%s is %04o", f, fi.Mode().Perm()))
+			fix = append(fix, "chmod 600 "+shellQuote(f))
+		}
+	}
+	if len(wrong) > 0 {
+		c.Status, c.Message, c.Fix = checkFail, "open to others: "+strings.Join(wrong, ", "), strings.Join(fix, " && ")
+	}
+	return c
+}
+
+// checkConfig validates config.toml.
+func checkConfig(h home.Dir) (*config.Config, Check) {
+	probs, err := config.Validate(h.Config())
+	if err != nil {
+		return nil, Check{Name: "config", Status: checkFail, Message: err.Error()}
+	}
+	if len(probs) > 0 {
+		msgs := make([]string, len(probs))
+		for i, p := range probs {
+			msgs[i] = p.String()
+		}
+		return nil, Check{Name: "config", Status: checkFail, Message: "config.toml would not load: " + strings.Join(msgs, "; "), Fix: "carapace config edit"}
+	}
+	cfg, err := config.Load(h.Config())
+	if err != nil {
+		return nil, Check{Name: "config", Status: checkFail, Message: err.Error(), Fix: "carapace config edit"}
+	}
+	msg := h.Config()
+	if _, err := os.Stat(h.Config()); errors.Is(err, fs.ErrNotExist) {
+		msg += " (absent: the defaults)"
+	}
+	return cfg, Check{Name: "config", Status: checkOK, Message: msg}
+}
+
+// checkCore asks the core for its status.
+func (a *app) checkCore(ctx context.Context, h home.Dir) (*control.Status, Check) {
+	c, _, err := a.client()
+	if err != nil {
+		return nil, Check{Name: "core", Status: checkFail, Message: err.Error()}
+	}
+	cctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	st, err := c.Status(cctx)
+	if errors.Is(err, control.ErrNotRunning) {
+		return nil, Check{Name: "core", Status: checkWarn, Message: "not running", Fix: "carapace serve (or carapace service install)"}
+	}
+	if err != nil {
+		return nil, Check{Name: "core", Status: checkFail, Message: oneLine(err.Error())}
+	}
+	if st.Version != a.cfg.Version {
+		return &st, Check{Name: "core", Status: checkWarn, Message: fmt.Sprintf("running version %s, this carapace is %s", st.Version, a.cfg.Version),
+			Fix: "carapace stop && carapace serve"}
+	}
+	return &st, Check{Name: "core", Status: checkOK, Message: fmt.Sprintf("running, version %s, pid %d", st.Version, st.PID)}
+}
+
+// checkPlugins reports the plugins that do not serve.
+func checkPlugins(st *control.Status) Check {
+	var bad, fix []string
+	for _, p := range st.Plugins {
+		if !p.Healthy {
+			bad = append(bad, p.Name+" ("+p.State+")")
+			fix = append(fix, "carapace plugin restart "+p.Name)
+		}
+	}
+	if len(bad) > 0 {
+		return Check{Name: "plugins", Status: checkFail, Message: "not serving: " + strings.Join(bad, ", ") + " (carapace status says why)", Fix: strings.Join(fix, " && ")}
+	}
+	return Check{Name: "plugins", Status: checkOK, Message: fmt.Sprintf("%d healthy", len(st.Plugins))}
+}
+
+// checkCredential looks for the model API's credential.
+func (a *app) checkCredential() Check {
+	store, err := a.credentials()
+	if err != nil {
+		return Check{Name: "model key", Status: checkFail, Message: err.Error()}
+	}
+	for _, k := range []string{keychain.LLMKeyAPI, keychain.LLMKeyOAuth} {
+		b, err := store.Get(keychain.LLMPlugin, k)
+		if err == nil {
+			clear(b)
+			return Check{Name: "model key", Status: checkOK, Message: "stored (" + k + ")"}
+		}
+		if !errors.Is(err, keychain.ErrNotFound) {
+			return Check{Name: "model key", Status: checkFail, Message: "unreadable: " + oneLine(err.Error())}
+		}
+	}
+	return Check{Name: "model key", Status: checkFail, Message: "no model API credential: agents cannot reach the model",
+		Fix: "carapace auth set --llm anthropic"}
+}
+
+// checkAudit checks the audit log can be appended to, and its size.
+func checkAudit(h home.Dir) Check {
+	f, err := os.OpenFile(h.AuditLog(), os.O_WRONLY|os.O_APPEND, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Check{Name: "audit log", Status: checkOK, Message: "none yet (the core creates it)"}
+	}
+	if err != nil {
+		return Check{Name: "audit log", Status: checkFail, Message: "not writable: " + oneLine(err.Error()) + " (the core refuses every request then)",
+			Fix: "chmod 600 " + shellQuote(h.AuditLog())}
+	}
+	f.Close()
+	fi, _ := os.Stat(h.AuditLog())
+	return Check{Name: "audit log", Status: checkOK, Message: fmt.Sprintf("%s, %d KiB", h.AuditLog(), fi.Size()/1024)}
+}
+
+// checkEngineAndImage checks the container engine config.toml chooses
+// answers, and that it has the agent image.
+func (a *app) checkEngineAndImage(ctx context.Context, cfg *config.Config) []Check {
+	engine := cfg.Runtime.Engine
+	if engine == "auto" || engine == "" {
+		engine = "docker"
+		if _, err := exec.LookPath("container"); err == nil {
+			engine = "container"
+		}
+	}
+	bin := engine
+	if engine == "apple" {
+		bin = "container"
+	}
+	path, err := exec.LookPath(bin)
+	if err != nil {
+		return []Check{{Name: "engine", Status: checkFail, Message: bin + " is not on PATH",
+			Fix: "install " + engine + " (docs/CONTAINERS.md), or set another: carapace config set runtime.engine docker"}}
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if engine == "container" || engine == "apple" {
+		return []Check{{Name: "engine", Status: checkOK, Message: "Apple container at " + path + " (the core checks its version at start)"}}
+	}
+	out, err := exec.CommandContext(cctx, bin, "version", "--format", "{{.Server.Version}}").CombinedOutput()
+	if err != nil {
+		return []Check{{Name: "engine", Status: checkFail, Message: bin + " does not answer: " + oneLine(string(out)),
+			Fix: "start it: sudo systemctl start " + bin + " (or open Docker Desktop)"}}
+	}
+	checks := []Check{{Name: "engine", Status: checkOK, Message: fmt.Sprintf("%s %s", bin, strings.TrimSpace(string(out)))}}
+	image := cfg.Runtime.Image
+	if image == "" {
+		image = "carapace-agent:" + a.cfg.Version
+	}
+	if out, err := exec.CommandContext(cctx, bin, "image", "inspect", "--format", "{{.Id}}", image).CombinedOutput(); err != nil {
+		checks = append(checks, Check{Name: "image", Status: checkFail, Message: "the agent image " + image + " is missing (" + oneLine(string(out)) + ")",
+			Fix: "make image-agent (it needs a registry and npm), or carapace config set runtime.image IMAGE"})
+	} else {
+		checks = append(checks, Check{Name: "image", Status: checkOK, Message: image})
+	}
+	return checks
+}
+
+// checkTasks warns of enabled tasks whose next fire is overdue.
+func (a *app) checkTasks(ctx context.Context) Check {
+	c, _, err := a.client()
+	if err != nil {
+		return Check{Name: "tasks", Status: checkFail, Message: err.Error()}
+	}
+	cctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	ts, err := c.Tasks(cctx)
+	if err != nil {
+		return Check{Name: "tasks", Status: checkWarn, Message: "the core did not list its tasks: " + oneLine(err.Error())}
+	}
+	var late []string
+	for _, t := range ts {
+		if t.Enabled && t.Next != nil && time.Since(*t.Next) > time.Minute {
+			late = append(late, t.ID)
+		}
+	}
+	if len(late) > 0 {
+		return Check{Name: "tasks", Status: checkWarn, Message: "overdue: " + strings.Join(late, ", ") + " (the scheduler is stuck?)", Fix: "carapace stop && carapace serve"}
+	}
+	return Check{Name: "tasks", Status: checkOK, Message: fmt.Sprintf("%d scheduled", len(ts))}
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && !strings.ContainsAny(s, " \t\n'\"\\$`;&|<>*?()[]{}~#!") {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
