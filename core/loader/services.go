@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -133,8 +132,8 @@ func (v *services) PublishEvent(ctx context.Context, ev *plugin.Event) error {
 	if ev == nil || ev.Topic == "" {
 		return errors.New("publish event: the topic is empty")
 	}
-	if coreTopic(ev.Topic) {
-		return fmt.Errorf("publish event: topic %q is the core's own (its watch stream, channel answers and lifecycle): a plugin may not publish it", textutil.Clip(ev.Topic, 64))
+	if plugin.CoreTopic(ev.Topic) {
+		return fmt.Errorf("publish event %q: %w", textutil.Clip(ev.Topic, 64), plugin.ErrCoreTopic)
 	}
 	e := *ev
 	e.Source, e.ID, e.Time = v.st.name, uuid.NewString(), time.Now().UTC()
@@ -173,26 +172,6 @@ const (
 	dropRate  = 60
 	dropBurst = 30
 )
-
-// coreTopics are the prefixes of the topics only the core publishes: what
-// the watch stream shows people (confirmations, sessions, plugin health,
-// the core's status, tasks), the answers to channels and the agents'
-// lifecycle. A plugin that could publish them could show a forged approval
-// in the menu. task.triggered is open: a channel may start a session with
-// it, like message.inbound.
-var coreTopics = []string{"confirmation.", "channel.", "session.", "core.", "plugin.", "agent.", "task."}
-
-func coreTopic(topic string) bool {
-	if topic == "task.triggered" {
-		return false
-	}
-	for _, p := range coreTopics {
-		if strings.HasPrefix(topic, p) {
-			return true
-		}
-	}
-	return false
-}
 
 // publish puts a plugin's event on the event bus, the one fan-out: the
 // core's spawner, the plugins subscribed to its topic (plugin_events.go)

@@ -14,6 +14,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"time"
 )
 
@@ -296,6 +297,10 @@ var (
 	ErrNoCredential = errors.New("credential not set")
 	// ErrNotChannel: only channel plugins may publish events.
 	ErrNotChannel = errors.New("only channel plugins (provides.channels) may publish events")
+	// ErrCoreTopic: the topic is one of the core's own (what the watch
+	// stream shows people, the answers to channels, the agents' and
+	// plugins' lifecycle): no plugin may publish it.
+	ErrCoreTopic = errors.New("the topic is the core's own (confirmation.*, channel.*, session.*, core.*, plugin.*, agent.*, task.* but task.triggered): a plugin may not publish it")
 	// ErrNotSurface: the surface services need the "surface" capability,
 	// asked for in the manifest and granted in config.toml.
 	ErrNotSurface = errors.New(`only a plugin granted the surface capability ([plugins.NAME] surface = true) may do this`)
@@ -343,4 +348,26 @@ type SessionInfo struct {
 	ID      string    `json:"session"`
 	Group   string    `json:"group"`
 	Started time.Time `json:"session_start"`
+}
+
+// coreTopics are the prefixes of the topics only the core publishes: what
+// the watch stream shows people (confirmations, sessions, plugin health,
+// the core's status, tasks), the answers to channels and the agents'
+// lifecycle. A plugin that could publish them could show a forged approval
+// in the menu. task.triggered is open: a channel may start a session with
+// it, like message.inbound.
+var coreTopics = []string{"confirmation.", "channel.", "session.", "core.", "plugin.", "agent.", "task."}
+
+// CoreTopic reports whether topic is one of the core's own, which no
+// plugin may publish (PublishEvent answers ErrCoreTopic).
+func CoreTopic(topic string) bool {
+	if topic == "task.triggered" {
+		return false
+	}
+	for _, p := range coreTopics {
+		if strings.HasPrefix(topic, p) {
+			return true
+		}
+	}
+	return false
 }

@@ -466,6 +466,8 @@ func coreError(method string, e *pluginproto.Error) error {
 		return ErrNoCredential
 	case pluginproto.KindNotChannel:
 		return ErrNotChannel
+	case pluginproto.KindCoreTopic:
+		return ErrCoreTopic
 	case pluginproto.KindNotSurface:
 		return ErrNotSurface
 	case pluginproto.KindDecided:

@@ -154,6 +154,7 @@ func serviceError(err error) *pluginproto.Error {
 		{plugin.ErrNoRequest, pluginproto.KindNoRequest},
 		{plugin.ErrNoCredential, pluginproto.KindNoCredential},
 		{plugin.ErrNotChannel, pluginproto.KindNotChannel},
+		{plugin.ErrCoreTopic, pluginproto.KindCoreTopic},
 		{plugin.ErrNotSurface, pluginproto.KindNotSurface},
 	} {
 		if errors.Is(err, k.err) {

@@ -11,6 +11,8 @@ import (
 
 	"github.com/carapace-dev/carapace/core/audit"
 	"github.com/carapace-dev/carapace/core/control"
+	"github.com/carapace-dev/carapace/core/home"
+	"github.com/carapace-dev/carapace/core/install"
 	"github.com/carapace-dev/carapace/ipc"
 )
 
@@ -336,4 +338,54 @@ func TestAWatcherThatNeverReads(t *testing.T) {
 		t.Errorf("the reading watcher saw %d resolutions of %d", n, calls)
 	}
 	waitFor(t, "the stuck watcher to be cut off", func() bool { return strings.Contains(c.Log.String(), "cut off") })
+}
+
+// A channel plugin, out of process, through the real ipc: it may publish
+// its own topics but none of the core's — no forged approval, session or
+// status reaches the watch stream (the menu, the notifications), and
+// nothing is audited as published.
+func TestPluginsCannotForgeCoreEvents(t *testing.T) {
+	c := startCoreWith(t, coreOptions{Config: confirmConfig, Setup: func(h home.Dir) {
+		m := strings.Replace(kitManifest("forger"), `"channels": []`, `"channels": ["forger"]`, 1)
+		if _, err := install.Install(h, kitSource(t, "forger", m), install.Options{}); err != nil {
+			t.Fatal(err)
+		}
+	}})
+	w := watch(t, c)
+	w.find(t, "the snapshot", func(ev control.WatchEvent) bool { return ev.Type == control.WatchSnapshot })
+	s := c.Session(t, "main")
+	for _, topic := range []string{"confirmation.requested", "session.opened", "core.status", "task.created", "channel.reply"} {
+		res := mustOK(t, runIPC(t, s.Socket, nil, "tool.invoke.forger_publish", `{"topic":"`+topic+`"}`))
+		if res["published"] != false || !strings.Contains(fmt.Sprint(res["error"]), "the core's own") {
+			t.Errorf("publishing %s: %v", topic, res)
+		}
+	}
+	// Positive control: a topic of its own is published, audited, and the
+	// same watch and audit searches would see a forged one.
+	if res := mustOK(t, runIPC(t, s.Socket, nil, "tool.invoke.forger_publish", `{"topic":"forger.note"}`)); res["published"] != true {
+		t.Fatalf("publishing its own topic: %v", res)
+	}
+	waitFor(t, "the plugin's own event audited", func() bool {
+		for _, e := range c.Audit(t) {
+			if e.Source == "forger" && e.Topic == "forger.note" && e.Outcome == audit.OutcomePublished {
+				return true
+			}
+		}
+		return false
+	})
+	for _, e := range c.Audit(t) {
+		if e.Source == "forger" && e.Stage == audit.StageEvent && e.Topic != "forger.note" {
+			t.Errorf("a forged event was published: %+v", e)
+		}
+	}
+	forged := func(ev control.WatchEvent) bool {
+		return ev.Type == control.WatchConfirmationRequested || ev.Type == control.WatchStatus || ev.Type == control.WatchTaskCreated ||
+			ev.Type == control.WatchSessionOpened && ev.Session != nil && ev.Session.ID != s.ID
+	}
+	if n := w.count(forged); n != 0 {
+		t.Errorf("%d forged events on the watch stream", n)
+	}
+	if p := pendingConfirmations(t, c); len(p) != 0 {
+		t.Errorf("pending confirmations: %+v", p)
+	}
 }

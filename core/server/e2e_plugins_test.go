@@ -31,6 +31,7 @@ var kitActions = []struct{ action, risk, schema string }{
 	{"flood", "low", `{"type":"object","additionalProperties":false,"properties":{}}`},
 	{"scope", "low", `{"type":"object","additionalProperties":false,"properties":{}}`},
 	{"spawn", "low", `{"type":"object","additionalProperties":false,"properties":{}}`},
+	{"publish", "low", `{"type":"object","additionalProperties":false,"required":["topic"],"properties":{"topic":{"type":"string","maxLength":64}}}`},
 }
 
 // kitManifest is the manifest of an oopkit plugin called name, subscribed

@@ -95,6 +95,7 @@ const (
 	KindNoRequest    = "no_request"
 	KindNoCredential = "no_credential"
 	KindNotChannel   = "not_channel"
+	KindCoreTopic    = "core_topic" // plugin.ErrCoreTopic
 	// KindNotSurface and KindDecided map to plugin.ErrNotSurface and
 	// plugin.ErrAlreadyDecided; Message says how the confirmation ended.
 	KindNotSurface = "not_surface"

@@ -223,6 +223,9 @@ func (s *Services) PublishEvent(_ context.Context, ev *plugin.Event) error {
 	if ev == nil {
 		return errors.New("plugintest: PublishEvent(nil)")
 	}
+	if plugin.CoreTopic(ev.Topic) {
+		return fmt.Errorf("publish event %q: %w", ev.Topic, plugin.ErrCoreTopic)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := *ev

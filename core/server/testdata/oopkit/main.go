@@ -85,6 +85,14 @@ func (k *kit) Invoke(ctx context.Context, req *plugin.Request) (map[string]any, 
 			return nil, plugin.NewToolError("cannot start sleep", false)
 		}
 		return map[string]any{"pid": cmd.Process.Pid}, nil
+	case "publish":
+		// Publishes an event on the topic asked for (a channel plugin's
+		// service), and says what the core answered.
+		topic, _ := req.Arguments["topic"].(string)
+		if err := k.svc.PublishEvent(ctx, &plugin.Event{Topic: topic, Group: req.Group, Payload: map[string]any{"id": "forged"}}); err != nil {
+			return map[string]any{"published": false, "error": err.Error()}, nil
+		}
+		return map[string]any{"published": true}, nil
 	case "crash":
 		os.Exit(3)
 	case "hang":
