@@ -96,7 +96,7 @@ func taskError(err error) error {
 }
 
 // taskView is the control API's view of st.
-func taskView(st tasks.Status, sched *tasks.Schedule) control.Task {
+func taskView(st tasks.Status) control.Task {
 	t := st.Task
 	v := control.Task{ID: t.ID, Group: t.Group, Kind: string(t.Spec.Kind), Expr: t.Spec.Expr, Zone: t.Spec.Zone,
 		Prompt: t.Prompt, Creator: t.Creator, CreatorSession: t.CreatorSession, CreatorConfirmation: t.CreatorConfirmation,
@@ -104,7 +104,7 @@ func taskView(st tasks.Status, sched *tasks.Schedule) control.Task {
 	if v.Zone == "" {
 		v.Zone = "UTC"
 	}
-	if sched != nil {
+	if sched, err := tasks.Compile(t.Spec, time.Time{}); err == nil {
 		v.Schedule = sched.Describe()
 	}
 	if !st.Next.IsZero() {
@@ -141,25 +141,18 @@ func (s *Server) Tasks(ctx context.Context) ([]control.Task, error) {
 	}
 	out := make([]control.Task, 0, len(sts))
 	for _, st := range sts {
-		sched, _ := tasks.Compile(st.Task.Spec, time.Time{})
-		out = append(out, taskView(st, sched))
+		out = append(out, taskView(st))
 	}
 	return out, nil
 }
 
 // task returns task id's view.
 func (s *Server) task(ctx context.Context, id string) (control.Task, error) {
-	sts, err := s.tasks.List(ctx)
+	st, err := s.tasks.Get(ctx, id)
 	if err != nil {
-		return control.Task{}, err
+		return control.Task{}, taskError(err)
 	}
-	for _, st := range sts {
-		if st.Task.ID == id {
-			sched, _ := tasks.Compile(st.Task.Spec, time.Time{})
-			return taskView(st, sched), nil
-		}
-	}
-	return control.Task{}, taskError(fmt.Errorf("%w: %q", tasks.ErrNoTask, id))
+	return taskView(st), nil
 }
 
 // AddTask implements control.TaskBackend: a task the user creates.
@@ -235,10 +228,9 @@ func (s *Server) publishTask(ev tasks.Event) {
 	}
 	var view control.Task
 	if ev.Type == tasks.EventRemoved {
-		view = taskView(tasks.Status{Task: ev.Task}, nil)
+		view = taskView(tasks.Status{Task: ev.Task})
 	} else if st, err := s.tasks.Get(context.Background(), ev.Task.ID); err == nil {
-		sched, _ := tasks.Compile(st.Task.Spec, time.Time{})
-		view = taskView(st, sched)
+		view = taskView(st)
 	} else {
 		s.log.Warn("watch: a task event could not be described", "task", ev.Task.ID, "err", err)
 		return

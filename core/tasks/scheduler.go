@@ -15,6 +15,7 @@ import (
 
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/internal/sqlitedb"
+	"github.com/carapace-dev/carapace/internal/textutil"
 )
 
 // Errors of the scheduler's operations.
@@ -290,16 +291,7 @@ func (s *Scheduler) List(ctx context.Context) ([]Status, error) {
 	}
 	out := make([]Status, 0, len(ts))
 	for _, t := range ts {
-		st := Status{Task: t}
-		s.mu.Lock()
-		if e := s.entries[t.ID]; e != nil && t.Enabled {
-			st.Next = e.next
-		}
-		s.mu.Unlock()
-		if rs, err := s.db.runs(ctx, t.ID, 1); err == nil && len(rs) > 0 {
-			st.Last = rs[0]
-		}
-		out = append(out, st)
+		out = append(out, s.status(ctx, t))
 	}
 	return out, nil
 }
@@ -310,16 +302,21 @@ func (s *Scheduler) Get(ctx context.Context, id string) (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
+	return s.status(ctx, t), nil
+}
+
+// status is t with its next slot (if it runs) and newest run.
+func (s *Scheduler) status(ctx context.Context, t *Task) Status {
 	st := Status{Task: t}
 	s.mu.Lock()
-	if e := s.entries[id]; e != nil && t.Enabled {
+	if e := s.entries[t.ID]; e != nil && t.Enabled {
 		st.Next = e.next
 	}
 	s.mu.Unlock()
-	if rs, err := s.db.runs(ctx, id, 1); err == nil && len(rs) > 0 {
+	if rs, err := s.db.runs(ctx, t.ID, 1); err == nil && len(rs) > 0 {
 		st.Last = rs[0]
 	}
-	return st, nil
+	return st
 }
 
 // History returns task id's runs, newest first, at most limit.
@@ -435,9 +432,9 @@ func (s *Scheduler) Finished(ctx context.Context, runID int64, runErr error) err
 	state, reason := StateOK, ""
 	switch {
 	case runErr != nil && s.stopping.Load():
-		state, reason = StateUnknown, oneLine("the core stopped while it ran: "+runErr.Error(), 500)
+		state, reason = StateUnknown, textutil.Clip(textutil.OneLine("the core stopped while it ran: "+runErr.Error()), 500)
 	case runErr != nil:
-		state, reason = StateFailed, oneLine(runErr.Error(), 500)
+		state, reason = StateFailed, textutil.Clip(textutil.OneLine(runErr.Error()), 500)
 	}
 	var t *Task
 	var r *Run
@@ -696,13 +693,4 @@ func (s *Scheduler) observe(typ string, t *Task, r *Run) {
 	if s.opts.Observe != nil {
 		s.opts.Observe(Event{Type: typ, Task: t, Run: r})
 	}
-}
-
-// oneLine folds s onto one line and clips it to n bytes.
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > n {
-		s = s[:n]
-	}
-	return s
 }

@@ -1,6 +1,7 @@
 package tasks
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -181,35 +182,25 @@ func (t *Tools) Invoke(ctx context.Context, req *plugin.Request) (map[string]any
 
 // ownTask refuses a task of another group as if it did not exist.
 func (t *Tools) ownTask(ctx context.Context, group, id string) error {
-	sts, err := t.Scheduler.List(ctx)
-	if err != nil {
-		return err
+	st, err := t.Scheduler.Get(ctx, id)
+	if errors.Is(err, ErrNoTask) || err == nil && st.Task.Group != group {
+		return &plugin.ToolError{Code: "HANDLER_ERROR", Message: fmt.Sprintf("no task %s in this group (list_tasks)", id)}
 	}
-	for _, st := range sts {
-		if st.Task.ID == id && st.Task.Group == group {
-			return nil
-		}
-	}
-	return &plugin.ToolError{Code: "HANDLER_ERROR", Message: fmt.Sprintf("no task %s in this group (list_tasks)", id)}
+	return err
 }
 
 func (t *Tools) view(ctx context.Context, id string) (map[string]any, error) {
-	sts, err := t.Scheduler.List(ctx)
+	st, err := t.Scheduler.Get(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	for _, st := range sts {
-		if st.Task.ID == id {
-			return statusView(st), nil
-		}
-	}
-	return nil, fmt.Errorf("task %s vanished", id)
+	return statusView(st), nil
 }
 
 // statusView is a task as the agent sees it.
 func statusView(st Status) map[string]any {
 	t := st.Task
-	v := map[string]any{"id": t.ID, "kind": string(t.Spec.Kind), "expr": t.Spec.Expr, "zone": nonEmpty(t.Spec.Zone, "UTC"),
+	v := map[string]any{"id": t.ID, "kind": string(t.Spec.Kind), "expr": t.Spec.Expr, "zone": cmp.Or(t.Spec.Zone, "UTC"),
 		"prompt": t.Prompt, "enabled": t.Enabled, "creator": t.Creator}
 	if t.CreatorConfirmation != "" {
 		v["approved_by_confirmation"] = t.CreatorConfirmation
@@ -231,11 +222,4 @@ func statusView(st Status) map[string]any {
 		v["last"] = last
 	}
 	return v
-}
-
-func nonEmpty(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
