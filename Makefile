@@ -65,14 +65,11 @@ ENGINE    ?= docker
 
 .PHONY: image-test
 image-test: build ## build the offline agent test image carapace-agent-test:dev (FROM scratch, no registry; needs busybox-static)
-	$(GO) run ./internal/agentimage/cmd/build-test-image -engine $(ENGINE) -version $(VERSION)
+	$(GO) run ./internal/agentimage/cmd/build-image -engine $(ENGINE) -version $(VERSION)
 
 .PHONY: image-agent
 image-agent: build ## build the real agent image carapace-agent:$(VERSION) with Claude Code (needs registry and npm access)
-	@ctx=$$(mktemp -d) && arch=$$($(ENGINE) version --format '{{.Server.Arch}}' 2>/dev/null || $(GO) env GOARCH) && \
-	  cp Resources/agent/Containerfile Resources/agent/entrypoint.sh Resources/agent/managed-settings.json $$ctx/ && cp bin/linux-$$arch/ipc $$ctx/ipc && \
-	  $(ENGINE) build -t carapace-agent:$(VERSION) --build-arg CARAPACE_VERSION=$(VERSION) -f $$ctx/Containerfile $$ctx; \
-	  s=$$?; rm -rf $$ctx; exit $$s
+	$(GO) run ./internal/agentimage/cmd/build-image -agent -engine $(ENGINE) -version $(VERSION)
 
 .PHONY: test-agent
 test-agent: image-agent ## run real Claude Code in the real agent image against a scripted model API: planted instructions, hooks, the key (needs registry and npm access; not part of make test)

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -60,18 +59,10 @@ func (r *Runner) engine(ctx context.Context, name string) (runtime.Engine, error
 	if name == "container" {
 		name = r.cfg.Runtime.Engine
 	}
-	var candidates []string
-	switch name {
-	case "none":
+	if name == "none" {
 		return nil, fmt.Errorf("%w: config.toml sets runtime.engine = \"none\": no container engine is configured (set it to \"auto\", \"docker\", \"podman\" or \"apple\")", control.ErrInvalid)
-	case "auto":
-		if goruntime.GOOS == "darwin" {
-			candidates = append(candidates, "apple")
-		}
-		candidates = append(candidates, "docker", "podman")
-	default:
-		candidates = []string{name}
 	}
+	candidates := runtime.Candidates(name)
 	r.ctrs.mu.Lock()
 	defer r.ctrs.mu.Unlock()
 	var errs []error

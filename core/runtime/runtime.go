@@ -19,6 +19,7 @@ import (
 	"io"
 	"path"
 	"regexp"
+	goruntime "runtime"
 	"strings"
 )
 
@@ -173,4 +174,23 @@ type Engine interface {
 	// List returns the names of the containers, running or not, whose
 	// label key has value.
 	List(ctx context.Context, key, value string) ([]string, error)
+}
+
+// Candidates returns the engines runtime.engine = name stands for, in the
+// order they are tried: "auto" (or "") is Apple container on macOS, then
+// Docker, then Podman; "none" is no engine; any other name is itself. The
+// core's session runner, `carapace doctor` and `carapace setup` resolve
+// the setting here, so that "auto" means one thing everywhere.
+func Candidates(name string) []string {
+	switch name {
+	case "none":
+		return nil
+	case "auto", "":
+		var out []string
+		if goruntime.GOOS == "darwin" {
+			out = append(out, "apple")
+		}
+		return append(out, "docker", "podman")
+	}
+	return []string{name}
 }

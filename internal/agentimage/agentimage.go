@@ -9,10 +9,16 @@
 // with the legacy builder (DOCKER_BUILDKIT=0): BuildKit may want to pull
 // its frontend image, and there may be no registry to pull it from.
 // `podman build` (buildah) needs no such switch.
+//
+// BuildAgent builds the real agent image (Resources/agent): Claude Code on
+// Node.js, which needs a registry and npm. Exists asks the engine whether
+// it has an image. `make image-test`, `make image-agent` and `carapace
+// setup` build through this package.
 package agentimage
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"debug/elf"
 	"errors"
@@ -21,8 +27,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 
+	agentfiles "github.com/carapace-dev/carapace/Resources/agent"
 	agenttest "github.com/carapace-dev/carapace/Resources/agent/test"
 	"github.com/carapace-dev/carapace/core/claudemd"
 )
@@ -49,6 +58,9 @@ type Options struct {
 	// (carapace.version, org.opencontainers.image.version); empty means
 	// "dev".
 	Version string
+	// Progress, if set, receives the engine's build output as it comes;
+	// nil builds quietly.
+	Progress io.Writer
 }
 
 // ErrNotStatic: a binary to copy into the image is not a static ELF
@@ -86,51 +98,172 @@ func BuildTest(ctx context.Context, o Options) error {
 		return fmt.Errorf("build test image: ipc: %w (build it with CGO_ENABLED=0 GOOS=linux GOARCH=%s go build -o bin/linux-%s/ipc ./cmd/ipc, or make build)", err, arch, arch)
 	}
 
-	dir, err := os.MkdirTemp("", "carapace-image-")
-	if err != nil {
-		return fmt.Errorf("build test image: %w", err)
-	}
-	defer os.RemoveAll(dir)
-	files := []struct {
-		name string
-		data []byte
-		src  string
-		mode os.FileMode
-	}{
+	return build(ctx, o, []file{
 		{name: "Containerfile", data: agenttest.Containerfile, mode: 0o644},
 		{name: "test-agent", data: agenttest.TestAgent, mode: 0o755},
 		{name: "managed-settings.json", data: claudemd.ManagedSettings(), mode: 0o644},
 		{name: "busybox", src: o.Busybox, mode: 0o755},
 		{name: "ipc", src: o.IPC, mode: 0o755},
+	}, "DOCKER_BUILDKIT=0")
+}
+
+// Registry is why building the agent image needs the network: its
+// Containerfile starts from a Node.js base image from a registry and
+// installs Claude Code with npm.
+const Registry = "the agent image starts from the node:22-bookworm-slim base image (a registry: Docker Hub) and installs Claude Code from npm"
+
+// BuildAgent builds the agent image (Resources/agent) with the engine's
+// CLI: Claude Code on Node.js, with the static linux ipc binary. It needs
+// a registry and npm (see Registry); o.Busybox is not used. With
+// o.Progress, the engine's output is shown as it comes.
+func BuildAgent(ctx context.Context, o Options) error {
+	if o.Engine == "" {
+		o.Engine = "docker"
 	}
+	if o.Tag == "" {
+		o.Tag = "carapace-agent:" + cmp.Or(o.Version, "dev")
+	}
+	if o.Version == "" {
+		o.Version = "dev"
+	}
+	if o.IPC == "" {
+		return errors.New("build agent image: no ipc binary given (build one with `make build`: bin/linux-<arch>/ipc)")
+	}
+	if strings.ContainsAny(o.Version, " \t\n\"'\\$") || strings.HasPrefix(o.Tag, "-") || strings.ContainsAny(o.Tag, " \t\n") {
+		return fmt.Errorf("build agent image: bad version %q or tag %q", o.Version, o.Tag)
+	}
+	arch, err := EngineArch(ctx, o.Engine)
+	if err != nil {
+		return fmt.Errorf("build agent image: %w", err)
+	}
+	if err := CheckStatic(o.IPC, arch); err != nil {
+		return fmt.Errorf("build agent image: ipc: %w (build it with CGO_ENABLED=0 GOOS=linux GOARCH=%s go build -o bin/linux-%s/ipc ./cmd/ipc, or make build)", err, arch, arch)
+	}
+	err = build(ctx, o, []file{
+		{name: "Containerfile", data: agentfiles.Containerfile, mode: 0o644},
+		{name: "entrypoint.sh", data: agentfiles.Entrypoint, mode: 0o755},
+		{name: "managed-settings.json", data: claudemd.ManagedSettings(), mode: 0o644},
+		{name: "ipc", src: o.IPC, mode: 0o755},
+	}, "")
+	if err != nil {
+		return fmt.Errorf("%w (%s: check that the engine can pull images and reach npm, or pick an image you have: carapace config set runtime.image IMAGE)", err, Registry)
+	}
+	return nil
+}
+
+// file is one file of a build context: data, or the contents of src.
+type file struct {
+	name string
+	data []byte
+	src  string
+	mode os.FileMode
+}
+
+// build writes files to a temporary build context and runs the engine's
+// build in it, with env added to the environment (docker's only).
+func build(ctx context.Context, o Options, files []file, env string) error {
+	dir, err := os.MkdirTemp("", "carapace-image-")
+	if err != nil {
+		return fmt.Errorf("build image: %w", err)
+	}
+	defer os.RemoveAll(dir)
 	for _, f := range files {
 		data := f.data
 		if f.src != "" {
 			if data, err = os.ReadFile(f.src); err != nil {
-				return fmt.Errorf("build test image: %w", err)
+				return fmt.Errorf("build image: %w", err)
 			}
 		}
 		p := filepath.Join(dir, f.name)
 		if err := os.WriteFile(p, data, f.mode); err != nil {
-			return fmt.Errorf("build test image: %w", err)
+			return fmt.Errorf("build image: %w", err)
 		}
 		if err := os.Chmod(p, f.mode); err != nil { // past the umask
-			return fmt.Errorf("build test image: %w", err)
+			return fmt.Errorf("build image: %w", err)
 		}
 	}
-
-	cmd := exec.CommandContext(ctx, o.Engine, "build", "--quiet",
+	args := []string{"build"}
+	if o.Progress == nil {
+		args = append(args, "--quiet")
+	}
+	args = append(args,
 		"--file", filepath.Join(dir, "Containerfile"),
 		"--build-arg", "CARAPACE_VERSION="+o.Version,
 		"--tag", o.Tag, dir)
-	cmd.Env = append(os.Environ(), "DOCKER_BUILDKIT=0")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd := exec.CommandContext(ctx, o.Engine, args...)
+	name := filepath.Base(o.Engine)
+	if env != "" && name != "podman" && name != "container" {
+		cmd.Env = append(os.Environ(), env)
+	}
+	// The last lines of the output say why a build failed; with
+	// Progress, every line goes there as it comes too.
+	tail := &tailWriter{max: 20}
+	var w io.Writer = tail
+	if o.Progress != nil {
+		w = io.MultiWriter(tail, o.Progress)
+	}
+	cmd.Stdout, cmd.Stderr = w, w
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("build test image %s: %s build: %w\n%s", o.Tag, filepath.Base(o.Engine), err, strings.TrimSpace(out.String()))
+		return fmt.Errorf("build image %s: %s build: %w\n%s", o.Tag, name, err, strings.TrimSpace(tail.String()))
 	}
 	return nil
 }
+
+// tailWriter keeps the last max lines written to it.
+type tailWriter struct {
+	max   int
+	lines []string
+	part  []byte
+}
+
+func (t *tailWriter) Write(p []byte) (int, error) {
+	t.part = append(t.part, p...)
+	for {
+		i := bytes.IndexByte(t.part, '\n')
+		if i < 0 {
+			break
+		}
+		t.lines = append(t.lines, string(t.part[:i]))
+		t.part = t.part[i+1:]
+		if len(t.lines) > t.max {
+			t.lines = t.lines[len(t.lines)-t.max:]
+		}
+	}
+	if len(t.part) > 4096 { // a line without end: keep its start
+		t.part = t.part[:4096]
+	}
+	return len(p), nil
+}
+
+func (t *tailWriter) String() string {
+	return strings.Join(append(slices.Clone(t.lines), string(t.part)), "\n")
+}
+
+// Exists reports whether the engine has the image ref. An engine that does
+// not answer is an error, not a missing image.
+func Exists(ctx context.Context, engine, ref string) (bool, error) {
+	if strings.HasPrefix(ref, "-") || ref == "" {
+		return false, fmt.Errorf("%q is not an image reference", ref)
+	}
+	var stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, engine, "image", "inspect", ref)
+	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+	err := cmd.Run()
+	if err == nil {
+		return true, nil
+	}
+	msg := stderr.String()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && notFoundRE.MatchString(msg) {
+		return false, nil
+	}
+	return false, fmt.Errorf("%s image inspect %s: %w: %s", filepath.Base(engine), ref, err, strings.TrimSpace(msg))
+}
+
+// notFoundRE matches the engines' "no such image" messages: Docker's "No
+// such image", Podman's "image not known" / "failed to find image", Apple
+// container's "notFound".
+var notFoundRE = regexp.MustCompile(`(?i)no such image|image not known|failed to find image|not ?found`)
 
 // EngineArch returns the engine's architecture as a GOARCH ("amd64",
 // "arm64"): the machine the daemon (or Podman's VM) runs on, which may not
@@ -138,6 +271,9 @@ func BuildTest(ctx context.Context, o Options) error {
 func EngineArch(ctx context.Context, engine string) (string, error) {
 	if engine == "" {
 		engine = "docker"
+	}
+	if filepath.Base(engine) == "container" {
+		return "arm64", nil // Apple container runs on Apple silicon only
 	}
 	args := []string{"version", "--format", "{{.Server.Arch}}"}
 	if filepath.Base(engine) == "podman" {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	agentfiles "github.com/carapace-dev/carapace/Resources/agent"
 	agenttest "github.com/carapace-dev/carapace/Resources/agent/test"
 	"github.com/carapace-dev/carapace/internal/agentimage"
 )
@@ -157,5 +158,131 @@ func TestEngineArch(t *testing.T) {
 	}
 	if _, err := agentimage.EngineArch(context.Background(), filepath.Join(t.TempDir(), "nothing")); err == nil {
 		t.Fatal("EngineArch of a missing CLI succeeded")
+	}
+}
+
+// agentEngine is a docker CLI whose build prints progress lines, records
+// its arguments and the build context, and then fails as an engine
+// without a registry does when failPull is set.
+func agentEngine(t *testing.T, failPull bool) (bin, record string) {
+	t.Helper()
+	dir := t.TempDir()
+	bin, record = filepath.Join(dir, "docker"), filepath.Join(dir, "record")
+	fail := ""
+	if failPull {
+		fail = `echo 'Get "https://registry-1.docker.io/v2/": dial tcp: lookup registry-1.docker.io: no such host' >&2; exit 1`
+	}
+	script := `#!/bin/sh
+case $1 in
+version) echo ` + goruntime.GOARCH + ` ;;
+build)
+	for last; do :; done
+	{ printf '%s\n' "$@"; echo "DOCKER_BUILDKIT=$DOCKER_BUILDKIT"; ls -l "$last" | awk 'NR > 1 {print $1, $NF}'; cat "$last/Containerfile"; } > ` + record + `
+	echo "Step 1/9 : FROM node:22-bookworm-slim"
+	` + fail + `
+	echo "Step 2/9 : RUN npm install"
+	;;
+*) exit 1 ;;
+esac
+`
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return bin, record
+}
+
+func TestBuildAgent(t *testing.T) {
+	bb := staticBusybox(t) // a static binary of this machine, as ipc is
+	bin, record := agentEngine(t, false)
+	var progress strings.Builder
+	err := agentimage.BuildAgent(context.Background(), agentimage.Options{Engine: bin, IPC: bb, Version: "1.2.3", Progress: &progress})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"build\n--file\n", "--build-arg\nCARAPACE_VERSION=1.2.3\n", "--tag\ncarapace-agent:1.2.3\n",
+		"DOCKER_BUILDKIT=\n", // BuildKit is fine: the build pulls anyway
+		"-rw-r--r-- Containerfile\n", "-rwxr-xr-x entrypoint.sh\n", "-rw-r--r-- managed-settings.json\n", "-rwxr-xr-x ipc\n",
+		string(agentfiles.Containerfile),
+	} {
+		if !strings.Contains(string(got), want) {
+			t.Errorf("build lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(string(got), "--quiet") {
+		t.Error("a build with progress ran with --quiet")
+	}
+	if p := progress.String(); !strings.Contains(p, "Step 1/9") || !strings.Contains(p, "Step 2/9") {
+		t.Errorf("progress %q lacks the engine's steps", p)
+	}
+}
+
+func TestBuildAgentWithoutRegistry(t *testing.T) {
+	bb := staticBusybox(t)
+	bin, _ := agentEngine(t, true)
+	err := agentimage.BuildAgent(context.Background(), agentimage.Options{Engine: bin, IPC: bb, Tag: "carapace-agent:unit"})
+	if err == nil {
+		t.Fatal("a failed build succeeded")
+	}
+	for _, want := range []string{"no such host", "registry", "npm", "carapace config set runtime.image"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	dyn := dynamicBinary(t)
+	if err := agentimage.BuildAgent(context.Background(), agentimage.Options{Engine: bin, IPC: dyn}); err == nil || !strings.Contains(err.Error(), "make build") {
+		t.Errorf("a dynamic ipc: %v", err)
+	}
+}
+
+// Exists against the real engine: the test image make test builds is
+// there, a name nobody built is not, and a CLI that fails otherwise is an
+// error rather than "missing".
+func TestExists(t *testing.T) {
+	if _, err := exec.LookPath("docker"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("docker is not installed; CI runs this against the real engine")
+		}
+		t.Skip("docker is not installed")
+	}
+	ctx := context.Background()
+	bb := staticBusybox(t)
+	arch, err := agentimage.EngineArch(ctx, "docker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A tiny image of its own, so that the test does not hang on others.
+	tag := "carapace-agent-exists:unit"
+	ipc := filepath.Join(t.TempDir(), "ipc")
+	data, err := os.ReadFile(bb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(ipc, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if goruntime.GOARCH != arch {
+		t.Fatalf("the engine runs %s, this test %s", arch, goruntime.GOARCH)
+	}
+	if err := agentimage.BuildTest(ctx, agentimage.Options{Tag: tag, IPC: ipc}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { exec.Command("docker", "image", "rm", "-f", tag).Run() })
+	if ok, err := agentimage.Exists(ctx, "docker", tag); !ok || err != nil {
+		t.Errorf("Exists(%s) = %v, %v; want true", tag, ok, err)
+	}
+	if ok, err := agentimage.Exists(ctx, "docker", "carapace-never-built:none"); ok || err != nil {
+		t.Errorf("Exists(never built) = %v, %v; want false, nil", ok, err)
+	}
+	broken := filepath.Join(t.TempDir(), "docker")
+	if err := os.WriteFile(broken, []byte("#!/bin/sh\necho 'Cannot connect to the Docker daemon' >&2; exit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := agentimage.Exists(ctx, broken, tag); ok || err == nil {
+		t.Errorf("Exists with an engine that does not answer = %v, %v; want an error", ok, err)
 	}
 }

@@ -7,7 +7,6 @@
 package wiring
 
 import (
-	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -15,11 +14,10 @@ import (
 
 	_ "github.com/mattn/go-sqlite3" // the SQLite driver of the scheduler's database (core/tasks), linked here: the core's packages build without cgo
 
-	"github.com/carapace-dev/carapace/applecontainer"
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/loader"
 	"github.com/carapace-dev/carapace/core/runtime"
-	"github.com/carapace-dev/carapace/core/runtime/docker"
+	"github.com/carapace-dev/carapace/core/runtime/engines"
 	"github.com/carapace-dev/carapace/core/server"
 	"github.com/carapace-dev/carapace/plugins"
 )
@@ -72,18 +70,8 @@ func Bundled(logger *slog.Logger) []loader.Bundled {
 	return out
 }
 
-// Engines returns the container engines by the names config.toml uses:
-// "docker" and "podman" (core/runtime/docker) and "apple"
-// (applecontainer).
+// Engines returns the container engines by the names config.toml uses
+// (core/runtime/engines).
 func Engines(logger *slog.Logger) func(name string) (runtime.Engine, error) {
-	return func(name string) (runtime.Engine, error) {
-		log := logger.With("engine", name)
-		switch name {
-		case "docker", "podman":
-			return docker.New(docker.Options{Bin: name, Logger: log}), nil
-		case "apple":
-			return applecontainer.New(applecontainer.Options{Logger: log}), nil
-		}
-		return nil, fmt.Errorf("no container engine %q", name)
-	}
+	return engines.New(logger)
 }

@@ -1,7 +1,9 @@
-// Command build-test-image builds Carapace's offline agent test image
-// (Resources/agent/test) with Docker or Podman, without a registry:
+// Command build-image builds Carapace's agent images with Docker or
+// Podman: the offline test image (Resources/agent/test, no registry
+// needed) or, with -agent, the real agent image (Resources/agent, which
+// needs a registry and npm):
 //
-//	go run ./internal/agentimage/cmd/build-test-image [-engine docker] [-tag carapace-agent-test:dev]
+//	go run ./internal/agentimage/cmd/build-image [-agent] [-engine docker] [-tag TAG]
 //	    [-ipc bin/linux-<arch>/ipc] [-busybox /bin/busybox] [-version dev]
 //
 // Run it from the repository's root after `make build`, which puts the
@@ -23,10 +25,11 @@ import (
 
 func main() {
 	var o agentimage.Options
+	agent := flag.Bool("agent", false, "build the real agent image (Claude Code; needs a registry and npm) instead of the test image")
 	flag.StringVar(&o.Engine, "engine", "docker", "the engine's CLI: docker or podman")
-	flag.StringVar(&o.Tag, "tag", agentimage.TestTag, "the image's tag")
+	flag.StringVar(&o.Tag, "tag", "", "the image's tag (default "+agentimage.TestTag+", or carapace-agent:VERSION with -agent)")
 	flag.StringVar(&o.IPC, "ipc", "", "the static linux ipc binary (default bin/linux-<engine arch>/ipc)")
-	flag.StringVar(&o.Busybox, "busybox", agentimage.DefaultBusybox, "a static busybox (apt-get install busybox-static)")
+	flag.StringVar(&o.Busybox, "busybox", agentimage.DefaultBusybox, "a static busybox, for the test image (apt-get install busybox-static)")
 	flag.StringVar(&o.Version, "version", "dev", "the Carapace version to label the image with")
 	flag.Parse()
 	if flag.NArg() != 0 {
@@ -35,13 +38,13 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, o); err != nil {
-		fmt.Fprintln(os.Stderr, "build-test-image:", err)
+	if err := run(ctx, o, *agent); err != nil {
+		fmt.Fprintln(os.Stderr, "build-image:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, o agentimage.Options) error {
+func run(ctx context.Context, o agentimage.Options, agent bool) error {
 	arch, err := agentimage.EngineArch(ctx, o.Engine)
 	if err != nil {
 		return err
@@ -50,7 +53,17 @@ func run(ctx context.Context, o agentimage.Options) error {
 		o.IPC = filepath.Join("bin", "linux-"+arch, "ipc")
 	}
 	start := time.Now()
-	if err := agentimage.BuildTest(ctx, o); err != nil {
+	build := agentimage.BuildTest
+	if agent {
+		o.Progress = os.Stdout
+		build = agentimage.BuildAgent
+		if o.Tag == "" {
+			o.Tag = "carapace-agent:" + o.Version
+		}
+	} else if o.Tag == "" {
+		o.Tag = agentimage.TestTag
+	}
+	if err := build(ctx, o); err != nil {
 		return err
 	}
 	fmt.Printf("built %s (%s, linux/%s) in %.2fs\n", o.Tag, filepath.Base(o.Engine), arch, time.Since(start).Seconds())
