@@ -3,6 +3,7 @@ package config
 import (
 	"bufio"
 	"bytes"
+	_ "embed"
 	"errors"
 	"fmt"
 	"os"
@@ -346,4 +347,18 @@ func Set(data []byte, key, value string) ([]byte, error) {
 		return nil, fmt.Errorf("%s = %s would not load: %s", key, val, strings.Join(msgs, "; "))
 	}
 	return out, nil
+}
+
+// template is config.toml as `carapace setup` first writes it: every
+// common setting commented out at its default, with what it does.
+//
+//go:embed template.toml
+var template []byte
+
+// Template returns a commented config.toml that sets nothing: each line
+// of a setting is commented out at its default (the image's at
+// carapace-agent:version), so that uncommenting one changes nothing until
+// its value is edited.
+func Template(version string) []byte {
+	return bytes.Replace(template, []byte(`# image = "carapace-agent:1.0.0"`), []byte(`# image = "carapace-agent:`+version+`"`), 1)
 }

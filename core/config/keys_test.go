@@ -3,6 +3,8 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -131,5 +133,62 @@ func TestSet(t *testing.T) {
 				t.Fatalf("Set: %v\n%q\nwant\n%q", err, got, tc.want)
 			}
 		})
+	}
+}
+
+// The template loads as the defaults, and so does every setting in it
+// uncommented: what it says is the default is the default.
+func TestTemplate(t *testing.T) {
+	const version = "1.2.3"
+	tmpl := Template(version)
+	path := write(t, string(tmpl))
+	want, err := Load(path)
+	if err != nil {
+		t.Fatalf("the template does not load: %v", err)
+	}
+	defaults, err := Load(filepath.Join(t.TempDir(), "absent.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(want, defaults) {
+		t.Fatalf("the template sets something:\n%+v\nwant the defaults\n%+v", want, defaults)
+	}
+	settingRE := regexp.MustCompile(`^# ([a-z_]+ = .*?)(\s+#.*)?$`)
+	lines := strings.Split(string(tmpl), "\n")
+	n := 0
+	for i, l := range lines {
+		m := settingRE.FindStringSubmatch(l)
+		if m == nil {
+			continue
+		}
+		n++
+		un := slices.Clone(lines)
+		un[i] = m[1]
+		if strings.HasPrefix(m[1], "topics") { // under a commented [groups.main]
+			un[i-1] = "[groups.main]"
+		}
+		got, err := Load(write(t, strings.Join(un, "\n")))
+		if err != nil {
+			t.Errorf("line %d uncommented, %q: %v", i+1, m[1], err)
+			continue
+		}
+		if strings.HasPrefix(m[1], "image") {
+			if got.Runtime.Image != "carapace-agent:"+version {
+				t.Errorf("image = %q", got.Runtime.Image)
+			}
+			continue
+		}
+		if strings.HasPrefix(m[1], "topics") {
+			if !reflect.DeepEqual(got.Groups["main"].Topics, SpawnTopics) {
+				t.Errorf("the commented group's topics %v are not the default %v", got.Groups["main"].Topics, SpawnTopics)
+			}
+			continue
+		}
+		if !reflect.DeepEqual(got, defaults) {
+			t.Errorf("line %d uncommented, %q, is not the default:\n%+v", i+1, m[1], got)
+		}
+	}
+	if n < 20 {
+		t.Fatalf("only %d settings in the template", n)
 	}
 }

@@ -24,6 +24,7 @@ import (
 
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/home"
+	"github.com/carapace-dev/carapace/core/runtime"
 	"github.com/carapace-dev/carapace/internal/service"
 )
 
@@ -46,6 +47,10 @@ type Config struct {
 	// ServiceRunner runs systemctl or launchctl for `carapace service`;
 	// nil runs them (service.Exec).
 	ServiceRunner service.Runner
+	// NewEngine returns the container engine config.toml names ("docker",
+	// "podman", "apple") for doctor and setup; nil means the real ones
+	// (core/runtime/engines).
+	NewEngine func(name string) (runtime.Engine, error)
 }
 
 // app is the state the commands share.
@@ -84,7 +89,8 @@ The home directory is --home if given, else $CARAPACE_HOME, else ~/.carapace.
 
 Exit status: 0 on success, 1 on an error, 2 on a usage error; carapace run
 exits with the agent command's status.`,
-		Example: `  carapace serve
+		Example: `  carapace setup
+  carapace serve
   carapace status
   carapace confirm list
   carapace watch
@@ -100,7 +106,7 @@ exits with the agent command's status.`,
 	root.PersistentFlags().StringVar(&a.homeFlag, "home", "", "the Carapace home directory (default $CARAPACE_HOME, else ~/.carapace)")
 	root.AddCommand(
 		a.serveCmd(), a.statusCmd(), a.stopCmd(), a.pauseCmd(true), a.pauseCmd(false), a.versionCmd(), a.sessionsCmd(),
-		a.runCmd(), a.confirmCmd(), a.watchCmd(), a.auditCmd(), a.pluginCmd(), a.authCmd(), a.telegramCmd(), a.tasksCmd(), a.serviceCmd(), a.configCmd(), a.doctorCmd(),
+		a.runCmd(), a.confirmCmd(), a.watchCmd(), a.auditCmd(), a.pluginCmd(), a.authCmd(), a.telegramCmd(), a.tasksCmd(), a.serviceCmd(), a.configCmd(), a.doctorCmd(), a.setupCmd(),
 	)
 	markRuntime(root)
 	return root

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"strings"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/carapace-dev/carapace/core/config"
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/home"
+	"github.com/carapace-dev/carapace/internal/agentimage"
 	"github.com/carapace-dev/carapace/keychain"
 )
 
@@ -233,44 +233,29 @@ func checkAudit(h home.Dir) Check {
 	return Check{Name: "audit log", Status: checkOK, Message: fmt.Sprintf("%s, %d KiB", h.AuditLog(), fi.Size()/1024)}
 }
 
-// checkEngineAndImage checks the container engine config.toml chooses
-// answers, and that it has the agent image.
+// checkEngineAndImage checks the container engine config.toml chooses,
+// as the core would pick it, and that it has the agent image.
 func (a *app) checkEngineAndImage(ctx context.Context, cfg *config.Config) []Check {
-	engine := cfg.Runtime.Engine
-	if engine == "auto" || engine == "" {
-		engine = "docker"
-		if _, err := exec.LookPath("container"); err == nil {
-			engine = "container"
+	e, fix, err := a.findEngine(ctx, cfg.Runtime.Engine)
+	if err != nil {
+		status := checkFail
+		if cfg.Runtime.Engine == "none" {
+			status = checkWarn
 		}
+		return []Check{{Name: "engine", Status: status, Message: oneLine(err.Error()), Fix: fix}}
 	}
-	bin := engine
-	if engine == "apple" {
-		bin = "container"
-	}
-	path, err := exec.LookPath(bin)
-	if err != nil {
-		return []Check{{Name: "engine", Status: checkFail, Message: bin + " is not on PATH",
-			Fix: "install " + engine + " (docs/CONTAINERS.md), or set another: carapace config set runtime.engine docker"}}
-	}
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	checks := []Check{{Name: "engine", Status: checkOK, Message: e.info.Engine + " " + e.info.Version}}
+	image := a.defaultImage(cfg.Runtime.Image)
+	cctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	if engine == "container" || engine == "apple" {
-		return []Check{{Name: "engine", Status: checkOK, Message: "Apple container at " + path + " (the core checks its version at start)"}}
-	}
-	out, err := exec.CommandContext(cctx, bin, "version", "--format", "{{.Server.Version}}").CombinedOutput()
-	if err != nil {
-		return []Check{{Name: "engine", Status: checkFail, Message: bin + " does not answer: " + oneLine(string(out)),
-			Fix: "start it: sudo systemctl start " + bin + " (or open Docker Desktop)"}}
-	}
-	checks := []Check{{Name: "engine", Status: checkOK, Message: fmt.Sprintf("%s %s", bin, strings.TrimSpace(string(out)))}}
-	image := cfg.Runtime.Image
-	if image == "" {
-		image = "carapace-agent:" + a.cfg.Version
-	}
-	if out, err := exec.CommandContext(cctx, bin, "image", "inspect", "--format", "{{.Id}}", image).CombinedOutput(); err != nil {
-		checks = append(checks, Check{Name: "image", Status: checkFail, Message: "the agent image " + image + " is missing (" + oneLine(string(out)) + ")",
-			Fix: "make image-agent (it needs a registry and npm), or carapace config set runtime.image IMAGE"})
-	} else {
+	ok, err := agentimage.Exists(cctx, e.bin(), image)
+	switch {
+	case err != nil:
+		checks = append(checks, Check{Name: "image", Status: checkFail, Message: oneLine(err.Error())})
+	case !ok:
+		checks = append(checks, Check{Name: "image", Status: checkFail, Message: "the agent image " + image + " is missing: agents cannot start",
+			Fix: "carapace setup --build-image (it needs a registry and npm), or carapace setup --image IMAGE"})
+	default:
 		checks = append(checks, Check{Name: "image", Status: checkOK, Message: image})
 	}
 	return checks

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -42,30 +43,35 @@ wins over pairing.`,
 		Example: `  carapace telegram pair`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, h, err := a.client()
-			if err != nil {
-				return err
-			}
-			code, err := pairing.New(h.DataDir("telegram"), time.Now())
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "Send this to your bot in a private chat within %s:\n\n    /start %s\n\n", pairing.TTL, code)
-			ctx, cancel := context.WithTimeout(cmd.Context(), requestTimeout)
-			defer cancel()
-			st, err := c.RestartPlugin(ctx, "telegram")
-			switch {
-			case errors.Is(err, control.ErrNotRunning):
-				fmt.Fprintln(out, "No core is running: start one (carapace serve) and the plugin will wait for the code.")
-			case err != nil:
-				fmt.Fprintf(out, "The running core could not restart the Telegram plugin: %s\nRun carapace plugin restart telegram once it is configured (docs/TELEGRAM.md).\n", oneLine(err.Error()))
-			case !st.Healthy:
-				fmt.Fprintf(out, "The Telegram plugin is not running: %s\n", printable(st.Problem))
-			default:
-				fmt.Fprintln(out, "The Telegram plugin waits for the code.")
-			}
-			return nil
+			return a.pairTelegram(cmd.Context(), cmd.OutOrStdout())
 		},
 	}
+}
+
+// pairTelegram writes a new pairing code, prints it, and has a running
+// core restart its Telegram plugin so that the plugin waits for it.
+func (a *app) pairTelegram(ctx context.Context, out io.Writer) error {
+	c, h, err := a.client()
+	if err != nil {
+		return err
+	}
+	code, err := pairing.New(h.DataDir("telegram"), time.Now())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "Send this to your bot in a private chat within %s:\n\n    /start %s\n\n", pairing.TTL, code)
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	st, err := c.RestartPlugin(ctx, "telegram")
+	switch {
+	case errors.Is(err, control.ErrNotRunning):
+		fmt.Fprintln(out, "No core is running: start one (carapace serve) and the plugin will wait for the code.")
+	case err != nil:
+		fmt.Fprintf(out, "The running core could not restart the Telegram plugin: %s\nRun carapace plugin restart telegram once it is configured (docs/TELEGRAM.md).\n", oneLine(err.Error()))
+	case !st.Healthy:
+		fmt.Fprintf(out, "The Telegram plugin is not running: %s\n", printable(st.Problem))
+	default:
+		fmt.Fprintln(out, "The Telegram plugin waits for the code.")
+	}
+	return nil
 }

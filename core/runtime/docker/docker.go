@@ -131,7 +131,7 @@ func (e *Engine) Check(ctx context.Context) (runtime.Info, error) {
 	if v == "" || strings.Contains(v, "<no value>") {
 		return runtime.Info{}, fmt.Errorf("%s version printed no server version: %w (is the engine running?)", e.Name(), runtime.ErrUnavailable)
 	}
-	return runtime.Info{Engine: e.Name(), Version: v}, nil
+	return runtime.Info{Engine: e.Name(), Version: v, Bin: e.bin}, nil
 }
 
 // unavailable turns a failed version call into ErrUnavailable with advice.

@@ -61,7 +61,7 @@ func TestPodmanName(t *testing.T) {
 		t.Fatalf("names: %q, %q", e.Name(), docker.New(docker.Options{}).Name())
 	}
 	info, err := e.Check(context.Background())
-	if err != nil || info != (runtime.Info{Engine: "podman", Version: "5.4.2"}) {
+	if err != nil || info != (runtime.Info{Engine: "podman", Version: "5.4.2", Bin: bin}) {
 		t.Fatalf("Check: %+v, %v", info, err)
 	}
 	if args, _ := os.ReadFile(argsFile); string(args) != "version\n--format\n{{.Client.Version}}\n" {

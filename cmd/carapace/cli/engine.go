@@ -1,0 +1,145 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	goruntime "runtime"
+	"strings"
+	"time"
+
+	"github.com/carapace-dev/carapace/applecontainer"
+	"github.com/carapace-dev/carapace/core/runtime"
+	"github.com/carapace-dev/carapace/core/runtime/engines"
+)
+
+// engineCheckTimeout bounds one engine's check (Apple container's takes
+// two CLI calls).
+const engineCheckTimeout = 20 * time.Second
+
+// readyEngine is the engine runtime.engine resolves to, checked.
+type readyEngine struct {
+	name string // "docker", "podman", "apple"
+	info runtime.Info
+}
+
+// bin is the engine's CLI, for the image commands.
+func (e readyEngine) bin() string {
+	if e.info.Bin != "" {
+		return e.info.Bin
+	}
+	if e.name == "apple" {
+		return "container"
+	}
+	return e.name
+}
+
+// findEngine resolves setting (config.toml's runtime.engine) as the core
+// does (runtime.Candidates) and checks each candidate in turn. With none
+// ready, the error says why for each, and fix is the command that fixes
+// the first.
+func (a *app) findEngine(ctx context.Context, setting string) (e readyEngine, fix string, err error) {
+	newEngine := a.cfg.NewEngine
+	if newEngine == nil {
+		newEngine = engines.New(nil)
+	}
+	var errs []error
+	for _, name := range runtime.Candidates(setting) {
+		eng, err := newEngine(name)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, engineCheckTimeout)
+		info, err := eng.Check(cctx)
+		cancel()
+		if err == nil {
+			return readyEngine{name: name, info: info}, "", nil
+		}
+		if fix == "" {
+			fix = engineFix(name, err)
+		}
+		errs = append(errs, err)
+	}
+	if len(errs) == 0 {
+		return readyEngine{}, "carapace config set runtime.engine auto", errors.New(`runtime.engine is "none": agents would run without isolation (plugin development only)`)
+	}
+	return readyEngine{}, fix, errors.Join(errs...)
+}
+
+// backticked finds the commands an error quotes in backticks.
+var backticked = regexp.MustCompile("`([^`]+)`")
+
+// engineFix is the command that fixes an engine's check error err.
+func engineFix(name string, err error) string {
+	msg := err.Error()
+	if name == "apple" {
+		var cmds []string
+		for _, m := range backticked.FindAllStringSubmatch(msg, -1) {
+			cmds = append(cmds, m[1])
+		}
+		if strings.Contains(msg, "not installed") || strings.Contains(msg, "older than") || strings.Contains(msg, "too old") {
+			return "install Apple container " + applecontainer.MinVersion + " or later from " + applecontainer.ReleasesURL + ", then container system start"
+		}
+		if len(cmds) > 0 {
+			return strings.Join(cmds, " && ")
+		}
+		return "container system start"
+	}
+	switch {
+	case strings.Contains(msg, "not installed"):
+		if goruntime.GOOS == "darwin" {
+			return "install Apple container (" + applecontainer.ReleasesURL + ") or Docker Desktop"
+		}
+		if name == "podman" {
+			return "sudo apt-get install podman"
+		}
+		return "sudo apt-get install docker.io (or see https://docs.docker.com/engine/install/)"
+	case strings.Contains(msg, "refused this user"):
+		return "sudo usermod -aG docker $USER, then log in again"
+	case strings.Contains(msg, "not running") || strings.Contains(msg, "is the engine running"):
+		if goruntime.GOOS == "darwin" {
+			if name == "podman" {
+				return "podman machine start"
+			}
+			return "open -a Docker"
+		}
+		if name == "podman" {
+			return "systemctl --user start podman.socket"
+		}
+		return "sudo systemctl start docker"
+	}
+	return "carapace doctor (again, once " + name + " answers `" + name + " version`)"
+}
+
+// defaultImage is the agent image config.toml's runtime.image stands for.
+func (a *app) defaultImage(configured string) string {
+	if configured != "" {
+		return configured
+	}
+	return "carapace-agent:" + a.cfg.Version
+}
+
+// staticIPC finds the static linux ipc binary for arch that an agent
+// image is built with: given, or where make build puts it beside this
+// binary (bin/linux-<arch>/ipc).
+func staticIPC(given, arch string) (string, error) {
+	if given != "" {
+		return given, nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("find the carapace binary: %w", err)
+	}
+	if exe, err = filepath.EvalSymlinks(exe); err != nil {
+		return "", fmt.Errorf("find the carapace binary: %w", err)
+	}
+	p := filepath.Join(filepath.Dir(exe), "linux-"+arch, "ipc")
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("the image needs the static linux/%s ipc binary, and %s is not there: build it with make build, or give one with --ipc PATH", arch, p)
+	}
+	return p, nil
+}

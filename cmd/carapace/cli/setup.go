@@ -1,0 +1,683 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	goruntime "runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/carapace-dev/carapace/core/config"
+	"github.com/carapace-dev/carapace/core/home"
+	"github.com/carapace-dev/carapace/internal/agentimage"
+	"github.com/carapace-dev/carapace/internal/atomicfile"
+	"github.com/carapace-dev/carapace/keychain"
+)
+
+// telegramTokenKey is the credential the Telegram plugin reads its bot
+// token from (plugins/telegram.CredentialKey; a test keeps them equal).
+const telegramTokenKey = "bot_token"
+
+// setupFlags are the answers `carapace setup` takes from its flags.
+type setupFlags struct {
+	yes                bool
+	engine, image      string
+	buildImage         bool
+	ipc                string
+	llmKeyStdin, oauth bool
+	telegramStdin      bool
+	telegramPair       bool
+	service            bool
+}
+
+func (a *app) setupCmd() *cobra.Command {
+	var f setupFlags
+	c := &cobra.Command{
+		Use:   "setup",
+		Short: "Set up Carapace: home, config.toml, container engine, agent image, model key, Telegram, service",
+		Long: `Set up Carapace, step by step, and say what each step found or changed:
+
+  home       create the home (folders 0700)
+  config     write a commented config.toml (every setting at its default)
+  engine     check the container engine (Apple container on macOS, Docker,
+             Podman) and say what to install or start when it is missing
+  image      check the agent image, or build it (--build-image; it needs a
+             registry for its base image and npm for Claude Code), or use
+             one you have (--image)
+  model key  store the model API's key (read hidden, or --llm-key-stdin)
+  telegram   store a Telegram bot token and pair your account (optional)
+  service    start the core at login: a systemd user service on Linux, a
+             LaunchAgent on macOS (optional; the menu-bar app can instead)
+
+In a terminal it asks for what is missing. With --yes it never asks: it
+does what the flags say and leaves the rest alone; without a terminal,
+--yes is required, so that no prompt ever waits on a script. Running it
+again changes only what you change: a stored key, a config.toml with your
+edits, an installed service are kept.
+
+Exit status 1 when a step failed (the message names the command that
+fixes it); steps left undone are warnings, and carapace doctor checks the
+result.`,
+		Example: `  carapace setup
+  printf %s "$ANTHROPIC_API_KEY" | carapace setup --yes --llm-key-stdin
+  carapace setup --yes --engine docker --image carapace-agent-test:dev
+  carapace setup --yes --build-image --service
+  printf %s "$BOT_TOKEN" | carapace setup --yes --telegram-token-stdin --telegram-pair`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.setup(cmd, f)
+		},
+	}
+	fl := c.Flags()
+	fl.BoolVarP(&f.yes, "yes", "y", false, "never ask: do what the flags say, leave the rest as it is")
+	fl.StringVar(&f.engine, "engine", "", "set runtime.engine: "+strings.Join(config.Engines, ", "))
+	fl.StringVar(&f.image, "image", "", "use this agent image, which the engine must have (sets runtime.image)")
+	fl.BoolVar(&f.buildImage, "build-image", false, "build the agent image carapace-agent:VERSION (needs a registry and npm)")
+	fl.StringVar(&f.ipc, "ipc", "", "with --build-image: the static linux ipc binary (default: linux-<arch>/ipc beside carapace, as make build puts it)")
+	fl.BoolVar(&f.llmKeyStdin, "llm-key-stdin", false, "read the model API key (or, with --oauth, a Claude OAuth token) from stdin")
+	fl.BoolVar(&f.oauth, "oauth", false, "the key is a Claude subscription's OAuth token (sk-ant-oat… is recognised without it)")
+	fl.BoolVar(&f.telegramStdin, "telegram-token-stdin", false, "read a Telegram bot token from stdin and turn the Telegram channel on")
+	fl.BoolVar(&f.telegramPair, "telegram-pair", false, "print a one-time code that makes you the bot's owner")
+	fl.BoolVar(&f.service, "service", false, "install the background service (carapace service install)")
+	c.RegisterFlagCompletionFunc("engine", cobra.FixedCompletions(config.Engines, cobra.ShellCompDirectiveNoFileComp))
+	c.MarkFlagsMutuallyExclusive("image", "build-image")
+	c.MarkFlagsMutuallyExclusive("llm-key-stdin", "telegram-token-stdin")
+	return c
+}
+
+// Statuses of a setup step.
+const (
+	stepOK   = "ok"   // already so; nothing changed
+	stepDone = "done" // changed now
+	stepSkip = "skip" // left as it is
+	stepWarn = "warn" // left undone: the fix says how
+	stepFail = "fail" // failed: the fix says how
+)
+
+// setupRun is one run of `carapace setup`.
+type setupRun struct {
+	a     *app
+	f     setupFlags
+	ctx   context.Context
+	out   io.Writer
+	in    io.Reader
+	ask   *prompter // nil: never ask
+	h     home.Dir
+	cfg   *config.Config
+	fails int
+	warns int
+}
+
+func (a *app) setup(cmd *cobra.Command, f setupFlags) error {
+	if f.engine != "" && !slices.Contains(config.Engines, f.engine) {
+		return usagef("--engine %q: use one of %s", f.engine, strings.Join(config.Engines, ", "))
+	}
+	if f.ipc != "" && !f.buildImage {
+		return usagef("--ipc goes with --build-image")
+	}
+	if f.oauth && !f.llmKeyStdin && f.yes {
+		return usagef("--oauth goes with --llm-key-stdin")
+	}
+	tty := terminal(cmd.InOrStdin())
+	if !f.yes && !tty {
+		return usagef("stdin is not a terminal, so setup cannot ask: run carapace setup --yes with the flags for what to set")
+	}
+	h, err := a.home()
+	if err != nil {
+		return err
+	}
+	s := &setupRun{a: a, f: f, ctx: cmd.Context(), out: cmd.OutOrStdout(), in: cmd.InOrStdin(), h: h}
+	if !f.yes {
+		s.ask = newPrompter(cmd.InOrStdin().(*os.File), s.out)
+	}
+	fmt.Fprintf(s.out, "Setting up Carapace %s in %s\n\n", a.cfg.Version, h)
+	if err := s.home(); err != nil {
+		return err
+	}
+	if err := s.config(); err != nil {
+		return err
+	}
+	eng, engOK := s.engine()
+	if engOK {
+		s.image(eng)
+	} else {
+		s.report(stepSkip, "image", "no container engine to check it with", "")
+	}
+	s.modelKey()
+	s.telegram()
+	s.service()
+	fmt.Fprintln(s.out)
+	switch {
+	case s.fails > 0:
+		fmt.Fprintf(s.out, "%d step(s) failed: run the fixes above, then carapace setup again.\n", s.fails)
+		return exitCode(1)
+	case s.warns > 0:
+		fmt.Fprintf(s.out, "Set up, with %d thing(s) left to do (above). carapace doctor checks everything.\n", s.warns)
+	default:
+		fmt.Fprintln(s.out, "Set up. carapace doctor checks everything.")
+	}
+	return nil
+}
+
+// report prints one step's outcome and, for a warning or a failure, the
+// command that fixes it.
+func (s *setupRun) report(status, step, msg, fix string) {
+	switch status {
+	case stepFail:
+		s.fails++
+	case stepWarn:
+		s.warns++
+	}
+	fmt.Fprintf(s.out, "%-4s  %-10s %s\n", status, step, printable(msg))
+	if fix != "" {
+		fmt.Fprintf(s.out, "      %-10s fix: %s\n", "", printable(fix))
+	}
+}
+
+// home creates the home.
+func (s *setupRun) home() error {
+	_, err := os.Stat(string(s.h))
+	existed := err == nil
+	if err := s.h.Ensure(); err != nil {
+		return fmt.Errorf("create the home: %w", err)
+	}
+	if existed {
+		s.report(stepOK, "home", string(s.h), "")
+	} else {
+		s.report(stepDone, "home", string(s.h)+" (created)", "")
+	}
+	return nil
+}
+
+// config writes config.toml if there is none, checks it, and sets
+// --engine.
+func (s *setupRun) config() error {
+	path := s.h.Config()
+	_, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := atomicfile.Write(path, config.Template(s.a.cfg.Version), 0o600); err != nil {
+			return fmt.Errorf("write config.toml: %w", err)
+		}
+		s.report(stepDone, "config", path+" (written, every setting commented out at its default)", "")
+	case err != nil:
+		return fmt.Errorf("read config.toml: %w", err)
+	default:
+		probs, err := config.Validate(path)
+		if err != nil {
+			return err
+		}
+		if len(probs) > 0 {
+			msgs := make([]string, len(probs))
+			for i, p := range probs {
+				msgs[i] = p.String()
+			}
+			s.report(stepFail, "config", "config.toml would not load: "+strings.Join(msgs, "; "), "carapace config edit")
+			return exitCode(1)
+		}
+		s.report(stepOK, "config", path, "")
+	}
+	if err := s.loadConfig(); err != nil {
+		return err
+	}
+	if s.f.engine != "" {
+		if err := s.set("engine", "runtime.engine", s.f.engine); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *setupRun) loadConfig() error {
+	cfg, err := config.Load(s.h.Config())
+	if err != nil {
+		return err
+	}
+	s.cfg = cfg
+	return nil
+}
+
+// set sets key in config.toml to value (a string) unless it already has
+// it, and reports it under step.
+func (s *setupRun) set(step, key, value string) error {
+	return s.setTOML(step, key, tomlString(value))
+}
+
+// setTOML sets key to value, a TOML value.
+func (s *setupRun) setTOML(step, key, value string) error {
+	if cur, err := s.cfg.Get(key); err == nil && cur == value {
+		return nil
+	}
+	path := s.h.Config()
+	data, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	out, err := config.Set(data, key, value)
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.Write(path, out, 0o600); err != nil {
+		return fmt.Errorf("write config.toml: %w", err)
+	}
+	s.report(stepDone, step, "config.toml: "+key+" = "+value, "")
+	return s.loadConfig()
+}
+
+// tomlString is s as a TOML string.
+func tomlString(s string) string {
+	var b bytes.Buffer
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\u%04X`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// engine checks the container engine config.toml chooses.
+func (s *setupRun) engine() (readyEngine, bool) {
+	e, fix, err := s.a.findEngine(s.ctx, s.cfg.Runtime.Engine)
+	if err != nil {
+		s.report(stepFail, "engine", oneLine(err.Error()), fix)
+		return e, false
+	}
+	msg := e.info.Engine + " " + e.info.Version
+	if s.cfg.Runtime.Engine == "auto" {
+		msg += " (runtime.engine = \"auto\")"
+	}
+	s.report(stepOK, "engine", msg, "")
+	return e, true
+}
+
+// image checks, selects or builds the agent image.
+func (s *setupRun) image(e readyEngine) {
+	ctx, cancel := context.WithTimeout(s.ctx, requestTimeout)
+	defer cancel()
+	if s.f.image != "" {
+		ok, err := agentimage.Exists(ctx, e.bin(), s.f.image)
+		switch {
+		case err != nil:
+			s.report(stepFail, "image", oneLine(err.Error()), "")
+		case !ok:
+			s.report(stepFail, "image", s.f.image+" is not in "+e.name+"'s images", e.bin()+" pull "+shellQuote(s.f.image)+" (or build it), then carapace setup --image "+shellQuote(s.f.image))
+		default:
+			if err := s.set("image", "runtime.image", s.f.image); err != nil {
+				s.report(stepFail, "image", err.Error(), "")
+				return
+			}
+			s.report(stepOK, "image", s.f.image, "")
+		}
+		return
+	}
+	ref := s.a.defaultImage(s.cfg.Runtime.Image)
+	if s.f.buildImage {
+		s.build(e)
+		return
+	}
+	ok, err := agentimage.Exists(ctx, e.bin(), ref)
+	if err != nil {
+		s.report(stepFail, "image", oneLine(err.Error()), "")
+		return
+	}
+	if ok {
+		s.report(stepOK, "image", ref, "")
+		return
+	}
+	fix := "carapace setup --build-image (it needs a registry and npm), or carapace setup --image IMAGE"
+	if s.ask == nil {
+		s.report(stepWarn, "image", "the agent image "+ref+" is missing: agents cannot start", fix)
+		return
+	}
+	fmt.Fprintf(s.out, "\nThe agent image %s is missing. Building it needs the network: %s.\n", ref, agentimage.Registry)
+	answer, err := s.ask.line("Build it now [b], name an image you have, or press Enter to skip: ")
+	switch {
+	case err != nil:
+		s.report(stepWarn, "image", "no answer: "+err.Error(), fix)
+	case answer == "":
+		s.report(stepWarn, "image", "the agent image "+ref+" is missing: agents cannot start", fix)
+	case answer == "b" || answer == "B":
+		s.build(e)
+	default:
+		s.f.image = answer
+		s.image(e)
+	}
+}
+
+// build builds the agent image with the engine's output as progress.
+func (s *setupRun) build(e readyEngine) {
+	ref := "carapace-agent:" + s.a.cfg.Version
+	arch, err := agentimage.EngineArch(s.ctx, e.bin())
+	if err != nil {
+		s.report(stepFail, "image", oneLine(err.Error()), "")
+		return
+	}
+	ipc, err := staticIPC(s.f.ipc, arch)
+	if err != nil {
+		s.report(stepFail, "image", oneLine(err.Error()), "carapace setup --build-image --ipc PATH")
+		return
+	}
+	fmt.Fprintf(s.out, "      %-10s building %s with %s: %s\n", "", ref, e.name, agentimage.Registry)
+	start := time.Now()
+	progress := &prefixWriter{w: s.out, prefix: "      │ "}
+	err = agentimage.BuildAgent(s.ctx, agentimage.Options{Engine: e.bin(), Tag: ref, IPC: ipc, Version: s.a.cfg.Version, Progress: progress})
+	progress.Flush()
+	if err != nil {
+		s.report(stepFail, "image", "the build failed (the engine's output is above): "+oneLine(firstLine(err.Error())), "check the network (a registry and npm), then carapace setup --build-image; or carapace setup --image IMAGE")
+		return
+	}
+	if s.cfg.Runtime.Image != "" && s.cfg.Runtime.Image != ref {
+		if err := s.set("image", "runtime.image", ref); err != nil {
+			s.report(stepFail, "image", err.Error(), "")
+			return
+		}
+	}
+	s.report(stepDone, "image", fmt.Sprintf("%s built in %s", ref, time.Since(start).Round(time.Second)), "")
+}
+
+// modelKey stores the model API's credential.
+func (s *setupRun) modelKey() {
+	store, err := s.a.credentials()
+	if err != nil {
+		s.report(stepFail, "model key", err.Error(), "")
+		return
+	}
+	stored := ""
+	for _, k := range []string{keychain.LLMKeyAPI, keychain.LLMKeyOAuth} {
+		b, err := store.Get(keychain.LLMPlugin, k)
+		if err == nil {
+			clear(b)
+			stored = k
+			break
+		}
+	}
+	var secret []byte
+	switch {
+	case s.f.llmKeyStdin:
+		secret, err = s.secret("Anthropic API key or Claude OAuth token")
+	case stored != "":
+		s.report(stepOK, "model key", "stored ("+stored+"; carapace auth set --llm anthropic replaces it)", "")
+		return
+	case s.ask != nil:
+		fmt.Fprintln(s.out, "\nAgents reach the model through the core, which adds your key on the host: it never enters a container.")
+		secret, err = s.ask.secret("Anthropic API key or Claude OAuth token (input hidden; Enter to skip): ")
+	}
+	if err != nil {
+		s.report(stepFail, "model key", err.Error(), "carapace auth set --llm anthropic")
+		return
+	}
+	defer clear(secret)
+	if len(secret) == 0 {
+		s.report(stepWarn, "model key", "no model API credential: agents cannot reach the model", "carapace auth set --llm anthropic")
+		return
+	}
+	oauth := s.f.oauth || bytes.HasPrefix(secret, []byte("sk-ant-oat"))
+	key, _ := keychain.LLMKey("anthropic", oauth)
+	if err := store.Set(keychain.LLMPlugin, key, secret); err != nil {
+		s.report(stepFail, "model key", err.Error(), "")
+		return
+	}
+	s.report(stepDone, "model key", fmt.Sprintf("stored (%s, %d bytes)", key, len(secret)), "")
+}
+
+// secret reads one secret: hidden at the terminal, or all of stdin.
+func (s *setupRun) secret(what string) ([]byte, error) {
+	if s.ask != nil {
+		return s.ask.secret(what + " (input hidden): ")
+	}
+	if terminal(s.in) {
+		f := s.in.(*os.File)
+		fmt.Fprintf(s.out, "%s (input hidden): ", what)
+		b, err := term.ReadPassword(int(f.Fd()))
+		fmt.Fprintln(s.out)
+		return b, err
+	}
+	b, err := io.ReadAll(io.LimitReader(s.in, keychain.MaxValueSize+3))
+	if err != nil {
+		return nil, fmt.Errorf("read stdin: %w", err)
+	}
+	b = bytes.TrimSuffix(b, []byte("\n"))
+	b = bytes.TrimSuffix(b, []byte("\r"))
+	if len(b) > keychain.MaxValueSize {
+		clear(b)
+		return nil, errTooLarge
+	}
+	if len(b) == 0 {
+		return nil, errors.New("stdin was empty: pipe the secret in, e.g. printf %s \"$KEY\" | carapace setup --yes --llm-key-stdin")
+	}
+	return b, nil
+}
+
+// telegram stores a bot token, turns the channel on and pairs.
+func (s *setupRun) telegram() {
+	store, err := s.a.credentials()
+	if err != nil {
+		s.report(stepFail, "telegram", err.Error(), "")
+		return
+	}
+	b, gerr := store.Get("telegram", telegramTokenKey)
+	stored := gerr == nil
+	clear(b)
+	var token []byte
+	switch {
+	case s.f.telegramStdin:
+		token, err = s.secret("Telegram bot token")
+	case stored:
+	case s.ask != nil:
+		fmt.Fprintln(s.out, "\nTelegram lets you talk to your agent and approve its requests from your phone.")
+		fmt.Fprintln(s.out, "Create a bot with @BotFather (/newbot) and paste its token, or press Enter to skip.")
+		token, err = s.ask.secret("Telegram bot token (input hidden): ")
+	}
+	if err != nil {
+		s.report(stepFail, "telegram", err.Error(), "carapace auth set --plugin telegram --key "+telegramTokenKey)
+		return
+	}
+	defer clear(token)
+	if !stored && len(token) == 0 {
+		s.report(stepSkip, "telegram", "not set up (docs/TELEGRAM.md; carapace setup --telegram-token-stdin)", "")
+		return
+	}
+	if len(token) > 0 {
+		if err := store.Set("telegram", telegramTokenKey, token); err != nil {
+			s.report(stepFail, "telegram", err.Error(), "")
+			return
+		}
+		s.report(stepDone, "telegram", fmt.Sprintf("bot token stored (%d bytes)", len(token)), "")
+	} else {
+		s.report(stepOK, "telegram", "bot token stored", "")
+	}
+	// The channel on: approvals on the phone, and a group its messages
+	// start sessions in.
+	if err := s.setTOML("telegram", "plugins.telegram.surface", "true"); err != nil {
+		s.report(stepFail, "telegram", err.Error(), "carapace config edit")
+		return
+	}
+	if _, ok := s.cfg.Groups["main"]; !ok {
+		if err := s.setTOML("telegram", "groups.main.topics", `["message.inbound", "task.triggered"]`); err != nil {
+			s.report(stepFail, "telegram", err.Error(), "carapace config edit")
+			return
+		}
+	}
+	pair := s.f.telegramPair
+	if !pair && s.ask != nil && len(token) > 0 {
+		pair, err = s.ask.yes("Pair your Telegram account now (a code to send the bot)?", true)
+		if err != nil {
+			pair = false
+		}
+	}
+	if pair {
+		fmt.Fprintln(s.out)
+		if err := s.a.pairTelegram(s.ctx, s.out); err != nil {
+			s.report(stepFail, "telegram", "pairing: "+err.Error(), "carapace telegram pair")
+			return
+		}
+		s.report(stepDone, "telegram", "pairing code written: send it to the bot within 10 minutes", "")
+	} else if len(token) > 0 {
+		s.report(stepWarn, "telegram", "not paired: the bot answers no one until you pair (or set owner_id)", "carapace telegram pair")
+	}
+}
+
+// service installs the background service.
+func (s *setupRun) service() {
+	svc, err := s.a.service()
+	if err != nil {
+		s.report(stepSkip, "service", oneLine(err.Error()), "")
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, requestTimeout)
+	defer cancel()
+	st, err := svc.Status(ctx)
+	if err == nil && st.Installed && st.Current {
+		s.report(stepOK, "service", svc.File()+" ("+st.Detail+")", "")
+		return
+	}
+	install := s.f.service
+	if !install && s.ask != nil {
+		what := "a systemd user service"
+		if goruntime.GOOS == "darwin" {
+			what = "a LaunchAgent (the menu-bar app's Open at Login does the same)"
+		}
+		install, err = s.ask.yes("Start the core in the background at login, as "+what+"?", false)
+		if err != nil {
+			install = false
+		}
+	}
+	if !install {
+		msg := "not installed: start the core with carapace serve, or install the service"
+		if err == nil && st.Installed {
+			msg = "installed, but not what this carapace would install (another binary or home)"
+		}
+		s.report(stepSkip, "service", msg, "")
+		return
+	}
+	if err := svc.Install(ctx); err != nil {
+		s.report(stepFail, "service", oneLine(err.Error()), "carapace service install")
+		return
+	}
+	s.report(stepDone, "service", "installed "+svc.File()+" and started it; logs: "+svc.Logs(), "")
+}
+
+// terminal reports whether r is a terminal.
+func terminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// prompter asks questions at a terminal.
+type prompter struct {
+	f   *os.File
+	r   *bufio.Reader
+	out io.Writer
+}
+
+func newPrompter(f *os.File, out io.Writer) *prompter {
+	return &prompter{f: f, r: bufio.NewReader(f), out: out}
+}
+
+// line asks a question and returns the answer, trimmed.
+func (p *prompter) line(q string) (string, error) {
+	fmt.Fprint(p.out, q)
+	l, err := p.r.ReadString('\n')
+	if err != nil && (l == "" || !errors.Is(err, io.EOF)) {
+		fmt.Fprintln(p.out)
+		return "", err
+	}
+	return strings.TrimSpace(l), nil
+}
+
+// yes asks a yes/no question; Enter takes def.
+func (p *prompter) yes(q string, def bool) (bool, error) {
+	hint := " [y/N] "
+	if def {
+		hint = " [Y/n] "
+	}
+	for {
+		a, err := p.line(q + hint)
+		if err != nil {
+			return false, err
+		}
+		switch strings.ToLower(a) {
+		case "":
+			return def, nil
+		case "y", "yes":
+			return true, nil
+		case "n", "no":
+			return false, nil
+		}
+		fmt.Fprintln(p.out, "Please answer y or n.")
+	}
+}
+
+// secret asks for a secret without echoing it; the trailing newline is
+// not part of it, nor are spaces around a pasted token.
+func (p *prompter) secret(q string) ([]byte, error) {
+	fmt.Fprint(p.out, q)
+	b, err := term.ReadPassword(int(p.f.Fd()))
+	fmt.Fprintln(p.out)
+	if err != nil {
+		return nil, fmt.Errorf("read from the terminal: %w", err)
+	}
+	t := bytes.TrimSpace(b)
+	out := bytes.Clone(t)
+	clear(b)
+	if len(out) > keychain.MaxValueSize {
+		clear(out)
+		return nil, errTooLarge
+	}
+	return out, nil
+}
+
+// prefixWriter writes each line with a prefix: a build's output, indented
+// under its step.
+type prefixWriter struct {
+	w      io.Writer
+	prefix string
+	part   []byte
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	p.part = append(p.part, b...)
+	for {
+		i := bytes.IndexAny(p.part, "\r\n")
+		if i < 0 {
+			break
+		}
+		if line := strings.TrimRight(string(p.part[:i]), " "); line != "" {
+			fmt.Fprintf(p.w, "%s%s\n", p.prefix, printable(line))
+		}
+		p.part = p.part[i+1:]
+	}
+	return len(b), nil
+}
+
+// Flush writes a last line without a newline.
+func (p *prefixWriter) Flush() {
+	if len(p.part) > 0 {
+		fmt.Fprintf(p.w, "%s%s\n", p.prefix, printable(string(p.part)))
+		p.part = nil
+	}
+}
+
+// firstLine is s up to its first newline.
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
+}
