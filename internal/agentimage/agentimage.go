@@ -110,7 +110,7 @@ func BuildTest(ctx context.Context, o Options) error {
 // Registry is why building the agent image needs the network: its
 // Containerfile starts from a Node.js base image from a registry and
 // installs Claude Code with npm.
-const Registry = "the agent image starts from the node:22-bookworm-slim base image (a registry: Docker Hub) and installs Claude Code from npm"
+const Registry = "its base image, node:22-bookworm-slim, comes from a registry (Docker Hub), and Claude Code from npm"
 
 // BuildAgent builds the agent image (Resources/agent) with the engine's
 // CLI: Claude Code on Node.js, with the static linux ipc binary. It needs

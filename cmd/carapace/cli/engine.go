@@ -90,6 +90,8 @@ func engineFix(name string, err error) string {
 		return "container system start"
 	}
 	switch {
+	case strings.Contains(msg, "too old"):
+		return "upgrade " + name + ": https://docs.docker.com/engine/install/"
 	case strings.Contains(msg, "not installed"):
 		if goruntime.GOOS == "darwin" {
 			return "install Apple container (" + applecontainer.ReleasesURL + ") or Docker Desktop"

@@ -375,7 +375,7 @@ func (s *setupRun) build(e readyEngine) {
 		s.report(stepFail, "image", oneLine(err.Error()), "carapace setup --build-image --ipc PATH")
 		return
 	}
-	fmt.Fprintf(s.out, "      %-10s building %s with %s: %s\n", "", ref, e.name, agentimage.Registry)
+	fmt.Fprintf(s.out, "      %-10s building %s with %s (%s)\n", "", ref, e.name, agentimage.Registry)
 	start := time.Now()
 	progress := &prefixWriter{w: s.out, prefix: "      │ "}
 	err = agentimage.BuildAgent(s.ctx, agentimage.Options{Engine: e.bin(), Tag: ref, IPC: ipc, Version: s.a.cfg.Version, Progress: progress})
@@ -555,6 +555,7 @@ func (s *setupRun) service() {
 		if goruntime.GOOS == "darwin" {
 			what = "a LaunchAgent (the menu-bar app's Open at Login does the same)"
 		}
+		fmt.Fprintln(s.out)
 		install, err = s.ask.yes("Start the core in the background at login, as "+what+"?", false)
 		if err != nil {
 			install = false

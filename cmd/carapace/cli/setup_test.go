@@ -286,7 +286,7 @@ func TestSetupBuildImage(t *testing.T) {
 			if !strings.Contains(r.stdout, "│ #2 [1/5] FROM docker.io/library/node:22-bookworm-slim") {
 				t.Errorf("no progress:\n%s", r.stdout)
 			}
-			if !strings.Contains(r.stdout, "building carapace-agent:9.9.9 with docker: "+agentimage.Registry) {
+			if !strings.Contains(r.stdout, "building carapace-agent:9.9.9 with docker ("+agentimage.Registry+")") {
 				t.Errorf("setup does not say why the build needs the network:\n%s", r.stdout)
 			}
 			if !fail {
@@ -310,11 +310,16 @@ func TestSetupEngineErrors(t *testing.T) {
 	if err := os.WriteFile(notRunning, []byte("#!/bin/sh\necho 'Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?' >&2\nexit 1\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	tooOld := filepath.Join(t.TempDir(), "docker")
+	if err := os.WriteFile(tooOld, []byte("#!/bin/sh\necho 19.03.15\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name, bin, msg, fix string
 	}{
 		{"not installed", "/nonexistent/docker", "is not installed", "sudo apt-get install docker.io"},
 		{"not running", notRunning, "the engine is not running", "sudo systemctl start docker"},
+		{"too old", tooOld, "Docker Engine 19.03.15 is too old", "upgrade docker: https://docs.docker.com/engine/install/"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if goruntime.GOOS != "linux" {

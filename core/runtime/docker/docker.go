@@ -131,7 +131,37 @@ func (e *Engine) Check(ctx context.Context) (runtime.Info, error) {
 	if v == "" || strings.Contains(v, "<no value>") {
 		return runtime.Info{}, fmt.Errorf("%s version printed no server version: %w (is the engine running?)", e.Name(), runtime.ErrUnavailable)
 	}
+	if !e.podman() {
+		if err := checkDockerVersion(v); err != nil {
+			return runtime.Info{}, err
+		}
+	}
 	return runtime.Info{Engine: e.Name(), Version: v, Bin: e.bin}, nil
+}
+
+// MinDockerVersion is the oldest Docker Engine Check accepts: run's
+// --pull never, which keeps a missing image from being fetched and run as
+// the agent, came in 20.10.
+const MinDockerVersion = "20.10"
+
+// dockerVersionRE takes the major and minor of a Docker Engine's version
+// ("28.1.1", "20.10.24+dfsg1", "27.0.0-rc.2").
+var dockerVersionRE = regexp.MustCompile(`^(\d+)\.(\d+)`)
+
+// checkDockerVersion refuses an engine older than MinDockerVersion. A
+// version it cannot read is let through: the engine's own errors say more
+// than a guess.
+func checkDockerVersion(v string) error {
+	m := dockerVersionRE.FindStringSubmatch(v)
+	if m == nil {
+		return nil
+	}
+	major, _ := strconv.Atoi(m[1])
+	minor, _ := strconv.Atoi(m[2])
+	if major > 20 || major == 20 && minor >= 10 {
+		return nil
+	}
+	return fmt.Errorf("Docker Engine %s is too old: Carapace needs %s or later (https://docs.docker.com/engine/install/): %w", v, MinDockerVersion, runtime.ErrUnavailable)
 }
 
 // unavailable turns a failed version call into ErrUnavailable with advice.

@@ -127,3 +127,20 @@ func TestRunMissingImageDoesNotPull(t *testing.T) {
 		t.Fatalf("the engine tried to pull:\n%s", r.Output())
 	}
 }
+
+// An engine older than MinDockerVersion is refused with what to install.
+func TestCheckVersion(t *testing.T) {
+	for v, ok := range map[string]bool{
+		"28.1.1": true, "20.10.24+dfsg1": true, "20.10.0": true, "27.0.0-rc.2": true, "dev": true,
+		"19.03.15": false, "20.9.1": false, "1.13.1": false, "17.06.2-ce": false,
+	} {
+		bin, _ := fakeCLI(t, "docker", "echo "+v)
+		info, err := docker.New(docker.Options{Bin: bin}).Check(context.Background())
+		if ok && (err != nil || info.Version != v) {
+			t.Errorf("%s: %+v, %v; want accepted", v, info, err)
+		}
+		if !ok && (!errors.Is(err, runtime.ErrUnavailable) || !strings.Contains(err.Error(), "too old: Carapace needs "+docker.MinDockerVersion)) {
+			t.Errorf("%s: %v; want too old", v, err)
+		}
+	}
+}

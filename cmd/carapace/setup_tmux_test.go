@@ -1,0 +1,202 @@
+package main_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	goruntime "runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/carapace-dev/carapace/core/config"
+	"github.com/carapace-dev/carapace/core/home"
+	"github.com/carapace-dev/carapace/internal/agentimage"
+	"github.com/carapace-dev/carapace/keychain"
+)
+
+// tmuxSession is a real terminal: a tmux session running one command.
+type tmuxSession struct {
+	t    *testing.T
+	name string
+}
+
+// tmuxStart runs command (a shell line) in a new detached tmux session of
+// its own server (socket -L), 120x50.
+func tmuxStart(t *testing.T, command string) *tmuxSession {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("tmux is missing; .ci/run installs it")
+		}
+		t.Skip("no tmux here: apt-get install tmux")
+	}
+	s := &tmuxSession{t: t, name: fmt.Sprintf("carapace-setup-%d", os.Getpid())}
+	if out, err := s.tmux("new-session", "-d", "-s", s.name, "-x", "120", "-y", "50", command); err != nil {
+		t.Fatalf("tmux new-session: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { s.tmux("kill-server") })
+	return s
+}
+
+func (s *tmuxSession) tmux(args ...string) ([]byte, error) {
+	return exec.Command("tmux", append([]string{"-L", s.name}, args...)...).CombinedOutput()
+}
+
+// screen is what the terminal shows, with its scrollback.
+func (s *tmuxSession) screen() string {
+	out, err := s.tmux("capture-pane", "-p", "-J", "-S", "-200", "-t", s.name)
+	if err != nil {
+		s.t.Fatalf("tmux capture-pane: %v\n%s", err, out)
+	}
+	return string(out)
+}
+
+// waitFor waits until the screen shows want.
+func (s *tmuxSession) waitFor(want string) string {
+	s.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		scr := s.screen()
+		if strings.Contains(scr, want) {
+			return scr
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("the terminal never showed %q:\n%s", want, scr)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// typeLine types text and Enter.
+func (s *tmuxSession) typeLine(text string) {
+	s.t.Helper()
+	if text != "" {
+		if out, err := s.tmux("send-keys", "-t", s.name, "-l", text); err != nil {
+			s.t.Fatalf("tmux send-keys: %v\n%s", err, out)
+		}
+	}
+	if out, err := s.tmux("send-keys", "-t", s.name, "Enter"); err != nil {
+		s.t.Fatalf("tmux send-keys: %v\n%s", err, out)
+	}
+}
+
+// The interactive setup in a real terminal: each question, the secrets
+// typed without echo, the image built with its progress shown, and at the
+// end a home that doctor passes.
+func TestSetupInteractive(t *testing.T) {
+	if goruntime.GOOS != "linux" {
+		t.Skip("tmux and Docker")
+	}
+	if _, err := exec.LookPath("docker"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("docker is missing; CI runs this against the real engine")
+		}
+		t.Skip("no docker here")
+	}
+	if _, err := os.Stat(agentimage.DefaultBusybox); err != nil {
+		t.Fatalf("%v: apt-get install busybox-static", err)
+	}
+	// The image the build "makes": the test image's recipe, tagged as
+	// the agent image by a docker whose build prints the steps of the
+	// real one (offline, the real one cannot finish).
+	base := fmt.Sprintf("carapace-agent-test:tmux-%d", os.Getpid())
+	if err := agentimage.BuildTest(t.Context(), agentimage.Options{Tag: base, IPC: agentimage.DefaultBusybox}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { exec.Command("docker", "image", "rm", "-f", base, "carapace-agent:"+version).Run() })
+	realDocker, _ := exec.LookPath("docker")
+	fakeDir := t.TempDir()
+	fake := `#!/bin/sh
+if [ "$1" = build ]; then
+	tag=
+	prev=
+	for a; do [ "$prev" = --tag ] && tag=$a; prev=$a; done
+	echo "Step 1/9 : FROM node:22-bookworm-slim"
+	sleep 1
+	echo "Step 2/9 : RUN npm install -g @anthropic-ai/claude-code"
+	exec ` + realDocker + ` tag ` + base + ` "$tag"
+fi
+exec ` + realDocker + ` "$@"
+`
+	if err := os.WriteFile(filepath.Join(fakeDir, "docker"), []byte(fake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	user := t.TempDir()
+	h := home.Dir(filepath.Join(user, "carapace-home"))
+	const apiKey, botToken = "sk-ant-api03-typed-in-tmux", "424242:AAtypedbottoken"
+	env := fmt.Sprintf("env HOME=%s XDG_CONFIG_HOME=%s/cfg CARAPACE_HOME=%s PATH=%s:%s", user, user, h, fakeDir, os.Getenv("PATH"))
+	s := tmuxStart(t, env+" "+bins.carapace+" setup --engine docker; echo SETUP-EXIT=$?; sleep 600")
+
+	s.waitFor("done  home")
+	s.waitFor("Build it now [b], name an image you have, or press Enter to skip:")
+	s.typeLine("b")
+	scr := s.waitFor("Anthropic API key or Claude OAuth token (input hidden; Enter to skip):")
+	for _, want := range []string{
+		"building carapace-agent:" + version + " with docker (" + agentimage.Registry + ")",
+		"│ Step 1/9 : FROM node:22-bookworm-slim",
+		"│ Step 2/9 : RUN npm install -g @anthropic-ai/claude-code",
+		"done  image      carapace-agent:" + version + " built in",
+	} {
+		if !strings.Contains(scr, want) {
+			t.Errorf("the build did not show %q:\n%s", want, scr)
+		}
+	}
+	s.typeLine(apiKey)
+	s.waitFor("done  model key  stored (anthropic-api-key, 26 bytes)")
+	s.waitFor("Telegram bot token (input hidden):")
+	s.typeLine(botToken)
+	s.waitFor("Pair your Telegram account now (a code to send the bot)? [Y/n]")
+	s.typeLine("")
+	s.waitFor("/start ")
+	s.waitFor("Start the core in the background at login, as a systemd user service? [y/N]")
+	s.typeLine("n")
+	scr = s.waitFor("SETUP-EXIT=")
+	if !strings.Contains(scr, "SETUP-EXIT=0") {
+		t.Fatalf("setup failed:\n%s", scr)
+	}
+	// Positive control: the search that finds no secret finds what was
+	// shown.
+	if !strings.Contains(scr, "bot token stored (") {
+		t.Fatalf("the screen is not what was expected:\n%s", scr)
+	}
+	for _, secret := range []string{apiKey, botToken, "typed-in-tmux", "AAtyped"} {
+		if strings.Contains(scr, secret) {
+			t.Errorf("the terminal showed the secret %q:\n%s", secret, scr)
+		}
+	}
+	store := keychain.Default(h.CredentialsDir())
+	if b, err := store.Get(keychain.LLMPlugin, keychain.LLMKeyAPI); err != nil || string(b) != apiKey {
+		t.Errorf("the model key stored: %q, %v", b, err)
+	}
+	if b, err := store.Get("telegram", "bot_token"); err != nil || string(b) != botToken {
+		t.Errorf("the bot token stored: %q, %v", b, err)
+	}
+	cfg, err := config.Load(h.Config())
+	if err != nil || cfg.Runtime.Engine != "docker" || !cfg.Plugins["telegram"].Surface {
+		t.Fatalf("config.toml: %+v, %v", cfg, err)
+	}
+
+	// doctor passes on what setup made.
+	cmd := exec.Command(bins.carapace, "doctor", "--json")
+	cmd.Env = append(os.Environ(), "HOME="+user, "CARAPACE_HOME="+string(h))
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("doctor: %v\n%s", err, out)
+	}
+	var checks []struct{ Name, Status, Message string }
+	if err := json.Unmarshal(out, &checks); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range checks {
+		if c.Status == "fail" {
+			t.Errorf("doctor: %+v", c)
+		}
+		if c.Name == "image" && (c.Status != "ok" || c.Message != "carapace-agent:"+version) {
+			t.Errorf("doctor image: %+v", c)
+		}
+	}
+}
