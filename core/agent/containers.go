@@ -301,6 +301,11 @@ func (r *Runner) openContainerSession(ctx context.Context, req control.SessionRe
 		})
 		last := control.Output{Exit: &exit}
 		switch {
+		case errors.Is(err, runtime.ErrNoImage):
+			last = control.Output{Error: fmt.Sprintf("the agent image %s is not in %s's images (it is never pulled): build it with `carapace setup --build-image`, "+
+				"or use one you have with `carapace setup --image IMAGE`; `carapace doctor` checks it", spec.Image, eng.Name())}
+			r.log.Warn("the agent image is missing", "session", info.ID, "image", spec.Image, "engine", eng.Name(), "err", err)
+			r.agentEvent("agent.error", info.ID, info.Group, map[string]any{"error": last.Error})
 		case err != nil:
 			last = control.Output{Error: textutil.OneLine(err.Error())}
 			r.log.Warn("agent container ended with an error", "session", info.ID, "err", err, "took", time.Since(began).Round(time.Millisecond))

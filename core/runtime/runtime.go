@@ -134,6 +134,9 @@ var (
 	// ErrUnavailable: the engine is not installed, not running, or too old;
 	// the error says which and what to do.
 	ErrUnavailable = errors.New("container engine unavailable")
+	// ErrNoImage: the engine does not have the image the Spec names (it
+	// is never pulled).
+	ErrNoImage = errors.New("the image is not in the engine's store")
 )
 
 // Info describes an engine that is ready.

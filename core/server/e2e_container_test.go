@@ -436,3 +436,21 @@ func TestEventStartsAgentSession(t *testing.T) {
 		}
 	}
 }
+
+// An agent image the engine does not have: carapace run says which, that
+// it is never pulled, and the commands that fix it; the image the config
+// names exists and runs (the positive control).
+func TestMissingImageNamesTheFix(t *testing.T) {
+	missing := "carapace-agent-absent:" + strings.ToLower(t.Name()[:8]) + fmt.Sprint(os.Getpid())
+	c := startCore(t, fmt.Sprintf("[runtime]\nengine = \"docker\"\nimage = %q\nmemory_mb = 256\n", missing))
+	_, errOut, code := runCLI(t, c.Home, "run", "--group", "main", "--runtime", "docker", "--", "true")
+	for _, want := range []string{"the agent image " + missing + " is not in docker's images", "carapace setup --build-image", "carapace setup --image IMAGE"} {
+		if code != 1 || !strings.Contains(errOut, want) {
+			t.Errorf("carapace run with the image missing: exit %d, stderr lacks %q:\n%s", code, want, errOut)
+		}
+	}
+	ok := startCore(t, dockerConfig(t, ""))
+	if _, errOut, code := runCLI(t, ok.Home, "run", "--group", "main", "--runtime", "docker", "--", "true"); code != 0 {
+		t.Fatalf("with the image there: exit %d\n%s", code, errOut)
+	}
+}

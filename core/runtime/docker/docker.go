@@ -336,6 +336,10 @@ func (e *Engine) stopRunning(ctx context.Context, name string, cmd *exec.Cmd, do
 	}
 }
 
+// noImageRE matches run's complaint about an image it does not have and
+// may not pull: Docker's "No such image", Podman's "image not known".
+var noImageRE = regexp.MustCompile(`No such image|image not known|Unable to find image`)
+
 // exit turns the CLI's Wait result into the agent's exit status.
 func (e *Engine) exit(name string, err error, stderr *tailWriter) (int, error) {
 	if err == nil {
@@ -349,6 +353,8 @@ func (e *Engine) exit(name string, err error, stderr *tailWriter) (int, error) {
 	switch {
 	case code < 0:
 		return -1, fmt.Errorf("container %s: %s client %v", name, e.Name(), ee)
+	case code == exitDaemonError && noImageRE.MatchString(stderr.last()):
+		return code, fmt.Errorf("container %s: %w: %s", name, runtime.ErrNoImage, stderr.last())
 	case code == exitDaemonError:
 		return code, fmt.Errorf("container %s: %s run failed (exit 125): %s", name, e.Name(), stderr.last())
 	}

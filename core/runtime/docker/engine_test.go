@@ -120,7 +120,7 @@ func TestRunRefusesBadSpecs(t *testing.T) {
 // An image that is not in the engine's store is an error at once: no pull.
 func TestRunMissingImageDoesNotPull(t *testing.T) {
 	r := run(t, context.Background(), box{Image: "carapace-e2e-absent:" + randHex(4), Cmd: []string{"true"}})
-	if r.Err == nil || r.Exit != 125 || !strings.Contains(r.Err.Error(), "No such image") {
+	if !errors.Is(r.Err, runtime.ErrNoImage) || r.Exit != 125 || !strings.Contains(r.Err.Error(), "No such image") {
 		t.Fatalf("missing image: exit %d, %v; want exit 125 and \"No such image\"\n%s", r.Exit, r.Err, r.Output())
 	}
 	if strings.Contains(r.Output(), "Pulling") || strings.Contains(r.Output(), "Unable to find image") {
