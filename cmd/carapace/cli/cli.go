@@ -109,6 +109,7 @@ exits with the agent command's status.`,
 		a.runCmd(), a.confirmCmd(), a.watchCmd(), a.auditCmd(), a.pluginCmd(), a.authCmd(), a.telegramCmd(), a.tasksCmd(), a.serviceCmd(), a.configCmd(), a.doctorCmd(), a.setupCmd(),
 	)
 	markRuntime(root)
+	a.completeFlags(root)
 	return root
 }
 
