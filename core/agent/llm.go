@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
@@ -52,17 +51,7 @@ func (r *Runner) llmSetup() error {
 		if r.cfg.LLM.CAFile == "" {
 			return // the proxy's default: the system roots
 		}
-		pem, err := os.ReadFile(r.cfg.LLM.CAFile)
-		if err != nil {
-			l.err = fmt.Errorf("llm.ca_file: %w", err)
-			return
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			l.err = fmt.Errorf("llm.ca_file %s: no PEM certificate in it", r.cfg.LLM.CAFile)
-			return
-		}
-		l.transport = llmproxy.NewTransport(pool)
+		l.transport, l.err = llmproxy.TransportFor(r.cfg.LLM.CAFile)
 	})
 	return l.err
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -14,8 +15,10 @@ import (
 	"github.com/carapace-dev/carapace/core/config"
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/home"
+	"github.com/carapace-dev/carapace/core/llmproxy"
 	"github.com/carapace-dev/carapace/internal/agentimage"
 	"github.com/carapace-dev/carapace/keychain"
+	"github.com/carapace-dev/carapace/plugins/telegram/pairing"
 )
 
 // Check is one of doctor's findings.
@@ -34,19 +37,25 @@ const (
 )
 
 func (a *app) doctorCmd() *cobra.Command {
-	var asJSON bool
+	var asJSON, online bool
 	c := &cobra.Command{
 		Use:   "doctor",
 		Short: "Check this Carapace: each finding with what is wrong and the command that fixes it",
 		Long: `Check the home (folders 0700, files 0600), config.toml, the core (running,
-and the same version as this carapace), its plugins' health, the model
-API credential, the audit log, the container engine and the agent image,
-and scheduled tasks overdue. Each check says ok, warn or fail, what is
-wrong and the command that fixes it. Exit status 1 when any check fails.`,
-		Example: "  carapace doctor\n  carapace doctor --json",
+and the same version as this carapace), its plugins' health, the user
+plugins' pins, the model API credential (and with --online, that the
+model API accepts it), the Telegram channel, the audit log, the container
+engine and the agent image, and scheduled tasks overdue. Each check says
+ok, warn or fail, what is wrong and the command that fixes it. Exit
+status 1 when any check fails.
+
+Nothing leaves this machine unless --online is given: then one request,
+GET /v1/models, which costs no tokens, goes to the model API with the
+stored credential.`,
+		Example: "  carapace doctor\n  carapace doctor --online\n  carapace doctor --json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			checks, err := a.doctor(cmd.Context())
+			checks, err := a.doctor(cmd.Context(), online)
 			if err != nil {
 				return err
 			}
@@ -77,11 +86,12 @@ wrong and the command that fixes it. Exit status 1 when any check fails.`,
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the checks as JSON")
+	c.Flags().BoolVar(&online, "online", false, "also ask the model API whether it accepts the credential (one GET /v1/models)")
 	return c
 }
 
 // doctor runs every check.
-func (a *app) doctor(ctx context.Context) ([]Check, error) {
+func (a *app) doctor(ctx context.Context, online bool) ([]Check, error) {
 	h, err := a.home()
 	if err != nil {
 		return nil, err
@@ -96,7 +106,9 @@ func (a *app) doctor(ctx context.Context) ([]Check, error) {
 	if st != nil {
 		add(checkPlugins(st))
 	}
-	add(a.checkCredential())
+	add(checkPins(h, a.cfg.Version))
+	add(a.checkCredential(ctx, cfg, online))
+	add(a.checkTelegram(h, st))
 	add(checkAudit(h))
 	if cfg != nil {
 		checks = append(checks, a.checkEngineAndImage(ctx, cfg)...)
@@ -198,24 +210,129 @@ func checkPlugins(st *control.Status) Check {
 	return Check{Name: "plugins", Status: checkOK, Message: fmt.Sprintf("%d healthy", len(st.Plugins))}
 }
 
-// checkCredential looks for the model API's credential.
-func (a *app) checkCredential() Check {
+// checkCredential looks for the model API's credential and, online, asks
+// the model API whether it accepts it.
+func (a *app) checkCredential(ctx context.Context, cfg *config.Config, online bool) Check {
 	store, err := a.credentials()
 	if err != nil {
 		return Check{Name: "model key", Status: checkFail, Message: err.Error()}
 	}
-	for _, k := range []string{keychain.LLMKeyAPI, keychain.LLMKeyOAuth} {
-		b, err := store.Get(keychain.LLMPlugin, k)
-		if err == nil {
-			clear(b)
-			return Check{Name: "model key", Status: checkOK, Message: "stored (" + k + ")"}
-		}
-		if !errors.Is(err, keychain.ErrNotFound) {
-			return Check{Name: "model key", Status: checkFail, Message: "unreadable: " + oneLine(err.Error())}
+	cred, err := llmproxy.FromStore(store)(ctx)
+	switch {
+	case errors.Is(err, llmproxy.ErrNoCredential):
+		return Check{Name: "model key", Status: checkFail, Message: "no model API credential: agents cannot reach the model",
+			Fix: "carapace auth set --llm anthropic"}
+	case err != nil:
+		return Check{Name: "model key", Status: checkFail, Message: "unreadable: " + oneLine(err.Error()), Fix: "carapace auth set --llm anthropic"}
+	}
+	if !online {
+		return Check{Name: "model key", Status: checkOK, Message: "stored (" + cred.Kind + "; carapace doctor --online asks the model API)"}
+	}
+	if cfg == nil {
+		return Check{Name: "model key", Status: checkWarn, Message: "stored (" + cred.Kind + "); not asked online: config.toml does not load"}
+	}
+	upstream, err := url.Parse(cfg.LLM.Upstream)
+	if err != nil {
+		return Check{Name: "model key", Status: checkFail, Message: "llm.upstream: " + err.Error(), Fix: "carapace config edit"}
+	}
+	t, err := llmproxy.TransportFor(cfg.LLM.CAFile)
+	if err != nil {
+		return Check{Name: "model key", Status: checkFail, Message: err.Error(), Fix: "carapace config edit"}
+	}
+	pctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	err = llmproxy.Probe(pctx, upstream, t, cred)
+	switch {
+	case errors.Is(err, llmproxy.ErrRefused):
+		return Check{Name: "model key", Status: checkFail, Message: oneLine(err.Error()) + ": it is revoked, mistyped or of another kind",
+			Fix: "carapace auth set --llm anthropic (or --oauth for a Claude subscription's token)"}
+	case err != nil:
+		return Check{Name: "model key", Status: checkWarn, Message: "stored (" + cred.Kind + "), but not checked: " + oneLine(err.Error())}
+	}
+	return Check{Name: "model key", Status: checkOK, Message: "stored (" + cred.Kind + ") and accepted by " + upstream.Host}
+}
+
+// checkPins checks that each user plugin's handler still matches the pin
+// taken at install: the core refuses one that does not.
+func checkPins(h home.Dir, version string) Check {
+	list, err := scanPlugins(h, version)
+	if err != nil {
+		return Check{Name: "plugin pins", Status: checkFail, Message: oneLine(err.Error())}
+	}
+	var bad, fix []string
+	pinned := 0
+	for _, p := range list {
+		switch {
+		case p.Missing:
+			bad = append(bad, p.Name+" (its folder is gone)")
+			fix = append(fix, "carapace plugin remove "+p.Name)
+		case !p.Valid:
+			bad = append(bad, p.Name+" (does not validate: "+strings.Join(p.Problems, "; ")+")")
+			fix = append(fix, "carapace plugin validate "+shellQuote(p.Dir))
+		case !p.Pinned:
+			bad = append(bad, p.Name+" (copied in, never installed: not pinned)")
+			fix = append(fix, "carapace plugin remove "+p.Name)
+		case !p.PinMatches:
+			bad = append(bad, p.Name+" ("+p.PinProblem+"; re-pin it only once you trust the change)")
+			if p.Source != "" {
+				fix = append(fix, "carapace plugin install --replace "+shellQuote(p.Source))
+			} else {
+				fix = append(fix, "carapace plugin remove "+p.Name)
+			}
+		default:
+			pinned++
 		}
 	}
-	return Check{Name: "model key", Status: checkFail, Message: "no model API credential: agents cannot reach the model",
-		Fix: "carapace auth set --llm anthropic"}
+	if len(bad) > 0 {
+		return Check{Name: "plugin pins", Status: checkFail, Message: "the core will not start: " + strings.Join(bad, ", "), Fix: strings.Join(fix, " && ")}
+	}
+	if len(list) == 0 {
+		return Check{Name: "plugin pins", Status: checkOK, Message: "no user plugins"}
+	}
+	return Check{Name: "plugin pins", Status: checkOK, Message: fmt.Sprintf("%d user plugin(s), each matching its pin", pinned)}
+}
+
+// checkTelegram checks the Telegram channel, when it is set up: the
+// running core's plugin reached the Bot API with the token, and someone
+// owns the bot.
+func (a *app) checkTelegram(h home.Dir, st *control.Status) Check {
+	c := Check{Name: "telegram"}
+	store, err := a.credentials()
+	if err != nil {
+		c.Status, c.Message = checkFail, err.Error()
+		return c
+	}
+	b, err := store.Get("telegram", telegramTokenKey)
+	clear(b)
+	if errors.Is(err, keychain.ErrNotFound) {
+		c.Status, c.Message = checkOK, "not set up (optional: carapace setup, docs/TELEGRAM.md)"
+		return c
+	}
+	if err != nil {
+		c.Status, c.Message, c.Fix = checkFail, "the bot token is unreadable: "+oneLine(err.Error()), "carapace auth set --plugin telegram --key "+telegramTokenKey
+		return c
+	}
+	if st == nil {
+		c.Status, c.Message, c.Fix = checkWarn, "bot token stored; whether the Bot API accepts it shows once the core runs", "carapace serve"
+		return c
+	}
+	var p *control.PluginStatus
+	for i := range st.Plugins {
+		if st.Plugins[i].Name == "telegram" {
+			p = &st.Plugins[i]
+		}
+	}
+	switch {
+	case p == nil:
+		c.Status, c.Message = checkFail, "the running core has no telegram plugin (a build without the bundled plugins?)"
+	case !p.Healthy:
+		c.Status, c.Message, c.Fix = checkFail, p.State+": "+p.Problem, "carapace plugin restart telegram (after the fix the message names)"
+	case pairing.Pending(h.DataDir("telegram")):
+		c.Status, c.Message, c.Fix = checkWarn, "reachable; waiting for the pairing code (it expires after "+pairing.TTL.String()+")", "carapace telegram pair"
+	default:
+		c.Status, c.Message = checkOK, "reachable and paired"
+	}
+	return c
 }
 
 // checkAudit checks the audit log can be appended to, and its size.

@@ -2,13 +2,24 @@ package cli_test
 
 import (
 	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/carapace-dev/carapace/cmd/carapace/cli"
+	"github.com/carapace-dev/carapace/core/control"
+	"github.com/carapace-dev/carapace/core/control/controltest"
 	"github.com/carapace-dev/carapace/internal/testutil"
+	"github.com/carapace-dev/carapace/keychain"
+	"github.com/carapace-dev/carapace/plugins/telegram/pairing"
 )
 
 // doctorChecks runs carapace doctor --json and returns its checks by name.
@@ -114,5 +125,124 @@ func TestDoctor(t *testing.T) {
 	}
 	if code != 1 {
 		t.Errorf("doctor exited %d with the image missing", code)
+	}
+}
+
+// --online asks the model API, once, whether it takes the stored key; a
+// refused key fails with the command that replaces it, and without
+// --online nothing is sent.
+func TestDoctorOnline(t *testing.T) {
+	const good = "sk-ant-api03-doctor-good"
+	var requests atomic.Int32
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		if r.URL.Path == "/v1/models" && r.Header.Get("X-Api-Key") == good {
+			w.Write([]byte(`{"data":[]}`))
+			return
+		}
+		http.Error(w, `{"type":"error"}`, http.StatusUnauthorized)
+	}))
+	defer srv.Close()
+	h := controltest.TempHome(t)
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(h.Config(), []byte(fmt.Sprintf("[llm]\nupstream = %q\nca_file = %q\n[runtime]\nengine = \"none\"\n", srv.URL, ca)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	setKey := func(key string) {
+		var out, errb testutil.Buffer
+		if r := carapaceWith(t, cli.Config{Stdout: &out, Stderr: &errb, Stdin: strings.NewReader(key)}, h, "auth", "set", "--llm", "anthropic"); r.code != 0 {
+			t.Fatalf("auth set: %+v", r)
+		}
+	}
+	run := func(args ...string) result { return carapace(t, h, args...) }
+	online := func(args ...string) result { return carapace(t, h, append(args, "--online")...) }
+
+	setKey("sk-ant-api03-revoked")
+	checks, _ := doctorChecks(t, run)
+	if c := checks["model key"]; c.Status != "ok" || requests.Load() != 0 {
+		t.Fatalf("offline: %+v, %d requests", c, requests.Load())
+	}
+	checks, code := doctorChecks(t, online)
+	c := checks["model key"]
+	if code != 1 || c.Status != "fail" || !strings.Contains(c.Message, "refused the credential") || !strings.HasPrefix(c.Fix, "carapace auth set --llm anthropic") {
+		t.Fatalf("a refused key: %d %+v", code, c)
+	}
+	if requests.Load() != 1 {
+		t.Fatalf("%d requests for one doctor --online", requests.Load())
+	}
+	setKey(good)
+	checks, _ = doctorChecks(t, online)
+	if c := checks["model key"]; c.Status != "ok" || !strings.Contains(c.Message, "accepted by 127.0.0.1") {
+		t.Fatalf("a good key: %+v", c)
+	}
+	if strings.Contains(run("doctor", "--online").stdout, good) {
+		t.Fatal("doctor printed the key")
+	}
+}
+
+// A user plugin whose handler changed after install fails the pins
+// check; the fix doctor names re-pins it.
+func TestDoctorPins(t *testing.T) {
+	h := controltest.TempHome(t)
+	run := func(args ...string) result { return carapace(t, h, args...) }
+	checks, _ := doctorChecks(t, run)
+	if c := checks["plugin pins"]; c.Status != "ok" || c.Message != "no user plugins" {
+		t.Fatalf("no plugins: %+v", c)
+	}
+	src := writePlugin(t, t.TempDir(), "weather")
+	run("plugin", "install", src).want(t, 0, nil, nil)
+	if checks, _ = doctorChecks(t, run); checks["plugin pins"].Status != "ok" {
+		t.Fatalf("installed: %+v", checks["plugin pins"])
+	}
+	if err := os.WriteFile(filepath.Join(h.PluginsDir(), "weather", "handler"), []byte("#!/bin/sh\necho changed\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	checks, code := doctorChecks(t, run)
+	c := checks["plugin pins"]
+	if code != 1 || c.Status != "fail" || !strings.Contains(c.Message, "weather") || c.Fix != "carapace plugin install --replace "+src {
+		t.Fatalf("tampered: %d %+v", code, c)
+	}
+	run(strings.Fields(c.Fix)[1:]...).want(t, 0, nil, nil)
+	if checks, _ = doctorChecks(t, run); checks["plugin pins"].Status != "ok" {
+		t.Fatalf("after the fix: %+v", checks["plugin pins"])
+	}
+}
+
+// Telegram: not set up is fine; a token without a running core is a
+// warning; with the core, the plugin's health and the pairing decide.
+func TestDoctorTelegram(t *testing.T) {
+	fc := newFakeCore(t)
+	h := fc.home
+	run := func(args ...string) result { return carapace(t, h, args...) }
+	checks, _ := doctorChecks(t, run)
+	if c := checks["telegram"]; c.Status != "ok" || !strings.Contains(c.Message, "not set up") {
+		t.Fatalf("no token: %+v", c)
+	}
+	if err := keychain.Default(h.CredentialsDir()).Set("telegram", "bot_token", []byte("1:x")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		plugin        control.PluginStatus
+		pending       bool
+		status, words string
+	}{
+		{control.PluginStatus{Name: "telegram", State: "failed", Problem: "telegram: the Bot API refused the bot token"}, false, "fail", "refused the bot token"},
+		{control.PluginStatus{Name: "telegram", State: "healthy", Healthy: true}, true, "warn", "waiting for the pairing code"},
+		{control.PluginStatus{Name: "telegram", State: "healthy", Healthy: true}, false, "ok", "reachable and paired"},
+	} {
+		fc.b.SetStatus(control.Status{Version: "test", Plugins: []control.PluginStatus{tc.plugin}})
+		os.RemoveAll(h.DataDir("telegram"))
+		if tc.pending {
+			if _, err := pairing.New(h.DataDir("telegram"), time.Now()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		checks, _ := doctorChecks(t, run)
+		if c := checks["telegram"]; c.Status != tc.status || !strings.Contains(c.Message, tc.words) {
+			t.Errorf("%+v, pending %v: %+v", tc.plugin, tc.pending, c)
+		}
 	}
 }
