@@ -4,10 +4,13 @@
 package config
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
 	"net/url"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -32,6 +35,16 @@ type Config struct {
 	// event names them ([groups.NAME]); events of other groups are logged
 	// and dropped.
 	Groups map[string]Group `toml:"groups"`
+	// Digest identifies the file Load read (Digest of its bytes), so that
+	// a running core's configuration can be told from the file's.
+	Digest string `toml:"-"`
+}
+
+// Digest is the SHA-256 of a config.toml's bytes, in hex; an absent file
+// is the empty one.
+func Digest(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
 }
 
 // LLM configures the proxy through which agents reach the model API.
@@ -178,10 +191,16 @@ func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil
 // Load reads path. A missing file is the default configuration.
 func Load(path string) (*Config, error) {
 	var c Config
-	md, err := toml.DecodeFile(path, &c)
+	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
+		c.Digest = Digest(nil)
 		return c.withDefaults(), nil
 	}
+	if err != nil {
+		return nil, fmt.Errorf("load config %s: %w", path, err)
+	}
+	c.Digest = Digest(data)
+	md, err := toml.Decode(string(data), &c)
 	if err != nil {
 		return nil, fmt.Errorf("load config %s: %w", path, err)
 	}

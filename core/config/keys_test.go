@@ -150,6 +150,7 @@ func TestTemplate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	want.Digest, defaults.Digest = "", "" // the files differ; their settings do not
 	if !reflect.DeepEqual(want, defaults) {
 		t.Fatalf("the template sets something:\n%+v\nwant the defaults\n%+v", want, defaults)
 	}
@@ -172,6 +173,7 @@ func TestTemplate(t *testing.T) {
 			t.Errorf("line %d uncommented, %q: %v", i+1, m[1], err)
 			continue
 		}
+		got.Digest = ""
 		if strings.HasPrefix(m[1], "image") {
 			if got.Runtime.Image != "carapace-agent:"+version {
 				t.Errorf("image = %q", got.Runtime.Image)

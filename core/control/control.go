@@ -121,6 +121,10 @@ type Status struct {
 	// ready, by name; empty until the first container session (or the
 	// start-up clean-up) needs one.
 	Engines []EngineStatus `json:"engines,omitempty"`
+	// ConfigDigest identifies the config.toml the core started with
+	// (config.Digest): the core reads it only at start, so a file that no
+	// longer has this digest is not yet in effect.
+	ConfigDigest string `json:"config_digest,omitempty"`
 }
 
 // EngineStatus is a container engine the core uses.

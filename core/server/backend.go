@@ -19,7 +19,7 @@ func (s *Server) Status(context.Context) control.Status {
 	st := control.Status{
 		Version: s.opts.Version, PID: os.Getpid(), Started: s.started, Home: string(s.opts.Home),
 		Sessions: s.sessions.Len(), PendingConfirmations: s.gate.Len(), Tools: s.catalog.Len(),
-		Draining: s.pipe.Draining(), Paused: s.agents.Paused(),
+		Draining: s.pipe.Draining(), Paused: s.agents.Paused(), ConfigDigest: s.cfg.Digest,
 	}
 	st.Plugins = s.plugins.Statuses()
 	st.Engines = s.agents.Engines()

@@ -2,9 +2,11 @@ package server_test
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 
+	"github.com/carapace-dev/carapace/core/config"
 	"github.com/carapace-dev/carapace/core/server"
 	"github.com/carapace-dev/carapace/ipc"
 )
@@ -18,6 +20,24 @@ func TestEchoThroughRealBinary(t *testing.T) {
 	}
 	r = runIPC(t, s.Socket, nil, "tool.invoke.echo", `{"message":"hi","priority":"high"}`)
 	wantError(t, r, ipc.CodeValidationFailed, 3, "priority")
+}
+
+// The core reports which config.toml it runs, for carapace config set
+// and doctor to tell a change that waits for a restart.
+func TestStatusConfigDigest(t *testing.T) {
+	const cfg = "[tasks]\nmax_failures = 4\n"
+	c := startCore(t, cfg)
+	st, err := c.Client.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(c.Home.Config())
+	if err != nil || !strings.Contains(string(data), "max_failures = 4") {
+		t.Fatalf("config.toml: %q, %v", data, err)
+	}
+	if st.ConfigDigest != config.Digest(data) || st.ConfigDigest == config.Digest(nil) {
+		t.Fatalf("status config digest %q, want %q", st.ConfigDigest, config.Digest(data))
+	}
 }
 
 func TestSecondCoreRefused(t *testing.T) {

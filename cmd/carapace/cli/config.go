@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/carapace-dev/carapace/core/config"
+	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/internal/atomicfile"
 )
 
@@ -152,11 +154,7 @@ at start: restart it for the change to take effect.`,
 					}
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "%s = %s in %s\n", args[0], shown, h.Config())
-				ctx, cancel := context.WithTimeout(cmd.Context(), requestTimeout)
-				defer cancel()
-				if _, err := c.Status(ctx); err == nil {
-					fmt.Fprintln(cmd.OutOrStdout(), "The running core read config.toml when it started: restart it (carapace stop, then carapace serve) for this to take effect.")
-				}
+				tellCore(cmd.Context(), cmd.OutOrStdout(), c, out)
 				return nil
 			},
 		},
@@ -224,7 +222,8 @@ effect.`,
 				if err := atomicfile.Write(h.Config(), edited, 0o600); err != nil {
 					return fmt.Errorf("write %s: %w", h.Config(), err)
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "saved %s; restart a running core for it to take effect\n", h.Config())
+				fmt.Fprintf(cmd.OutOrStdout(), "saved %s\n", h.Config())
+				tellCore(cmd.Context(), cmd.OutOrStdout(), control.NewClient(h.ControlSocket()), edited)
 				return nil
 			},
 		},
@@ -241,6 +240,22 @@ effect.`,
 		},
 	)
 	return c
+}
+
+// tellCore says whether a running core uses config.toml as it now is
+// (data): the core reads it only at start, so a change waits for a
+// restart. Without a running core it says nothing: the next one reads it.
+func tellCore(ctx context.Context, out io.Writer, c *control.Client, data []byte) {
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	st, err := c.Status(ctx)
+	switch {
+	case err != nil:
+	case st.ConfigDigest == config.Digest(data):
+		fmt.Fprintf(out, "The running core (pid %d) already uses config.toml as it is now.\n", st.PID)
+	default:
+		fmt.Fprintf(out, "The running core (pid %d) reads config.toml only when it starts: restart it for this to take effect: carapace stop && carapace serve\n", st.PID)
+	}
 }
 
 // loadConfig loads the home's config.toml.

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/carapace-dev/carapace/core/config"
+	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/control/controltest"
 )
 
@@ -88,10 +90,26 @@ func TestConfigSet(t *testing.T) {
 	if r := carapace(t, h, "config", "set", "runtime.engin", "docker"); !strings.Contains(r.stderr, "did you mean runtime.engine?") {
 		t.Errorf("the typo's suggestion: %+v", r)
 	}
-	// With a core running, it says a restart is needed.
+	// With a core running, it says a restart is needed, and doctor warns
+	// until the core runs the file as it is; set back to what the core
+	// started with, nothing waits.
 	fc := newFakeCore(t)
-	if r := carapace(t, fc.home, "config", "set", "tasks.max_failures", "5"); r.code != 0 || !strings.Contains(r.stdout, "restart it") {
+	started := []byte("[tasks]\nmax_failures = 3\n")
+	if err := os.WriteFile(fc.home.Config(), started, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fc.b.SetStatus(control.Status{Version: "test", ConfigDigest: config.Digest(started)})
+	if checks, _ := doctorChecks(t, func(args ...string) result { return carapace(t, fc.home, args...) }); checks["config in use"].Status != "" {
+		t.Fatalf("doctor with the file the core started with: %+v", checks["config in use"])
+	}
+	if r := carapace(t, fc.home, "config", "set", "tasks.max_failures", "5"); r.code != 0 || !strings.Contains(r.stdout, "restart it for this to take effect: carapace stop && carapace serve") {
 		t.Fatalf("set with a core running: %+v", r)
+	}
+	if checks, _ := doctorChecks(t, func(args ...string) result { return carapace(t, fc.home, args...) }); checks["config in use"].Status != "warn" {
+		t.Fatalf("doctor with the file changed: %+v", checks["config in use"])
+	}
+	if r := carapace(t, fc.home, "config", "set", "tasks.max_failures", "3"); r.code != 0 || !strings.Contains(r.stdout, "already uses config.toml as it is now") {
+		t.Fatalf("set back with a core running: %+v", r)
 	}
 }
 

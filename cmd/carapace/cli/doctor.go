@@ -103,6 +103,10 @@ func (a *app) doctor(ctx context.Context, online bool) ([]Check, error) {
 	add(cfgCheck)
 	st, coreCheck := a.checkCore(ctx, h)
 	add(coreCheck)
+	if st != nil && cfg != nil && st.ConfigDigest != "" && st.ConfigDigest != cfg.Digest {
+		add(Check{Name: "config in use", Status: checkWarn, Message: "config.toml changed since the core started; the core reads it only at start",
+			Fix: "carapace stop && carapace serve"})
+	}
 	if st != nil {
 		add(checkPlugins(st))
 	}

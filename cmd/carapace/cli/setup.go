@@ -18,6 +18,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/carapace-dev/carapace/core/config"
+	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/internal/agentimage"
 	"github.com/carapace-dev/carapace/internal/atomicfile"
@@ -116,6 +117,9 @@ type setupRun struct {
 	cfg   *config.Config
 	fails int
 	warns int
+	// changed: config.toml was changed, which a running core applies
+	// only when it restarts.
+	changed bool
 }
 
 func (a *app) setup(cmd *cobra.Command, f setupFlags) error {
@@ -157,6 +161,11 @@ func (a *app) setup(cmd *cobra.Command, f setupFlags) error {
 	s.telegram()
 	s.service()
 	fmt.Fprintln(s.out)
+	if s.changed {
+		if data, err := os.ReadFile(h.Config()); err == nil {
+			tellCore(s.ctx, s.out, control.NewClient(h.ControlSocket()), data)
+		}
+	}
 	switch {
 	case s.fails > 0:
 		fmt.Fprintf(s.out, "%d step(s) failed: run the fixes above, then carapace setup again.\n", s.fails)
@@ -271,6 +280,7 @@ func (s *setupRun) setTOML(step, key, value string) error {
 		return fmt.Errorf("write config.toml: %w", err)
 	}
 	s.report(stepDone, step, "config.toml: "+key+" = "+value, "")
+	s.changed = true
 	return s.loadConfig()
 }
 
