@@ -3,11 +3,13 @@ package launchd
 import (
 	"bytes"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/carapace-dev/carapace/internal/plist"
+	"github.com/carapace-dev/carapace/internal/testutil"
 )
 
 func TestRender(t *testing.T) {
@@ -61,4 +63,14 @@ func decode(t *testing.T, data []byte) map[string]any {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// The LaunchAgent as written for a user whose paths need escaping, byte
+// for byte (go test -update rewrites testdata/).
+func TestRenderGolden(t *testing.T) {
+	out, err := Render("/Users/a & b/Applications/Carapace.app/Contents/MacOS/carapace", "/Users/a & b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.Golden(t, filepath.Join("testdata", "dev.carapace.serve.plist"), out)
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/carapace-dev/carapace/applecontainer"
 	"github.com/carapace-dev/carapace/cmd/carapace/cli"
 	"github.com/carapace-dev/carapace/core/config"
 	"github.com/carapace-dev/carapace/core/home"
@@ -314,21 +315,42 @@ func TestSetupEngineErrors(t *testing.T) {
 	if err := os.WriteFile(tooOld, []byte("#!/bin/sh\necho 19.03.15\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	script := func(body string) string {
+		p := filepath.Join(t.TempDir(), "container")
+		if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	appleOld := script("echo 'container CLI version 0.9.0 (build: release, commit: 1a2b3c4)'\n")
+	appleStopped := script(`case "$1" in
+--version) echo 'container CLI version 1.2.2 (build: release, commit: 0190097)' ;;
+system) echo '{"status":"not running"}' ;;
+esac
+`)
 	for _, tc := range []struct {
 		name, bin, msg, fix string
 	}{
+		{"apple too old", appleOld, "container CLI 0.9.0 is too old", "install Apple container 1.1.0 or later from https://github.com/apple/container/releases"},
+		{"apple not running", appleStopped, "the Apple container services are not running", "container system start"},
 		{"not installed", "/nonexistent/docker", "is not installed", "sudo apt-get install docker.io"},
 		{"not running", notRunning, "the engine is not running", "sudo systemctl start docker"},
 		{"too old", tooOld, "Docker Engine 19.03.15 is too old", "upgrade docker: https://docs.docker.com/engine/install/"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if goruntime.GOOS != "linux" {
+			apple := strings.HasPrefix(tc.name, "apple")
+			if goruntime.GOOS != "linux" && !apple {
 				t.Skip("the Linux fixes")
 			}
 			h := emptyHome(t)
+			engine := "docker"
 			engines := func(string) (runtime.Engine, error) { return docker.New(docker.Options{Bin: tc.bin}), nil }
+			if apple {
+				engine = "apple"
+				engines = func(string) (runtime.Engine, error) { return applecontainer.New(applecontainer.Options{Bin: tc.bin}), nil }
+			}
 			var out, errb testutil.Buffer
-			r := carapaceWith(t, cli.Config{Stdout: &out, Stderr: &errb, NewEngine: engines, ServiceRunner: (&serviceFake{}).run}, h, "setup", "--yes", "--engine", "docker")
+			r := carapaceWith(t, cli.Config{Stdout: &out, Stderr: &errb, NewEngine: engines, ServiceRunner: (&serviceFake{}).run}, h, "setup", "--yes", "--engine", engine)
 			if r.code != 1 || !strings.Contains(stepLine(r.stdout, "fail", "engine"), tc.msg) || !strings.Contains(r.stdout, "fix: "+tc.fix) ||
 				stepLine(r.stdout, "skip", "image") == "" {
 				t.Fatalf("setup: %+v", r)
