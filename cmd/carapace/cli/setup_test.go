@@ -347,7 +347,9 @@ esac
 			engines := func(string) (runtime.Engine, error) { return docker.New(docker.Options{Bin: tc.bin}), nil }
 			if apple {
 				engine = "apple"
-				engines = func(string) (runtime.Engine, error) { return applecontainer.New(applecontainer.Options{Bin: tc.bin}), nil }
+				engines = func(string) (runtime.Engine, error) {
+					return applecontainer.New(applecontainer.Options{Bin: tc.bin}), nil
+				}
 			}
 			var out, errb testutil.Buffer
 			r := carapaceWith(t, cli.Config{Stdout: &out, Stderr: &errb, NewEngine: engines, ServiceRunner: (&serviceFake{}).run}, h, "setup", "--yes", "--engine", engine)
