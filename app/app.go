@@ -34,6 +34,7 @@ import (
 	"github.com/carapace-dev/carapace/app/notify"
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/home"
+	"github.com/carapace-dev/carapace/internal/appstate"
 )
 
 // Tray shows the menu and reports clicks; app/tray implements it on the
@@ -139,6 +140,9 @@ type runner struct {
 	booting  bool
 	notified map[string]bool // confirmations with a notification shown
 	cancel   context.CancelFunc
+	// reported is what the app last reported of itself for carapace
+	// doctor (internal/appstate); nil before the first report.
+	reported *appstate.State
 }
 
 func (r *runner) run(ctx context.Context) error {
@@ -213,6 +217,26 @@ func (r *runner) goBG(f func()) {
 
 func (r *runner) render() {
 	r.o.Tray.Update(menu.Render(r.state, r.o.Now()))
+	r.report()
+}
+
+// report writes the app's notification permission and login item for
+// carapace doctor when they changed: only the app can read them.
+func (r *runner) report() {
+	s := appstate.State{
+		PID:           os.Getpid(),
+		Notifications: appstate.Notifications{OK: r.state.Notifications.OK, Why: r.state.Notifications.Why},
+		LoginItem:     appstate.LoginItem{Supported: r.state.LoginItem.Supported, Enabled: r.state.LoginItem.Enabled, Problem: r.state.LoginItem.Problem},
+	}
+	if r.reported != nil && r.reported.Notifications == s.Notifications && r.reported.LoginItem == s.LoginItem {
+		return
+	}
+	s.Updated = r.o.Now().UTC()
+	if err := appstate.Write(r.o.Home, s); err != nil {
+		r.log.Warn("app: could not write its state for carapace doctor", "err", err)
+		return
+	}
+	r.reported = &s
 }
 
 // shutdown ends the watch, stops the core if the app started it, closes
@@ -227,6 +251,7 @@ func (r *runner) shutdown() {
 		}
 	}
 	r.bg.Wait()
+	appstate.Remove(r.o.Home, os.Getpid())
 	r.client.CloseIdleConnections()
 	if r.o.Notifier != nil {
 		if err := r.o.Notifier.Close(); err != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/control/controltest"
 	"github.com/carapace-dev/carapace/core/home"
+	"github.com/carapace-dev/carapace/internal/appstate"
 	"github.com/carapace-dev/carapace/internal/testutil/leaktest"
 )
 
@@ -400,4 +401,34 @@ func TestQuitLeavesAFoundCoreAndNoGoroutines(t *testing.T) {
 	// The fake core's server is still up: its goroutines are the test's.
 	leaktest.Check(t, ignore, goleak.IgnoreAnyFunction("net/http.(*conn).serve"), goleak.IgnoreAnyFunction("net/http.(*Server).Serve"),
 		goleak.IgnoreAnyFunction("github.com/carapace-dev/carapace/core/control.(*Server).handleWatch"))
+}
+
+// The app reports its notification permission and login item for
+// carapace doctor while it runs, as they change, and takes the report
+// away when it quits.
+func TestReportsForDoctor(t *testing.T) {
+	h, _ := fakeCore(t, nil)
+	n := newFakeNotifier()
+	n.ok, n.why = false, "denied in System Settings › Notifications"
+	login := &fakeLogin{}
+	a := startApp(t, h, func(o *app.Options) { o.Notifier, o.LoginItem = n, login })
+	tr := a.tray.waitFor(t, "the core running", titled("status", "Carapace: running"))
+	st, err := appstate.Read(h)
+	if err != nil || st.Notifications.OK || st.Notifications.Why != n.why || !st.LoginItem.Supported || st.LoginItem.Enabled {
+		t.Fatalf("the report: %+v, %v", st, err)
+	}
+	a.tray.click(t, tr, "login")
+	deadline := time.Now().Add(waitTimeout)
+	for !st.LoginItem.Enabled {
+		if time.Now().After(deadline) {
+			t.Fatalf("the report never showed the login item on: %+v", st)
+		}
+		time.Sleep(10 * time.Millisecond)
+		st, _ = appstate.Read(h)
+	}
+	a.stop()
+	a.wait(t)
+	if _, err := os.Stat(appstate.Path(h)); !os.IsNotExist(err) {
+		t.Fatalf("the report outlived the app: %v", err)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
+	goruntime "runtime"
 	"strings"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/llmproxy"
 	"github.com/carapace-dev/carapace/internal/agentimage"
+	"github.com/carapace-dev/carapace/internal/appstate"
 	"github.com/carapace-dev/carapace/keychain"
 	"github.com/carapace-dev/carapace/plugins/telegram/pairing"
 )
@@ -44,8 +46,10 @@ func (a *app) doctorCmd() *cobra.Command {
 		Long: `Check the home (folders 0700, files 0600), config.toml, the core (running,
 and the same version as this carapace), its plugins' health, the user
 plugins' pins, the model API credential (and with --online, that the
-model API accepts it), the Telegram channel, the audit log, the container
-engine and the agent image, and scheduled tasks overdue. Each check says
+model API accepts it), the Telegram channel, the menu-bar app's
+notification permission and login item (while the app runs: only it can
+read them), the audit log, the container engine and the agent image, and
+scheduled tasks overdue. Each check says
 ok, warn or fail, what is wrong and the command that fixes it. Exit
 status 1 when any check fails.
 
@@ -113,6 +117,7 @@ func (a *app) doctor(ctx context.Context, online bool) ([]Check, error) {
 	add(checkPins(h, a.cfg.Version))
 	add(a.checkCredential(ctx, cfg, online))
 	add(a.checkTelegram(h, st))
+	checks = append(checks, checkApp(h)...)
 	add(checkAudit(h))
 	if cfg != nil {
 		checks = append(checks, a.checkEngineAndImage(ctx, cfg)...)
@@ -337,6 +342,37 @@ func (a *app) checkTelegram(h home.Dir, st *control.Status) Check {
 		c.Status, c.Message = checkOK, "reachable and paired"
 	}
 	return c
+}
+
+// checkApp checks what the menu-bar app reports of itself: whether it
+// may show approvals as notifications, and whether it starts at login.
+func checkApp(h home.Dir) []Check {
+	st, err := appstate.Read(h)
+	if errors.Is(err, appstate.ErrNotRunning) {
+		return []Check{{Name: "app", Status: checkOK, Message: "not running (its notification and login-item checks need it; without it, approve with carapace confirm or on Telegram)"}}
+	}
+	if err != nil {
+		return []Check{{Name: "app", Status: checkWarn, Message: oneLine(err.Error())}}
+	}
+	out := []Check{{Name: "notifications", Status: checkOK, Message: "approvals show as notifications with Approve and Deny"}}
+	if !st.Notifications.OK {
+		fix := "allow them in System Settings › Notifications › Carapace"
+		if goruntime.GOOS != "darwin" {
+			fix = "check that the desktop has a notification service (org.freedesktop.Notifications)"
+		}
+		out[0] = Check{Name: "notifications", Status: checkWarn, Message: "off: " + st.Notifications.Why + " (approvals wait in the menu)", Fix: fix}
+	}
+	login := Check{Name: "login item", Status: checkOK, Message: "the app starts at login"}
+	switch {
+	case !st.LoginItem.Supported:
+		login.Message = "not supported here: " + st.LoginItem.Problem
+	case st.LoginItem.Problem != "":
+		login = Check{Name: "login item", Status: checkWarn, Message: "unreadable: " + st.LoginItem.Problem, Fix: "Carapace menu › Start at Login"}
+	case !st.LoginItem.Enabled:
+		login = Check{Name: "login item", Status: checkWarn, Message: "the app does not start at login, so after a restart no core runs until you open it",
+			Fix: "Carapace menu › Start at Login (or carapace service install)"}
+	}
+	return append(out, login)
 }
 
 // checkAudit checks the audit log can be appended to, and its size.

@@ -17,6 +17,7 @@ import (
 	"github.com/carapace-dev/carapace/cmd/carapace/cli"
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/control/controltest"
+	"github.com/carapace-dev/carapace/internal/appstate"
 	"github.com/carapace-dev/carapace/internal/testutil"
 	"github.com/carapace-dev/carapace/keychain"
 	"github.com/carapace-dev/carapace/plugins/telegram/pairing"
@@ -244,5 +245,38 @@ func TestDoctorTelegram(t *testing.T) {
 		if c := checks["telegram"]; c.Status != tc.status || !strings.Contains(c.Message, tc.words) {
 			t.Errorf("%+v, pending %v: %+v", tc.plugin, tc.pending, c)
 		}
+	}
+}
+
+// What the menu-bar app reports of itself: nothing while it does not run;
+// notifications denied and no login item are warnings with their fixes.
+func TestDoctorApp(t *testing.T) {
+	h := controltest.TempHome(t)
+	run := func(args ...string) result { return carapace(t, h, args...) }
+	checks, _ := doctorChecks(t, run)
+	if c := checks["app"]; c.Status != "ok" || !strings.Contains(c.Message, "not running") || checks["notifications"].Status != "" {
+		t.Fatalf("no app: %+v", checks)
+	}
+	write := func(s appstate.State) {
+		s.PID = os.Getpid() // a live process
+		if err := appstate.Write(h, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(appstate.State{Notifications: appstate.Notifications{Why: "denied in System Settings"}, LoginItem: appstate.LoginItem{Supported: true}})
+	checks, code := doctorChecks(t, run)
+	if c := checks["notifications"]; c.Status != "warn" || !strings.Contains(c.Message, "denied in System Settings") || c.Fix == "" {
+		t.Errorf("notifications denied: %+v", c)
+	}
+	if c := checks["login item"]; c.Status != "warn" || !strings.Contains(c.Fix, "Start at Login") {
+		t.Errorf("no login item: %+v", c)
+	}
+	if code != 0 && checks["model key"].Status != "fail" {
+		t.Errorf("warnings alone failed doctor: %d", code)
+	}
+	write(appstate.State{Notifications: appstate.Notifications{OK: true}, LoginItem: appstate.LoginItem{Supported: true, Enabled: true}})
+	checks, _ = doctorChecks(t, run)
+	if checks["notifications"].Status != "ok" || checks["login item"].Status != "ok" {
+		t.Errorf("all allowed: %+v %+v", checks["notifications"], checks["login item"])
 	}
 }
