@@ -439,6 +439,13 @@ func (s *setupRun) modelKey() {
 		s.report(stepWarn, "model key", "no model API credential: agents cannot reach the model", "carapace auth set --llm anthropic")
 		return
 	}
+	for _, b := range secret {
+		if b < 0x21 || b > 0x7e {
+			s.report(stepFail, "model key", "that is not a key: keys and tokens are printable ASCII without spaces (a paste that took more than the key?); nothing stored",
+				"carapace auth set --llm anthropic")
+			return
+		}
+	}
 	oauth := s.f.oauth || bytes.HasPrefix(secret, []byte("sk-ant-oat"))
 	key, _ := keychain.LLMKey("anthropic", oauth)
 	if err := store.Set(keychain.LLMPlugin, key, secret); err != nil {

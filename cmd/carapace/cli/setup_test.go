@@ -389,6 +389,15 @@ func TestSetupTelegram(t *testing.T) {
 	if !pairing.Pending(h.DataDir("telegram")) {
 		t.Fatal("no pairing code written")
 	}
+	// A model key that cannot be one is not stored.
+	r = carapaceWith(t, cli.Config{Stdout: &testutil.Buffer{}, Stderr: &errb, Stdin: strings.NewReader("sk-ant-api03 and some text\n"), NewEngine: noEngine, ServiceRunner: (&serviceFake{}).run}, h,
+		"setup", "--yes", "--llm-key-stdin")
+	if r.code != 1 || !strings.Contains(stepLine(r.stdout, "fail", "model key"), "that is not a key") || strings.Contains(r.stdout, "some text") {
+		t.Fatalf("a paste with spaces: %+v", r)
+	}
+	if _, err := keychain.Default(h.CredentialsDir()).Get(keychain.LLMPlugin, keychain.LLMKeyAPI); err == nil {
+		t.Fatal("the bad key was stored")
+	}
 	// Two secrets cannot both come from stdin.
 	r = carapaceWith(t, cli.Config{Stdout: &out, Stderr: &errb, NewEngine: noEngine}, h, "setup", "--yes", "--telegram-token-stdin", "--llm-key-stdin")
 	if r.code != 2 {
