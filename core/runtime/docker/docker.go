@@ -161,7 +161,7 @@ func checkDockerVersion(v string) error {
 	if major > 20 || major == 20 && minor >= 10 {
 		return nil
 	}
-	return fmt.Errorf("Docker Engine %s is too old: Carapace needs %s or later (https://docs.docker.com/engine/install/): %w", v, MinDockerVersion, runtime.ErrUnavailable)
+	return fmt.Errorf("the Docker Engine %s is too old: Carapace needs %s or later (https://docs.docker.com/engine/install/): %w", v, MinDockerVersion, runtime.ErrUnavailable)
 }
 
 // unavailable turns a failed version call into ErrUnavailable with advice.
