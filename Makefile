@@ -165,6 +165,11 @@ ifeq ($(shell uname),Darwin)
 	plutil -lint $(APP_BUNDLE)/Contents/Info.plist
 	iconutil -c icns -o $(APP_BUNDLE)/Contents/Resources/Carapace.icns Resources/icons/Carapace.iconset
 	cp Resources/launchd/dev.carapace.serve.plist $(APP_BUNDLE)/Contents/Resources/
+	@# The static linux ipc that carapace setup --build-image puts in the
+	@# agent image (cmd/carapace/cli staticIPC looks here).
+	@set -e; for arch in arm64 amd64; do \
+	  CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)' -o $(APP_BUNDLE)/Contents/Resources/linux-$$arch/ipc ./cmd/ipc; \
+	done
 	xattr -cr $(APP_BUNDLE)
 	codesign --force --sign - $(APP_BUNDLE)/Contents/MacOS/carapace
 	codesign --force --deep --sign - $(APP_BUNDLE)

@@ -127,7 +127,8 @@ func (a *app) defaultImage(configured string) string {
 
 // staticIPC finds the static linux ipc binary for arch that an agent
 // image is built with: given, or where make build puts it beside this
-// binary (bin/linux-<arch>/ipc).
+// binary (bin/linux-<arch>/ipc), or in Carapace.app, Contents/Resources
+// when this binary is Contents/MacOS/carapace (make app-bundle).
 func staticIPC(given, arch string) (string, error) {
 	if given != "" {
 		return given, nil
@@ -139,7 +140,11 @@ func staticIPC(given, arch string) (string, error) {
 	if exe, err = filepath.EvalSymlinks(exe); err != nil {
 		return "", fmt.Errorf("find the carapace binary: %w", err)
 	}
-	p := filepath.Join(filepath.Dir(exe), "linux-"+arch, "ipc")
+	dir := filepath.Dir(exe)
+	if filepath.Base(dir) == "MacOS" {
+		dir = filepath.Join(filepath.Dir(dir), "Resources")
+	}
+	p := filepath.Join(dir, "linux-"+arch, "ipc")
 	if _, err := os.Stat(p); err != nil {
 		return "", fmt.Errorf("the image needs the static linux/%s ipc binary, and %s is not there: build it with make build, or give one with --ipc PATH", arch, p)
 	}

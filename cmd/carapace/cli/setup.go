@@ -307,7 +307,11 @@ func tomlString(s string) string {
 func (s *setupRun) engine() (readyEngine, bool) {
 	e, fix, err := s.a.findEngine(s.ctx, s.cfg.Runtime.Engine)
 	if err != nil {
-		s.report(stepFail, "engine", oneLine(err.Error()), fix)
+		status := stepFail
+		if s.cfg.Runtime.Engine == "none" {
+			status = stepWarn // chosen: plugin development
+		}
+		s.report(status, "engine", oneLine(err.Error()), fix)
 		return e, false
 	}
 	msg := e.info.Engine + " " + e.info.Version
