@@ -552,7 +552,26 @@ func (s *setupRun) telegram() {
 		}
 		s.report(stepDone, "telegram", "pairing code written: send it to the bot within 10 minutes", "")
 	} else if len(token) > 0 {
+		s.restartTelegram()
 		s.report(stepWarn, "telegram", "not paired: the bot answers no one until you pair (or set owner_id)", "carapace telegram pair")
+	}
+}
+
+// restartTelegram has a running core's Telegram plugin read the new
+// token (pairTelegram does the same for a pairing).
+func (s *setupRun) restartTelegram() {
+	ctx, cancel := context.WithTimeout(s.ctx, requestTimeout)
+	defer cancel()
+	c := control.NewClient(s.h.ControlSocket())
+	st, err := c.RestartPlugin(ctx, "telegram")
+	switch {
+	case errors.Is(err, control.ErrNotRunning):
+	case err != nil:
+		s.report(stepWarn, "telegram", "the running core did not restart its Telegram plugin: "+oneLine(err.Error()), "carapace plugin restart telegram")
+	case !st.Healthy:
+		s.report(stepWarn, "telegram", "the running core's Telegram plugin did not start with the token: "+st.Problem, "carapace plugin restart telegram")
+	default:
+		s.report(stepDone, "telegram", "the running core's Telegram plugin restarted with the token", "")
 	}
 }
 

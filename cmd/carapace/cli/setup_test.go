@@ -14,6 +14,7 @@ import (
 	"github.com/carapace-dev/carapace/applecontainer"
 	"github.com/carapace-dev/carapace/cmd/carapace/cli"
 	"github.com/carapace-dev/carapace/core/config"
+	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/runtime"
 	"github.com/carapace-dev/carapace/core/runtime/docker"
@@ -402,5 +403,23 @@ func TestSetupTelegram(t *testing.T) {
 	r = carapaceWith(t, cli.Config{Stdout: &out, Stderr: &errb, NewEngine: noEngine}, h, "setup", "--yes", "--telegram-token-stdin", "--llm-key-stdin")
 	if r.code != 2 {
 		t.Fatalf("both secrets from stdin: %+v", r)
+	}
+}
+
+// A token stored while a core runs reaches its Telegram plugin at once.
+func TestSetupTelegramRestartsThePlugin(t *testing.T) {
+	fc := newFakeCore(t)
+	fc.b.SetStatus(control.Status{Version: "test", PID: 4242, Plugins: []control.PluginStatus{{Name: "telegram", State: "failed", Problem: "telegram: no bot token"}}})
+	var out, errb testutil.Buffer
+	r := carapaceWith(t, cli.Config{Stdout: &out, Stderr: &errb, Stdin: strings.NewReader("123456:AAF-secret\n"), NewEngine: noEngine, ServiceRunner: (&serviceFake{}).run}, fc.home,
+		"setup", "--yes", "--telegram-token-stdin")
+	if got := fc.b.Restarts(); len(got) != 1 || got[0] != "telegram" {
+		t.Fatalf("restarts %v:\n%s", got, r.stdout)
+	}
+	if !strings.Contains(r.stdout, "done  telegram   the running core's Telegram plugin restarted with the token") {
+		t.Errorf("the restart is not shown:\n%s", r.stdout)
+	}
+	if !strings.Contains(r.stdout, "restart it for this to take effect") {
+		t.Errorf("the config change is not said to need a restart:\n%s", r.stdout)
 	}
 }
