@@ -200,3 +200,32 @@ exec ` + realDocker + ` "$@"
 		}
 	}
 }
+
+// Ctrl-C at a hidden prompt ends setup as an interrupt does (status 130)
+// and leaves the terminal echoing, with nothing stored.
+func TestSetupInterruptRestoresEcho(t *testing.T) {
+	if goruntime.GOOS != "linux" {
+		t.Skip("tmux")
+	}
+	user := t.TempDir()
+	h := home.Dir(filepath.Join(user, "carapace-home"))
+	env := fmt.Sprintf("env HOME=%s XDG_CONFIG_HOME=%s/cfg CARAPACE_HOME=%s", user, user, h)
+	// runtime.engine none: no engine or image step before the key's prompt.
+	s := tmuxStart(t, "stty echo; "+env+" "+bins.carapace+" setup --engine none; echo SETUP-EXIT=$?; stty -a | tr ' ' '\\n' | grep -x -- '-\\{0,1\\}echo' | sed 's/^/TTY-/'; sleep 600")
+	s.waitFor("Anthropic API key or Claude OAuth token (input hidden; Enter to skip):")
+	s.tmux("send-keys", "-t", s.name, "-l", "sk-ant-half")
+	s.tmux("send-keys", "-t", s.name, "C-c")
+	scr := s.waitFor("TTY-")
+	if !strings.Contains(scr, "SETUP-EXIT=130") {
+		t.Errorf("setup did not end as interrupted:\n%s", scr)
+	}
+	if !strings.Contains(scr, "TTY-echo") || strings.Contains(scr, "TTY--echo") {
+		t.Errorf("the terminal was left without echo:\n%s", scr)
+	}
+	if strings.Contains(scr, "sk-ant-half") {
+		t.Errorf("the half-typed key was shown:\n%s", scr)
+	}
+	if _, err := keychain.Default(h.CredentialsDir()).Get(keychain.LLMPlugin, keychain.LLMKeyAPI); err == nil {
+		t.Error("an interrupted setup stored a key")
+	}
+}

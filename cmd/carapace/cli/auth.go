@@ -191,7 +191,7 @@ func readSecret(cmd *cobra.Command, plugin, key string) ([]byte, error) {
 	var secret []byte
 	if f, ok := in.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		fmt.Fprintf(cmd.ErrOrStderr(), "Secret for %s %s (input is hidden): ", plugin, key)
-		b, err := term.ReadPassword(int(f.Fd()))
+		b, err := readHidden(f)
 		fmt.Fprintln(cmd.ErrOrStderr())
 		if err != nil {
 			return nil, fmt.Errorf("read the secret from the terminal: %w", err)

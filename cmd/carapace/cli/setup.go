@@ -9,9 +9,11 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/signal"
 	goruntime "runtime"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -467,7 +469,7 @@ func (s *setupRun) secret(what string) ([]byte, error) {
 	if terminal(s.in) {
 		f := s.in.(*os.File)
 		fmt.Fprintf(s.out, "%s (input hidden): ", what)
-		b, err := term.ReadPassword(int(f.Fd()))
+		b, err := readHidden(f)
 		fmt.Fprintln(s.out)
 		return b, err
 	}
@@ -671,7 +673,7 @@ func (p *prompter) yes(q string, def bool) (bool, error) {
 // not part of it, nor are spaces around a pasted token.
 func (p *prompter) secret(q string) ([]byte, error) {
 	fmt.Fprint(p.out, q)
-	b, err := term.ReadPassword(int(p.f.Fd()))
+	b, err := readHidden(p.f)
 	fmt.Fprintln(p.out)
 	if err != nil {
 		return nil, fmt.Errorf("read from the terminal: %w", err)
@@ -721,4 +723,31 @@ func (p *prefixWriter) Flush() {
 func firstLine(s string) string {
 	l, _, _ := strings.Cut(s, "\n")
 	return l
+}
+
+// readHidden reads a line from the terminal f without echoing it. An
+// interrupt while it waits (Ctrl-C) restores the terminal's echo before
+// the process exits with status 130, as a shell's interrupted command
+// does: term.ReadPassword alone would leave the terminal without echo.
+func readHidden(f *os.File) ([]byte, error) {
+	fd := int(f.Fd())
+	old, err := term.GetState(fd)
+	if err != nil {
+		return nil, err
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sig)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-sig:
+			_ = term.Restore(fd, old)
+			fmt.Fprintln(os.Stderr)
+			os.Exit(130)
+		case <-done:
+		}
+	}()
+	return term.ReadPassword(fd)
 }
