@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -624,26 +623,44 @@ func terminal(r io.Reader) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// prompter asks questions at a terminal.
+// prompter asks questions at a terminal. It reads the terminal without a
+// buffer of its own, so that what is typed ahead of a hidden prompt is
+// read by that prompt and not kept back by an earlier one.
 type prompter struct {
 	f   *os.File
-	r   *bufio.Reader
 	out io.Writer
 }
 
 func newPrompter(f *os.File, out io.Writer) *prompter {
-	return &prompter{f: f, r: bufio.NewReader(f), out: out}
+	return &prompter{f: f, out: out}
 }
+
+// maxAnswer bounds an answer's length.
+const maxAnswer = 4096
 
 // line asks a question and returns the answer, trimmed.
 func (p *prompter) line(q string) (string, error) {
 	fmt.Fprint(p.out, q)
-	l, err := p.r.ReadString('\n')
-	if err != nil && (l == "" || !errors.Is(err, io.EOF)) {
-		fmt.Fprintln(p.out)
-		return "", err
+	var l []byte
+	b := make([]byte, 1)
+	for len(l) < maxAnswer {
+		n, err := p.f.Read(b)
+		if n == 1 {
+			if b[0] == '\n' {
+				break
+			}
+			l = append(l, b[0])
+			continue
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) && len(l) > 0 {
+				break
+			}
+			fmt.Fprintln(p.out)
+			return "", err
+		}
 	}
-	return strings.TrimSpace(l), nil
+	return strings.TrimSpace(string(l)), nil
 }
 
 // yes asks a yes/no question; Enter takes def.
