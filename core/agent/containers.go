@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -177,10 +178,7 @@ func (r *Runner) containerSpec(info session.Info, req control.SessionRequest) (r
 		}
 	}
 	dir := r.agentDir(info.ID)
-	image := r.cfg.Runtime.Image
-	if image == "" {
-		image = "carapace-agent:" + r.opts.Version
-	}
+	image := cmp.Or(r.cfg.Runtime.Image, runtime.Image(r.opts.Version))
 	spec := runtime.Spec{
 		Name:  "carapace-" + info.ID,
 		Image: image,

@@ -260,11 +260,23 @@ func (c *Config) Get(key string) (string, error) {
 		}
 		return strings.TrimSpace(out.String()), nil
 	}
+	return tomlValue(v)
+}
+
+// tomlValue writes v as a TOML value.
+func tomlValue(v any) (string, error) {
 	var out bytes.Buffer
 	if err := toml.NewEncoder(&out).Encode(map[string]any{"v": v}); err != nil {
 		return "", err
 	}
 	return strings.TrimPrefix(strings.TrimSpace(out.String()), "v = "), nil
+}
+
+// Quote returns s as a TOML string value, for Set: Set takes a value that
+// is not valid TOML as a string, but "true" or "3" would be read as TOML.
+func Quote(s string) string {
+	v, _ := tomlValue(s) // a string always encodes
+	return v
 }
 
 // Set returns data, a config.toml, with key (dotted) set to value: value
@@ -286,11 +298,7 @@ func Set(data []byte, key, value string) ([]byte, error) {
 	val := strings.TrimSpace(value)
 	var probe map[string]any
 	if _, err := toml.Decode("v = "+val, &probe); err != nil || strings.ContainsAny(val, "\n\r") {
-		var b bytes.Buffer
-		if err := toml.NewEncoder(&b).Encode(map[string]string{"v": value}); err != nil {
-			return nil, err
-		}
-		val = strings.TrimPrefix(strings.TrimSpace(b.String()), "v = ")
+		val = Quote(value)
 	}
 	table, leaf := strings.Join(k[:len(k)-1], "."), k[len(k)-1]
 	line := leaf + " = " + val

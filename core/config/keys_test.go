@@ -194,3 +194,17 @@ func TestTemplate(t *testing.T) {
 		t.Fatalf("only %d settings in the template", n)
 	}
 }
+
+// Quote makes a string Set stores as that string, whatever it looks like.
+func TestQuote(t *testing.T) {
+	for _, s := range []string{"docker", "true", "3", `["a"]`, `a "b" \c`, "line\nbreak", "tab\there"} {
+		out, err := Set(nil, "plugins.x.config.name", Quote(s))
+		if err != nil {
+			t.Fatalf("%q: %v", s, err)
+		}
+		c, err := Load(write(t, string(out)))
+		if err != nil || c.Plugins["x"].Config["name"] != s {
+			t.Errorf("Quote(%q) stored %#v, %v", s, c.Plugins["x"].Config["name"], err)
+		}
+	}
+}

@@ -57,9 +57,9 @@ func (c Credential) LogValue() slog.Value {
 // %x) prints the secret.
 func (c Credential) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(c.String())) }
 
-// check reports whether c can be sent. Its errors never contain the
-// secret.
-func (c Credential) check() error {
+// Check reports whether c can be sent: a known kind, and a secret of
+// printable ASCII without spaces. Its errors never contain the secret.
+func (c Credential) Check() error {
 	switch c.Kind {
 	case KindAPIKey, KindOAuth:
 	default:

@@ -93,7 +93,7 @@ func TestCredentialCheck(t *testing.T) {
 		{Credential{KindAPIKey, "sk-ant-é"}, false},
 	}
 	for _, tt := range tests {
-		err := tt.c.check()
+		err := tt.c.Check()
 		if (err == nil) != tt.ok {
 			t.Errorf("check(%s) = %v, want ok=%v", tt.c.Kind, err, tt.ok)
 		}

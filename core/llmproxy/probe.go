@@ -39,7 +39,7 @@ var ErrRefused = errors.New("the model API refused the credential")
 // TLS failure, the API's own trouble). Its errors never contain the
 // secret.
 func Probe(ctx context.Context, upstream *url.URL, t http.RoundTripper, c Credential) error {
-	if err := c.check(); err != nil {
+	if err := c.Check(); err != nil {
 		return err
 	}
 	u := *upstream

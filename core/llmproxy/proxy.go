@@ -296,7 +296,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	cred, err := p.o.Credential(r.Context())
 	if err == nil {
-		err = cred.check()
+		err = cred.Check()
 	}
 	if err != nil {
 		c.detail = err.Error()

@@ -43,6 +43,12 @@ const (
 	LabelVersion  = "carapace.version"  // the core's version
 )
 
+// Image returns the agent image of a Carapace version,
+// carapace-agent:<version>: what runtime.image means when config.toml
+// does not set it, and the tag `carapace setup --build-image` and `make
+// image-agent` build.
+func Image(version string) string { return "carapace-agent:" + version }
+
 // AgentUser is the uid:gid the agent runs as.
 const AgentUser = "1000:1000"
 

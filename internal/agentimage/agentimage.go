@@ -28,12 +28,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 
 	agentfiles "github.com/carapace-dev/carapace/Resources/agent"
 	agenttest "github.com/carapace-dev/carapace/Resources/agent/test"
 	"github.com/carapace-dev/carapace/core/claudemd"
+	"github.com/carapace-dev/carapace/core/runtime"
 )
 
 // TestTag is the tag of the test image that `make image-test` builds.
@@ -69,35 +69,16 @@ var ErrNotStatic = errors.New("not a static linux executable of the engine's arc
 
 // BuildTest builds the offline test image with the engine's CLI.
 func BuildTest(ctx context.Context, o Options) error {
-	if o.Engine == "" {
-		o.Engine = "docker"
-	}
-	if o.Tag == "" {
-		o.Tag = TestTag
+	arch, err := prepare(ctx, &o, "test image", TestTag)
+	if err != nil {
+		return err
 	}
 	if o.Busybox == "" {
 		o.Busybox = DefaultBusybox
 	}
-	if o.Version == "" {
-		o.Version = "dev"
-	}
-	if o.IPC == "" {
-		return errors.New("build test image: no ipc binary given (build one with `make build`: bin/linux-<arch>/ipc)")
-	}
-	if strings.ContainsAny(o.Version, " \t\n\"'\\$") || strings.HasPrefix(o.Tag, "-") || strings.ContainsAny(o.Tag, " \t\n") {
-		return fmt.Errorf("build test image: bad version %q or tag %q", o.Version, o.Tag)
-	}
-	arch, err := EngineArch(ctx, o.Engine)
-	if err != nil {
-		return fmt.Errorf("build test image: %w", err)
-	}
 	if err := CheckStatic(o.Busybox, arch); err != nil {
 		return fmt.Errorf("build test image: busybox: %w (install Debian's static build: apt-get install busybox-static)", err)
 	}
-	if err := CheckStatic(o.IPC, arch); err != nil {
-		return fmt.Errorf("build test image: ipc: %w (build it with CGO_ENABLED=0 GOOS=linux GOARCH=%s go build -o bin/linux-%s/ipc ./cmd/ipc, or make build)", err, arch, arch)
-	}
-
 	return build(ctx, o, []file{
 		{name: "Containerfile", data: agenttest.Containerfile, mode: 0o644},
 		{name: "test-agent", data: agenttest.TestAgent, mode: 0o755},
@@ -117,29 +98,10 @@ const Registry = "its base image, node:22-bookworm-slim, comes from a registry (
 // a registry and npm (see Registry); o.Busybox is not used. With
 // o.Progress, the engine's output is shown as it comes.
 func BuildAgent(ctx context.Context, o Options) error {
-	if o.Engine == "" {
-		o.Engine = "docker"
+	if _, err := prepare(ctx, &o, "agent image", runtime.Image(cmp.Or(o.Version, "dev"))); err != nil {
+		return err
 	}
-	if o.Tag == "" {
-		o.Tag = "carapace-agent:" + cmp.Or(o.Version, "dev")
-	}
-	if o.Version == "" {
-		o.Version = "dev"
-	}
-	if o.IPC == "" {
-		return errors.New("build agent image: no ipc binary given (build one with `make build`: bin/linux-<arch>/ipc)")
-	}
-	if strings.ContainsAny(o.Version, " \t\n\"'\\$") || strings.HasPrefix(o.Tag, "-") || strings.ContainsAny(o.Tag, " \t\n") {
-		return fmt.Errorf("build agent image: bad version %q or tag %q", o.Version, o.Tag)
-	}
-	arch, err := EngineArch(ctx, o.Engine)
-	if err != nil {
-		return fmt.Errorf("build agent image: %w", err)
-	}
-	if err := CheckStatic(o.IPC, arch); err != nil {
-		return fmt.Errorf("build agent image: ipc: %w (build it with CGO_ENABLED=0 GOOS=linux GOARCH=%s go build -o bin/linux-%s/ipc ./cmd/ipc, or make build)", err, arch, arch)
-	}
-	err = build(ctx, o, []file{
+	err := build(ctx, o, []file{
 		{name: "Containerfile", data: agentfiles.Containerfile, mode: 0o644},
 		{name: "entrypoint.sh", data: agentfiles.Entrypoint, mode: 0o755},
 		{name: "managed-settings.json", data: claudemd.ManagedSettings(), mode: 0o644},
@@ -149,6 +111,29 @@ func BuildAgent(ctx context.Context, o Options) error {
 		return fmt.Errorf("%w (%s: check that the engine can pull images and reach npm, or pick an image you have: carapace config set runtime.image IMAGE)", err, Registry)
 	}
 	return nil
+}
+
+// prepare fills in o's defaults (tag: tag) and checks it: a version and
+// a tag that are safe on a command line, and an ipc binary that is a
+// static executable of the engine's architecture, which it returns.
+// Its errors say what of the image (what) could not be built.
+func prepare(ctx context.Context, o *Options, what, tag string) (arch string, err error) {
+	o.Engine = cmp.Or(o.Engine, "docker")
+	o.Tag = cmp.Or(o.Tag, tag)
+	o.Version = cmp.Or(o.Version, "dev")
+	if o.IPC == "" {
+		return "", fmt.Errorf("build %s: no ipc binary given (build one with `make build`: bin/linux-<arch>/ipc)", what)
+	}
+	if strings.ContainsAny(o.Version, " \t\n\"'\\$") || strings.HasPrefix(o.Tag, "-") || strings.ContainsAny(o.Tag, " \t\n") {
+		return "", fmt.Errorf("build %s: bad version %q or tag %q", what, o.Version, o.Tag)
+	}
+	if arch, err = EngineArch(ctx, o.Engine); err != nil {
+		return "", fmt.Errorf("build %s: %w", what, err)
+	}
+	if err := CheckStatic(o.IPC, arch); err != nil {
+		return "", fmt.Errorf("build %s: ipc: %w (build it with CGO_ENABLED=0 GOOS=linux GOARCH=%s go build -o bin/linux-%s/ipc ./cmd/ipc, or make build)", what, err, arch, arch)
+	}
+	return arch, nil
 }
 
 // file is one file of a build context: data, or the contents of src.
@@ -197,46 +182,31 @@ func build(ctx context.Context, o Options, files []file, env string) error {
 	}
 	// The last lines of the output say why a build failed; with
 	// Progress, every line goes there as it comes too.
-	tail := &tailWriter{max: 20}
-	var w io.Writer = tail
+	last := &tail{}
+	var w io.Writer = last
 	if o.Progress != nil {
-		w = io.MultiWriter(tail, o.Progress)
+		w = io.MultiWriter(last, o.Progress)
 	}
 	cmd.Stdout, cmd.Stderr = w, w
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("build image %s: %s build: %w\n%s", o.Tag, name, err, strings.TrimSpace(tail.String()))
+		return fmt.Errorf("build image %s: %s build: %w\n%s", o.Tag, name, err, strings.TrimSpace(string(last.b)))
 	}
 	return nil
 }
 
-// tailWriter keeps the last max lines written to it.
-type tailWriter struct {
-	max   int
-	lines []string
-	part  []byte
-}
+// tail keeps the last tailSize bytes written to it: the end of a build's
+// output, which says why it failed. exec.Cmd calls Write from one
+// goroutine at a time when Stdout and Stderr are the same writer.
+type tail struct{ b []byte }
 
-func (t *tailWriter) Write(p []byte) (int, error) {
-	t.part = append(t.part, p...)
-	for {
-		i := bytes.IndexByte(t.part, '\n')
-		if i < 0 {
-			break
-		}
-		t.lines = append(t.lines, string(t.part[:i]))
-		t.part = t.part[i+1:]
-		if len(t.lines) > t.max {
-			t.lines = t.lines[len(t.lines)-t.max:]
-		}
-	}
-	if len(t.part) > 4096 { // a line without end: keep its start
-		t.part = t.part[:4096]
+const tailSize = 2 << 10
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.b = append(t.b, p...)
+	if len(t.b) > tailSize {
+		t.b = t.b[len(t.b)-tailSize:]
 	}
 	return len(p), nil
-}
-
-func (t *tailWriter) String() string {
-	return strings.Join(append(slices.Clone(t.lines), string(t.part)), "\n")
 }
 
 // Exists reports whether the engine has the image ref. An engine that does

@@ -198,22 +198,11 @@ func readSecret(cmd *cobra.Command, plugin, key string) ([]byte, error) {
 		}
 		secret = b
 	} else {
-		// Room for the largest secret, a "\r\n" and one byte more: a
-		// longer input is cut there and stays too large once stripped,
-		// so a cut never passes for a secret that ended in a newline.
-		b, err := io.ReadAll(io.LimitReader(in, keychain.MaxValueSize+3))
+		b, err := readPipedSecret(in)
 		if err != nil {
-			clear(b)
-			return nil, fmt.Errorf("read the secret from stdin: %w", err)
+			return nil, err
 		}
 		secret = b
-		// Strip one newline, as a shell's echo or a file's last line
-		// adds it.
-		if bytes.HasSuffix(secret, []byte("\r\n")) {
-			secret = secret[:len(secret)-2]
-		} else if bytes.HasSuffix(secret, []byte("\n")) {
-			secret = secret[:len(secret)-1]
-		}
 	}
 	switch {
 	case len(secret) > keychain.MaxValueSize:
@@ -221,6 +210,30 @@ func readSecret(cmd *cobra.Command, plugin, key string) ([]byte, error) {
 		return nil, errTooLarge
 	case len(secret) == 0:
 		return nil, errors.New("empty secret: nothing to store (pipe it on stdin, e.g. " + setHint(plugin, key) + ")")
+	}
+	return secret, nil
+}
+
+// readPipedSecret reads a secret from a pipe or file: all of it, less one
+// trailing newline ("\n" or "\r\n", as a shell's echo or a file's last
+// line adds). It refuses one over keychain.MaxValueSize.
+func readPipedSecret(in io.Reader) ([]byte, error) {
+	// Room for the largest secret, a "\r\n" and one byte more: a longer
+	// input is cut there and stays too large once stripped, so a cut
+	// never passes for a secret that ended in a newline.
+	secret, err := io.ReadAll(io.LimitReader(in, keychain.MaxValueSize+3))
+	if err != nil {
+		clear(secret)
+		return nil, fmt.Errorf("read the secret from stdin: %w", err)
+	}
+	if bytes.HasSuffix(secret, []byte("\r\n")) {
+		secret = secret[:len(secret)-2]
+	} else if bytes.HasSuffix(secret, []byte("\n")) {
+		secret = secret[:len(secret)-1]
+	}
+	if len(secret) > keychain.MaxValueSize {
+		clear(secret)
+		return nil, errTooLarge
 	}
 	return secret, nil
 }

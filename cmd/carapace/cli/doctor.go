@@ -411,7 +411,7 @@ func (a *app) checkEngineAndImage(ctx context.Context, cfg *config.Config) []Che
 		checks = append(checks, Check{Name: "image", Status: checkFail, Message: oneLine(err.Error())})
 	case !ok:
 		checks = append(checks, Check{Name: "image", Status: checkFail, Message: "the agent image " + image + " is missing: agents cannot start",
-			Fix: "carapace setup --build-image (it needs a registry and npm), or carapace setup --image IMAGE"})
+			Fix: imageFix})
 	default:
 		checks = append(checks, Check{Name: "image", Status: checkOK, Message: image})
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -117,12 +118,12 @@ func engineFix(name string, err error) string {
 	return "carapace doctor (again, once " + name + " answers `" + name + " version`)"
 }
 
+// imageFix is what to do about a missing agent image.
+const imageFix = "carapace setup --build-image (it needs a registry and npm), or carapace setup --image IMAGE"
+
 // defaultImage is the agent image config.toml's runtime.image stands for.
 func (a *app) defaultImage(configured string) string {
-	if configured != "" {
-		return configured
-	}
-	return "carapace-agent:" + a.cfg.Version
+	return cmp.Or(configured, runtime.Image(a.cfg.Version))
 }
 
 // staticIPC finds the static linux ipc binary for arch that an agent

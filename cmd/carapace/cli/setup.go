@@ -21,6 +21,8 @@ import (
 	"github.com/carapace-dev/carapace/core/config"
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/home"
+	"github.com/carapace-dev/carapace/core/llmproxy"
+	"github.com/carapace-dev/carapace/core/runtime"
 	"github.com/carapace-dev/carapace/internal/agentimage"
 	"github.com/carapace-dev/carapace/internal/atomicfile"
 	"github.com/carapace-dev/carapace/keychain"
@@ -260,7 +262,7 @@ func (s *setupRun) loadConfig() error {
 // set sets key in config.toml to value (a string) unless it already has
 // it, and reports it under step.
 func (s *setupRun) set(step, key, value string) error {
-	return s.setTOML(step, key, tomlString(value))
+	return s.setTOML(step, key, config.Quote(value))
 }
 
 // setTOML sets key to value, a TOML value.
@@ -283,25 +285,6 @@ func (s *setupRun) setTOML(step, key, value string) error {
 	s.report(stepDone, step, "config.toml: "+key+" = "+value, "")
 	s.changed = true
 	return s.loadConfig()
-}
-
-// tomlString is s as a TOML string.
-func tomlString(s string) string {
-	var b bytes.Buffer
-	b.WriteByte('"')
-	for _, r := range s {
-		switch {
-		case r == '"' || r == '\\':
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		case r < 0x20 || r == 0x7f:
-			fmt.Fprintf(&b, `\u%04X`, r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
 }
 
 // engine checks the container engine config.toml chooses.
@@ -357,7 +340,7 @@ func (s *setupRun) image(e readyEngine) {
 		s.report(stepOK, "image", ref, "")
 		return
 	}
-	fix := "carapace setup --build-image (it needs a registry and npm), or carapace setup --image IMAGE"
+	fix := imageFix
 	if s.ask == nil {
 		s.report(stepWarn, "image", "the agent image "+ref+" is missing: agents cannot start", fix)
 		return
@@ -379,7 +362,7 @@ func (s *setupRun) image(e readyEngine) {
 
 // build builds the agent image with the engine's output as progress.
 func (s *setupRun) build(e readyEngine) {
-	ref := "carapace-agent:" + s.a.cfg.Version
+	ref := runtime.Image(s.a.cfg.Version)
 	arch, err := agentimage.EngineArch(s.ctx, e.bin())
 	if err != nil {
 		s.report(stepFail, "image", oneLine(err.Error()), "")
@@ -415,21 +398,17 @@ func (s *setupRun) modelKey() {
 		s.report(stepFail, "model key", err.Error(), "")
 		return
 	}
-	stored := ""
-	for _, k := range []string{keychain.LLMKeyAPI, keychain.LLMKeyOAuth} {
-		b, err := store.Get(keychain.LLMPlugin, k)
-		if err == nil {
-			clear(b)
-			stored = k
-			break
-		}
+	stored, serr := llmproxy.FromStore(store)(s.ctx)
+	if serr != nil && !errors.Is(serr, llmproxy.ErrNoCredential) {
+		s.report(stepFail, "model key", "unreadable: "+oneLine(serr.Error()), "carapace auth set --llm anthropic")
+		return
 	}
 	var secret []byte
 	switch {
 	case s.f.llmKeyStdin:
 		secret, err = s.secret("Anthropic API key or Claude OAuth token")
-	case stored != "":
-		s.report(stepOK, "model key", "stored ("+stored+"; carapace auth set --llm anthropic replaces it)", "")
+	case stored.Kind != "":
+		s.report(stepOK, "model key", "stored ("+stored.Kind+"; carapace auth set --llm anthropic replaces it)", "")
 		return
 	case s.ask != nil:
 		fmt.Fprintln(s.out, "\nAgents reach the model through the core, which adds your key on the host: it never enters a container.")
@@ -444,14 +423,16 @@ func (s *setupRun) modelKey() {
 		s.report(stepWarn, "model key", "no model API credential: agents cannot reach the model", "carapace auth set --llm anthropic")
 		return
 	}
-	for _, b := range secret {
-		if b < 0x21 || b > 0x7e {
-			s.report(stepFail, "model key", "that is not a key: keys and tokens are printable ASCII without spaces (a paste that took more than the key?); nothing stored",
-				"carapace auth set --llm anthropic")
-			return
-		}
-	}
 	oauth := s.f.oauth || bytes.HasPrefix(secret, []byte("sk-ant-oat"))
+	kind := llmproxy.KindAPIKey
+	if oauth {
+		kind = llmproxy.KindOAuth
+	}
+	if err := (llmproxy.Credential{Kind: kind, Secret: string(secret)}).Check(); err != nil {
+		s.report(stepFail, "model key", "that is not a key ("+err.Error()+"; a paste that took more than the key?): nothing stored",
+			"carapace auth set --llm anthropic")
+		return
+	}
 	key, _ := keychain.LLMKey("anthropic", oauth)
 	if err := store.Set(keychain.LLMPlugin, key, secret); err != nil {
 		s.report(stepFail, "model key", err.Error(), "")
@@ -462,25 +443,16 @@ func (s *setupRun) modelKey() {
 
 // secret reads one secret: hidden at the terminal, or all of stdin.
 func (s *setupRun) secret(what string) ([]byte, error) {
-	if s.ask != nil {
-		return s.ask.secret(what + " (input hidden): ")
+	ask := s.ask
+	if ask == nil && terminal(s.in) { // --yes, and the secret typed
+		ask = newPrompter(s.in.(*os.File), s.out)
 	}
-	if terminal(s.in) {
-		f := s.in.(*os.File)
-		fmt.Fprintf(s.out, "%s (input hidden): ", what)
-		b, err := readHidden(f)
-		fmt.Fprintln(s.out)
-		return b, err
+	if ask != nil {
+		return ask.secret(what + " (input hidden): ")
 	}
-	b, err := io.ReadAll(io.LimitReader(s.in, keychain.MaxValueSize+3))
+	b, err := readPipedSecret(s.in)
 	if err != nil {
-		return nil, fmt.Errorf("read stdin: %w", err)
-	}
-	b = bytes.TrimSuffix(b, []byte("\n"))
-	b = bytes.TrimSuffix(b, []byte("\r"))
-	if len(b) > keychain.MaxValueSize {
-		clear(b)
-		return nil, errTooLarge
+		return nil, err
 	}
 	if len(b) == 0 {
 		return nil, errors.New("stdin was empty: pipe the secret in, e.g. printf %s \"$KEY\" | carapace setup --yes --llm-key-stdin")

@@ -423,3 +423,31 @@ func TestSetupTelegramRestartsThePlugin(t *testing.T) {
 		t.Errorf("the config change is not said to need a restart:\n%s", r.stdout)
 	}
 }
+
+// A stored model key the store will not read (here: a file open to
+// others) is a failure that names the fix, not a missing key to prompt
+// for over it.
+func TestSetupUnreadableKey(t *testing.T) {
+	if goruntime.GOOS != "linux" {
+		t.Skip("the file store; macOS uses the Keychain")
+	}
+	h := emptyHome(t)
+	store := keychain.Default(h.CredentialsDir())
+	if err := store.Set(keychain.LLMPlugin, keychain.LLMKeyAPI, []byte("sk-ant-api03-x")); err != nil {
+		t.Fatal(err)
+	}
+	run := func() result {
+		var out, errb testutil.Buffer
+		return carapaceWith(t, cli.Config{Stdout: &out, Stderr: &errb, NewEngine: noEngine, ServiceRunner: (&serviceFake{}).run}, h, "setup", "--yes")
+	}
+	if r := run(); stepLine(r.stdout, "ok", "model key") == "" {
+		t.Fatalf("a readable key: %+v", r)
+	}
+	if err := os.Chmod(filepath.Join(h.CredentialsDir(), "plugins", keychain.LLMPlugin, keychain.LLMKeyAPI), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := run()
+	if l := stepLine(r.stdout, "fail", "model key"); !strings.Contains(l, "unreadable") || r.code != 1 {
+		t.Fatalf("an unreadable key: %+v", r)
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/carapace-dev/carapace/core/runtime"
 	"github.com/carapace-dev/carapace/internal/agentimage"
 )
 
@@ -58,7 +59,7 @@ func run(ctx context.Context, o agentimage.Options, agent bool) error {
 		o.Progress = os.Stdout
 		build = agentimage.BuildAgent
 		if o.Tag == "" {
-			o.Tag = "carapace-agent:" + o.Version
+			o.Tag = runtime.Image(o.Version)
 		}
 	} else if o.Tag == "" {
 		o.Tag = agentimage.TestTag
