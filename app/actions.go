@@ -15,8 +15,9 @@ import (
 const summaryWidth = 120
 
 // menuAction does what a click in the menu asks.
-func (r *runner) menuAction(ctx context.Context, a menu.Action) {
-	r.log.Debug("app: menu action", "kind", a.Kind.String(), "target", a.Target)
+func (r *runner) menuAction(ctx context.Context, click menu.Click) {
+	a := click.Action
+	r.log.Debug("app: menu action", "kind", a.Kind.String(), "target", a.Target, "vouched", click.Vouched, "from", click.From)
 	switch a.Kind {
 	case menu.ActionApprove, menu.ActionDeny:
 		c, ok := r.state.Confirmation(a.Target)
@@ -26,6 +27,9 @@ func (r *runner) menuAction(ctx context.Context, a menu.Action) {
 			return
 		case c.ArgsHash != a.ArgsHash:
 			r.log.Warn("app: the menu item shows other arguments than the confirmation has; not decided", "confirmation", a.Target)
+			return
+		case a.Kind == menu.ActionApprove && !click.Vouched:
+			r.askAgain(c, click.From)
 			return
 		}
 		r.decide(ctx, c, a.Kind == menu.ActionApprove, SurfaceMenu)
@@ -102,6 +106,27 @@ func (r *runner) menuAction(ctx context.Context, a menu.Action) {
 	default:
 		r.log.Warn("app: unknown menu action", "kind", a.Kind.String())
 	}
+}
+
+// askAgain answers an Approve clicked in the menu by a click the tray
+// cannot vouch for — another program on the session bus may have sent it
+// (app/tray): it approves nothing. The menu then says where to approve
+// instead, and the approval's notification is raised again: its Approve
+// counts only from the notification server, and only where the
+// notification shows every argument (notify.Notification.Approve).
+func (r *runner) askAgain(c control.Confirmation, from string) {
+	r.log.Warn("app: not approved: the menu's Approve was clicked by a click the tray cannot tell from another program's; approve in the notification or with carapace confirm",
+		"confirmation", c.ID, "from", from)
+	r.state = r.state.WithReconfirm(c.ID)
+	r.render()
+	if r.o.Notifier == nil {
+		return
+	}
+	if err := r.o.Notifier.Show(reconfirmation(c)); err != nil {
+		r.log.Warn("app: raise the approval's notification again", "confirmation", c.ID, "err", err)
+		return
+	}
+	r.notified[c.ID] = true
 }
 
 // notificationAction does what a click on a notification asks.
@@ -191,6 +216,14 @@ func Notification(c control.Confirmation) notify.Notification {
 		Title: "Approve " + textutil.Printable(textutil.Clip(c.Tool, 64)) + "?",
 		Body:  b.String(),
 	}
+}
+
+// reconfirmation is the notification raised again for c after an
+// Approve in the menu that the tray could not vouch for.
+func reconfirmation(c control.Confirmation) notify.Notification {
+	n := Notification(c)
+	n.Body = "Confirm here: a click in the Carapace menu is not proof enough on this desktop.\n" + n.Body
+	return n
 }
 
 func orDash(s string) string {

@@ -43,8 +43,9 @@ type Tray interface {
 	// Update shows tree; it must not block on the GUI (a tray keeps the
 	// latest tree and applies it when it can).
 	Update(tree menu.Tree)
-	// Actions delivers the clicked items' actions.
-	Actions() <-chan menu.Action
+	// Clicks delivers the clicks on items with an action, saying whether
+	// the tray vouches that they came from the desktop's own menu.
+	Clicks() <-chan menu.Click
 	// Quit ends the tray's main loop.
 	Quit()
 }
@@ -160,7 +161,7 @@ func (r *runner) run(ctx context.Context) error {
 	if r.o.Notifier != nil {
 		nActions = r.o.Notifier.Actions()
 	}
-	tActions := r.o.Tray.Actions()
+	tClicks := r.o.Tray.Clicks()
 	tick := time.NewTicker(r.o.Tick)
 	defer tick.Stop()
 loop:
@@ -171,16 +172,16 @@ loop:
 			break loop
 		case f := <-r.msgs:
 			f()
-		case a, ok := <-tActions:
+		case c, ok := <-tClicks:
 			if !ok {
 				r.log.Info("app: the tray closed; quitting")
 				break loop
 			}
-			if a.Kind == menu.ActionQuit {
-				r.log.Info("app: quit from the menu")
+			if c.Kind == menu.ActionQuit {
+				r.log.Info("app: quit from the menu", "from", c.From)
 				break loop
 			}
-			r.menuAction(ctx, a)
+			r.menuAction(ctx, c)
 		case a, ok := <-nActions:
 			if !ok {
 				nActions = nil

@@ -131,6 +131,58 @@ func TestDecisions(t *testing.T) {
 	}
 }
 
+// An Approve the tray cannot vouch for (a dbusmenu Event from a
+// connection that is not the panel's) decides nothing: the menu says
+// where to approve, and the notification is raised again, whose Approve
+// decides. Deny is taken from any click: it approves nothing.
+func TestUnvouchedClicks(t *testing.T) {
+	h, b := fakeCore(t, nil)
+	n := newFakeNotifier()
+	a := startApp(t, h, func(o *app.Options) { o.Notifier = n })
+	a.tray.waitFor(t, "the core running", titled("status", "Carapace: running"))
+	b.AddConfirmation(confirmation(idA, `{"to":"alice@example.com"}`))
+	b.AddConfirmation(confirmation(idB, `{"to":"bob@example.com"}`))
+	tr := a.tray.waitFor(t, "the approvals", func(tr menu.Tree) bool {
+		return has("confirm/"+idA+"/approve")(tr) && has("confirm/"+idB+"/deny")(tr)
+	})
+	n.waitShown(t, idA)
+
+	a.tray.clickFrom(t, tr, "confirm/"+idA+"/approve", false)
+	reconfirm := a.tray.waitFor(t, "where to approve instead", func(tr menu.Tree) bool {
+		_, ok := tr.Find("confirm/" + idA + "/reconfirm/0")
+		return ok
+	})
+	if text := reconfirm.String(); !strings.Contains(text, "carapace confirm approve aaaaaaaa") {
+		t.Errorf("the menu does not say how to approve instead:\n%s", text)
+	}
+	n.waitFor(t, "the notification raised again", func() bool {
+		return len(shownFor(n.shown, idA)) == 2 && strings.HasPrefix(shownFor(n.shown, idA)[1].Body, "Confirm here:")
+	})
+	if got := b.Decisions(); len(got) != 0 {
+		t.Fatalf("an unvouched Approve decided: %+v", got)
+	}
+	if !strings.Contains(a.log.String(), "from=\"a test\"") {
+		t.Errorf("the log does not name the click's sender:\n%s", a.log)
+	}
+
+	// Deny needs no voucher.
+	a.tray.clickFrom(t, tr, "confirm/"+idB+"/deny", false)
+	a.tray.waitFor(t, "B denied", hasNot("confirm/"+idB))
+	// The notification's Approve decides.
+	n.act(t, notify.Action{Key: idA, Approve: true})
+	a.tray.waitFor(t, "A approved", hasNot("confirm/"+idA))
+	got := b.Decisions()
+	if len(got) != 2 || got[0].ID != idB || got[0].Approve || got[0].Surface != app.SurfaceMenu ||
+		got[1].ID != idA || !got[1].Approve || got[1].Surface != app.SurfaceNotification {
+		t.Fatalf("decisions %+v; want B denied in the menu, then A approved on the notification", got)
+	}
+}
+
+// shownFor returns the notifications shown with key.
+func shownFor(shown []notify.Notification, key string) []notify.Notification {
+	return slices.DeleteFunc(slices.Clone(shown), func(n notify.Notification) bool { return n.Key != key })
+}
+
 // A click that comes after a decision made elsewhere changes nothing and
 // is no error: the first decision wins.
 func TestLateClicks(t *testing.T) {

@@ -25,7 +25,7 @@ type fakeTray struct {
 	tree    menu.Tree
 	updates int
 	changed chan struct{}
-	actions chan menu.Action
+	clicks  chan menu.Click
 	quit    chan struct{}
 	once    sync.Once
 }
@@ -33,7 +33,7 @@ type fakeTray struct {
 var _ app.Tray = (*fakeTray)(nil)
 
 func newFakeTray() *fakeTray {
-	return &fakeTray{changed: make(chan struct{}, 1), actions: make(chan menu.Action), quit: make(chan struct{})}
+	return &fakeTray{changed: make(chan struct{}, 1), clicks: make(chan menu.Click), quit: make(chan struct{})}
 }
 
 func (f *fakeTray) Update(t menu.Tree) {
@@ -47,8 +47,8 @@ func (f *fakeTray) Update(t menu.Tree) {
 	}
 }
 
-func (f *fakeTray) Actions() <-chan menu.Action { return f.actions }
-func (f *fakeTray) Quit()                       { f.once.Do(func() { close(f.quit) }) }
+func (f *fakeTray) Clicks() <-chan menu.Click { return f.clicks }
+func (f *fakeTray) Quit()                     { f.once.Do(func() { close(f.quit) }) }
 
 func (f *fakeTray) current() menu.Tree {
 	f.mu.Lock()
@@ -74,15 +74,22 @@ func (f *fakeTray) waitFor(t *testing.T, what string, cond func(menu.Tree) bool)
 	}
 }
 
-// click clicks item id of tr, which must be enabled.
+// click clicks item id of tr, which must be enabled, as the desktop's
+// own menu does (a vouched click).
 func (f *fakeTray) click(t *testing.T, tr menu.Tree, id string) {
+	t.Helper()
+	f.clickFrom(t, tr, id, true)
+}
+
+// clickFrom clicks item id of tr, vouched for or not.
+func (f *fakeTray) clickFrom(t *testing.T, tr menu.Tree, id string, vouched bool) {
 	t.Helper()
 	it, ok := tr.Find(id)
 	if !ok || !it.Enabled {
 		t.Fatalf("no enabled item %s in the menu:\n%s", id, tr)
 	}
 	select {
-	case f.actions <- it.Action:
+	case f.clicks <- menu.Click{Action: it.Action, Vouched: vouched, From: "a test"}:
 	case <-time.After(waitTimeout):
 		t.Fatalf("the app does not read clicks")
 	}

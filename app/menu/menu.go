@@ -72,6 +72,22 @@ type Action struct {
 	ArgsHash string
 }
 
+// Click is a click a tray reports: the clicked item's action, and what
+// the tray can tell of where the click came from.
+type Click struct {
+	Action
+	// Vouched says the tray can tell the click came from the desktop's
+	// own menu and not from another program: always so for macOS's
+	// menu, drawn by the app's own process; on Linux only when the
+	// session-bus connection that sent it is the panel's (app/tray says
+	// which), since any program on the bus can send a menu its clicks.
+	// The app approves only on a vouched click.
+	Vouched bool
+	// From names the sender, for the log: a D-Bus unique name on Linux,
+	// "" where there is nothing to name.
+	From string
+}
+
 // ActionKind says what an Action does.
 type ActionKind int
 

@@ -2,6 +2,7 @@ package menu
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -153,14 +154,15 @@ func approvals(s State, now time.Time) Item {
 		return it
 	}
 	for _, c := range s.Confirmations {
-		it.Children = append(it.Children, confirmation(c, s.Core == CoreRunning, now))
+		it.Children = append(it.Children, confirmation(c, s.Core == CoreRunning, slices.Contains(s.Reconfirm, c.ID), now))
 	}
 	return it
 }
 
 // confirmation is one confirmation's submenu: what it is, every argument,
-// then Approve and Deny.
-func confirmation(c control.Confirmation, live bool, now time.Time) Item {
+// then Approve and Deny. reconfirm says an Approve clicked here did not
+// count (State.Reconfirm).
+func confirmation(c control.Confirmation, live, reconfirm bool, now time.Time) Item {
 	id := "confirm/" + c.ID
 	digest := digestPrefix(c.ArgsHash)
 	it := Item{ID: id, Title: textutil.Printable(clipRunes(c.Tool, 32)) + " · " + textutil.Printable(clipRunes(c.Group, 24)) + " · " + digest,
@@ -186,8 +188,12 @@ func confirmation(c control.Confirmation, live bool, now time.Time) Item {
 	for i, l := range argLines {
 		it.Children = append(it.Children, Item{ID: id + "/arg/" + strconv.Itoa(i), Title: l})
 	}
+	it.Children = append(it.Children, Item{ID: id + "/sep/decide", Separator: true})
+	if reconfirm {
+		info("reconfirm", "Approve here did not count: this desktop's panel cannot prove a click in this menu is yours. "+
+			"Approve in the notification, or with: carapace confirm approve "+ShortID(c.ID))
+	}
 	it.Children = append(it.Children,
-		Item{ID: id + "/sep/decide", Separator: true},
 		Item{ID: id + "/approve", Title: "Approve", Enabled: live && readable,
 			Action: Action{Kind: ActionApprove, Target: c.ID, ArgsHash: c.ArgsHash}},
 		Item{ID: id + "/deny", Title: "Deny", Enabled: live,
@@ -323,6 +329,10 @@ func lines(id, text string) []Item {
 	}
 	return items
 }
+
+// ShortID is the prefix of a confirmation's id that people type, as
+// carapace confirm prints it.
+func ShortID(id string) string { return textutil.Printable(id[:min(len(id), 8)]) }
 
 func digestPrefix(h string) string {
 	if len(h) > DigestPrefix {

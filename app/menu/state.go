@@ -29,6 +29,10 @@ type State struct {
 	StartedCore   bool
 	Notifications Permission
 	LoginItem     LoginItem
+	// Reconfirm lists the pending confirmations whose Approve was clicked
+	// in the menu by a click the tray could not vouch for (Click.Vouched):
+	// their submenus say where to approve instead.
+	Reconfirm []string
 }
 
 // Core is how the app reaches the core.
@@ -121,6 +125,19 @@ func (s State) Apply(ev control.WatchEvent) State {
 		s.Core, s.Problem = CoreConnecting, "the core ended the watch: "+orUnknown(ev.Error)
 	}
 	s.Status.PendingConfirmations, s.Status.Sessions = len(s.Confirmations), len(s.Sessions)
+	s.Reconfirm = slices.DeleteFunc(slices.Clone(s.Reconfirm), func(id string) bool {
+		_, pending := s.Confirmation(id)
+		return !pending
+	})
+	return s
+}
+
+// WithReconfirm returns s with confirmation id in Reconfirm.
+func (s State) WithReconfirm(id string) State {
+	if _, ok := s.Confirmation(id); !ok || slices.Contains(s.Reconfirm, id) {
+		return s
+	}
+	s.Reconfirm = append(slices.Clone(s.Reconfirm), id)
 	return s
 }
 
@@ -137,7 +154,7 @@ func (s State) Connecting(why string) State {
 // approvable, and no session survives it: both lists empty.
 func (s State) NotRunning(why string) State {
 	s.Core, s.Problem = CoreNotRunning, orUnknown(why)
-	s.Confirmations, s.Sessions = nil, nil
+	s.Confirmations, s.Sessions, s.Reconfirm = nil, nil, nil
 	s.Status.Draining, s.Status.Paused = false, false
 	s.Status.PendingConfirmations, s.Status.Sessions = 0, 0
 	s.StartedCore = false

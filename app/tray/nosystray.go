@@ -14,12 +14,16 @@ func runLoop(t *Tray) {
 	<-t.quit
 }
 
-func quitLoop()                {}
-func setTooltip(string)        {}
-func setTitle()                {}
-func setBadge(string)          {}
-func setIcon(menu.Icon)        {}
-func newBackend(*Tray) backend { return nopBackend{} }
+func quitLoop()         {}
+func setTooltip(string) {}
+func setTitle()         {}
+func setBadge(string)   {}
+func setIcon(menu.Icon) {}
+func newView(t *Tray) view {
+	v := &reconcileView{t: t}
+	v.rec.b = nopBackend{}
+	return v
+}
 
 // nopBackend shows nothing.
 type nopBackend struct{}

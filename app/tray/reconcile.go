@@ -1,6 +1,45 @@
 package tray
 
-import "github.com/carapace-dev/carapace/app/menu"
+import (
+	"sync"
+
+	"github.com/carapace-dev/carapace/app/menu"
+)
+
+// reconcileView is the view of a platform whose menu library shows the
+// items (fyne systray's menu on macOS): a reconciler keeps the backend's
+// menu equal to the items, and a click on the backend's item reports the
+// action of the item with its ID as last applied.
+type reconcileView struct {
+	t *Tray
+	// vouched says the backend's menu can be clicked only through the
+	// desktop's own menu (macOS: it is drawn by the app's process).
+	vouched bool
+
+	mu  sync.Mutex // show against clicks
+	rec reconciler
+}
+
+func (v *reconcileView) show(items []menu.Item) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	before := v.rec.rebuilds
+	v.rec.apply(items)
+	if v.rec.rebuilds != before {
+		v.t.log.Debug("tray: the menu was rebuilt")
+	}
+}
+
+// clicked reports a click on the item with id, if it is shown and
+// enabled.
+func (v *reconcileView) clicked(id string) {
+	v.mu.Lock()
+	a, enabled := v.rec.action(id)
+	v.mu.Unlock()
+	if enabled {
+		v.t.deliver(menu.Click{Action: a, Vouched: v.vouched})
+	}
+}
 
 // backend is what the reconciler needs from a menu-bar library. It has
 // the shape of fyne.io/systray's menu: items are appended to the end of

@@ -247,49 +247,54 @@ func TestReconcileEdges(t *testing.T) {
 	}
 }
 
-// A click reports the action of the item as last applied; a click on an
-// item that is gone, disabled or only information reports nothing.
+// A click reports the action of the item as last applied, vouched for as
+// the view says; a click on an item that is gone, disabled or only
+// information reports nothing.
 func TestClicks(t *testing.T) {
-	tr := New(nil)
-	f := &fakeBackend{}
-	tr.rec.b = f
-	a := conf("aaaa")
-	s := menu.State{}.Apply(snapshot(a))
-	tr.rec.apply(menu.Render(s, t0).Items)
-	tests := []struct {
-		name string
-		id   string
-		want *menu.Action
-	}{
-		{"approve", "confirm/aaaa/approve", &menu.Action{Kind: menu.ActionApprove, Target: "aaaa", ArgsHash: a.ArgsHash}},
-		{"deny", "confirm/aaaa/deny", &menu.Action{Kind: menu.ActionDeny, Target: "aaaa", ArgsHash: a.ArgsHash}},
-		{"quit", "quit", &menu.Action{Kind: menu.ActionQuit}},
-		{"an argument line", "confirm/aaaa/arg/0", nil},
-		{"disabled", "sessions/none", nil},
-		{"unknown", "confirm/zzzz/approve", nil},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			tr.clicked(tt.id)
+	for _, vouched := range []bool{true, false} {
+		t.Run(fmt.Sprint("vouched=", vouched), func(t *testing.T) {
+			tr := New(nil)
+			v := &reconcileView{t: tr, vouched: vouched}
+			v.rec.b = &fakeBackend{}
+			a := conf("aaaa")
+			s := menu.State{}.Apply(snapshot(a))
+			v.show(menu.Render(s, t0).Items)
+			tests := []struct {
+				name string
+				id   string
+				want *menu.Action
+			}{
+				{"approve", "confirm/aaaa/approve", &menu.Action{Kind: menu.ActionApprove, Target: "aaaa", ArgsHash: a.ArgsHash}},
+				{"deny", "confirm/aaaa/deny", &menu.Action{Kind: menu.ActionDeny, Target: "aaaa", ArgsHash: a.ArgsHash}},
+				{"quit", "quit", &menu.Action{Kind: menu.ActionQuit}},
+				{"an argument line", "confirm/aaaa/arg/0", nil},
+				{"disabled", "sessions/none", nil},
+				{"unknown", "confirm/zzzz/approve", nil},
+			}
+			for _, tt := range tests {
+				t.Run(tt.name, func(t *testing.T) {
+					v.clicked(tt.id)
+					select {
+					case got := <-tr.Clicks():
+						if tt.want == nil || got.Action != *tt.want || got.Vouched != vouched {
+							t.Errorf("click on %s: %+v, want %v (vouched %v)", tt.id, got, tt.want, vouched)
+						}
+					default:
+						if tt.want != nil {
+							t.Errorf("click on %s: nothing, want %+v", tt.id, *tt.want)
+						}
+					}
+				})
+			}
+			// Decided: its items are gone, and a late click on them does nothing.
+			v.show(menu.Render(s.Apply(resolved(a)), t0).Items)
+			v.clicked("confirm/aaaa/approve")
 			select {
-			case got := <-tr.Actions():
-				if tt.want == nil || got != *tt.want {
-					t.Errorf("click on %s: %+v, want %v", tt.id, got, tt.want)
-				}
+			case got := <-tr.Clicks():
+				t.Errorf("a click on a removed item: %+v", got)
 			default:
-				if tt.want != nil {
-					t.Errorf("click on %s: nothing, want %+v", tt.id, *tt.want)
-				}
 			}
 		})
-	}
-	// Decided: its items are gone, and a late click on them does nothing.
-	tr.rec.apply(menu.Render(s.Apply(resolved(a)), t0).Items)
-	tr.clicked("confirm/aaaa/approve")
-	select {
-	case got := <-tr.Actions():
-		t.Errorf("a click on a removed item: %+v", got)
-	default:
 	}
 }
 

@@ -4,15 +4,24 @@
 //
 // fyne systray owns the main loop: Run must be called on the main
 // goroutine, and no other AppKit loop may run beside it. It keeps global
-// state, so a process has one Tray. Its menu can only be appended to, so
-// the Tray keeps a map from the Tree's stable item IDs to systray items
-// and changes them in place (reconcile.go), rebuilding the menu only for
-// a change that cannot be made so. Clicks go out on Actions as the
-// clicked item's menu.Action, looked up by ID in the tree last applied.
+// state, so a process has one Tray.
+//
+// On macOS (and other platforms) fyne systray's menu shows the items. It
+// can only be appended to, so the Tray keeps a map from the Tree's stable
+// item IDs to systray items and changes them in place (reconcile.go),
+// rebuilding the menu only for a change that cannot be made so.
+//
+// On Linux the Tray serves the com.canonical.dbusmenu menu itself
+// (dbusmenu_linux.go), on fyne systray's connection and at its path,
+// because fyne's accepts a click from any program on the session bus; its
+// own tells the panel's clicks from others' (menu.Click.Vouched).
+//
+// Either way clicks go out on Clicks as the clicked item's menu.Action,
+// looked up by ID in the tree last applied.
 //
 // fyne systray's Linux menu has a data race that -race reports (its
-// refresh against GetLayout): tests run a program that uses this package
-// as a subprocess; the reconciler is tested here with a fake backend.
+// refresh against GetLayout); tests run a program that uses this package
+// as a subprocess. The reconciler is tested here with a fake backend.
 package tray
 
 import (
@@ -25,8 +34,8 @@ import (
 // Tray is the menu bar's menu. Update, Actions and Quit are safe for
 // concurrent use; Run runs on the main goroutine.
 type Tray struct {
-	log     *slog.Logger
-	actions chan menu.Action
+	log    *slog.Logger
+	clicks chan menu.Click
 
 	mu       sync.Mutex
 	pending  *menu.Tree // the latest tree not applied yet
@@ -34,11 +43,16 @@ type Tray struct {
 	kick     chan struct{} // a tree is pending
 	quit     chan struct{} // closed by Quit
 
-	// Only the goroutine that applies trees touches these, under amu
-	// (clicks read the reconciler's actions).
-	amu  sync.Mutex
-	rec  reconciler
+	// Only the goroutine that applies trees touches these.
+	view view
 	icon menu.Icon
+}
+
+// view is how a platform shows the menu's items; it reports clicks with
+// Tray.deliver. Its methods are safe for concurrent use with clicks.
+type view interface {
+	// show makes the menu show items.
+	show(items []menu.Item)
 }
 
 // New returns a Tray; nothing shows until Run.
@@ -46,8 +60,8 @@ func New(log *slog.Logger) *Tray {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	t := &Tray{log: log, actions: make(chan menu.Action, 16), kick: make(chan struct{}, 1), quit: make(chan struct{}), icon: -1}
-	t.rec.b = newBackend(t)
+	t := &Tray{log: log, clicks: make(chan menu.Click, 16), kick: make(chan struct{}, 1), quit: make(chan struct{}), icon: -1}
+	t.view = newView(t)
 	return t
 }
 
@@ -82,8 +96,8 @@ func (t *Tray) Update(tree menu.Tree) {
 	}
 }
 
-// Actions delivers the clicked items' actions.
-func (t *Tray) Actions() <-chan menu.Action { return t.actions }
+// Clicks delivers the clicks on items that have an action.
+func (t *Tray) Clicks() <-chan menu.Click { return t.clicks }
 
 // Quit ends Run. It may be called before Run (which then returns at once)
 // and more than once.
@@ -117,13 +131,7 @@ func (t *Tray) applyLoop() {
 }
 
 func (t *Tray) apply(tree menu.Tree) {
-	t.amu.Lock()
-	defer t.amu.Unlock()
-	before := t.rec.rebuilds
-	t.rec.apply(tree.Items)
-	if t.rec.rebuilds != before {
-		t.log.Debug("tray: the menu was rebuilt")
-	}
+	t.view.show(tree.Items)
 	if tree.Icon != t.icon {
 		setIcon(tree.Icon)
 		t.icon = tree.Icon
@@ -132,17 +140,15 @@ func (t *Tray) apply(tree menu.Tree) {
 	setBadge(tree.Badge)
 }
 
-// clicked reports a click on the item with id.
-func (t *Tray) clicked(id string) {
-	t.amu.Lock()
-	a, enabled := t.rec.action(id)
-	t.amu.Unlock()
-	if !enabled || a.Kind == menu.ActionNone {
+// deliver reports c, the click on an enabled item; one with no action
+// reports nothing.
+func (t *Tray) deliver(c menu.Click) {
+	if c.Kind == menu.ActionNone {
 		return
 	}
 	select {
-	case t.actions <- a:
+	case t.clicks <- c:
 	default:
-		t.log.Warn("tray: a click was dropped: the app is not reading clicks", "item", id)
+		t.log.Warn("tray: a click was dropped: the app is not reading clicks", "action", c.Kind.String(), "target", c.Target)
 	}
 }

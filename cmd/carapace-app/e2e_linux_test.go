@@ -9,12 +9,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/carapace-dev/carapace/core/control"
-	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/internal/testutil/desktop"
 )
 
@@ -23,52 +23,13 @@ import (
 // desktop), driving a real core it starts itself, through real bin/ipc
 // calls: what issue 14 asks of it on a Linux desktop.
 func TestAppOnADesktop(t *testing.T) {
-	bin := t.TempDir()
-	// The app starts the carapace beside it: build both into one folder.
-	// Never with the race detector: fyne systray's global state does not
-	// survive it (SURFACES.md §3), which is why the app runs as a process.
-	buildInto(t, bin, "carapace-app", ".", "CGO_ENABLED=0")
-	buildInto(t, bin, "carapace", "../carapace", "CGO_ENABLED=1", "-tags", "sqlite_fts5")
-	buildInto(t, bin, "ipc", "../ipc", "CGO_ENABLED=0")
-
-	dir, err := os.MkdirTemp("", "cpapp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	h := home.Dir(dir)
-	if err := h.Ensure(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(h.Config(), []byte("[confirm]\ntimeout = \"2m\"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	xdg := t.TempDir()
-
-	addr := desktop.StartBus(t)
-	notes := desktop.StartNotificationServer(t, addr, desktop.NotificationServerOptions{})
-	watcher := desktop.StartWatcher(t, addr)
-	cmd := exec.Command(filepath.Join(bin, "carapace-app"), "--home", dir, "--log-level", "debug")
-	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+xdg)
-	proc := desktop.StartProcess(t, addr, cmd)
-	item := watcher.WaitItem(t, proc.PID())
-
-	// No core was running: the app started one.
-	client := control.NewClient(h.ControlSocket())
-	var st control.Status
-	waitUntil(t, "the core the app starts", func() bool {
-		st, err = client.Status(context.Background())
-		return err == nil
-	})
-	item.WaitMenu(t, "the running core in the menu", func(m desktop.Menu) bool { return m.Find("Carapace: running") != nil })
+	a := startApp(t, appOptions{})
+	client, notes, item, h, proc := a.client, a.notes, a.item, a.home, a.proc
+	bin, addr, xdg := a.bin, a.addr, a.xdg
 
 	// 1. A high-risk call raises a notification naming the tool and the
 	// digest prefix; its Approve action completes the call.
-	sess, err := client.OpenSession(context.Background(), "main")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close()
+	sess := a.session(t)
 	first := startIPC(t, bin, sess.Info().Socket, `{"message":"approved by notification"}`)
 	c1 := pendingOne(t, client, "")
 	rec := notes.Wait(t, "a notification for the call", func(r desktop.Recorded) bool { return len(r.Open) > 0 })
@@ -150,29 +111,7 @@ func TestAppOnADesktop(t *testing.T) {
 	if _, err := client.Status(context.Background()); !errors.Is(err, control.ErrNotRunning) {
 		t.Fatalf("after Quit the core the app started still answers: %v", err)
 	}
-	_ = st
-}
-
-// denyOf finds the enabled Deny item of the confirmation whose submenu
-// names the digest prefix of args (its args_hash).
-func denyOf(m desktop.Menu, argsHash string) *desktop.MenuNode {
-	approvals := m.FindFunc(func(n *desktop.MenuNode) bool { return strings.HasPrefix(n.Label, "Pending approvals") })
-	if approvals == nil {
-		return nil
-	}
-	for _, sub := range approvals.Children {
-		// dbusmenu labels double a literal underscore (one marks the
-		// access key): echo_confirm is "echo__confirm" on the bus.
-		if !strings.Contains(sub.Label, "echo__confirm") || !strings.Contains(sub.Label, argsHash[:12]) {
-			continue
-		}
-		for _, x := range sub.Children {
-			if x.Label == "Deny" && x.Enabled {
-				return x
-			}
-		}
-	}
-	return nil
+	_ = h
 }
 
 // pendingOne waits for the one pending confirmation that is not one of
@@ -242,17 +181,6 @@ func (b *bgIPC) wait(t *testing.T) string {
 	return b.out.String()
 }
 
-// buildInto builds pkg as bin/name with the given env and flags.
-func buildInto(t *testing.T, bin, name, pkg, env string, flags ...string) {
-	t.Helper()
-	args := append([]string{"build", "-o", filepath.Join(bin, name)}, flags...)
-	cmd := exec.Command("go", append(args, pkg)...)
-	cmd.Env = append(os.Environ(), env)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
-	}
-}
-
 // waitUntil polls cond until it holds, or fails the test after
 // desktop.Timeout.
 func waitUntil(t *testing.T, what string, cond func() bool) {
@@ -263,5 +191,99 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A click in the tray menu is a com.canonical.dbusmenu Event, a method
+// call any connection on the session bus can make: a forged Approve —
+// from a program with the bus but not the control socket — must decide
+// nothing, as a forged ActionInvoked decides nothing. The panel's own
+// click (the connection that owns org.kde.StatusNotifierWatcher, which
+// reads and clicks the menu, as xfce4-panel's tray does) approves.
+func TestForgedMenuClickApprovesNothing(t *testing.T) {
+	a := startApp(t, appOptions{})
+	sess := a.session(t)
+	call := startIPC(t, a.bin, sess.Info().Socket, `{"message":"approve me only if I asked"}`)
+	c := pendingOne(t, a.client, "")
+	m := a.item.WaitMenu(t, "the call's Approve", func(m desktop.Menu) bool { return approveOf(m, c.ArgsHash) != nil })
+	approve := approveOf(m, c.ArgsHash).ID
+	shown := len(a.notes.Wait(t, "the call's notification", func(r desktop.Recorded) bool { return len(r.Notifications) > 0 }).Notifications)
+
+	forger := desktop.NewForger(t, a.addr)
+	menuPath := a.item.MenuPath(t)
+	if err := forger.MenuEvent(t, a.item.Service, menuPath, approve, "clicked"); err != nil {
+		t.Fatalf("the forged Event was answered with an error: %v", err)
+	}
+	if err := forger.MenuEventGroup(t, a.item.Service, menuPath, "clicked", approve, approve); err != nil {
+		t.Fatalf("the forged EventGroup was answered with an error: %v", err)
+	}
+	// The app answers a click it cannot vouch for by asking again where
+	// only the user can answer: the notification, raised again. Wait for
+	// that, or for the decision the forgery was after.
+	waitUntil(t, "the forged clicks to be handled", func() bool {
+		got, err := a.client.Confirmation(context.Background(), c.ID)
+		return (err == nil && !got.Pending()) || len(a.notes.Recorded().Notifications) > shown
+	})
+	if got, err := a.client.Confirmation(context.Background(), c.ID); err != nil || !got.Pending() {
+		t.Fatalf("after forged menu clicks the confirmation is %+v (%v): a click from another bus connection decided it", got, err)
+	}
+	if n := a.decisions(t, c.ID); len(n) != 0 {
+		t.Fatalf("the audit log records decisions %v after forged clicks alone", n)
+	}
+	a.proc.WaitOutput(t, "the refusal in the app's log", func(out string) bool {
+		return strings.Contains(out, "not proven to come from the panel") && strings.Contains(out, forger.UniqueName())
+	})
+
+	// The positive control: the panel's click approves.
+	a.item.Click(t, approve)
+	if out := call.wait(t); !strings.Contains(out, "approve me only if I asked") {
+		t.Fatalf("the call approved from the menu answered %q", out)
+	}
+	if got := decided(t, a.client, c.ID); got.Decision != "approved" || got.Surface != "app" {
+		t.Fatalf("confirmation after the panel's Approve: %+v", got)
+	}
+	if n := a.decisions(t, c.ID); n["approved"] != 1 || len(n) != 1 {
+		t.Fatalf("the audit log records decisions %v; want one approval", n)
+	}
+}
+
+// Where the panel that shows the menu is not the watcher's connection (KDE
+// Plasma: kded is the watcher, plasmashell the host), the app cannot tell
+// the panel's click from another program's: Approve in the menu approves
+// nothing, says so in the menu, and raises the approval's notification
+// again, whose Approve — sent by the notification server — decides.
+func TestMenuApproveWithAPanelApartFromTheWatcher(t *testing.T) {
+	a := startApp(t, appOptions{Watcher: desktop.WatcherOptions{SeparateHost: true}})
+	if a.watcher.HostName() == a.watcher.UniqueName() {
+		t.Fatal("the test host reads the menu from the watcher's connection")
+	}
+	sess := a.session(t)
+	call := startIPC(t, a.bin, sess.Info().Socket, `{"message":"approved in the second step"}`)
+	c := pendingOne(t, a.client, "")
+	m := a.item.WaitMenu(t, "the call's Approve", func(m desktop.Menu) bool { return approveOf(m, c.ArgsHash) != nil })
+	first := a.notes.Wait(t, "the call's notification", func(r desktop.Recorded) bool { return len(r.Notifications) > 0 }).Notifications[0]
+
+	a.item.Click(t, approveOf(m, c.ArgsHash).ID)
+	rec := a.notes.Wait(t, "the notification raised again", func(r desktop.Recorded) bool { return len(r.Notifications) > 1 })
+	again := rec.Notifications[1]
+	if again.ReplacesID != first.ID || !strings.Contains(again.Body, "Confirm here") || !slices.Contains(again.Actions, "approve") {
+		t.Fatalf("the notification raised again: %+v; want it to replace %d, say why, and carry Approve", again, first.ID)
+	}
+	a.item.WaitMenu(t, "the menu saying where to approve", func(m desktop.Menu) bool {
+		return m.FindFunc(func(n *desktop.MenuNode) bool { return strings.Contains(n.Label, "did not count") }) != nil
+	})
+	if got, err := a.client.Confirmation(context.Background(), c.ID); err != nil || !got.Pending() {
+		t.Fatalf("after the host's Approve in the menu the confirmation is %+v (%v); want it pending", got, err)
+	}
+
+	a.notes.Invoke(t, again.ID, "approve")
+	if out := call.wait(t); !strings.Contains(out, "approved in the second step") {
+		t.Fatalf("the call answered %q", out)
+	}
+	if got := decided(t, a.client, c.ID); got.Decision != "approved" || got.Surface != "notification" {
+		t.Fatalf("confirmation after the notification's Approve: %+v", got)
+	}
+	if n := a.decisions(t, c.ID); n["approved"] != 1 || len(n) != 1 {
+		t.Fatalf("the audit log records decisions %v; want one approval", n)
 	}
 }

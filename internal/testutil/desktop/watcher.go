@@ -28,7 +28,11 @@ const (
 // panel behind it: tray icons register with it, and for each it hands the
 // test an Item to read and click. It is safe for concurrent use.
 type Watcher struct {
-	conn    *dbus.Conn
+	conn *dbus.Conn
+	// host is the connection the panel reads and clicks menus from: conn
+	// itself (xfce4-panel, GNOME Shell), or another one (KDE Plasma,
+	// where kded owns the watcher and plasmashell shows the menus).
+	host    *dbus.Conn
 	props   *prop.Properties
 	signals chan *dbus.Signal
 
@@ -60,13 +64,34 @@ type Item struct {
 	menuPath dbus.ObjectPath // from the Menu property, once read
 }
 
+// WatcherOptions configures StartWatcherWith.
+type WatcherOptions struct {
+	// SeparateHost makes the panel that reads and clicks the menus a
+	// connection of its own, apart from the watcher's, as on KDE Plasma
+	// (kded owns the watcher, plasmashell shows the menus). By default
+	// one connection is both, as in xfce4-panel's status tray and GNOME
+	// Shell's AppIndicator extension.
+	SeparateHost bool
+}
+
 // StartWatcher connects to the bus at addr and owns
 // org.kde.StatusNotifierWatcher there (failing the test if someone else
 // does), with a host registered: IsStatusNotifierHostRegistered is true,
-// so an item shows itself. It stops when the test ends.
+// so an item shows itself. The same connection is the host that reads
+// and clicks the items' menus. It stops when the test ends.
 func StartWatcher(t testing.TB, addr string) *Watcher {
 	t.Helper()
+	return StartWatcherWith(t, addr, WatcherOptions{})
+}
+
+// StartWatcherWith is StartWatcher with options.
+func StartWatcherWith(t testing.TB, addr string, opts WatcherOptions) *Watcher {
+	t.Helper()
 	w := &Watcher{conn: Connect(t, addr), signals: make(chan *dbus.Signal, 64)}
+	w.host = w.conn
+	if opts.SeparateHost {
+		w.host = Connect(t, addr)
+	}
 	w.conn.Signal(w.signals)
 	rule := "type='signal',sender='" + busDriver + "',interface='" + busDriver + "',member='NameOwnerChanged'"
 	if err := busCall(w.conn, "AddMatch", rule).Err; err != nil {
@@ -76,7 +101,8 @@ func StartWatcher(t testing.TB, addr string) *Watcher {
 		t.Fatalf("desktop: export the watcher: %v", err)
 	}
 	props, err := prop.Export(w.conn, WatcherPath, prop.Map{WatcherName: {
-		"RegisteredStatusNotifierItems":  {Value: []string{}, Emit: prop.EmitTrue},
+		// Announced by setRegistered, which tolerates a closed connection.
+		"RegisteredStatusNotifierItems":  {Value: []string{}, Emit: prop.EmitFalse},
 		"IsStatusNotifierHostRegistered": {Value: true, Emit: prop.EmitTrue},
 		"ProtocolVersion":                {Value: int32(0), Emit: prop.EmitTrue},
 	}})
@@ -89,9 +115,13 @@ func StartWatcher(t testing.TB, addr string) *Watcher {
 	return w
 }
 
-// UniqueName returns the unique name of the watcher's connection, which
-// is also the panel's: the item's methods are called from it.
+// UniqueName returns the unique name of the watcher's connection, the
+// owner of org.kde.StatusNotifierWatcher.
 func (w *Watcher) UniqueName() string { return UniqueName(w.conn) }
+
+// HostName returns the unique name of the connection the items' methods
+// are called from: the watcher's own unless SeparateHost.
+func (w *Watcher) HostName() string { return UniqueName(w.host) }
 
 // Items returns the items registered so far, in order, gone ones included.
 func (w *Watcher) Items() []*Item {
@@ -182,7 +212,7 @@ func (w *Watcher) loop() {
 		}
 		w.changes.changed()
 		if len(left) > 0 {
-			w.props.SetMust(WatcherName, "RegisteredStatusNotifierItems", w.registered())
+			w.setRegistered()
 		}
 		w.mu.Unlock()
 		for _, it := range left {
@@ -200,6 +230,16 @@ func (w *Watcher) itemOf(sender string) *Item {
 		}
 	}
 	return nil
+}
+
+// setRegistered sets RegisteredStatusNotifierItems and announces it
+// (PropertiesChanged); at the test's end the connection may be closing,
+// and the announcement is then dropped. w.mu is held.
+func (w *Watcher) setRegistered() {
+	list := w.registered()
+	w.props.SetMust(WatcherName, "RegisteredStatusNotifierItems", list)
+	_ = w.conn.Emit(WatcherPath, "org.freedesktop.DBus.Properties.PropertiesChanged", WatcherName,
+		map[string]dbus.Variant{"RegisteredStatusNotifierItems": dbus.MakeVariant(list)}, []string{})
 }
 
 // registered is the RegisteredStatusNotifierItems property: "service/path"
@@ -244,7 +284,7 @@ func (o watcherObject) RegisterStatusNotifierItem(sender dbus.Sender, service st
 	again := slices.ContainsFunc(w.items, func(old *Item) bool { return old.Service == it.Service && old.Path == it.Path && !old.gone })
 	if !again {
 		w.items = append(w.items, it)
-		w.props.SetMust(WatcherName, "RegisteredStatusNotifierItems", w.registered())
+		w.setRegistered()
 		w.changes.changed()
 	}
 	w.mu.Unlock()
@@ -289,7 +329,7 @@ type ItemProperties struct {
 func (it *Item) Properties(t testing.TB) ItemProperties {
 	t.Helper()
 	var all map[string]dbus.Variant
-	if err := call(it.w.conn, it.Service, it.Path, "org.freedesktop.DBus.Properties.GetAll", ItemInterface).Store(&all); err != nil {
+	if err := call(it.w.host, it.Service, it.Path, "org.freedesktop.DBus.Properties.GetAll", ItemInterface).Store(&all); err != nil {
 		t.Fatalf("desktop: read the properties of the tray item %s%s: %v", it.Service, it.Path, err)
 	}
 	p := ItemProperties{All: all}
@@ -333,7 +373,7 @@ func (it *Item) Layout(t testing.TB) Menu {
 	t.Helper()
 	var rev uint32
 	var root rawLayout
-	if err := call(it.w.conn, it.Service, it.MenuPath(t), MenuInterface+".GetLayout", int32(0), int32(-1), []string{}).Store(&rev, &root); err != nil {
+	if err := call(it.w.host, it.Service, it.MenuPath(t), MenuInterface+".GetLayout", int32(0), int32(-1), []string{}).Store(&rev, &root); err != nil {
 		t.Fatalf("desktop: read the menu of the tray item %s: %v", it.Service, err)
 	}
 	node, err := root.node()
@@ -389,7 +429,7 @@ func (it *Item) Click(t testing.TB, id int32) {
 // "hovered") for entry id.
 func (it *Item) Event(t testing.TB, id int32, eventID string) {
 	t.Helper()
-	if err := call(it.w.conn, it.Service, it.MenuPath(t), MenuInterface+".Event", id, eventID, dbus.MakeVariant(int32(0)), uint32(0)).Err; err != nil {
+	if err := call(it.w.host, it.Service, it.MenuPath(t), MenuInterface+".Event", id, eventID, dbus.MakeVariant(int32(0)), uint32(0)).Err; err != nil {
 		t.Fatalf("desktop: send %q to menu entry %d of %s: %v", eventID, id, it.Service, err)
 	}
 }
@@ -399,7 +439,7 @@ func (it *Item) Event(t testing.TB, id int32, eventID string) {
 func (it *Item) AboutToShow(t testing.TB, id int32) bool {
 	t.Helper()
 	var update bool
-	if err := call(it.w.conn, it.Service, it.MenuPath(t), MenuInterface+".AboutToShow", id).Store(&update); err != nil {
+	if err := call(it.w.host, it.Service, it.MenuPath(t), MenuInterface+".AboutToShow", id).Store(&update); err != nil {
 		t.Fatalf("desktop: AboutToShow(%d) on %s: %v", id, it.Service, err)
 	}
 	return update
@@ -559,4 +599,29 @@ func (m Menu) String() string {
 		draw(m.Root, 0)
 	}
 	return b.String()
+}
+
+// MenuEvent sends the menu event eventID ("clicked", …) for entry id to
+// the com.canonical.dbusmenu menu at path of the connection service, as a
+// panel would: a click that no panel made. It returns the menu's answer.
+func (f *Forger) MenuEvent(t testing.TB, service string, path dbus.ObjectPath, id int32, eventID string) error {
+	t.Helper()
+	return call(f.conn, service, path, MenuInterface+".Event", id, eventID, dbus.MakeVariant(int32(0)), uint32(0)).Err
+}
+
+// MenuEventGroup sends several menu events at once (EventGroup), each
+// eventID for its entry, and returns the menu's answer.
+func (f *Forger) MenuEventGroup(t testing.TB, service string, path dbus.ObjectPath, eventID string, ids ...int32) error {
+	t.Helper()
+	events := make([]struct {
+		V0 int32
+		V1 string
+		V2 dbus.Variant
+		V3 uint32
+	}, len(ids))
+	for i, id := range ids {
+		events[i].V0, events[i].V1, events[i].V2 = id, eventID, dbus.MakeVariant(int32(0))
+	}
+	var idErrors []int32
+	return call(f.conn, service, path, MenuInterface+".EventGroup", events).Store(&idErrors)
 }
