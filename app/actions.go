@@ -199,7 +199,9 @@ func (r *runner) syncNotifications() {
 
 // Notification is the notification for a pending confirmation: the tool
 // in the title; the group, the digest prefix and a one-line summary of the
-// arguments in the body; all of it escaped.
+// arguments in the body; all of it escaped. It offers Approve only when
+// the summary shows every argument in full (menu.Summary); else Deny, and
+// the body says where to review the whole of it.
 func Notification(c control.Confirmation) notify.Notification {
 	digest := c.ArgsHash
 	if len(digest) > menu.DigestPrefix {
@@ -210,13 +212,22 @@ func Notification(c control.Confirmation) notify.Notification {
 	if first, _, _ := strings.Cut(c.Summary, "\n"); first != "" {
 		b.WriteString(textutil.Printable(textutil.Clip(first, 200)) + "\n")
 	}
-	b.WriteString(menu.Summary(c, summaryWidth))
+	args, complete := menu.Summary(c, summaryWidth)
+	b.WriteString(args)
+	if !complete {
+		b.WriteString("\n" + reviewInMenu + menu.ShortID(c.ID))
+	}
 	return notify.Notification{
-		Key:   c.ID,
-		Title: "Approve " + textutil.Printable(textutil.Clip(c.Tool, 64)) + "?",
-		Body:  b.String(),
+		Key:     c.ID,
+		Title:   "Approve " + textutil.Printable(textutil.Clip(c.Tool, 64)) + "?",
+		Body:    b.String(),
+		Approve: complete,
 	}
 }
+
+// reviewInMenu ends the body of a notification that cannot show all the
+// arguments, followed by the confirmation's short id.
+const reviewInMenu = "Not all of it is shown here: review it in the Carapace menu to approve, or with carapace confirm show "
 
 // reconfirmation is the notification raised again for c after an
 // Approve in the menu that the tray could not vouch for.

@@ -236,8 +236,8 @@ func TestArgumentsLeftOut(t *testing.T) {
 	if it, _ := tr.Find("confirm/" + idA + "/approve"); !it.Enabled {
 		t.Error("no Approve for arguments that were fetched")
 	}
-	if got := n.waitShown(t, idA); !strings.Contains(got.Body, `to = "alice@example.com", body = "hello"`) {
-		t.Errorf("notification body %q lacks the arguments", got.Body)
+	if got := n.waitShown(t, idA); !strings.Contains(got.Body, `to = "alice@example.com", body = "hello"`) || !got.Approve {
+		t.Errorf("notification %+v lacks the arguments, or Approve", got)
 	}
 
 	// A confirmation the core will not show (gone already): announced
@@ -249,8 +249,8 @@ func TestArgumentsLeftOut(t *testing.T) {
 	if it, _ := tr.Find("confirm/" + idB + "/approve"); it.Enabled {
 		t.Error("Approve offered for arguments never shown")
 	}
-	if got := n.waitShown(t, idB); !strings.Contains(got.Body, "see the menu") {
-		t.Errorf("notification body %q", got.Body)
+	if got := n.waitShown(t, idB); !strings.Contains(got.Body, "see the menu") || got.Approve {
+		t.Errorf("notification %+v; want Deny only, pointing to the menu", got)
 	}
 	n.act(t, notify.Action{Key: idB, Approve: true})
 	// Then a deny, which is sent: the approve before it was not.
@@ -406,27 +406,36 @@ func TestNotificationPermission(t *testing.T) {
 }
 
 func TestNotificationContent(t *testing.T) {
+	long := strings.Repeat("x", 200)
 	tests := []struct {
 		name               string
 		tool, group, args  string
 		title, body0, body string
+		approve            bool
 	}{
-		{"plain", "send_email", "main", `{"to":"alice"}`, "Approve send_email?", "Group main · digest abababababab", `to = "alice"`},
-		{"hostile tool and group", "rm\u202e-rf", "ma\x1b[2Jin", `{}`, `Approve rm\u202e-rf?`, `Group ma\u001b[2Jin · digest abababababab`, "{}"},
-		{"newlines stay on one line", "t", "", `{"m":"a\nb"}`, "Approve t?", "Group - · digest abababababab", `m = "a\u000ab"`},
+		{"plain", "send_email", "main", `{"to":"alice"}`, "Approve send_email?", "Group main · digest abababababab", `to = "alice"`, true},
+		{"hostile tool and group", "rm\u202e-rf", "ma\x1b[2Jin", `{}`, `Approve rm\u202e-rf?`, `Group ma\u001b[2Jin · digest abababababab`, "{}", true},
+		{"newlines stay on one line", "t", "", `{"m":"a\nb"}`, "Approve t?", "Group - · digest abababababab", `m = "a\u000ab"`, true},
+		{"cut: Deny only", "t", "main", `{"m":"` + long + `"}`, "Approve t?", "Group main · digest abababababab",
+			`m = "` + long[:summaryWidth-6] + "…\n" + `Not all of it is shown here: review it in the Carapace menu to approve, or with carapace confirm show aaaaaaaa`, false},
+		{"not readable: Deny only", "t", "main", `{`, "Approve t?", "Group main · digest abababababab",
+			"arguments not readable: see the menu\nNot all of it is shown here: review it in the Carapace menu to approve, or with carapace confirm show aaaaaaaa", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := confirmation(idA, tt.args)
 			c.Tool, c.Group = tt.tool, tt.group
 			n := app.Notification(c)
-			lines := strings.Split(n.Body, "\n")
-			if n.Key != idA || n.Title != tt.title || len(lines) != 2 || lines[0] != tt.body0 || lines[1] != tt.body {
-				t.Errorf("got %+v\nwant title %q body %q / %q", n, tt.title, tt.body0, tt.body)
+			body0, body, _ := strings.Cut(n.Body, "\n")
+			if n.Key != idA || n.Title != tt.title || body0 != tt.body0 || body != tt.body || n.Approve != tt.approve {
+				t.Errorf("got %+v\nwant title %q body %q / %q, approve %v", n, tt.title, tt.body0, tt.body, tt.approve)
 			}
 		})
 	}
 }
+
+// summaryWidth is app's: how much of the arguments a notification shows.
+const summaryWidth = 120
 
 // Quitting a core the app found leaves it running and leaves no
 // goroutine behind.

@@ -174,26 +174,28 @@ func cut(r []rune, limit int) int {
 }
 
 // Summary is a confirmation's arguments on one line of at most width runes
-// (cut with "…"), for a notification: the leaves joined with ", ", escaped.
+// (cut with "…"), for a notification: the leaves joined with ", ",
+// escaped. complete says it shows every argument in full — nothing cut,
+// left out or unreadable —, the condition for offering Approve beside it.
 // The full arguments are in the menu.
-func Summary(c control.Confirmation, width int) string {
+func Summary(c control.Confirmation, width int) (s string, complete bool) {
 	switch {
 	case c.ArgumentsOmitted:
-		return "arguments too large for a notification: see the menu"
+		return "arguments too large for a notification: see the menu", false
 	case len(bytes.TrimSpace(c.Arguments)) == 0:
-		return "no arguments"
+		return "no arguments", true
 	}
 	ls, err := Leaves(c.Arguments)
 	if err != nil {
-		return "arguments not readable: see the menu"
+		return "arguments not readable: see the menu", false
 	}
 	parts := make([]string, len(ls))
 	for i, l := range ls {
 		parts[i] = l.String()
 	}
-	s := strings.Join(parts, ", ")
+	s = strings.Join(parts, ", ")
 	if utf8.RuneCountInString(s) > width {
-		s = string([]rune(s)[:width-1]) + "…"
+		return string([]rune(s)[:width-1]) + "…", false
 	}
-	return s
+	return s, true
 }

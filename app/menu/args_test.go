@@ -97,22 +97,25 @@ func TestWrap(t *testing.T) {
 func TestSummary(t *testing.T) {
 	long := strings.Repeat("x", 10<<10)
 	tests := []struct {
-		name  string
-		c     control.Confirmation
-		width int
-		want  string
+		name     string
+		c        control.Confirmation
+		width    int
+		want     string
+		complete bool
 	}{
-		{"leaves on one line", conf("a", "t", `{"to":"alice","body":"hi\nthere"}`), 80, `to = "alice", body = "hi\u000athere"`},
-		{"cut with an ellipsis", conf("a", "t", `{"m":"`+long+`"}`), 20, `m = "xxxxxxxxxxxxxx…`},
-		{"no arguments", conf("a", "t", ""), 80, "no arguments"},
-		{"left out of the event", omitted(conf("a", "t", `{"m":1}`)), 80, "arguments too large for a notification: see the menu"},
-		{"not JSON", conf("a", "t", `{`), 80, "arguments not readable: see the menu"},
+		{"leaves on one line", conf("a", "t", `{"to":"alice","body":"hi\nthere"}`), 80, `to = "alice", body = "hi\u000athere"`, true},
+		{"exactly the width", conf("a", "t", `{"m":"xxxxxxxxxx"}`), 16, `m = "xxxxxxxxxx"`, true},
+		{"cut with an ellipsis", conf("a", "t", `{"m":"`+long+`"}`), 20, `m = "xxxxxxxxxxxxxx…`, false},
+		{"one rune over", conf("a", "t", `{"m":"xxxxxxxxxx"}`), 15, `m = "xxxxxxxxx…`, false},
+		{"no arguments", conf("a", "t", ""), 80, "no arguments", true},
+		{"left out of the event", omitted(conf("a", "t", `{"m":1}`)), 80, "arguments too large for a notification: see the menu", false},
+		{"not JSON", conf("a", "t", `{`), 80, "arguments not readable: see the menu", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Summary(tt.c, tt.width)
-			if got != tt.want {
-				t.Errorf("Summary = %q, want %q", got, tt.want)
+			got, complete := Summary(tt.c, tt.width)
+			if got != tt.want || complete != tt.complete {
+				t.Errorf("Summary = %q, %v; want %q, %v", got, complete, tt.want, tt.complete)
 			}
 			if n := utf8.RuneCountInString(got); n > tt.width {
 				t.Errorf("Summary has %d runes, more than %d", n, tt.width)

@@ -19,9 +19,10 @@ import (
 
 // The identifiers registered with the notification centre.
 const (
-	macCategory = "carapace.approval" // the category of every approval
-	macApprove  = "carapace.approve"  // its Approve action (requires an unlocked Mac)
-	macDeny     = "carapace.deny"     // its Deny action (shown as destructive)
+	macCategory = "carapace.approval" // the category of an approval that offers Approve and Deny
+	macReview   = "carapace.review"   // the category of one that offers Deny only (Notification.Approve unset)
+	macApprove  = "carapace.approve"  // the Approve action (requires an unlocked Mac)
+	macDeny     = "carapace.deny"     // the Deny action (shown as destructive)
 )
 
 const (
@@ -84,9 +85,12 @@ func (s macSettings) permission(asked string) (bool, string) {
 type macCenter interface {
 	// settings reads the notification settings.
 	settings() (macSettings, error)
-	// add shows a notification of the approval category, replacing one
-	// with the same key, and reports the centre's answer.
-	add(key, title, body string) error
+	// add shows a notification, replacing one with the same key, of the
+	// category that offers Approve and Deny when approve is set, else of
+	// the one that offers Deny only, and reports the centre's answer.
+	// Title and body are plain text: the centre interprets nothing in
+	// them (no markup, no links, no attachments).
+	add(key, title, body string, approve bool) error
 	// remove withdraws the delivered and pending notifications with
 	// these keys.
 	remove(keys []string) error
@@ -101,8 +105,10 @@ type macNotifier struct {
 	log    *slog.Logger
 	center macCenter
 
-	mu      sync.Mutex
-	shown   map[string]bool // keys shown and not withdrawn or answered
+	mu sync.Mutex
+	// shown holds the keys shown and not withdrawn or answered, and
+	// whether each offers Approve.
+	shown   map[string]bool
 	actions chan Action
 	closed  bool
 	last    *macSettings // the last settings read, for when a read fails
@@ -172,18 +178,27 @@ func (n *macNotifier) Show(note Notification) error {
 		n.mu.Unlock()
 		return fmt.Errorf("show notification %s: the notifier is closed", note.Key)
 	}
-	// Recorded before it is shown, so that no click can come first.
-	again := n.shown[note.Key]
-	n.shown[note.Key] = true
+	// Recorded before it is shown, so that no click can come first;
+	// while one replaces another, Approve counts only if both offer it.
+	before, again := n.shown[note.Key]
+	n.shown[note.Key] = note.Approve && (before || !again)
 	n.mu.Unlock()
 
-	err := n.center.add(note.Key, macText(note.Title), macText(note.Body))
+	err := n.center.add(note.Key, macText(note.Title), macText(note.Body), note.Approve)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if _, still := n.shown[note.Key]; !still {
+		return err // answered or withdrawn meanwhile
+	}
+	switch {
+	case err != nil && again:
+		n.shown[note.Key] = before // the one shown before stays
+	case err != nil:
+		delete(n.shown, note.Key)
+	default:
+		n.shown[note.Key] = note.Approve
+	}
 	if err != nil {
-		if !again {
-			n.mu.Lock()
-			delete(n.shown, note.Key)
-			n.mu.Unlock()
-		}
 		return fmt.Errorf("show notification %s: %w", note.Key, err)
 	}
 	return nil
@@ -256,9 +271,14 @@ func (n *macNotifier) respond(key, action string) {
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.closed || !n.shown[key] {
+	offers, shown := n.shown[key]
+	switch {
+	case n.closed || !shown:
 		n.log.Warn("ignored a response to a notification this app did not show or already answered",
 			"key", key, "approve", approve)
+		return
+	case approve && !offers:
+		n.log.Warn("ignored Approve on a notification that offers Deny only", "key", key)
 		return
 	}
 	delete(n.shown, key)

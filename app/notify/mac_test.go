@@ -14,7 +14,7 @@ import (
 // centre.
 type fakeCenter struct {
 	mu       sync.Mutex
-	shown    map[string][2]string // key → title, body
+	shown    map[string]macShown
 	removed  []string
 	stopped  bool
 	addErr   error
@@ -23,7 +23,13 @@ type fakeCenter struct {
 	setCalls int
 }
 
-func newFakeCenter() *fakeCenter { return &fakeCenter{shown: map[string][2]string{}} }
+// macShown is a notification the fake centre shows.
+type macShown struct {
+	title, body string
+	approve     bool // of the category with Approve
+}
+
+func newFakeCenter() *fakeCenter { return &fakeCenter{shown: map[string]macShown{}} }
 
 func (f *fakeCenter) settings() (macSettings, error) {
 	f.mu.Lock()
@@ -32,13 +38,13 @@ func (f *fakeCenter) settings() (macSettings, error) {
 	return f.set, f.setErr
 }
 
-func (f *fakeCenter) add(key, title, body string) error {
+func (f *fakeCenter) add(key, title, body string, approve bool) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.addErr != nil {
 		return f.addErr
 	}
-	f.shown[key] = [2]string{title, body}
+	f.shown[key] = macShown{title, body, approve}
 	return nil
 }
 
@@ -71,7 +77,7 @@ func newTestNotifier(t *testing.T) (*macNotifier, *fakeCenter) {
 // show shows key or fails the test.
 func show(t *testing.T, n *macNotifier, key string) {
 	t.Helper()
-	if err := n.Show(Notification{Key: key, Title: "Approve send_email?", Body: "tool send_email"}); err != nil {
+	if err := n.Show(Notification{Key: key, Title: "Approve send_email?", Body: "tool send_email", Approve: true}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -177,12 +183,12 @@ func TestMacRespondNeverBlocks(t *testing.T) {
 func TestMacShow(t *testing.T) {
 	t.Parallel()
 	n, f := newTestNotifier(t)
-	err := n.Show(Notification{Key: "k", Title: "Approve\x00 rm?", Body: "args: \xff-rf /"})
+	err := n.Show(Notification{Key: "k", Title: "Approve\x00 rm?", Body: "args: \xff-rf /", Approve: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := f.shown["k"]; got != [2]string{"Approve\uFFFD rm?", "args: \uFFFD-rf /"} {
-		t.Errorf("centre got %q: NUL and invalid UTF-8 must become U+FFFD, nothing cut", got)
+	if got := f.shown["k"]; got != (macShown{"Approve\uFFFD rm?", "args: \uFFFD-rf /", true}) {
+		t.Errorf("centre got %+v: NUL and invalid UTF-8 must become U+FFFD, nothing cut", got)
 	}
 	for _, key := range []string{"", strings.Repeat("x", macMaxKey+1), "a\nb", "a\x00b", "\xff"} {
 		if err := n.Show(Notification{Key: key}); err == nil {
@@ -207,6 +213,34 @@ func TestMacShow(t *testing.T) {
 	n.respond("k", macApprove)
 	if got := pending(n); !slices.Equal(got, []Action{{Key: "k", Approve: true}}) {
 		t.Errorf("actions %v, want only k's", got)
+	}
+}
+
+// A notification that may not offer Approve (it cannot show every
+// argument) is of the Deny-only category, and an Approve response to it —
+// which only a stale or confused centre could send — decides nothing; a
+// notification replaced by a Deny-only one loses its Approve.
+func TestMacDenyOnly(t *testing.T) {
+	t.Parallel()
+	n, f := newTestNotifier(t)
+	if err := n.Show(Notification{Key: "cut", Title: "Approve t?", Body: "m = \"xxx…"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.shown["cut"]; got.approve {
+		t.Errorf("centre got %+v; want the Deny-only category", got)
+	}
+	show(t, n, "replaced")
+	if err := n.Show(Notification{Key: "replaced", Title: "Approve t?", Body: "now cut…"}); err != nil {
+		t.Fatal(err)
+	}
+	show(t, n, "whole") // the positive control
+	for _, key := range []string{"cut", "replaced", "whole"} {
+		n.respond(key, macApprove)
+	}
+	n.respond("cut", macDeny)
+	want := []Action{{Key: "whole", Approve: true}, {Key: "cut"}}
+	if got := pending(n); !slices.Equal(got, want) {
+		t.Errorf("actions %v, want %v", got, want)
 	}
 }
 

@@ -21,6 +21,13 @@ type Notification struct {
 	Key   string
 	Title string // e.g. "Approve send_email?"
 	Body  string // tool, group, digest prefix, a one-line summary of the arguments
+	// Approve offers the Approve button. Set it only when Body shows
+	// every byte of the arguments that would run — nothing cut, hidden or
+	// left out; else the notification offers Deny only, and Body should
+	// say where to review the approval. A Notifier may still withhold
+	// Approve where the desktop might show Body otherwise than written
+	// (FreedesktopBody).
+	Approve bool
 }
 
 // Action is a button the user pressed.

@@ -97,13 +97,17 @@ func (cgoCenter) settings() (macSettings, error) {
 	return r.settings, err
 }
 
-func (cgoCenter) add(key, title, body string) error {
+func (cgoCenter) add(key, title, body string, approve bool) error {
 	ck, ct, cb := C.CString(key), C.CString(title), C.CString(body)
 	defer C.free(unsafe.Pointer(ck))
 	defer C.free(unsafe.Pointer(ct))
 	defer C.free(unsafe.Pointer(cb))
 	id, ch := darwin.calls.start()
-	C.carapace_notify_show(C.uint64_t(id), ck, ct, cb)
+	offer := C.int(0)
+	if approve {
+		offer = 1
+	}
+	C.carapace_notify_show(C.uint64_t(id), ck, ct, cb, offer)
 	_, err := darwin.calls.wait(id, ch, macShowTimeout, "add the notification")
 	return err
 }

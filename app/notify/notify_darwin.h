@@ -11,7 +11,7 @@
 int carapace_notify_bundled(void);
 
 // carapace_notify_start sets the delegate, registers the approval
-// category, withdraws notifications left by an earlier process and asks
+// categories (Approve and Deny; Deny only), withdraws notifications left by an earlier process and asks
 // for authorization (the answer arrives in carapaceNotifyAuthorized).
 char *carapace_notify_start(void);
 
@@ -22,9 +22,10 @@ void carapace_notify_stop(void);
 // in carapaceNotifyDone(call, ...).
 void carapace_notify_settings(uint64_t call);
 
-// carapace_notify_show adds an approval notification; the centre's answer
+// carapace_notify_show adds an approval notification, offering Approve
+// and Deny when approve is not 0, else Deny only; the centre's answer
 // arrives in carapaceNotifyDone(call, ...).
-void carapace_notify_show(uint64_t call, const char *key, const char *title, const char *body);
+void carapace_notify_show(uint64_t call, const char *key, const char *title, const char *body, int approve);
 
 // carapace_notify_remove withdraws the delivered and pending
 // notifications with identifier key.

