@@ -304,10 +304,10 @@ type confirmFailure struct {
 }
 
 func (p *Pipeline) confirm(ctx context.Context, c *call, canonical []byte, summary string) *confirmFailure {
-	display, _ := sanitizeJSON(canonical)
+	display, hidden := confirm.Display(canonical)
 	tk, err := p.opts.Gate.Request(confirm.Request{
 		Session: c.s.ID, Group: c.s.Group, Tool: c.tool.Name, Correlation: c.req.Correlation,
-		ArgsHash: confirm.HashArguments(canonical), Display: display, Summary: summary,
+		ArgsHash: confirm.HashArguments(canonical), Arguments: canonical, Display: display, Hidden: hidden, Summary: summary,
 	})
 	switch {
 	case errors.Is(err, confirm.ErrTooMany):
@@ -457,19 +457,6 @@ func (p *Pipeline) pendingFrame(c *call, pend confirm.Confirmation) []byte {
 	}
 	b, _ := json.Marshal(&r)
 	return b
-}
-
-// sanitizeJSON returns canonical JSON with secrets redacted, for display.
-func sanitizeJSON(canonical []byte) ([]byte, []sanitize.Redaction) {
-	var v any
-	dec := json.NewDecoder(strings.NewReader(string(canonical)))
-	dec.UseNumber()
-	if err := dec.Decode(&v); err != nil {
-		return nil, nil
-	}
-	clean, red := sanitize.Value(v, "arguments")
-	b, _ := json.Marshal(clean)
-	return b, red
 }
 
 func redactionPaths(rs []sanitize.Redaction) []string {
