@@ -47,10 +47,10 @@ func (a *app) confirmListCmd() *cobra.Command {
 		Use:   "list",
 		Short: "List the pending confirmations",
 		Long: `List the pending confirmations: id, tool, group, session, age, time left
-before it expires (and counts as denied), and the arguments as the core
-sanitised them, cut to one line. The id is shown by its first 8
-characters: approve or deny takes any unique prefix of 6 or more. --json
-prints them in full.`,
+before it expires (and counts as denied), and the arguments cut to one
+line (how many values the display hides, if any). The id is shown by its
+first 8 characters: show, approve or deny takes any unique prefix of 6 or
+more. carapace confirm show prints one in full; --json prints them all.`,
 		Example: `  carapace confirm list
   carapace confirm list --json`,
 		Args: cobra.NoArgs,
@@ -202,6 +202,10 @@ func hiddenLine(h control.Hidden) string {
 	return fmt.Sprintf("%s: hidden (%s)", where, what)
 }
 
+// errNotApproved ends an approve the person declined at the prompt: exit
+// status 1, the message already printed.
+var errNotApproved = exitCode(1)
+
 // describeDecision prints what a decision on p decides: the tool, what
 // it will do, and every argument — as they run, or the sanitised copy
 // with what it hides (which approve then refuses).
@@ -234,7 +238,7 @@ func (a *app) confirmDecideCmd(approve bool) *cobra.Command {
 	if approve {
 		verb, doing, done = "approve", "Approving", "approved"
 	}
-	var raw bool
+	var raw, yes bool
 	long := strings.ToUpper(verb[:1]) + verb[1:] + ` a pending tool call. ID is the confirmation's id or a unique prefix of
 at least 6 characters of it (an ambiguous one is refused). carapace first
 fetches the confirmation and prints the tool and every argument you are
@@ -248,9 +252,10 @@ exits with status 1.`
 	if approve {
 		long += `
 
-Where the core's sanitiser hid part of the arguments, approve refuses the
-sanitised copy: --raw fetches and prints the arguments exactly as they
-run, secrets included, and approves those.`
+At a terminal, approve asks before it decides, once you have read what
+runs (--yes does not ask). Where the core's sanitiser hid part of the
+arguments, approve refuses the sanitised copy: --raw fetches and prints
+the arguments exactly as they run, secrets included, and approves those.`
 		example += "\n  carapace confirm approve --raw 7f3a9c"
 	}
 	c := &cobra.Command{
@@ -285,6 +290,18 @@ run, secrets included, and approves those.`
 				return fmt.Errorf("%w: part of the arguments is hidden, so what would run was not shown: read it with carapace confirm show --raw %s, then approve with carapace confirm approve --raw %s (or deny it)",
 					control.ErrConflict, shortID(p.ID), shortID(p.ID))
 			}
+			if in, ok := cmd.InOrStdin().(*os.File); approve && !yes && ok && terminal(in) {
+				// What was printed is what runs: ask once it is read. The
+				// request's deadline starts after the answer.
+				ok, err := newPrompter(in, out).yes("Approve this call?", false)
+				if err != nil || !ok {
+					fmt.Fprintf(out, "not approved: %s is still pending (carapace confirm deny %s denies it)\n", shortID(p.ID), shortID(p.ID))
+					return errNotApproved
+				}
+				cancel()
+				ctx, cancel = context.WithTimeout(cmd.Context(), requestTimeout)
+				defer cancel()
+			}
 			got, err := c.Decide(ctx, control.Decision{ID: p.ID, Approve: approve, ArgsHash: p.ArgsHash, Surface: "cli", Decider: decider(), Raw: p.Raw})
 			if err != nil {
 				return err
@@ -295,6 +312,7 @@ run, secrets included, and approves those.`
 	}
 	if approve {
 		c.Flags().BoolVar(&raw, "raw", false, "fetch and print the arguments exactly as they run, secrets included, and approve those")
+		c.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask at a terminal before approving")
 	}
 	return c
 }

@@ -27,3 +27,31 @@ func TestApproveShowsWhatRuns(t *testing.T) {
 		Raw: true,
 	})
 }
+
+// TestPendingLine: the watch line points to approve only when it shows
+// every argument as it runs.
+func TestPendingLine(t *testing.T) {
+	base := control.Confirmation{ID: "abcdef0123456789abcdef0123456789", Tool: "send", Group: "main", Session: "s1"}
+	with := func(f func(*control.Confirmation)) control.Confirmation { c := base; f(&c); return c }
+	tests := []struct {
+		name string
+		c    control.Confirmation
+		want string
+	}{
+		{"short and whole", with(func(c *control.Confirmation) { c.Arguments = json.RawMessage(`{"to":"a"}`) }), `{"to":"a"} — carapace confirm approve abcdef01`},
+		{"cut", with(func(c *control.Confirmation) {
+			c.Arguments = json.RawMessage(`{"to":"` + strings.Repeat("a", 100) + `"}`)
+		}), "… — carapace confirm show abcdef01"},
+		{"hidden", with(func(c *control.Confirmation) {
+			c.Arguments, c.Hidden = json.RawMessage(`{"p":"[REDACTED]"}`), []control.Hidden{{Path: "p", Kind: "bearer", Chars: 3}}
+		}), `(1 hidden) {"p":"[REDACTED]"} — carapace confirm show --raw abcdef01`},
+		{"omitted", with(func(c *control.Confirmation) { c.ArgumentsOmitted = true }), "(large) — carapace confirm show abcdef01"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := pendingLine(tt.c); !strings.HasSuffix(got, tt.want) {
+				t.Errorf("pendingLine = %q, want it to end %q", got, tt.want)
+			}
+		})
+	}
+}
