@@ -1,10 +1,14 @@
 package server_test
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -12,6 +16,9 @@ import (
 	"github.com/carapace-dev/carapace/core/audit"
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/home"
+	"github.com/carapace-dev/carapace/core/runtime"
+	"github.com/carapace-dev/carapace/core/server"
+	"github.com/carapace-dev/carapace/internal/testutil/coretest"
 	"github.com/carapace-dev/carapace/ipc"
 )
 
@@ -463,4 +470,109 @@ func TestAgentCancelsTheUsersTaskOnlyWithConsent(t *testing.T) {
 	if tk := findTask(taskList(t, c, "--all"), own); tk == nil || tk.RemovedBy != "agent" || tk.RemovedConfirmation != "" {
 		t.Errorf("the agent's own cancelled task: %+v", tk)
 	}
+}
+
+// firstCallEngine stands in for a container engine in the real core: the
+// moment a container "starts", its agent makes one call through the real
+// bin/ipc on the session's socket — the earliest a prompt-injected agent
+// could — and exits with ipc's status.
+type firstCallEngine struct {
+	fakeEngine
+	args []string
+
+	mu   sync.Mutex
+	runs []ipcRun
+}
+
+func (e *firstCallEngine) Run(_ context.Context, s runtime.Spec, _ runtime.IO) (int, error) {
+	var socket string
+	for _, m := range s.Mounts {
+		if m.Target == runtime.SocketPath {
+			socket = m.Source
+		}
+	}
+	cmd := exec.Command(bins.ipc, e.args...)
+	cmd.Env = []string{"CARAPACE_IPC_ENDPOINT=ipc://" + socket, "PATH=/usr/bin:/bin"}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	r := ipcRun{Stdout: out.String(), Stderr: errb.String(), Code: cmd.ProcessState.ExitCode()}
+	e.mu.Lock()
+	e.runs = append(e.runs, r)
+	e.mu.Unlock()
+	if err != nil && r.Code < 0 {
+		return -1, err
+	}
+	return r.Code, nil
+}
+
+func (e *firstCallEngine) calls() []ipcRun {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]ipcRun(nil), e.runs...)
+}
+
+// A scheduled session is known as one before its socket is handed out: the
+// very first call its agent makes — cancel_task, at once, as its container
+// starts — is refused as a scheduled session's (stage 4), and nothing is
+// put to the user. Repeated, since a late origin is a race the agent would
+// win only sometimes.
+func TestScheduledSessionsFirstCallIsRefused(t *testing.T) {
+	const runs = 5
+	e := &firstCallEngine{fakeEngine: fakeEngine{info: homebrewApple}}
+	c := coretest.MustStart(t, coretest.Options{
+		Config: "[runtime]\nengine = \"apple\"\n[groups.main]\n",
+		Server: server.Options{NewEngine: func(name string) (runtime.Engine, error) {
+			if name != "apple" {
+				return nil, fmt.Errorf("no engine %s in this test", name)
+			}
+			return e, nil
+		}},
+	})
+	own, errs, code := runCLI(t, c.Home, "tasks", "add", "--group", "main", "--every", "1h", "--prompt", "a task to cancel")
+	if code != 0 {
+		t.Fatalf("tasks add: exit %d\n%s%s", code, own, errs)
+	}
+	victim := strings.TrimSuffix(strings.Fields(own)[1], ":")
+	e.args = []string{"tool.invoke.cancel_task", `{"id":"` + victim + `"}`}
+	out, errs, code := runCLI(t, c.Home, "tasks", "add", "--group", "main", "--every", "1h", "--prompt", "anything")
+	if code != 0 {
+		t.Fatalf("tasks add: exit %d\n%s%s", code, out, errs)
+	}
+	id := strings.TrimSuffix(strings.Fields(out)[1], ":")
+	for i := range runs {
+		if out, errs, code := runCLI(t, c.Home, "tasks", "run", id); code != 0 {
+			t.Fatalf("tasks run: exit %d\n%s%s", code, out, errs)
+		}
+		var asked []control.Confirmation
+		waitFor(t, "the run to end", func() bool {
+			if asked, _ = c.Client.Confirmations(context.Background(), false); len(asked) > 0 {
+				return true
+			}
+			rs := taskRuns(t, c.Home, id)
+			return len(rs) == i+1 && rs[0].State != "claimed" && rs[0].State != "running"
+		})
+		if len(asked) > 0 {
+			t.Fatalf("run %d: the scheduled session's first call was not refused but put to the user: %+v", i+1, asked)
+		}
+	}
+	calls := e.calls()
+	if len(calls) != runs {
+		t.Fatalf("%d first calls made, want %d", len(calls), runs)
+	}
+	for i, r := range calls {
+		parseIPCRun(t, &r)
+		if r.Err == nil || r.Err.Code != ipc.CodeUnauthorized || r.Err.Stage != 4 || !strings.Contains(r.Err.Message, "started by a scheduled task") {
+			t.Errorf("run %d: the scheduled session's first call answered %+v (stdout %q)", i+1, r.Err, r.Stdout)
+		}
+	}
+	if tk := findTask(taskListOf(t, c.Home), victim); tk == nil {
+		t.Error("a scheduled session's first call cancelled a task")
+	}
+	// Positive control: the same call from a session the user opened is
+	// put to the user (the task is the user's), so the refusal above is
+	// the scheduled session's.
+	s := c.Session(t, "main")
+	bg := startIPC(t, s.Socket, e.args...)
+	bg.waitPending(t)
 }
