@@ -109,7 +109,7 @@ var taskIDRE = regexp.MustCompile(`^t-[a-z0-9]{1,32}$`)
 
 func (s *Server) registerTasks(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/tasks", func(w http.ResponseWriter, r *http.Request) {
-		all, err := flag(r, "all")
+		all, err := queryFlag(r, "all")
 		if err != nil {
 			s.writeError(w, r, err)
 			return
@@ -142,7 +142,7 @@ func (s *Server) registerTasks(mux *http.ServeMux) {
 		})
 	}
 	mux.HandleFunc("DELETE /v1/tasks/{id}", func(w http.ResponseWriter, r *http.Request) {
-		purge, err := flag(r, "purge")
+		purge, err := queryFlag(r, "purge")
 		if err != nil {
 			s.writeError(w, r, err)
 			return
@@ -168,8 +168,8 @@ func (s *Server) registerTasks(mux *http.ServeMux) {
 	})
 }
 
-// flag reads the query parameter name: absent, "0" or "1".
-func flag(r *http.Request, name string) (bool, error) {
+// queryFlag reads the query parameter name: absent, "0" or "1".
+func queryFlag(r *http.Request, name string) (bool, error) {
 	switch v := r.URL.Query().Get(name); v {
 	case "", "0":
 		return false, nil

@@ -75,3 +75,18 @@ func TestTasksListCutsThePromptWithAPointer(t *testing.T) {
 		t.Errorf("tasks list prints the whole long prompt:\n%s", r.stdout)
 	}
 }
+
+// tasks rm removes (the core keeps the task and its runs); --purge
+// deletes for good; a bad id is refused before the core is asked.
+func TestTasksRm(t *testing.T) {
+	c := newFakeCore(t)
+	for _, tk := range taskViews() {
+		c.b.AddTaskView(tk)
+	}
+	carapace(t, c.home, "tasks", "rm", "t-user0001").want(t, 0, []string{"task t-user0001 removed: it fires no more", "carapace tasks history t-user0001 keeps its runs"}, nil)
+	carapace(t, c.home, "tasks", "rm", "--purge", "t-agent001").want(t, 0, []string{"task t-agent001 and its runs deleted"}, nil)
+	carapace(t, c.home, "tasks", "rm", "../etc").want(t, 1, nil, []string{"ids look like t-ab12cd34"})
+	if got := c.b.TaskCalls(); strings.Join(got, ",") != "rm t-user0001,purge t-agent001" {
+		t.Errorf("the core was asked %q", got)
+	}
+}
