@@ -461,3 +461,24 @@ func (b *Backend) RemoveTask(_ context.Context, id string) error {
 func (b *Backend) TaskHistory(context.Context, string, int) ([]control.TaskRun, error) {
 	return nil, nil
 }
+
+// AllTasks implements control.TaskBackend: as Tasks.
+func (b *Backend) AllTasks(ctx context.Context) ([]control.Task, error) { return b.Tasks(ctx) }
+
+// Task implements control.TaskBackend.
+func (b *Backend) Task(_ context.Context, id string) (control.Task, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, t := range b.tasks {
+		if t.ID == id {
+			return t, nil
+		}
+	}
+	return control.Task{}, fmt.Errorf("%w: no task %q", control.ErrNotFound, id)
+}
+
+// PurgeTask implements control.TaskBackend: recorded as "purge ID".
+func (b *Backend) PurgeTask(_ context.Context, id string) error {
+	_, err := b.taskCall("purge", id)
+	return err
+}
