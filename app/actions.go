@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/carapace-dev/carapace/app/menu"
@@ -143,8 +144,14 @@ func (r *runner) notificationAction(ctx context.Context, a notify.Action) {
 // first decision wins on every surface: "already decided" is no error
 // for the user (the watch stream shows how it ended), only logged.
 func (r *runner) decide(ctx context.Context, c control.Confirmation, approve bool, surface string) {
-	if approve && c.ArgumentsOmitted {
+	switch {
+	case approve && c.ArgumentsOmitted:
 		r.log.Warn("app: not approved: its arguments could not be shown", "confirmation", c.ID)
+		return
+	case approve && !c.Exact():
+		// The menu and the notification offer no Approve then; the core
+		// would refuse one too.
+		r.log.Warn("app: not approved: its display hides values; approve with carapace confirm approve --raw", "confirmation", c.ID, "hidden", len(c.Hidden))
 		return
 	}
 	if r.state.Core != menu.CoreRunning {
@@ -214,7 +221,11 @@ func Notification(c control.Confirmation) notify.Notification {
 	}
 	args, complete := menu.Summary(c, summaryWidth)
 	b.WriteString(args)
-	if !complete {
+	switch {
+	case len(c.Hidden) > 0 && !c.Raw:
+		fmt.Fprintf(&b, "\n%d %s hidden here ([REDACTED]): read what runs with carapace confirm show --raw %s, and approve it there",
+			len(c.Hidden), plural(len(c.Hidden), "value", "values"), menu.ShortID(c.ID))
+	case !complete:
 		b.WriteString("\n" + reviewInMenu + menu.ShortID(c.ID))
 	}
 	return notify.Notification{
@@ -235,6 +246,13 @@ func reconfirmation(c control.Confirmation) notify.Notification {
 	n := Notification(c)
 	n.Body = "Confirm here: a click in the Carapace menu is not proof enough on this desktop.\n" + n.Body
 	return n
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 func orDash(s string) string {

@@ -183,6 +183,34 @@ func shownFor(shown []notify.Notification, key string) []notify.Notification {
 	return slices.DeleteFunc(slices.Clone(shown), func(n notify.Notification) bool { return n.Key != key })
 }
 
+// A confirmation whose display hides values is approved nowhere in the
+// app: the menu's Approve is disabled, the notification offers Deny only,
+// and an Approve that reaches the app anyway (a stale button) is not sent.
+func TestHiddenValuesApproveNothing(t *testing.T) {
+	h, b := fakeCore(t, nil)
+	n := newFakeNotifier()
+	a := startApp(t, h, func(o *app.Options) { o.Notifier = n })
+	c := confirmation(idA, `{"prompt":"-----BEGIN RSA PRIVATE KEY-----[REDACTED]"}`)
+	c.Hidden = []control.Hidden{{Path: "prompt", Kind: "private-key", Chars: 52}}
+	b.AddConfirmation(c)
+	tr := a.tray.waitFor(t, "the approval", has("confirm/"+idA+"/hidden/0"))
+	if it, _ := tr.Find("confirm/" + idA + "/approve"); it.Enabled {
+		t.Error("the menu offers Approve on hidden values")
+	}
+	if got := n.waitShown(t, idA); got.Approve || !strings.Contains(got.Body, "carapace confirm show --raw aaaaaaaa") {
+		t.Errorf("notification %+v; want Deny only and the --raw pointer", got)
+	}
+	n.act(t, notify.Action{Key: idA, Approve: true})
+	n.act(t, notify.Action{Key: idA, Approve: false})
+	a.tray.waitFor(t, "the approval gone", hasNot("confirm/"+idA))
+	if got := b.Decisions(); len(got) != 1 || got[0].Approve {
+		t.Errorf("decisions %+v; want the deny alone", got)
+	}
+	if !strings.Contains(a.log.String(), "its display hides values") {
+		t.Error("the refused approval was not logged")
+	}
+}
+
 // A click that comes after a decision made elsewhere changes nothing and
 // is no error: the first decision wins.
 func TestLateClicks(t *testing.T) {

@@ -95,7 +95,7 @@ func leaves(dec *json.Decoder, path string, depth int, out *[]Leaf) error {
 		_, err := dec.Token() // the closing delimiter
 		return err
 	case string:
-		*out = append(*out, Leaf{Path: path, Value: quote(v)})
+		*out = append(*out, Leaf{Path: path, Value: Quote(v)})
 	case json.Number:
 		*out = append(*out, Leaf{Path: path, Value: textutil.Printable(v.String())})
 	case bool:
@@ -110,19 +110,28 @@ func leaves(dec *json.Decoder, path string, depth int, out *[]Leaf) error {
 var plainKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
 
 func joinKey(path, key string) string {
-	switch {
-	case !plainKey.MatchString(key):
-		return path + "[" + quote(key) + "]"
-	case path == "":
-		return key
+	switch k := PathKey(key); {
+	case k[0] == '[', path == "":
+		return path + k
+	default:
+		return path + "." + k
 	}
-	return path + "." + key
 }
 
-// quote writes s in double quotes, escaped: \ and " first, so that the
-// \u escapes textutil.Printable adds for unprintable runes are the only
+// PathKey is an object key as a Leaf's Path writes it: a plain word as it
+// is, any other key quoted in brackets (["a key"]).
+func PathKey(key string) string {
+	if plainKey.MatchString(key) {
+		return key
+	}
+	return "[" + Quote(key) + "]"
+}
+
+// Quote writes s in double quotes, escaped, as the menu and the
+// notifications show a string value: \ and " first, so that the \u
+// escapes textutil.Printable adds for unprintable runes are the only
 // single backslashes.
-func quote(s string) string {
+func Quote(s string) string {
 	s = strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s)
 	return `"` + textutil.Printable(s) + `"`
 }
@@ -175,9 +184,9 @@ func cut(r []rune, limit int) int {
 
 // Summary is a confirmation's arguments on one line of at most width runes
 // (cut with "…"), for a notification: the leaves joined with ", ",
-// escaped. complete says it shows every argument in full — nothing cut,
-// left out or unreadable —, the condition for offering Approve beside it.
-// The full arguments are in the menu.
+// escaped. complete says it shows every argument in full, as it runs —
+// nothing cut, left out, unreadable or hidden (Hidden) —, the condition for
+// offering Approve beside it. The full arguments are in the menu.
 func Summary(c control.Confirmation, width int) (s string, complete bool) {
 	switch {
 	case c.ArgumentsOmitted:
@@ -197,5 +206,5 @@ func Summary(c control.Confirmation, width int) (s string, complete bool) {
 	if utf8.RuneCountInString(s) > width {
 		return string([]rune(s)[:width-1]) + "…", false
 	}
-	return s, true
+	return s, c.Exact()
 }

@@ -188,21 +188,51 @@ func confirmation(c control.Confirmation, live, reconfirm bool, now time.Time) I
 	for i, l := range argLines {
 		it.Children = append(it.Children, Item{ID: id + "/arg/" + strconv.Itoa(i), Title: l})
 	}
+	hidden := len(c.Hidden) > 0 && !c.Raw
+	if hidden {
+		it.Children = append(it.Children, hiddenItems(id, c)...)
+	}
 	it.Children = append(it.Children, Item{ID: id + "/sep/decide", Separator: true})
 	if reconfirm {
 		info("reconfirm", "Approve here did not count: this desktop's panel cannot prove a click in this menu is yours. "+
 			"Approve in the notification, or with: carapace confirm approve "+ShortID(c.ID))
 	}
-	it.Children = append(it.Children,
-		Item{ID: id + "/approve", Title: "Approve", Enabled: live && readable,
-			Action: Action{Kind: ActionApprove, Target: c.ID, ArgsHash: c.ArgsHash}},
+	approve := Item{ID: id + "/approve", Title: "Approve", Enabled: live && readable && !hidden,
+		Action: Action{Kind: ActionApprove, Target: c.ID, ArgsHash: c.ArgsHash}}
+	switch {
+	case hidden:
+		approve.Tooltip = "Values are hidden above: approve with carapace confirm approve --raw " + ShortID(c.ID) + " after reading them"
+	case !readable:
+		approve.Tooltip = "The arguments cannot all be shown here: decide with carapace confirm"
+	}
+	it.Children = append(it.Children, approve,
 		Item{ID: id + "/deny", Title: "Deny", Enabled: live,
 			Action: Action{Kind: ActionDeny, Target: c.ID, ArgsHash: c.ArgsHash}},
 	)
-	if !readable {
-		it.Children[len(it.Children)-2].Tooltip = "The arguments cannot all be shown here: decide with carapace confirm"
-	}
 	return it
+}
+
+// hiddenItems say what the arguments shown do not show as it runs — each
+// value the core's sanitiser hid, where, what it looked like and how
+// much — and where to read and approve it: the menu offers Deny only.
+func hiddenItems(id string, c control.Confirmation) []Item {
+	var items []Item
+	info := func(sub, title string) { items = append(items, lines(id+"/hidden/"+sub, title)...) }
+	info("head", "Hidden, shown above as [REDACTED] — maybe not a secret:")
+	for i, h := range c.Hidden {
+		where := "the value"
+		if h.Path != "" {
+			where = textutil.Printable(h.Path)
+		}
+		chars := "characters not counted"
+		if h.Chars > 0 {
+			chars = strconv.Itoa(h.Chars) + " characters"
+		}
+		info(strconv.Itoa(i), "• "+where+" · "+textutil.Printable(orText(h.Kind, "secret"))+" · "+chars)
+	}
+	info("show", "Read what runs: carapace confirm show --raw "+ShortID(c.ID))
+	info("approve", "and approve it there: carapace confirm approve --raw "+ShortID(c.ID))
+	return items
 }
 
 // argumentLines are the argument lines of c's submenu, each leaf wrapped

@@ -248,7 +248,7 @@ func TestRenderHostileArguments(t *testing.T) {
 				}
 				leaves = append(leaves, l)
 			}
-			want := []string{"k[0] = " + quote(tt.value), "m = " + quote(tt.value)}
+			want := []string{"k[0] = " + Quote(tt.value), "m = " + Quote(tt.value)}
 			if len(leaves) != 2 || leaves[0] != want[0] || leaves[1] != want[1] {
 				t.Errorf("the argument lines do not add up to the arguments:\n got %q\nwant %q", clip(leaves), clip(want))
 			}
@@ -298,6 +298,10 @@ func TestRenderWhenToApprove(t *testing.T) {
 		{"more lines than the menu shows", live, with(func(c *control.Confirmation) { c.Arguments = manyJSON }), false, true, "k0000 = 0",
 			"… 1 more arguments not shown: see carapace confirm list --json"},
 		{"reconnecting", func(c control.Confirmation) State { return live(c).Connecting("x") }, base, false, false, `m = "x"`, ""},
+		{"a value hidden", live, with(func(c *control.Confirmation) {
+			c.Arguments = json.RawMessage(`{"m":"-----BEGIN RSA PRIVATE KEY-----[REDACTED]"}`)
+			c.Hidden = []control.Hidden{{Path: "m", Kind: "private-key", Chars: 52}}
+		}), false, true, `m = "-----BEGIN RSA PRIVATE KEY-----[REDACTED]"`, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -331,6 +335,43 @@ func live(c control.Confirmation) State { return running([]control.Confirmation{
 
 // An item's ID names the same thing in every render, whatever else
 // changed, so a tray updates it in place and a click means what it showed.
+// Hidden values are listed — where, what they looked like, how much —
+// with the commands that read and approve what runs; Approve says where
+// it is done instead. An Approve that did not count says so too.
+func TestRenderHiddenAndReconfirm(t *testing.T) {
+	c := conf("abcdef0123456789abcdef0123456789", "schedule_task", `{"prompt":"[REDACTED]","x":["a", "[REDACTED]"]}`)
+	c.Hidden = []control.Hidden{{Path: "prompt", Kind: "private-key", Chars: 52}, {Path: "x[1]", Kind: "sensitive-key"}, {Path: "", Kind: ""}}
+	s := live(c).WithReconfirm(c.ID)
+	tree := Render(s, t0)
+	sub, _ := tree.Find("confirm/" + c.ID)
+	var titles []string
+	for _, it := range sub.Children {
+		titles = append(titles, it.Title)
+	}
+	text := strings.Join(titles, "\n")
+	for _, want := range []string{
+		"Hidden, shown above as [REDACTED] — maybe not a secret:",
+		"• prompt · private-key · 52 characters",
+		"• x[1] · sensitive-key · characters not counted",
+		"• the value · secret · characters not counted",
+		"Read what runs: carapace confirm show --raw abcdef01",
+		"and approve it there: carapace confirm approve --raw abcdef01",
+		"Approve here did not count",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the submenu lacks %q:\n%s", want, text)
+		}
+	}
+	approve, _ := tree.Find("confirm/" + c.ID + "/approve")
+	if approve.Enabled || !strings.Contains(approve.Tooltip, "carapace confirm approve --raw abcdef01") {
+		t.Errorf("approve %+v; want it disabled, saying where to approve", approve)
+	}
+	// Once it is decided elsewhere, nothing of it stays.
+	if s = s.Apply(control.WatchEvent{Type: control.WatchConfirmationResolved, Confirmation: &c}); len(s.Reconfirm) != 0 {
+		t.Errorf("Reconfirm %v after the confirmation was resolved", s.Reconfirm)
+	}
+}
+
 func TestRenderStableIDs(t *testing.T) {
 	a := conf("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "send_email", `{"to":"x","body":"`+strings.Repeat("y", 300)+`"}`)
 	b := conf("bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", "rm", `{"path":"/"}`)

@@ -179,6 +179,7 @@ func (s State) WithArguments(full control.Confirmation) State {
 	}
 	s.Confirmations = slices.Clone(s.Confirmations)
 	s.Confirmations[i].Arguments, s.Confirmations[i].ArgumentsOmitted = full.Arguments, false
+	s.Confirmations[i].Hidden = slices.Clone(full.Hidden)
 	return s
 }
 

@@ -1,0 +1,57 @@
+package menu
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/carapace-dev/carapace/core/control"
+	"github.com/carapace-dev/carapace/internal/testutil/approvaltest"
+)
+
+// The menu offers Approve only where its submenu shows every argument that
+// runs (issue 22): for random arguments, the text of the submenu — its
+// wrapped lines joined again — holds every leaf whenever Approve is
+// enabled; a confirmation with hidden values offers Deny only.
+func TestApprovalProperty(t *testing.T) {
+	approvaltest.Check(t, approvaltest.Surface{Name: "menu", Render: renderMenu, Quote: Quote, Key: PathKey})
+}
+
+// renderMenu is the menu as approvaltest sees it: the confirmation's
+// submenu as text, one item a line with wrapped lines joined again, and
+// whether its Approve is enabled.
+func renderMenu(c control.Confirmation) (string, bool) {
+	s := State{}.Apply(control.WatchEvent{Type: control.WatchSnapshot, Status: &control.Status{}, Confirmations: []control.Confirmation{c}})
+	sub, ok := Render(s, c.CreatedAt).Find("confirm/" + c.ID)
+	if !ok {
+		return "(no submenu for the confirmation)", false
+	}
+	var b strings.Builder
+	approve := false
+	for _, it := range sub.Children {
+		switch {
+		case it.Separator:
+			continue
+		case strings.HasPrefix(it.Title, cont): // a wrapped line goes on
+			b.WriteString(strings.TrimPrefix(it.Title, cont))
+			continue
+		case it.ID == sub.ID+"/approve":
+			approve = it.Enabled
+		}
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(it.Title)
+	}
+	return b.String(), approve
+}
+
+// The property's renderer is faithful: a confirmation's wrapped argument
+// lines join into the leaf as Leaf.String writes it.
+func TestRenderMenuJoinsWrappedLines(t *testing.T) {
+	long := strings.Repeat("all work and no play ", 20)
+	c := approvaltest.Confirmation([]byte(`{"prompt":"` + long + `"}`))
+	text, approve := renderMenu(c)
+	if !approve || !strings.Contains(text, "\nprompt = "+Quote(long)+"\n") {
+		t.Fatalf("approve %v, text:\n%s", approve, text)
+	}
+}
