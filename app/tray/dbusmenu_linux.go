@@ -216,7 +216,11 @@ func (m *dbusMenu) click(sender dbus.Sender, id int32) {
 	panel := m.panel(conn)
 	c := menu.Click{Action: e.item.Action, Vouched: panel != "" && string(sender) == panel, From: string(sender)}
 	if !c.Vouched {
-		m.log.Info(msgUnvouched, "action", c.Kind.String(), "target", c.Target, "from", c.From, "panel", cmp.Or(panel, "none"))
+		level := slog.LevelDebug // only an Approve needs the panel
+		if c.Kind == menu.ActionApprove {
+			level = slog.LevelInfo
+		}
+		m.log.Log(context.Background(), level, msgUnvouched, "action", c.Kind.String(), "target", c.Target, "from", c.From, "panel", cmp.Or(panel, "none"))
 	}
 	m.deliver(c)
 }
