@@ -10,12 +10,14 @@
 //     records every Notify and CloseNotification, and the test makes it
 //     press a button (Invoke) or close a notification (Dismiss).
 //     NewForger is another, unrelated connection that emits the same
-//     signals, to prove that a forged click is ignored.
+//     signals, or clicks a tray menu (MenuEvent), to prove that a forged
+//     click is ignored.
 //   - StartWatcher owns org.kde.StatusNotifierWatcher, where a tray icon
 //     (fyne.io/systray's StatusNotifierItem) registers itself; the Item it
 //     returns reads the icon's properties and its com.canonical.dbusmenu
 //     menu, waits for the menu to change and clicks its entries — what a
-//     panel does when a person opens the menu.
+//     panel does when a person opens the menu. StartWatcherWith can put
+//     the panel on a connection of its own, as KDE Plasma does.
 //   - StartProcess runs a program (the app) on the bus and lets the test
 //     wait for its output and its exit; Build builds it.
 //
