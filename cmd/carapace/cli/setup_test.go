@@ -75,15 +75,8 @@ func (s *serviceFake) run(_ context.Context, name string, args ...string) ([]byt
 // standing in for ipc, which nothing here runs) and removes it at the end.
 func testImage(t *testing.T) string {
 	t.Helper()
-	if _, err := exec.LookPath("docker"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("docker is missing; CI runs this against the real engine")
-		}
-		t.Skip("no docker here")
-	}
-	if _, err := os.Stat(agentimage.DefaultBusybox); err != nil {
-		t.Fatalf("%v: apt-get install busybox-static", err)
-	}
+	testutil.RequireDocker(t, "setup and doctor check the image in the real engine")
+	testutil.RequireFile(t, agentimage.DefaultBusybox, "the test image is built with Debian's static busybox (apt-get install busybox-static)")
 	tag := fmt.Sprintf("carapace-agent-test:setup-%d", os.Getpid())
 	if err := agentimage.BuildTest(t.Context(), agentimage.Options{Tag: tag, IPC: agentimage.DefaultBusybox}); err != nil {
 		t.Fatal(err)
@@ -267,9 +260,7 @@ esac
 // The image missing, then built: the engine's output is shown as it
 // comes, and a build that cannot reach a registry says so and what to do.
 func TestSetupBuildImage(t *testing.T) {
-	if _, err := os.Stat(agentimage.DefaultBusybox); err != nil {
-		t.Fatalf("%v: apt-get install busybox-static", err)
-	}
+	testutil.RequireFile(t, agentimage.DefaultBusybox, "setup --build-image is given it as the static ipc (apt-get install busybox-static)")
 	for _, fail := range []bool{false, true} {
 		t.Run(fmt.Sprint("fail=", fail), func(t *testing.T) {
 			h := emptyHome(t)
