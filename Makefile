@@ -120,8 +120,27 @@ $(STATICCHECK):
 	GOOS= GOARCH= GOBIN=$(CURDIR)/bin/tools $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	mv bin/tools/staticcheck $@
 
+# actionlint, pinned and built like staticcheck, checks the GitHub
+# workflows, and the shell of their run: steps with shellcheck (Debian's
+# shellcheck package; actionlint skips that part silently without it, so
+# lint insists on it).
+ACTIONLINT_VERSION := v1.7.12
+ACTIONLINT := bin/tools/actionlint-$(ACTIONLINT_VERSION)
+SHELL_SCRIPTS := $(wildcard scripts/*.sh) .ci/run
+
+$(ACTIONLINT):
+	@mkdir -p bin/tools
+	GOOS= GOARCH= GOBIN=$(CURDIR)/bin/tools $(GO) install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION)
+	mv bin/tools/actionlint $@
+
+.PHONY: lint
+lint: $(ACTIONLINT) ## lint the GitHub workflows (actionlint, with shellcheck on their run steps) and the shell scripts (shellcheck)
+	@command -v shellcheck >/dev/null || { echo "lint needs shellcheck: apt-get install shellcheck (brew install shellcheck on a Mac)"; exit 1; }
+	$(ACTIONLINT) -shellcheck "$$(command -v shellcheck)"
+	shellcheck -x $(SHELL_SCRIPTS)
+
 .PHONY: check
-check: $(STATICCHECK) ## static checks: gofmt, vet and staticcheck (linux and darwin), dependency tests, cross builds
+check: $(STATICCHECK) lint ## static checks: gofmt, vet and staticcheck (linux and darwin), the workflows and scripts (make lint), dependency tests, cross builds
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	$(GO) vet $(PKGS)
 	GOOS=darwin GOARCH=arm64 $(GO) vet $(PKGS)
