@@ -244,6 +244,7 @@ func TestContainerLifecycle(t *testing.T) {
 // An unknown image or an engine that is not there is a clear error, and
 // no session is left open.
 func TestContainerSessionErrors(t *testing.T) {
+	testutil.RequireDocker(t, "the first session asks the real engine for an image it does not have")
 	c := startCore(t, "[runtime]\nengine = \"docker\"\nimage = \"carapace-no-such-image:1\"\n")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
