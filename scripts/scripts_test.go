@@ -294,22 +294,59 @@ func TestCheckBundle(t *testing.T) {
 	}
 }
 
+// appEnv names a built Carapace.app for TestAppRunsTheBundledPlugin to
+// run in place of the app-shaped copy of make build's output. The macOS
+// workflow sets it; it also lets the test store a dummy Telegram token in
+// the user's Keychain (deleted afterwards), so set it only on a machine
+// whose Keychain holds no real one.
+const appEnv = "CARAPACE_TEST_APP"
+
 // The real core, run from an app bundle's Contents/MacOS, finds the
 // bundled Telegram plugin in Contents/Resources/plugins and starts its
 // handler: the plugin gets as far as asking the Bot API (here a closed
-// port), past the pin check and the folder lookup. A copy whose handler
-// differs from the pin is refused by the same core (the control).
-func TestAppLayoutRunsInTheCore(t *testing.T) {
-	if goruntime.GOOS == "darwin" {
-		t.Skip("on macOS carapace auth set writes the user's Keychain, not the test's home; the macOS workflow runs check-bundle.sh on the app instead")
+// port), past the folder lookup, the pin check and, on a Mac, the
+// handler's signature. A copy whose handler differs from its pin is
+// refused by the same core (the control).
+func TestAppRunsTheBundledPlugin(t *testing.T) {
+	app := os.Getenv(appEnv)
+	if app == "" && goruntime.GOOS == "darwin" {
+		t.Skip("on macOS the test's credential goes to the user's Keychain: set " + appEnv + " to a built Carapace.app on a throwaway machine (the macOS workflow does)")
 	}
-	carapace := built(t)
+	if app == "" {
+		app = appFromBuild(t)
+	}
 	if !slices.Contains(bundled(t), "telegram") {
 		t.Skip("no bundled telegram plugin in this tree")
 	}
-	root := t.TempDir()
-	macos := filepath.Join(root, "Carapace.app", "Contents", "MacOS")
-	resources := filepath.Join(root, "Carapace.app", "Contents", "Resources")
+	p := telegramIn(t, app)
+	problem, _ := p["problem"].(string)
+	if p["source"] != "bundled" || p["dir"] != filepath.Join(app, "Contents", "Resources", "plugins", "telegram") ||
+		!strings.Contains(problem, "init: telegram: could not reach the Bot API at http://127.0.0.1:9") {
+		t.Fatalf("the bundled plugin did not start from %s: %v", app, p)
+	}
+
+	changed := filepath.Join(t.TempDir(), "Carapace.app")
+	copyTree(t, app, changed)
+	f, err := os.OpenFile(filepath.Join(changed, "Contents", "Resources", "plugins", "telegram", "handler"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("ad-hoc signature")
+	f.Close()
+	p = telegramIn(t, changed)
+	if problem, _ := p["problem"].(string); !strings.Contains(problem, "does not match its SHA-256 pin") {
+		t.Fatalf("a handler changed after pinning was not refused: %v", p)
+	}
+}
+
+// appFromBuild lays make build's carapace and plugins out as Carapace.app
+// holds them.
+func appFromBuild(t *testing.T) string {
+	t.Helper()
+	carapace := built(t)
+	app := filepath.Join(t.TempDir(), "Carapace.app")
+	macos := filepath.Join(app, "Contents", "MacOS")
+	resources := filepath.Join(app, "Contents", "Resources")
 	for _, d := range []string{macos, resources} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -318,73 +355,58 @@ func TestAppLayoutRunsInTheCore(t *testing.T) {
 	// A copy, not a link: the core resolves its own path (os.Executable).
 	copyTree(t, carapace, filepath.Join(macos, "carapace"))
 	copyTree(t, filepath.Join(filepath.Dir(carapace), "plugins"), filepath.Join(resources, "plugins"))
-	exe := filepath.Join(macos, "carapace")
+	return app
+}
 
-	telegram := func(t *testing.T) map[string]any {
-		home := filepath.Join(t.TempDir(), "home")
-		run := func(stdin string, args ...string) string {
-			cmd := exec.Command(exe, append([]string{"--home", home}, args...)...)
-			cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir())
-			cmd.Stdin = strings.NewReader(stdin)
-			out, err := cmd.Output()
-			if err != nil {
-				t.Fatalf("carapace %s: %v\n%s", strings.Join(args, " "), err, out)
-			}
-			return string(out)
-		}
-		if err := os.MkdirAll(home, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		cfg := "[runtime]\nengine = \"none\"\n\n[plugins.telegram]\n[plugins.telegram.config]\napi_url = \"http://127.0.0.1:9\"\nowner_id = 1\n"
-		if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		run("123456:AAF-not-a-token\n", "auth", "set", "--plugin", "telegram", "--key", "bot_token")
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		serve := exec.CommandContext(ctx, exe, "--home", home, "serve")
-		var log testutil.Buffer
-		serve.Stdout, serve.Stderr = &log, &log
-		if err := serve.Start(); err != nil {
-			t.Fatal(err)
-		}
-		defer func() {
-			exec.Command(exe, "--home", home, "stop").Run()
-			serve.Wait()
-		}()
-		deadline := time.Now().Add(time.Minute)
-		for {
-			var list []map[string]any
-			cmd := exec.Command(exe, "--home", home, "plugin", "list", "--json")
-			if out, err := cmd.Output(); err == nil && json.Unmarshal(out, &list) == nil {
-				for _, p := range list {
-					if p["name"] == "telegram" && p["state"] != "starting" {
-						return p
-					}
-				}
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the core never listed telegram as started or failed; its log:\n%s", log.String())
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
+// telegramIn runs the core of app with the Telegram plugin on, in a home
+// of its own, with a dummy token and a Bot API on a closed port, and
+// returns what `carapace plugin list --json` says of the plugin once it
+// has started or failed.
+func telegramIn(t *testing.T, app string) map[string]any {
+	t.Helper()
+	exe := filepath.Join(app, "Contents", "MacOS", "carapace")
+	home := filepath.Join(t.TempDir(), "home")
+	carapace := func(stdin string, args ...string) ([]byte, error) {
+		cmd := exec.Command(exe, append([]string{"--home", home}, args...)...)
+		cmd.Stdin = strings.NewReader(stdin)
+		return cmd.Output()
 	}
-
-	p := telegram(t)
-	problem, _ := p["problem"].(string)
-	if p["source"] != "bundled" || p["dir"] != filepath.Join(resources, "plugins", "telegram") ||
-		!strings.Contains(problem, "init: telegram: could not reach the Bot API at http://127.0.0.1:9") {
-		t.Fatalf("the bundled plugin did not start from the app's layout: %v", p)
-	}
-
-	f, err := os.OpenFile(filepath.Join(resources, "plugins", "telegram", "handler"), os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
+	if err := os.MkdirAll(home, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	f.WriteString("ad-hoc signature")
-	f.Close()
-	p = telegram(t)
-	if problem, _ := p["problem"].(string); !strings.Contains(problem, "does not match its SHA-256 pin") {
-		t.Fatalf("a handler changed after pinning was not refused: %v", p)
+	cfg := "[runtime]\nengine = \"none\"\n\n[plugins.telegram]\n[plugins.telegram.config]\napi_url = \"http://127.0.0.1:9\"\nowner_id = 1\n"
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := carapace("123456:AAF-not-a-token\n", "auth", "set", "--plugin", "telegram", "--key", "bot_token"); err != nil {
+		t.Fatalf("carapace auth set: %v\n%s", err, out)
+	}
+	defer carapace("", "auth", "delete", "--plugin", "telegram", "--key", "bot_token")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	serve := exec.CommandContext(ctx, exe, "--home", home, "serve")
+	var log testutil.Buffer
+	serve.Stdout, serve.Stderr = &log, &log
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		carapace("", "stop")
+		serve.Wait()
+	}()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var list []map[string]any
+		if out, err := carapace("", "plugin", "list", "--json"); err == nil && json.Unmarshal(out, &list) == nil {
+			for _, p := range list {
+				if p["name"] == "telegram" && p["state"] != "starting" {
+					return p
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the core never listed telegram as started or failed; its log:\n%s", log.String())
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
