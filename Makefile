@@ -23,14 +23,9 @@ help: ## list the targets
 
 .PHONY: build
 build: ## build bin/carapace (cgo, for SQLite), the bundled plugins in bin/plugins/, bin/ipc (static), the linux/amd64 + linux/arm64 ipc for agent images, and bin/carapace-app
-	@pins=; for p in $(BUNDLED); do \
-	  rm -rf bin/plugins/$$p && mkdir -p bin/plugins/$$p || exit 1; \
-	  CGO_ENABLED=1 $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)' -o bin/plugins/$$p/handler ./plugins/$$p/handler || exit 1; \
-	  cp plugins/$$p/manifest.json bin/plugins/$$p/ && cp -R plugins/$$p/skills bin/plugins/$$p/skills || exit 1; \
-	  pins=$$pins$${pins:+,}$$p=$$($(SHA256) bin/plugins/$$p/handler | cut -d' ' -f1); \
-	done; \
+	@pins=$$(GO='$(GO)' GOBUILDFLAGS='$(BUILDFLAGS)' LDFLAGS='$(LDFLAGS)' scripts/bundle-plugins.sh bin/plugins) || exit 1; \
 	echo "CGO_ENABLED=1 $(GO) build ... -o bin/carapace ./cmd/carapace (bundled plugins: $${pins:-none})"; \
-	CGO_ENABLED=1 $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)'" -X github.com/carapace-dev/carapace/cmd/carapace/wiring.bundledPins=$$pins" -o bin/carapace ./cmd/carapace
+	CGO_ENABLED=1 $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)'" -X $(PINS_VAR)=$$pins" -o bin/carapace ./cmd/carapace
 	CGO_ENABLED=0 $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)' -o bin/ipc ./cmd/ipc
 	@for arch in amd64 arm64; do \
 	  CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)' -o bin/linux-$$arch/ipc ./cmd/ipc || exit 1; \
@@ -55,11 +50,13 @@ else
 	CGO_ENABLED=$(APP_CGO) $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)' -o bin/carapace-app ./cmd/carapace-app
 endif
 
-# BUNDLED are the first-party out-of-process plugins built with the core:
-# plugins/<name>/handler is their main; make build puts each plugin folder
-# in bin/plugins/<name>/ and links its handler's SHA-256 into carapace.
-BUNDLED   := $(patsubst plugins/%/handler/main.go,%,$(wildcard plugins/*/handler/main.go))
-SHA256    := $(shell command -v sha256sum >/dev/null 2>&1 && echo sha256sum || echo 'shasum -a 256')
+# The bundled plugins are the first-party out-of-process plugins built
+# with the core: plugins/<name>/handler is their main.
+# scripts/bundle-plugins.sh builds each plugin folder (bin/plugins/<name>/
+# for make build, Contents/Resources/plugins/<name>/ in Carapace.app) and
+# prints the handlers' SHA-256 pins, which make links into carapace
+# (PINS_VAR); scripts/check-bundle.sh checks the result.
+PINS_VAR  := github.com/carapace-dev/carapace/cmd/carapace/wiring.bundledPins
 
 ENGINE    ?= docker
 
@@ -120,8 +117,27 @@ $(STATICCHECK):
 	GOOS= GOARCH= GOBIN=$(CURDIR)/bin/tools $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	mv bin/tools/staticcheck $@
 
+# actionlint, pinned and built like staticcheck, checks the GitHub
+# workflows, and the shell of their run: steps with shellcheck (Debian's
+# shellcheck package; actionlint skips that part silently without it, so
+# lint insists on it).
+ACTIONLINT_VERSION := v1.7.12
+ACTIONLINT := bin/tools/actionlint-$(ACTIONLINT_VERSION)
+SHELL_SCRIPTS := $(wildcard scripts/*.sh) .ci/run
+
+$(ACTIONLINT):
+	@mkdir -p bin/tools
+	GOOS= GOARCH= GOBIN=$(CURDIR)/bin/tools $(GO) install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION)
+	mv bin/tools/actionlint $@
+
+.PHONY: lint
+lint: $(ACTIONLINT) ## lint the GitHub workflows (actionlint, with shellcheck on their run steps) and the shell scripts (shellcheck)
+	@command -v shellcheck >/dev/null || { echo "lint needs shellcheck: apt-get install shellcheck (brew install shellcheck on a Mac)"; exit 1; }
+	$(ACTIONLINT) -shellcheck "$$(command -v shellcheck)"
+	shellcheck -x $(SHELL_SCRIPTS)
+
 .PHONY: check
-check: $(STATICCHECK) ## static checks: gofmt, vet and staticcheck (linux and darwin), dependency tests, cross builds
+check: $(STATICCHECK) lint ## static checks: gofmt, vet and staticcheck (linux and darwin), the workflows and scripts (make lint), dependency tests, cross builds
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	$(GO) vet $(PKGS)
 	GOOS=darwin GOARCH=arm64 $(GO) vet $(PKGS)
@@ -134,26 +150,36 @@ check: $(STATICCHECK) ## static checks: gofmt, vet and staticcheck (linux and da
 
 # The macOS app bundle, bin/Carapace.app (Darwin only: lipo, iconutil,
 # plutil and codesign come with Xcode's command-line tools). `make app`
-# calls it on a Mac. Both binaries are built with cgo for arm64 and amd64
-# and joined with lipo; MACOSX_DEPLOYMENT_TARGET matches Info.plist's
+# calls it on a Mac. Every binary is built with cgo for arm64 and amd64 and
+# joined with lipo; MACOSX_DEPLOYMENT_TARGET matches Info.plist's
 # LSMinimumSystemVersion. CFBundleShortVersionString takes the numbers of
-# a tag like v1.2.3 (0.0.0 otherwise); CarapaceVersion keeps VERSION. The
-# bundle is signed ad hoc (no identity: Gatekeeper will still ask on
-# another Mac) and the signature verified.
+# a tag like v1.2.3 (0.0.0 otherwise); CarapaceVersion keeps VERSION.
+#
+# The bundled plugins go to Contents/Resources/plugins/<name>/, where the
+# core looks when it runs from Contents/MacOS (cmd/carapace/wiring), with
+# their pins linked into carapace. The order matters, because codesign
+# rewrites what it signs: each handler is signed first and then pinned
+# (scripts/bundle-plugins.sh --darwin), carapace is built with those pins
+# and signed, and the bundle is signed last, without --deep, which would
+# sign the handlers again. Signatures are ad hoc (no identity: Gatekeeper
+# will still ask on another Mac); the bundle's is verified, and
+# scripts/check-bundle.sh checks the plugins against the pins.
 APP_BUNDLE := bin/Carapace.app
 APP_PKG    ?= ./cmd/carapace-app
 BUNDLE_VERSION = $(or $(shell printf '%s' '$(VERSION)' | sed -nE 's/^v([0-9]+(\.[0-9]+){0,2})(-.*)?$$/\1/p'),0.0.0)
 
 .PHONY: app-bundle
-app-bundle: ## (macOS) build bin/Carapace.app: carapace + carapace-app for arm64 and amd64 (lipo), icon, ad-hoc signature, verified
+app-bundle: ## (macOS) build bin/Carapace.app: carapace, carapace-app and the bundled plugins for arm64 and amd64 (lipo), icon, ad-hoc signatures, verified
 ifeq ($(shell uname),Darwin)
 	rm -rf $(APP_BUNDLE)
-	@set -e; for arch in arm64 amd64; do for p in carapace=./cmd/carapace carapace-app=$(APP_PKG); do \
+	mkdir -p $(APP_BUNDLE)/Contents/MacOS $(APP_BUNDLE)/Contents/Resources
+	@set -e; pins=$$(GO='$(GO)' GOBUILDFLAGS='$(BUILDFLAGS)' LDFLAGS='$(LDFLAGS)' scripts/bundle-plugins.sh --darwin $(APP_BUNDLE)/Contents/Resources/plugins); \
+	echo "  bundled plugins: $${pins:-none}"; \
+	for arch in arm64 amd64; do for p in carapace=./cmd/carapace carapace-app=$(APP_PKG); do \
 	  echo "  go build darwin/$$arch $${p%%=*}"; \
 	  CGO_ENABLED=1 GOOS=darwin GOARCH=$$arch MACOSX_DEPLOYMENT_TARGET=13.0 \
-	    $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)' -o bin/darwin-$$arch/$${p%%=*} $${p#*=}; \
+	    $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)'" -X $(PINS_VAR)=$$pins" -o bin/darwin-$$arch/$${p%%=*} $${p#*=}; \
 	done; done
-	mkdir -p $(APP_BUNDLE)/Contents/MacOS $(APP_BUNDLE)/Contents/Resources
 	@set -e; for b in carapace carapace-app; do \
 	  lipo -create -output $(APP_BUNDLE)/Contents/MacOS/$$b bin/darwin-arm64/$$b bin/darwin-amd64/$$b; \
 	  lipo $(APP_BUNDLE)/Contents/MacOS/$$b -verify_arch arm64 x86_64; \
@@ -172,8 +198,9 @@ ifeq ($(shell uname),Darwin)
 	done
 	xattr -cr $(APP_BUNDLE)
 	codesign --force --sign - $(APP_BUNDLE)/Contents/MacOS/carapace
-	codesign --force --deep --sign - $(APP_BUNDLE)
+	codesign --force --sign - $(APP_BUNDLE)
 	codesign --verify --deep --strict --verbose=2 $(APP_BUNDLE)
+	scripts/check-bundle.sh $(APP_BUNDLE)/Contents/MacOS/carapace
 else
 	@echo "app-bundle builds Carapace.app on macOS only (it needs lipo, iconutil, plutil and codesign)" >&2; exit 1
 endif

@@ -46,6 +46,13 @@
 // recommended: 1.2.0 started applying read-only /proc paths that only
 // 1.2.1 can override, and the relay has had bug fixes since.
 //
+// A fresh installation starts its services and says "running", but has no
+// kernel until one is set, and every `container run` fails until then:
+// Check looks in the appRoot the status gives (appRoot, or paths.appRoot
+// from 1.4.1) for kernels/default.kernel-<arch>, which `container system
+// kernel set --recommended` installs (KernelService.swift), and refuses
+// services without one, naming that command.
+//
 // # The socket relay stops for good after one failed connect
 //
 // In apple/containerization's UnixSocketRelay (0.35.0 in container 1.1.0,

@@ -2,13 +2,16 @@ package applecontainer
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -100,8 +103,8 @@ func (e *Engine) Name() string { return "apple" }
 // recognises, `container system version --format json`) and refuses a CLI
 // older than MinVersion; then `container system status --format json`,
 // which must report the services running, with an API server of the same
-// version as the CLI. Every refusal wraps runtime.ErrUnavailable and says
-// what to do. Info.Bin is the CLI Check ran, and Info.BinFrom how it was
+// version as the CLI, and an appRoot whose kernels/ holds a default
+// kernel. Every refusal wraps runtime.ErrUnavailable and says what to do. Info.Bin is the CLI Check ran, and Info.BinFrom how it was
 // found.
 func (e *Engine) Check(ctx context.Context) (runtime.Info, error) {
 	bin, from, err := e.binary()
@@ -174,9 +177,19 @@ func (e *Engine) cliVersion(ctx context.Context) (*semver.Version, error) {
 type systemStatus struct {
 	Status           string `json:"status"`
 	APIServerVersion string `json:"apiServerVersion"`
+	AppRoot          string `json:"appRoot"`
 	Server           struct {
 		Version string `json:"version"`
 	} `json:"server"`
+	Paths struct {
+		AppRoot string `json:"appRoot"`
+	} `json:"paths"`
+}
+
+// appRoot is where the services keep their data (the kernels among it):
+// appRoot up to 1.2.2 at least, paths.appRoot from 1.4.1.
+func (st *systemStatus) appRoot() string {
+	return cmp.Or(st.AppRoot, st.Paths.AppRoot)
 }
 
 // serverVersion is the API server's version as the output gives it, and
@@ -235,10 +248,73 @@ func (e *Engine) checkSystem(ctx context.Context, cli *semver.Version) error {
 		return tooOld("API server", sv, "the services that run are older than the CLI ("+cli.String()+"): "+restartHint+"; or "+installHint)
 	}
 	if !sameVersion(sv, cli) {
-		return fmt.Errorf("the running container API server is %s but the CLI is %s: the services of another installation (or of the version before an upgrade) still run; %s: %w",
-			sv, cli, restartHint, runtime.ErrUnavailable)
+		which := "the services of another installation still run"
+		if sv.LessThan(cli) {
+			which = "the services of the version before an upgrade still run (installing a new version does not restart them)"
+		}
+		return fmt.Errorf("the running container API server is %s but the CLI is %s: %s; %s: %w",
+			sv, cli, which, restartHint, runtime.ErrUnavailable)
 	}
-	return nil
+	return e.checkKernel(st.appRoot())
+}
+
+// kernelFix installs the kernel Apple recommends (it downloads it).
+const kernelFix = "container system kernel set --recommended"
+
+// defaultKernelPrefix names the default kernel of an architecture in
+// <appRoot>/kernels: default.kernel-arm64, a symbolic link to the kernel
+// file (KernelService.swift, 1.1.0 to 1.2.2 and on).
+const defaultKernelPrefix = "default.kernel-"
+
+// checkKernel checks that the services have a kernel to boot containers
+// with. A fresh installation starts its services and answers "running",
+// but its kernels/ is empty until a kernel is set, and every `container
+// run` fails until then. An appRoot the status did not give, or a folder
+// Carapace may not read, is not checked (logged).
+func (e *Engine) checkKernel(appRoot string) error {
+	if appRoot == "" {
+		e.log.Debug("container system status gives no appRoot: the kernel is not checked")
+		return nil
+	}
+	dir := filepath.Join(appRoot, "kernels")
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return noKernel(dir + " does not exist")
+	}
+	if err != nil {
+		e.log.Warn("cannot read Apple container's kernels: the kernel is not checked", "dir", dir, "err", err)
+		return nil
+	}
+	var found []string
+	for _, ent := range ents {
+		if !strings.HasPrefix(ent.Name(), defaultKernelPrefix) {
+			continue
+		}
+		fi, err := os.Stat(filepath.Join(dir, ent.Name()))
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			found = append(found, ent.Name()+" points to a kernel that is not there")
+		case err != nil:
+			found = append(found, ent.Name()+": "+err.Error())
+		case !fi.Mode().IsRegular():
+			found = append(found, ent.Name()+" is not a file")
+		case fi.Size() == 0:
+			found = append(found, ent.Name()+" is empty")
+		default:
+			return nil
+		}
+	}
+	if len(found) == 0 {
+		return noKernel(dir + " holds no default kernel (" + defaultKernelPrefix + "<arch>)")
+	}
+	return noKernel(dir + ": " + strings.Join(found, "; "))
+}
+
+// noKernel is the error for services without a kernel: why, and the fix.
+func noKernel(why string) error {
+	return fmt.Errorf("the Apple container services have no kernel to run containers with (%s): they run, but every container fails to start "+
+		"until a kernel is set; run `%s` (it downloads the kernel Apple recommends; offline, container system kernel set --tar FILE --binary PATH "+
+		"installs one you have): %w", why, kernelFix, runtime.ErrUnavailable)
 }
 
 // Stop stops the container named name (`container stop`, SIGTERM then

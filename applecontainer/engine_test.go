@@ -63,6 +63,16 @@ func TestCheck(t *testing.T) {
 			"empty version", restart}, calls: []string{"--version", "system"}},
 		{version: "1.2.2-noserverversion", errHas: []string{"no API server version", `"apiServerVersion":""`, restart},
 			calls: []string{"--version", "system"}},
+		// 1.5.0: a kernel installed, as `container system kernel set
+		// --recommended` leaves it.
+		{version: "1.5.0", want: "1.5.0", calls: []string{"--version", "system"}},
+		// A fresh installation: the services run, kernels/ has no kernel,
+		// and every container would fail to start.
+		{version: "1.5.0-nokernel", errHas: []string{"no kernel", "1.5.0-nokernel/appRoot/kernels", "`container system kernel set --recommended`",
+			"every container fails to start"}, calls: []string{"--version", "system"}},
+		// An upgrade to 1.5.0 that left the 1.4.1 services running.
+		{version: "1.5.0-oldserver", errHas: []string{"API server is 1.4.1 but the CLI is 1.5.0", "before an upgrade", restart},
+			calls: []string{"--version", "system"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.version, func(t *testing.T) {
@@ -91,6 +101,79 @@ func TestCheck(t *testing.T) {
 				t.Errorf("info = %+v, want %+v", info, want)
 			}
 		})
+	}
+}
+
+// The kernel's place, <appRoot>/kernels/default.kernel-<arch>, in every
+// state a Mac can leave it: only a default kernel that resolves to a file
+// passes, and the message says what was found and the fix.
+func TestCheckKernel(t *testing.T) {
+	tests := []struct {
+		name   string
+		make   func(t *testing.T, root string) // builds appRoot
+		errHas string                          // "": Check passes
+	}{
+		{"a kernel set", func(t *testing.T, root string) {
+			mkdir(t, filepath.Join(root, "kernels"))
+			writeFile(t, filepath.Join(root, "kernels", "vmlinux-6.12"), "kernel", 0o644)
+			symlink(t, "vmlinux-6.12", filepath.Join(root, "kernels", "default.kernel-arm64"))
+		}, ""},
+		{"a kernel copied in as a file", func(t *testing.T, root string) {
+			mkdir(t, filepath.Join(root, "kernels"))
+			writeFile(t, filepath.Join(root, "kernels", "default.kernel-arm64"), "kernel", 0o644)
+		}, ""},
+		{"no kernels folder", func(t *testing.T, root string) { mkdir(t, root) }, "kernels does not exist"},
+		{"no appRoot at all", func(t *testing.T, root string) {}, "kernels does not exist"},
+		{"an empty kernels folder", func(t *testing.T, root string) { mkdir(t, filepath.Join(root, "kernels")) }, "holds no default kernel"},
+		{"a kernel but no default", func(t *testing.T, root string) {
+			mkdir(t, filepath.Join(root, "kernels"))
+			writeFile(t, filepath.Join(root, "kernels", "vmlinux-6.12"), "kernel", 0o644)
+		}, "holds no default kernel"},
+		{"a default whose kernel was removed", func(t *testing.T, root string) {
+			mkdir(t, filepath.Join(root, "kernels"))
+			symlink(t, "vmlinux-gone", filepath.Join(root, "kernels", "default.kernel-arm64"))
+		}, "default.kernel-arm64 points to a kernel that is not there"},
+		{"an empty default kernel", func(t *testing.T, root string) {
+			mkdir(t, filepath.Join(root, "kernels"))
+			writeFile(t, filepath.Join(root, "kernels", "default.kernel-arm64"), "", 0o644)
+		}, "default.kernel-arm64 is empty"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			root := filepath.Join(t.TempDir(), "com.apple.container")
+			tt.make(t, root)
+			f := newFake(t, "1.5.0", map[string]string{"FAKE_CONTAINER_APP_ROOT": root})
+			info, err := f.engine(t).Check(context.Background())
+			if tt.errHas == "" {
+				if err != nil || info.Version != "1.5.0" {
+					t.Fatalf("Check: %+v, %v", info, err)
+				}
+				return
+			}
+			if !errors.Is(err, runtime.ErrUnavailable) {
+				t.Fatalf("err = %v, want ErrUnavailable", err)
+			}
+			for _, s := range []string{tt.errHas, filepath.Join(root, "kernels"), "`container system kernel set --recommended`"} {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error does not say %q: %v", s, err)
+				}
+			}
+		})
+	}
+}
+
+func mkdir(t *testing.T, dir string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func symlink(t *testing.T, target, link string) {
+	t.Helper()
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
 	}
 }
 

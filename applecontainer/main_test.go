@@ -65,6 +65,11 @@ func newFake(t *testing.T, version string, env map[string]string) *fake {
 		"FAKE_CONTAINER_DATA":    data,
 		"FAKE_CONTAINER_STATE":   f.state,
 	}
+	// A version without an appRoot/ of its own reports one with a kernel
+	// installed, as a Mac that has run containers before has.
+	if _, err := os.Stat(filepath.Join(data, version, "appRoot")); err != nil {
+		vars["FAKE_CONTAINER_APP_ROOT"] = appRootWithKernel(t)
+	}
 	maps.Copy(vars, env)
 	b, err := json.Marshal(vars)
 	if err != nil {
@@ -77,6 +82,25 @@ func newFake(t *testing.T, version string, env map[string]string) *fake {
 		t.Fatal(err)
 	}
 	return f
+}
+
+// appRootWithKernel returns an appRoot whose kernels/ holds the default
+// kernel, as `container system kernel set --recommended` leaves it: a
+// symbolic link to the kernel file.
+func appRootWithKernel(t *testing.T) string {
+	t.Helper()
+	root := filepath.Join(t.TempDir(), "com.apple.container")
+	kernels := filepath.Join(root, "kernels")
+	if err := os.MkdirAll(kernels, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(kernels, "vmlinux-6.12.28-153"), []byte("not a kernel\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("vmlinux-6.12.28-153", filepath.Join(kernels, "default.kernel-arm64")); err != nil {
+		t.Fatal(err)
+	}
+	return root
 }
 
 // engine returns an Engine that runs f, with short waits.

@@ -18,7 +18,7 @@ bold() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 say() { printf '   %s\n' "$*"; }
 
 cleanup() {
-  [ -n "${APP:-}" ] && kill "$APP" 2>/dev/null || true
+  if [ -n "${APP:-}" ]; then kill "$APP" 2>/dev/null || true; fi
   "$BIN/carapace" stop >/dev/null 2>&1 || true
   wait "${CORE_PID:-}" 2>/dev/null || true
   rm -rf "$HOME_DIR"
@@ -110,6 +110,7 @@ kill "$WATCHER" 2>/dev/null || true
 wait "$WATCHER" 2>/dev/null || true
 
 bold "a second session starts with the memory brief in its CLAUDE.md (mounted read-only)"
+# shellcheck disable=SC2016 # the agent's shell expands it, inside the container
 "$BIN/carapace" run --group main --runtime docker -- --exec sh -c \
   'sed -n "/^## Memory Context/,\$p" ~/.claude/CLAUDE.md; { echo x >> ~/.claude/CLAUDE.md; } 2>/dev/null || echo "(and the agent cannot change it: read-only)"' 2>&1 | sed -u 's/^/   /'
 

@@ -21,7 +21,10 @@ if ((${#missing[@]})); then
   echo "screenshot: missing ${missing[*]}: apt-get install xvfb xfce4-panel xdotool x11-apps imagemagick dbus-daemon" >&2
   exit 1
 fi
-[ -x bin/carapace-app ] && [ -x bin/carapace ] && [ -x bin/ipc ] || { echo "screenshot: run make build first" >&2; exit 1; }
+if ! [ -x bin/carapace-app ] || ! [ -x bin/carapace ] || ! [ -x bin/ipc ]; then
+  echo "screenshot: run make build first" >&2
+  exit 1
+fi
 
 WORK=$(mktemp -d /tmp/carapace-shot.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
@@ -98,5 +101,6 @@ wait "$APP" 2>/dev/null || true
 kill "$PANEL" "$XV" 2>/dev/null || true
 INNER
 chmod +x "$WORK/inside.sh"
-XDG_CONFIG_HOME=$WORK/cfg WORK=$WORK OUT=$OUT dbus-run-session -- "$WORK/inside.sh"
+export WORK OUT # inside.sh reads them
+XDG_CONFIG_HOME=$WORK/cfg dbus-run-session -- "$WORK/inside.sh"
 echo "wrote $OUT"

@@ -41,6 +41,35 @@ func TestRender(t *testing.T) {
 	}
 }
 
+// Whatever a path holds, the plist gives it back as it is: launchd
+// expands nothing (no variables, no ~, no %), so the only escaping is
+// XML's, and a path XML cannot carry is refused.
+func TestRenderLiteral(t *testing.T) {
+	t.Parallel()
+	for _, home := range []string{
+		"/Users/ann",
+		"/Users/a $HOME ${HOME} $$ %h %% ~ x",
+		`/Users/a "b" 'c' \d`,
+		"/Users/a & b &amp; &#x41; <c> ]]> <!-- d --> <![CDATA[e]]>",
+		"/Users/änne/日本",
+	} {
+		bin := home + "/Applications/Carapace.app/Contents/MacOS/carapace"
+		out, err := Render(bin, home)
+		if err != nil {
+			t.Fatalf("Render(%q): %v", home, err)
+		}
+		p := decode(t, out)
+		if args, _ := p["ProgramArguments"].([]any); len(args) != 2 || args[0] != bin || args[1] != "serve" {
+			t.Errorf("ProgramArguments = %q, want [%q serve]", p["ProgramArguments"], bin)
+		}
+		for _, k := range []string{"StandardOutPath", "StandardErrorPath"} {
+			if want := home + "/Library/Logs/Carapace/serve.log"; p[k] != want {
+				t.Errorf("%s = %q, want %q", k, p[k], want)
+			}
+		}
+	}
+}
+
 func TestRenderRefuses(t *testing.T) {
 	t.Parallel()
 	for _, c := range [][2]string{
@@ -48,6 +77,12 @@ func TestRenderRefuses(t *testing.T) {
 		{"/usr/local/bin/carapace", "~"},
 		{"/usr/local/bin/carapace", "/Users/a\nb"},
 		{"", "/Users/a"},
+		// XML 1.0 has no way to carry these: the plist would not parse.
+		{"/usr/local/bin/carapace", "/Users/a\x01b"},
+		{"/usr/local/bin/car\x1bapace", "/Users/a"},
+		{"/usr/local/bin/carapace", "/Users/a\tb"},
+		{"/usr/local/bin/carapace", "/Users/a\ufffeb"},
+		{"/usr/local/bin/carapace", "/Users/a\xffb"}, // not UTF-8
 	} {
 		if _, err := Render(c[0], c[1]); err == nil {
 			t.Errorf("Render(%q, %q) succeeded", c[0], c[1])

@@ -6,60 +6,93 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/carapace-dev/carapace/internal/testutil"
 )
 
+// The unit as written for an ordinary user, byte for byte (go test
+// -update rewrites testdata/).
 func TestRenderGolden(t *testing.T) {
 	out, err := Render("/home/ann/bin/carapace", "/home/ann/.carapace")
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden := filepath.Join("testdata", "carapace.service.golden")
-	if os.Getenv("UPDATE_GOLDEN") != "" {
-		if err := os.WriteFile(golden, out, 0o644); err != nil {
-			t.Fatal(err)
-		}
+	testutil.Golden(t, filepath.Join("testdata", "carapace.service.golden"), out)
+}
+
+// The paths reach the process as they are: an argument has systemd's
+// specifiers (%), variables ($), escapes (\\) and quotes escaped; the
+// executable's path is taken literally by systemd except for specifiers,
+// and a path systemd refuses to run is refused here, saying what to do.
+func TestRenderEscapes(t *testing.T) {
+	tests := []struct {
+		name, carapace, home string
+		want                 string // the ExecStart line
+		err                  string // or the error
+	}{
+		{name: "plain", carapace: "/usr/bin/carapace", home: "/home/ann/.carapace",
+			want: `ExecStart="/usr/bin/carapace" --home "/home/ann/.carapace" serve`},
+		{name: "a variable in the home", carapace: "/usr/bin/carapace", home: "/home/a$HOME/${USER}/$$",
+			want: `ExecStart="/usr/bin/carapace" --home "/home/a$$HOME/$${USER}/$$$$" serve`},
+		{name: "specifiers, quotes, escapes in the home", carapace: "/usr/bin/carapace", home: `/home/a "b" 'c'/100%h/d\e;f`,
+			want: `ExecStart="/usr/bin/carapace" --home "/home/a \"b\" 'c'/100%%h/d\\e;f" serve`},
+		{name: "a variable in the binary's path is literal", carapace: "/opt/$HOME x/100%/carapace", home: "/h",
+			want: `ExecStart="/opt/$HOME x/100%%/carapace" --home "/h" serve`},
+		{name: "a double quote in the binary's path", carapace: `/home/a "b"/carapace`, home: "/h", err: "systemd does not run"},
+		{name: "a single quote in the binary's path", carapace: `/home/a'b/carapace`, home: "/h", err: "systemd does not run"},
+		{name: "a backslash in the binary's path", carapace: `/home/a\b/carapace`, home: "/h", err: "systemd does not run"},
+		{name: "a relative binary", carapace: "carapace", home: "/h", err: "absolute path"},
+		{name: "a relative home", carapace: "/bin/carapace", home: "rel/home", err: "absolute path"},
+		{name: "a newline", carapace: "/bin/car\napace", home: "/h", err: "control character"},
+		{name: "a control character in the home", carapace: "/bin/carapace", home: "/h\x01", err: "control character"},
+		{name: "not UTF-8", carapace: "/bin/carapace", home: "/h\xff", err: "UTF-8"},
 	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(out) != string(want) {
-		t.Errorf("rendered unit:\n%s\nwant (%s):\n%s", out, golden, want)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := Render(tt.carapace, tt.home)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("Render(%q, %q) = %v, want an error saying %q\n%s", tt.carapace, tt.home, err, tt.err, out)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(out), "\n"+tt.want+"\n") {
+				t.Errorf("ExecStart not escaped, want %s:\n%s", tt.want, out)
+			}
+		})
 	}
 }
 
-func TestRenderEscapes(t *testing.T) {
-	out, err := Render(`/home/a "b"/100%/carapace`, `/home/a\b`)
+// The unit for paths that need every escape, byte for byte.
+func TestRenderGoldenSpecial(t *testing.T) {
+	out, err := Render("/opt/$HOME x/100%/carapace", `/home/a "b"/$HOME/%h/c\d`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := `ExecStart="/home/a \"b\"/100%%/carapace" --home "/home/a\\b" serve`; !strings.Contains(string(out), want) {
-		t.Errorf("ExecStart not escaped:\n%s", out)
-	}
-	for _, bad := range [][2]string{{"carapace", "/h"}, {"/bin/carapace", "rel/home"}, {"/bin/car\napace", "/h"}} {
-		if _, err := Render(bad[0], bad[1]); err == nil {
-			t.Errorf("Render(%q, %q) succeeded", bad[0], bad[1])
-		}
-	}
+	testutil.Golden(t, filepath.Join("testdata", "carapace.service.special.golden"), out)
 }
 
 // TestUnitVerifies has systemd itself check the rendered unit
-// (systemd-analyze verify --user), with a broken copy as the positive
-// control: the same check must refuse it.
+// (systemd-analyze verify --user), with broken copies as the positive
+// controls: the same check must refuse them. The binary lives under a
+// path with a variable, a specifier and a space in it, which systemd must
+// find as it is (verify checks that the executable exists).
 func TestUnitVerifies(t *testing.T) {
-	analyze, err := exec.LookPath("systemd-analyze")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("systemd-analyze is missing (Debian's systemd): .ci/run installs it")
-		}
-		t.Skip("systemd-analyze is not installed (apt-get install systemd)")
-	}
-	trueBin, err := exec.LookPath("true")
-	if err != nil {
+	analyze := testutil.Require(t, "systemd-analyze", "systemd itself checks the unit (Debian: apt-get install systemd)")
+	trueBin := testutil.Require(t, "true", "the unit's binary stands in for carapace")
+	dir := t.TempDir()
+	binDir := filepath.Join(dir, "a $HOME b%h;c")
+	if err := os.Mkdir(binDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	out, err := Render(trueBin, filepath.Join(dir, "home"))
+	bin := filepath.Join(binDir, "carapace")
+	if err := os.Symlink(trueBin, bin); err != nil {
+		t.Fatal(err)
+	}
+	out, err := Render(bin, filepath.Join(dir, `home "q" 'q' \ $HOME ${X} %h`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,8 +112,23 @@ func TestUnitVerifies(t *testing.T) {
 	if msg, err := verify(out); err != nil {
 		t.Fatalf("systemd-analyze refuses the unit: %v\n%s\n%s", err, msg, out)
 	}
-	broken := strings.Replace(string(out), `"`+trueBin+`"`, `"/nonexistent/carapace"`, 1)
-	if msg, err := verify([]byte(broken)); err == nil || !strings.Contains(string(msg), "/nonexistent/carapace") {
-		t.Fatalf("systemd-analyze accepts a unit whose binary does not exist (the check proves nothing): %v\n%s", err, msg)
+	for _, c := range []struct{ name, from, to, says string }{
+		{"a binary that does not exist", quotedExec(bin), `"/nonexistent/carapace"`, "/nonexistent/carapace"},
+		// $ escaped in the executable's path: systemd would look for a
+		// binary named with "$$".
+		{"the binary's $ escaped", "$HOME b", "$$HOME b", "$$HOME"},
+	} {
+		broken := strings.Replace(string(out), c.from, c.to, 1)
+		if broken == string(out) {
+			t.Fatalf("%s: %q is not in the unit:\n%s", c.name, c.from, out)
+		}
+		if msg, err := verify([]byte(broken)); err == nil || !strings.Contains(string(msg), c.says) {
+			t.Errorf("systemd-analyze accepts %s (the check proves nothing): %v\n%s", c.name, err, msg)
+		}
 	}
+}
+
+// quotedExec is bin as the unit's ExecStart quotes it.
+func quotedExec(bin string) string {
+	return `"` + strings.ReplaceAll(bin, "%", "%%") + `"`
 }

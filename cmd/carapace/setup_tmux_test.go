@@ -14,6 +14,7 @@ import (
 	"github.com/carapace-dev/carapace/core/config"
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/internal/agentimage"
+	"github.com/carapace-dev/carapace/internal/testutil"
 	"github.com/carapace-dev/carapace/keychain"
 )
 
@@ -27,12 +28,7 @@ type tmuxSession struct {
 // its own server (socket -L), 120x50.
 func tmuxStart(t *testing.T, command string) *tmuxSession {
 	t.Helper()
-	if _, err := exec.LookPath("tmux"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("tmux is missing; .ci/run installs it")
-		}
-		t.Skip("no tmux here: apt-get install tmux")
-	}
+	testutil.Require(t, "tmux", "setup is driven in a real terminal (apt-get install tmux)")
 	s := &tmuxSession{t: t, name: fmt.Sprintf("carapace-setup-%d", os.Getpid())}
 	if out, err := s.tmux("new-session", "-d", "-s", s.name, "-x", "120", "-y", "50", command); err != nil {
 		t.Fatalf("tmux new-session: %v\n%s", err, out)
@@ -90,15 +86,8 @@ func TestSetupInteractive(t *testing.T) {
 	if goruntime.GOOS != "linux" {
 		t.Skip("tmux and Docker")
 	}
-	if _, err := exec.LookPath("docker"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("docker is missing; CI runs this against the real engine")
-		}
-		t.Skip("no docker here")
-	}
-	if _, err := os.Stat(agentimage.DefaultBusybox); err != nil {
-		t.Fatalf("%v: apt-get install busybox-static", err)
-	}
+	testutil.RequireDocker(t, "setup builds and checks the image in the real engine")
+	testutil.RequireFile(t, agentimage.DefaultBusybox, "the test image is built with Debian's static busybox (apt-get install busybox-static)")
 	// The image the build "makes": the test image's recipe, tagged as
 	// the agent image by a docker whose build prints the steps of the
 	// real one (offline, the real one cannot finish).

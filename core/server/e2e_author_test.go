@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/carapace-dev/carapace/internal/testutil"
 )
 
 // TestAuthorPath is a plugin author's whole path with the real binaries:
@@ -16,9 +18,7 @@ import (
 // install → carapace serve → a call through bin/ipc → the result.
 func TestAuthorPath(t *testing.T) {
 	for _, tool := range []string{"go", "make"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("the author's path needs %s on PATH: %v", tool, err)
-		}
+		testutil.Require(t, tool, "the plugin author's path runs it")
 	}
 	root, err := filepath.Abs("../..") // this repository: the SDK the plugin builds against
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/core/runtime"
 	"github.com/carapace-dev/carapace/internal/agentimage"
+	"github.com/carapace-dev/carapace/internal/testutil"
 )
 
 // testImage is the offline agent image the container tests run, built once
@@ -31,10 +32,13 @@ var testImage = struct {
 	err  error
 }{tag: fmt.Sprintf("carapace-agent-test:server-%d", os.Getpid())}
 
-// agentImage builds the test image on first use. Docker must be there: a
-// missing engine fails the test, it never skips it.
+// agentImage builds the test image on first use. Without a Docker engine
+// the test fails in the project's CI and is skipped elsewhere
+// (testutil.RequireDocker).
 func agentImage(t testing.TB) string {
 	t.Helper()
+	testutil.RequireDocker(t, "the test runs agents in containers")
+	testutil.RequireFile(t, agentimage.DefaultBusybox, "the test image is built with Debian's static busybox (apt-get install busybox-static)")
 	testImage.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
@@ -240,6 +244,7 @@ func TestContainerLifecycle(t *testing.T) {
 // An unknown image or an engine that is not there is a clear error, and
 // no session is left open.
 func TestContainerSessionErrors(t *testing.T) {
+	testutil.RequireDocker(t, "the first session asks the real engine for an image it does not have")
 	c := startCore(t, "[runtime]\nengine = \"docker\"\nimage = \"carapace-no-such-image:1\"\n")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -441,6 +446,7 @@ func TestEventStartsAgentSession(t *testing.T) {
 // it is never pulled, and the commands that fix it; the image the config
 // names exists and runs (the positive control).
 func TestMissingImageNamesTheFix(t *testing.T) {
+	testutil.RequireDocker(t, "the engine must answer for the image to be found missing")
 	missing := "carapace-agent-absent:" + strings.ToLower(t.Name()[:8]) + fmt.Sprint(os.Getpid())
 	c := startCore(t, fmt.Sprintf("[runtime]\nengine = \"docker\"\nimage = %q\nmemory_mb = 256\n", missing))
 	_, errOut, code := runCLI(t, c.Home, "run", "--group", "main", "--runtime", "docker", "--", "true")

@@ -13,14 +13,13 @@ import (
 	agentfiles "github.com/carapace-dev/carapace/Resources/agent"
 	agenttest "github.com/carapace-dev/carapace/Resources/agent/test"
 	"github.com/carapace-dev/carapace/internal/agentimage"
+	"github.com/carapace-dev/carapace/internal/testutil"
 )
 
 // staticBusybox is Debian's busybox-static, which CI installs.
 func staticBusybox(t *testing.T) string {
 	t.Helper()
-	if _, err := os.Stat(agentimage.DefaultBusybox); err != nil {
-		t.Fatalf("%v: install it with apt-get install busybox-static", err)
-	}
+	testutil.RequireFile(t, agentimage.DefaultBusybox, "the image is built with it (apt-get install busybox-static)")
 	return agentimage.DefaultBusybox
 }
 
@@ -243,12 +242,7 @@ func TestBuildAgentWithoutRegistry(t *testing.T) {
 // there, a name nobody built is not, and a CLI that fails otherwise is an
 // error rather than "missing".
 func TestExists(t *testing.T) {
-	if _, err := exec.LookPath("docker"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("docker is not installed; CI runs this against the real engine")
-		}
-		t.Skip("docker is not installed")
-	}
+	testutil.RequireDocker(t, "Exists asks the real engine")
 	ctx := context.Background()
 	bb := staticBusybox(t)
 	arch, err := agentimage.EngineArch(ctx, "docker")

@@ -10,6 +10,7 @@
 //	FAKE_CONTAINER_VERSION  the version directory to replay, e.g. 1.2.2 (required)
 //	FAKE_CONTAINER_DATA     the versions directory (required)
 //	FAKE_CONTAINER_STATE    directory of the containers it pretends to run (default: the log's directory)
+//	FAKE_CONTAINER_APP_ROOT the appRoot `system status` reports (default: the version's appRoot/ folder, if it has one)
 //
 // For `run`:
 //
@@ -19,6 +20,11 @@
 //	FAKE_CONTAINER_RUN_SLEEP        how long the container runs (a Go duration) unless stopped
 //	FAKE_CONTAINER_RUN_IGNORE_STOP  1: `container stop` does not end it
 //	FAKE_CONTAINER_RUN_SELFKILL     1: the CLI dies of SIGKILL, leaving its container
+//
+// The appRoot in the recorded `system status` (a Mac's path) is replaced
+// by FAKE_CONTAINER_APP_ROOT or, without it, by the version's own appRoot/
+// folder when there is one, so that what the engine finds there (the
+// kernels/ folder) is the test's.
 //
 // The replayed command is named by its subcommands joined with '-', e.g.
 // "system-status", "list", and "version" for --version; its stdout is
@@ -41,6 +47,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -121,9 +128,33 @@ func (f *fake) replay(name string, jsonFormat bool) int {
 		fmt.Fprintf(os.Stderr, "Error: Unexpected argument '%s'\n", name)
 		return 64
 	}
+	if name == "system-status" {
+		stdout = f.withAppRoot(stdout)
+	}
 	os.Stdout.Write(stdout)
 	os.Stderr.Write(stderr)
 	return f.exitStatus(name)
+}
+
+// appRootRE is the appRoot of `system status --format json`, flat (up to
+// 1.2.2) or under "paths" (1.4.1 on).
+var appRootRE = regexp.MustCompile(`"appRoot":"(?:[^"\\]|\\.)*"`)
+
+// withAppRoot returns the status with its appRoot replaced, when there is
+// one to put in.
+func (f *fake) withAppRoot(status []byte) []byte {
+	root := os.Getenv("FAKE_CONTAINER_APP_ROOT")
+	if root == "" {
+		if fi, err := os.Stat(filepath.Join(f.dir, "appRoot")); err != nil || !fi.IsDir() {
+			return status
+		}
+		root = filepath.Join(f.dir, "appRoot")
+	}
+	quoted, err := json.Marshal(root + "/")
+	if err != nil {
+		fail(err)
+	}
+	return appRootRE.ReplaceAllLiteral(status, append([]byte(`"appRoot":`), quoted...))
 }
 
 func (f *fake) exitStatus(name string) int {

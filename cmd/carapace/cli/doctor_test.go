@@ -111,12 +111,7 @@ func TestDoctor(t *testing.T) {
 	}
 
 	// The engine and the image, against the real Docker.
-	if _, err := exec.LookPath("docker"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("docker is missing")
-		}
-		t.Skip("no docker here for the engine and image checks")
-	}
+	testutil.RequireDocker(t, "doctor's engine and image checks run against the real engine")
 	checks, code = doctorChecks(t, run)
 	if c := checks["engine"]; c.Status != "ok" || !strings.HasPrefix(c.Message, "docker ") {
 		t.Errorf("engine: %+v", c)

@@ -3,12 +3,14 @@ package cli_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/carapace-dev/carapace/applecontainer"
@@ -75,15 +77,8 @@ func (s *serviceFake) run(_ context.Context, name string, args ...string) ([]byt
 // standing in for ipc, which nothing here runs) and removes it at the end.
 func testImage(t *testing.T) string {
 	t.Helper()
-	if _, err := exec.LookPath("docker"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("docker is missing; CI runs this against the real engine")
-		}
-		t.Skip("no docker here")
-	}
-	if _, err := os.Stat(agentimage.DefaultBusybox); err != nil {
-		t.Fatalf("%v: apt-get install busybox-static", err)
-	}
+	testutil.RequireDocker(t, "setup and doctor check the image in the real engine")
+	testutil.RequireFile(t, agentimage.DefaultBusybox, "the test image is built with Debian's static busybox (apt-get install busybox-static)")
 	tag := fmt.Sprintf("carapace-agent-test:setup-%d", os.Getpid())
 	if err := agentimage.BuildTest(t.Context(), agentimage.Options{Tag: tag, IPC: agentimage.DefaultBusybox}); err != nil {
 		t.Fatal(err)
@@ -267,9 +262,7 @@ esac
 // The image missing, then built: the engine's output is shown as it
 // comes, and a build that cannot reach a registry says so and what to do.
 func TestSetupBuildImage(t *testing.T) {
-	if _, err := os.Stat(agentimage.DefaultBusybox); err != nil {
-		t.Fatalf("%v: apt-get install busybox-static", err)
-	}
+	testutil.RequireFile(t, agentimage.DefaultBusybox, "setup --build-image is given it as the static ipc (apt-get install busybox-static)")
 	for _, fail := range []bool{false, true} {
 		t.Run(fmt.Sprint("fail=", fail), func(t *testing.T) {
 			h := emptyHome(t)
@@ -364,6 +357,88 @@ esac
 			})
 			if c := checks["engine"]; code != 1 || c.Status != "fail" || !strings.Contains(c.Message, tc.msg) || !strings.HasPrefix(c.Fix, tc.fix) {
 				t.Fatalf("doctor: %d %+v", code, c)
+			}
+		})
+	}
+}
+
+// fakeContainer is applecontainer's fake `container` CLI
+// (applecontainer/testdata/fakecontainer), built once.
+var fakeContainer struct {
+	once sync.Once
+	bin  string
+	err  error
+}
+
+// appleFixture returns a `container` that answers as the recorded version
+// of applecontainer/testdata/versions/ does, with the appRoot (the
+// kernels) that version's folder holds.
+func appleFixture(t *testing.T, version string) string {
+	t.Helper()
+	fakeContainer.once.Do(func() {
+		dir, err := os.MkdirTemp("", "fakecontainer")
+		if err != nil {
+			fakeContainer.err = err
+			return
+		}
+		fakeContainer.bin = filepath.Join(dir, "container")
+		cmd := exec.Command("go", "build", "-o", fakeContainer.bin, "../../../applecontainer/testdata/fakecontainer")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			fakeContainer.err = fmt.Errorf("build the fake container CLI: %v\n%s", err, out)
+		}
+	})
+	if fakeContainer.err != nil {
+		t.Fatal(fakeContainer.err)
+	}
+	data, err := filepath.Abs("../../../applecontainer/testdata/versions")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	env, err := json.Marshal(map[string]string{"FAKE_CONTAINER_LOG": filepath.Join(dir, "argv.log"), "FAKE_CONTAINER_VERSION": version, "FAKE_CONTAINER_DATA": data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "fake.env"), env, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "container")
+	if err := os.Symlink(fakeContainer.bin, bin); err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// Apple container 1.5: a fresh installation without a kernel and an
+// upgrade that left the old services running each fail the engine step
+// and doctor's engine check, with the command that fixes them; with a
+// kernel and matching services the engine is ready.
+func TestSetupAppleContainer15(t *testing.T) {
+	for _, tc := range []struct {
+		version, status, msg, fix string
+	}{
+		{"1.5.0", "ok", "apple 1.5.0", ""},
+		{"1.5.0-nokernel", "fail", "have no kernel to run containers with", "container system kernel set --recommended"},
+		{"1.5.0-oldserver", "fail", "the running container API server is 1.4.1 but the CLI is 1.5.0: the services of the version before an upgrade still run",
+			"container system stop && container system start"},
+	} {
+		t.Run(tc.version, func(t *testing.T) {
+			h := emptyHome(t)
+			bin := appleFixture(t, tc.version)
+			engines := func(string) (runtime.Engine, error) { return applecontainer.New(applecontainer.Options{Bin: bin}), nil }
+			var out, errb testutil.Buffer
+			r := carapaceWith(t, cli.Config{Stdout: &out, Stderr: &errb, NewEngine: engines, ServiceRunner: (&serviceFake{}).run}, h, "setup", "--yes", "--engine", "apple")
+			line := stepLine(r.stdout, tc.status, "engine")
+			if !strings.Contains(line, tc.msg) || tc.fix != "" && (r.code != 1 || !strings.Contains(r.stdout, "fix: "+tc.fix+"\n")) {
+				t.Fatalf("setup: engine line %q\n%+v", line, r)
+			}
+			var out2, errb2 testutil.Buffer
+			checks, _ := doctorChecks(t, func(args ...string) result {
+				return carapaceWith(t, cli.Config{Stdout: &out2, Stderr: &errb2, NewEngine: engines}, h, args...)
+			})
+			if c := checks["engine"]; c.Status != tc.status || !strings.Contains(c.Message, tc.msg) || c.Fix != tc.fix {
+				t.Fatalf("doctor: %+v", c)
 			}
 		})
 	}

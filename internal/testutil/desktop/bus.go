@@ -65,10 +65,7 @@ type BusOptions struct {
 // the listed services, and only those, can be activated.
 func StartBusWith(t testing.TB, opts BusOptions) string {
 	t.Helper()
-	daemon, err := exec.LookPath("dbus-daemon")
-	if err != nil {
-		t.Fatalf("desktop: the desktop tests need dbus-daemon, which is not installed: install it (Debian and Ubuntu: apt-get install dbus-daemon; .ci/run does) (%v)", err)
-	}
+	daemon := testutil.Require(t, "dbus-daemon", "the desktop tests run a private session bus (Debian and Ubuntu: apt-get install dbus-daemon)")
 	// Not t.TempDir: a socket's path has at most 107 bytes, and a test's
 	// temporary directory is named after the test.
 	dir, err := os.MkdirTemp("", "carapace-bus-")

@@ -38,8 +38,9 @@
 // the first GetLayout with the top level only, by design, and announces
 // the rest with LayoutUpdated a moment later: read menus with WaitMenu.
 //
-// Everything fails the test, never skips it: without dbus-daemon the test
-// fails with the command that installs it. Waits for something to happen
+// Without dbus-daemon a test fails in the project's CI and is skipped
+// elsewhere, with the command that installs it (testutil.Require); every
+// other problem fails the test. Waits for something to happen
 // are bounded by Timeout; no test here measures time.
 package desktop
 
