@@ -377,14 +377,7 @@ func (h *Handler) closeCard(ctx context.Context, id, state, outcome string) erro
 		return nil // the card never reached the phone
 	}
 	newHTML := text + "\n\n<b>" + html.EscapeString(outcome) + "</b>"
-	params := &bot.EditMessageTextParams{ChatID: chat, MessageID: int(msgID), Text: newHTML, ParseMode: models.ParseModeHTML,
-		ReplyMarkup: &models.InlineKeyboardMarkup{InlineKeyboard: [][]models.InlineKeyboardButton{}}}
-	_, err = h.api.EditMessageText(h.ctx, params)
-	if err != nil && strings.Contains(err.Error(), "can't parse entities") {
-		params.ParseMode, params.Text = "", outcome
-		_, err = h.api.EditMessageText(h.ctx, params)
-	}
-	if err != nil {
+	if err := h.send.edit(h.ctx, chat, int(msgID), newHTML, outcome); err != nil {
 		h.log.Warn("telegram: could not edit an approval card", "confirmation", id, "err", err)
 	}
 	return nil

@@ -149,13 +149,49 @@ func (s *sender) send(ctx context.Context, chat int64, m message) ([]int, error)
 	return ids, nil
 }
 
+// noPreview is the link_preview_options of every text the plugin sends
+// or edits: Telegram would otherwise fetch the text's first URL at once
+// (egress.go).
+func noPreview() *models.LinkPreviewOptions {
+	off := true
+	return &models.LinkPreviewOptions{IsDisabled: &off}
+}
+
+// textParams builds a sendMessage: the one place a new message's
+// parameters are made.
+func textParams(chat int64, m message) *bot.SendMessageParams {
+	p := &bot.SendMessageParams{ChatID: chat, Text: m.Text, ReplyMarkup: m.Markup, LinkPreviewOptions: noPreview()}
+	if m.HTML {
+		p.ParseMode = models.ParseModeHTML
+	}
+	return p
+}
+
+// editParams builds an editMessageText that replaces message id's text
+// and removes its buttons: the one place an edit's parameters are made.
+func editParams(chat int64, id int, text string, html bool) *bot.EditMessageTextParams {
+	p := &bot.EditMessageTextParams{ChatID: chat, MessageID: id, Text: text, LinkPreviewOptions: noPreview(),
+		ReplyMarkup: &models.InlineKeyboardMarkup{InlineKeyboard: [][]models.InlineKeyboardButton{}}}
+	if html {
+		p.ParseMode = models.ParseModeHTML
+	}
+	return p
+}
+
+// edit replaces message id's text in chat (HTML, or plain when Telegram
+// cannot parse it) and removes its buttons.
+func (s *sender) edit(ctx context.Context, chat int64, id int, htmlText, plain string) error {
+	_, err := s.bot.EditMessageText(ctx, editParams(chat, id, htmlText, true))
+	if err != nil && strings.Contains(err.Error(), "can't parse entities") {
+		_, err = s.bot.EditMessageText(ctx, editParams(chat, id, plain, false))
+	}
+	return err
+}
+
 // one sends one piece, waiting for its slot, honouring 429s and falling
 // back to plain text when Telegram cannot parse the formatting.
 func (s *sender) one(ctx context.Context, chat int64, m message) (int, error) {
-	params := &bot.SendMessageParams{ChatID: chat, Text: m.Text, ReplyMarkup: m.Markup}
-	if m.HTML {
-		params.ParseMode = models.ParseModeHTML
-	}
+	params := textParams(chat, m)
 	dialRetries, refused := 0, false
 	for attempt := 0; ; attempt++ {
 		if !refused { // a message Telegram refused did not use the chat's slot

@@ -203,7 +203,7 @@ func (h *Handler) Init(ctx context.Context, cfgMap map[string]any, svc plugin.Se
 	}
 
 	h.ctx, h.cancel = context.WithCancel(context.Background())
-	h.gate = newGate(&http.Client{Timeout: h.opts.PollTimeout + 15*time.Second})
+	h.gate = newGate(&egressGuard{client: &http.Client{Timeout: h.opts.PollTimeout + 15*time.Second}})
 	h.bot, err = bot.New(token,
 		bot.WithServerURL(cfg.APIURL),
 		bot.WithSkipGetMe(),

@@ -27,14 +27,14 @@ import (
 // asks for a higher offset: without the gate, an update queued but not
 // yet handled when the process dies would be lost.
 type gate struct {
-	client *http.Client
+	client bot.HttpClient
 
 	mu      sync.Mutex
 	pending map[int64]bool
 	idle    chan struct{} // closed while nothing is pending
 }
 
-func newGate(c *http.Client) *gate {
+func newGate(c bot.HttpClient) *gate {
 	g := &gate{client: c, pending: map[int64]bool{}, idle: make(chan struct{})}
 	close(g.idle)
 	return g

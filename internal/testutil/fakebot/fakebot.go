@@ -62,6 +62,21 @@ type Request struct {
 	At     time.Time         // when it arrived
 }
 
+// PreviewDisabled reports whether the request turns Telegram's link
+// preview off: link_preview_options with is_disabled true. Without it,
+// Telegram fetches the first URL in a message's text at once, before
+// anyone clicks it.
+func (r Request) PreviewDisabled() bool {
+	raw, ok := r.Params["link_preview_options"]
+	if !ok {
+		return false
+	}
+	var o struct {
+		IsDisabled bool `json:"is_disabled"`
+	}
+	return json.Unmarshal([]byte(raw), &o) == nil && o.IsDisabled
+}
+
 // Message is a message the bot sent (or a sent message as last edited).
 type Message struct {
 	ChatID      int64
