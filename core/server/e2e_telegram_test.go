@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -577,4 +578,72 @@ func echoRuns(es []audit.Entry) int {
 		}
 	}
 	return n
+}
+
+// A Telegram poll that cannot reach the Bot API shows as degraded through
+// the real core — carapace plugin list, the watch stream, carapace doctor —
+// while send_telegram and the rest keep working, and as healthy again
+// once the Bot API answers. No agent runs: no container engine needed.
+func TestTelegramDegradedAndBack(t *testing.T) {
+	bot := fakebot.New(t)
+	cfg := fmt.Sprintf("[groups.main]\n[plugins.telegram]\nsurface = true\n[plugins.telegram.config]\nowner_id = %d\napi_url = %q\ndegraded_after_s = 5\n",
+		tgOwner, bot.URL())
+	c := startCoreWith(t, coreOptions{Config: cfg, Bundled: []loader.Bundled{telegramBundle(t)}, Setup: func(h home.Dir) { setToken(t, h) }})
+	if p := pluginStatus(t, c, "telegram"); !p.Healthy || p.State != "healthy" {
+		t.Fatalf("the telegram plugin at start: %+v", p)
+	}
+	w := watch(t, c)
+	bot.WaitCount(t, "getUpdates", 1)
+	bot.FailAll("getUpdates", fakebot.Fault{Code: 502, Description: "Bad Gateway"})
+
+	ev := w.find(t, "the plugin degraded", func(ev control.WatchEvent) bool {
+		return ev.Type == control.WatchPluginHealth && ev.Plugin != nil && ev.Plugin.Name == "telegram" && ev.Plugin.State == "degraded"
+	})
+	if ev.Plugin.Healthy || !strings.Contains(ev.Plugin.Problem, "no message from Telegram can arrive") || !strings.Contains(ev.Plugin.Problem, "502") {
+		t.Errorf("degraded status on the watch stream: %+v", ev.Plugin)
+	}
+	out, errs, code := runCLI(t, c.Home, "plugin", "list")
+	if code != 0 || !regexp.MustCompile(`(?m)^telegram\s+degraded\s`).MatchString(out) || !strings.Contains(out, "telegram degraded: no message from Telegram can arrive") {
+		t.Errorf("carapace plugin list: exit %d\n%s%s", code, out, errs)
+	}
+	if tc := doctorCheck(t, c, "telegram"); tc.Status != "fail" || !strings.Contains(tc.Message, "degraded") || !strings.Contains(tc.Fix, "carapace plugin restart telegram") {
+		t.Errorf("doctor's telegram check: %+v", tc)
+	}
+	if p := pluginStatus(t, c, "telegram"); p.PID == 0 || len(p.Tools) == 0 {
+		t.Errorf("a degraded plugin lost its process or its tools: %+v", p)
+	}
+	audited := false
+	for _, e := range c.Audit(t) {
+		if e.Source == "telegram" && e.Stage == audit.StageCore && strings.HasPrefix(e.Reason, "plugin degraded: ") {
+			audited = true
+		}
+	}
+	if !audited {
+		t.Error("the degradation is not in the audit log")
+	}
+
+	bot.Heal("getUpdates")
+	w.find(t, "the plugin healthy again", func(ev control.WatchEvent) bool {
+		return ev.Type == control.WatchPluginHealth && ev.Plugin != nil && ev.Plugin.Name == "telegram" && ev.Plugin.State == "healthy"
+	})
+	if tc := doctorCheck(t, c, "telegram"); tc.Status != "ok" {
+		t.Errorf("doctor's telegram check after the recovery: %+v", tc)
+	}
+}
+
+// doctorCheck runs carapace doctor --json and returns its check name.
+func doctorCheck(t *testing.T, c *testCore, name string) struct{ Name, Status, Message, Fix string } {
+	t.Helper()
+	out, errs, _ := runCLI(t, c.Home, "doctor", "--json")
+	var checks []struct{ Name, Status, Message, Fix string }
+	if err := json.Unmarshal([]byte(out), &checks); err != nil {
+		t.Fatalf("carapace doctor --json: %v\n%s%s", err, out, errs)
+	}
+	for _, ch := range checks {
+		if ch.Name == name {
+			return ch
+		}
+	}
+	t.Fatalf("carapace doctor has no %s check:\n%s", name, out)
+	return struct{ Name, Status, Message, Fix string }{}
 }
