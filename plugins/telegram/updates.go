@@ -144,13 +144,14 @@ func (h *Handler) classify(u *models.Update, owner int64) action {
 		if m.Text == "" {
 			return action{kind: "ignore", reason: "not a text message", chat: m.Chat.ID, group: group}
 		}
-		if cmd, args, ok := h.command(m.Text); ok {
+		forwarded := m.ForwardOrigin != nil || m.IsAutomaticForward
+		if cmd, args, ok := h.command(m.Text); ok && !forwarded { // a forwarded command is someone else's
 			return action{kind: "command", chat: m.Chat.ID, group: group, cmd: cmd, args: args}
 		}
-		if strings.HasPrefix(m.Text, "/") && h.otherBotCommand(m.Text) {
+		if !forwarded && strings.HasPrefix(m.Text, "/") && h.otherBotCommand(m.Text) {
 			return drop("a command for another bot")
 		}
-		return action{kind: "text", chat: m.Chat.ID, group: group, text: m.Text}
+		return action{kind: "text", chat: m.Chat.ID, group: group, text: frameText(m, owner, h.botID)}
 	case u.CallbackQuery != nil:
 		q := u.CallbackQuery
 		if owner == 0 || q.From.ID != owner {
