@@ -11,16 +11,17 @@ import (
 	_ "github.com/mattn/go-sqlite3" // the SQLite driver (cgo)
 
 	"github.com/carapace-dev/carapace/internal/sqlitedb"
+	"github.com/carapace-dev/carapace/plugins/telegram/pairing"
 )
 
 // DBFile is the name of the plugin's database in its data folder.
-const DBFile = "telegram.sqlite"
+const DBFile = pairing.DBFile
 
 // migrations[i] takes the database from schema version i to i+1 (PRAGMA
 // user_version), each in one transaction with the version update.
 var migrations = []string{
 	0: `
--- meta: owner_id (a paired owner), last_update_id (the highest update handled),
+-- meta: owner_id (a paired owner: pairing.OwnerKey), last_update_id (the highest update handled),
 -- core_started (when the core last seen started).
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 
@@ -279,6 +280,16 @@ func setPromptTx(ctx context.Context, q querier, id int64, state, session string
 	_, err := q.ExecContext(ctx, `UPDATE prompts SET state = ?, session = CASE WHEN ? = '' THEN session ELSE ? END,
 		text = CASE WHEN ? THEN text ELSE '' END, updated_at = ? WHERE id = ?`, state, session, session, keep, ms(now), id)
 	return err
+}
+
+// stopQueued stops every queued prompt, clearing its text, and returns
+// how many there were.
+func (s *store) stopQueued(ctx context.Context, now time.Time) (int64, error) {
+	res, err := s.db.ExecContext(ctx, "UPDATE prompts SET state = ?, text = '', updated_at = ? WHERE state = ?", stStopped, ms(now), stQueued)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
 }
 
 // countQueued returns how many prompts wait in the chat.

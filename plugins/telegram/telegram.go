@@ -191,7 +191,7 @@ func (h *Handler) Init(ctx context.Context, cfgMap map[string]any, svc plugin.Se
 	}
 	owner := cfg.OwnerID
 	if owner == 0 {
-		if owner, err = h.db.metaInt(ctx, "owner_id"); err != nil {
+		if owner, err = h.db.metaInt(ctx, pairing.OwnerKey); err != nil {
 			return plugin.NewInitError(plugin.CategoryInternal, fmt.Errorf("telegram: read the owner: %w", err))
 		}
 	}
@@ -200,6 +200,18 @@ func (h *Handler) Init(ctx context.Context, cfgMap map[string]any, svc plugin.Se
 			"or set owner_id (your Telegram user id) in [plugins.telegram.config]"))
 	}
 	h.owner = owner
+	if owner == 0 {
+		// Unpaired: the messages a former owner left queued are nobody's
+		// now, and must not reach the agent (nor its answers the former
+		// owner's chat) once someone else pairs.
+		n, err := h.db.stopQueued(ctx, h.clock.Now())
+		if err != nil {
+			return plugin.NewInitError(plugin.CategoryInternal, fmt.Errorf("telegram: drop a former owner's queued messages: %w", err))
+		}
+		if n > 0 {
+			h.log.Info("telegram: no owner: a former owner's queued messages dropped", "prompts", n)
+		}
+	}
 	last, err := h.db.metaInt(ctx, "last_update_id")
 	if err != nil {
 		return plugin.NewInitError(plugin.CategoryInternal, fmt.Errorf("telegram: read the last update: %w", err))

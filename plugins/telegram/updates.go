@@ -210,7 +210,7 @@ func (h *Handler) onUpdate(ctx context.Context, u *models.Update) bool {
 		case "text":
 			return appendPrompt(ctx, tx, a.chat, a.group, a.text, info.ID, h.clock.Now())
 		case "pair":
-			return setMeta(ctx, tx, "owner_id", formatID(info.User))
+			return setMeta(ctx, tx, pairing.OwnerKey, formatID(info.User))
 		}
 		return nil
 	})
