@@ -288,35 +288,35 @@ func newToken() (string, error) {
 	return base64.RawURLEncoding.EncodeToString(b), nil
 }
 
-// onCallback handles the owner's press of a button in the owner's private
-// chat (classify let nothing else through) and always answers it.
-func (h *Handler) onCallback(q *models.CallbackQuery) {
-	answer := func(text string) {
-		if _, err := h.api.AnswerCallbackQuery(h.ctx, &bot.AnswerCallbackQueryParams{CallbackQueryID: q.ID, Text: clip(text, 190)}); err != nil {
-			h.log.Warn("telegram: answerCallbackQuery failed", "err", err)
-		}
-	}
+// pressEffect does what the owner's press of a card's button asks
+// (classify let only the owner's presses in the owner's private chat
+// through) and returns how to answer it. Deciding happens here; the
+// answer, and the arguments a Details press asks for, are sent by the
+// reply. A press run again after a crash decides nothing twice: the
+// core refuses a second decision (ErrAlreadyDecided), and a card that
+// ended has no valid buttons.
+func (h *Handler) pressEffect(a ownerAction) (reply func()) {
+	answer := func(text string) func() { return func() { h.answerPress(a.Query, text) } }
 	var conf, action, argsHash, args string
 	var msgID int64
 	err := h.db.db.QueryRowContext(h.ctx, `SELECT t.confirmation, t.action, c.args_hash, c.arguments, c.message_id
-		FROM tokens t JOIN cards c ON c.confirmation = t.confirmation WHERE t.token = ? AND c.state = 'pending'`, q.Data).
+		FROM tokens t JOIN cards c ON c.confirmation = t.confirmation WHERE t.token = ? AND c.state = 'pending'`, a.Args).
 		Scan(&conf, &action, &argsHash, &args, &msgID)
-	if err != nil || (msgID != 0 && int64(callbackMessageID(q)) != msgID) {
-		answer("This button is no longer valid.")
-		return
+	if err != nil || (msgID != 0 && int64(a.Message) != msgID) {
+		return answer("This button is no longer valid.")
 	}
 	owner := h.ownerID()
 	switch action {
 	case "details":
-		answer("Sending the full arguments.")
-		if _, err := h.send.send(h.ctx, owner, message{Text: "Arguments of " + conf[:8] + ":\n" + args}); err != nil {
-			h.log.Warn("telegram: could not send an approval's details", "confirmation", conf, "err", err)
+		return func() {
+			h.answerPress(a.Query, "Sending the full arguments.")
+			if _, err := h.send.send(h.ctx, owner, message{Text: "Arguments of " + conf[:8] + ":\n" + args}); err != nil {
+				h.log.Warn("telegram: could not send an approval's details", "confirmation", conf, "err", err)
+			}
 		}
-		return
 	case "approve", "deny":
 	default:
-		answer("This button is no longer valid.")
-		return
+		return answer("This button is no longer valid.")
 	}
 	approve := action == "approve"
 	err = h.svc.Decide(h.ctx, plugin.Decision{ID: conf, Approve: approve, ArgsHash: argsHash, Decider: formatID(owner)})
@@ -324,17 +324,23 @@ func (h *Handler) onCallback(q *models.CallbackQuery) {
 	case err == nil:
 		h.log.Info("telegram: decided on the phone", "confirmation", conf, "approve", approve)
 		if approve {
-			answer("Approved.")
-		} else {
-			answer("Denied.")
+			return answer("Approved.")
 		}
+		return answer("Denied.")
 	case errors.Is(err, plugin.ErrAlreadyDecided):
-		answer("Already decided: " + strings.TrimPrefix(strings.TrimPrefix(err.Error(), plugin.ErrAlreadyDecided.Error()), ": "))
+		return answer("Already decided: " + strings.TrimPrefix(strings.TrimPrefix(err.Error(), plugin.ErrAlreadyDecided.Error()), ": "))
 	case errors.Is(err, plugin.ErrNotSurface):
-		answer("Approving on Telegram is not allowed: set [plugins.telegram] surface = true in config.toml.")
-	default:
-		h.log.Warn("telegram: the core refused a decision", "confirmation", conf, "err", err)
-		answer("Not decided: " + err.Error())
+		return answer("Approving on Telegram is not allowed: set [plugins.telegram] surface = true in config.toml.")
+	}
+	h.log.Warn("telegram: the core refused a decision", "confirmation", conf, "err", err)
+	return answer("Not decided: " + err.Error())
+}
+
+// answerPress answers a button press (the phone stops its spinner and
+// shows text for a moment).
+func (h *Handler) answerPress(query, text string) {
+	if _, err := h.api.AnswerCallbackQuery(h.ctx, &bot.AnswerCallbackQueryParams{CallbackQueryID: query, Text: clip(text, 190)}); err != nil {
+		h.log.Warn("telegram: answerCallbackQuery failed", "err", err)
 	}
 }
 

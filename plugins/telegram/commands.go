@@ -35,40 +35,38 @@ High-risk actions ask you first, here, with Approve and Deny buttons.`
 
 const noSurface = "This needs the surface capability: set [plugins.telegram] surface = true in config.toml, then carapace plugin restart telegram."
 
-// runCommand runs one of the owner's commands and answers in its chat.
-func (h *Handler) runCommand(a action) {
-	reply := func(text string) {
-		if _, err := h.send.send(h.ctx, a.chat, message{Text: text}); err != nil && h.ctx.Err() == nil {
-			h.log.Warn("telegram: could not answer a command", "command", a.cmd, "err", err)
-		}
-	}
+// commandEffect does what one of the owner's commands asks and returns
+// its answer for the command's chat. Each is safe to run again after a
+// crash (actions.go): /pause and /resume set a state, /stop stops what
+// runs in the chat now, and the others only read.
+func (h *Handler) commandEffect(a action) string {
 	switch a.cmd {
 	case "start", "help":
-		reply(helpText)
+		return helpText
 	case "status":
-		reply(h.statusText(a.chat, h.scope(a)))
+		return h.statusText(a.chat, h.scope(a))
 	case "tasks":
-		reply(h.tasksText(h.scope(a)))
+		return h.tasksText(h.scope(a))
 	case "pause", "resume":
 		pause := a.cmd == "pause"
 		err := h.svc.SetPaused(h.ctx, pause)
 		switch {
 		case errors.Is(err, plugin.ErrNotSurface):
-			reply(noSurface)
+			return noSurface
 		case err != nil:
-			reply("Could not " + a.cmd + ": " + clip(err.Error(), 200))
+			return "Could not " + a.cmd + ": " + clip(err.Error(), 200)
 		case pause:
-			reply("Paused: no new sessions start for messages or tasks until /resume. Running sessions go on.")
-		default:
-			h.mu.Lock()
-			clear(h.pausedTo)
-			h.mu.Unlock()
-			h.kickAll()
-			reply("Resumed.")
+			return "Paused: no new sessions start for messages or tasks until /resume. Running sessions go on."
 		}
+		h.mu.Lock()
+		clear(h.pausedTo)
+		h.mu.Unlock()
+		h.kickAll()
+		return "Resumed."
 	case "stop":
-		reply(h.stop(a.chat))
+		return h.stop(a.chat)
 	}
+	return ""
 }
 
 // scope is the group whose state a command in a's chat may show: ""

@@ -212,6 +212,7 @@ func lenient[T any](obj json.RawMessage, v *T, key string) {
 // each update (in order, each recorded before the next getUpdates) and
 // keeping the poll's health (pollHealth).
 func (h *Handler) poll(ctx context.Context, last int64) {
+	h.replayActions() // before any newer update
 	offset := last + 1
 	wait := time.Duration(0)
 	for ctx.Err() == nil {

@@ -72,6 +72,23 @@ CREATE TABLE tokens (
     action       TEXT NOT NULL CHECK(action IN ('approve', 'deny', 'details'))
 );
 `,
+	1: `
+-- The owner's commands and button presses, recorded with their update
+-- before Telegram is told to forget it, and done once their effect has
+-- happened: one still pending after a crash runs again (actions.go).
+CREATE TABLE actions (
+    update_id  INTEGER PRIMARY KEY,
+    kind       TEXT NOT NULL CHECK(kind IN ('command', 'callback')),
+    chat_id    INTEGER NOT NULL,
+    grp        TEXT NOT NULL,
+    name       TEXT NOT NULL,             -- the command
+    args       TEXT NOT NULL,             -- the command's arguments, or the button's data
+    query_id   TEXT NOT NULL DEFAULT '',  -- the button press, to answer
+    message_id INTEGER NOT NULL DEFAULT 0, -- the message the button was on
+    state      TEXT NOT NULL CHECK(state IN ('pending', 'done')),
+    updated_at INTEGER NOT NULL
+);
+`,
 }
 
 // metaCoreStarted keeps when the core the plugin last saw started
@@ -282,14 +299,25 @@ func setPromptTx(ctx context.Context, q querier, id int64, state, session string
 	return err
 }
 
-// stopQueued stops every queued prompt, clearing its text, and returns
+// stopQueued stops every queued prompt, clearing its text, and closes
+// every pending action (for an owner who is no longer one); it returns
 // how many there were.
 func (s *store) stopQueued(ctx context.Context, now time.Time) (int64, error) {
-	res, err := s.db.ExecContext(ctx, "UPDATE prompts SET state = ?, text = '', updated_at = ? WHERE state = ?", stStopped, ms(now), stQueued)
-	if err != nil {
-		return 0, err
-	}
-	return res.RowsAffected()
+	var n int64
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, "UPDATE prompts SET state = ?, text = '', updated_at = ? WHERE state = ?", stStopped, ms(now), stQueued)
+		if err != nil {
+			return err
+		}
+		p, _ := res.RowsAffected()
+		if res, err = tx.ExecContext(ctx, "UPDATE actions SET state = 'done', updated_at = ? WHERE state = 'pending'", ms(now)); err != nil {
+			return err
+		}
+		a, _ := res.RowsAffected()
+		n = p + a
+		return nil
+	})
+	return n, err
 }
 
 // countQueued returns how many prompts wait in the chat.
@@ -300,7 +328,8 @@ func (s *store) countQueued(ctx context.Context, chat int64) (int, error) {
 }
 
 // prune forgets what is no longer needed: updates older than 30 days
-// (but the newest), prompts and cards that ended over 7 days ago.
+// (but the newest), prompts, cards and actions that ended over 7 days
+// ago.
 func (s *store) prune(ctx context.Context, now time.Time) error {
 	month, week := ms(now.Add(-30*24*time.Hour)), ms(now.Add(-7*24*time.Hour))
 	return s.tx(ctx, func(tx *sql.Tx) error {
@@ -308,6 +337,9 @@ func (s *store) prune(ctx context.Context, now time.Time) error {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, "DELETE FROM prompts WHERE state IN ('done','failed','doubt','lost','stopped') AND updated_at < ?", week); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, "DELETE FROM actions WHERE state = 'done' AND updated_at < ?", week); err != nil {
 			return err
 		}
 		_, err := tx.ExecContext(ctx, "DELETE FROM cards WHERE state != 'pending' AND created_at < ?", week)

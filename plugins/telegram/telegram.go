@@ -209,7 +209,7 @@ func (h *Handler) Init(ctx context.Context, cfgMap map[string]any, svc plugin.Se
 			return plugin.NewInitError(plugin.CategoryInternal, fmt.Errorf("telegram: drop a former owner's queued messages: %w", err))
 		}
 		if n > 0 {
-			h.log.Info("telegram: no owner: a former owner's queued messages dropped", "prompts", n)
+			h.log.Info("telegram: no owner: a former owner's queued messages and pending commands dropped", "prompts_and_actions", n)
 		}
 	}
 	last, err := h.db.metaInt(ctx, "last_update_id")

@@ -90,6 +90,15 @@ func callbackChat(q *models.CallbackQuery) (models.Chat, bool) {
 	return models.Chat{}, false
 }
 
+// callbackMessageIDOf is the id of the message u's button was on, 0 for
+// an update that is not a button press.
+func callbackMessageIDOf(u *models.Update) int {
+	if u.CallbackQuery == nil {
+		return 0
+	}
+	return callbackMessageID(u.CallbackQuery)
+}
+
 // callbackMessageID is the id of the message a callback's button was on.
 func callbackMessageID(q *models.CallbackQuery) int {
 	switch {
@@ -194,8 +203,9 @@ func (h *Handler) otherBotCommand(text string) bool {
 }
 
 // onUpdate handles one update: it decides what the update is, records it
-// (and, for the owner's text, the prompt) in one transaction, and only
-// then acts. The poll calls it for one update at a time, in order, and
+// (and, for the owner's text, the prompt; for a command or a button
+// press, the action) in one transaction, and only then acts — a command
+// or a press at once (actions.go). The poll calls it for one update at a time, in order, and
 // asks Telegram for the next batch (confirming this one) only once it has
 // returned; false means the plugin stops and the update was not recorded.
 func (h *Handler) onUpdate(ctx context.Context, u *models.Update) bool {
@@ -205,12 +215,22 @@ func (h *Handler) onUpdate(ctx context.Context, u *models.Update) bool {
 	if a.reason != "" {
 		disposition += ": " + a.reason
 	}
+	var act ownerAction
+	if a.kind == "command" || a.kind == "callback" {
+		var query, data string
+		if q := u.CallbackQuery; q != nil {
+			query, data = q.ID, q.Data
+		}
+		act = actionOf(info.ID, a, query, callbackMessageIDOf(u), data)
+	}
 	fresh, ok := h.record(ctx, info, disposition, func(tx *sql.Tx) error {
 		switch a.kind {
 		case "text":
 			return appendPrompt(ctx, tx, a.chat, a.group, a.text, info.ID, h.clock.Now())
 		case "pair":
 			return setMeta(ctx, tx, pairing.OwnerKey, formatID(info.User))
+		case "command", "callback":
+			return insertAction(ctx, tx, act, h.clock.Now())
 		}
 		return nil
 	})
@@ -234,10 +254,9 @@ func (h *Handler) onUpdate(ctx context.Context, u *models.Update) bool {
 		h.kick(a.chat)
 	case "command":
 		h.log.Info("telegram: owner's command", "update_id", info.ID, "chat", a.chat, "command", a.cmd)
-		h.goBG(func() { h.runCommand(a) })
+		h.act(act)
 	case "callback":
-		q := u.CallbackQuery
-		h.goBG(func() { h.onCallback(q) })
+		h.act(act)
 	}
 	return true
 }
