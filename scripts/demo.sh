@@ -83,8 +83,8 @@ WATCHER=$!
   for _ in $(seq 1 300); do
     id=$("$BIN/carapace" confirm list --json 2>/dev/null | sed -n 's/.*"id": *"\([0-9a-f]\{32\}\)".*/\1/p' | head -1)
     if [ -n "$id" ]; then
-      echo "   [user] approving with: carapace confirm approve ${id:0:8}"
-      "$BIN/carapace" confirm approve "${id:0:8}" | sed 's/^/   [user] /'
+      echo "   [user] approving with: carapace confirm approve --yes ${id:0:8}"
+      "$BIN/carapace" confirm approve --yes "${id:0:8}" | sed 's/^/   [user] /'
       exit 0
     fi
     sleep 0.1

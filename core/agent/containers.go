@@ -238,8 +238,11 @@ func conversation(claudeDir, group, name string) (id string, exists bool) {
 }
 
 // openContainerSession opens a session whose agent the core runs in a
-// container of the engine req names, and starts it.
-func (r *Runner) openContainerSession(ctx context.Context, req control.SessionRequest) (control.Session, *control.Agent, error) {
+// container of the engine req names, and starts it. origin, if not "",
+// names what started the session (SessionOrigin): it is recorded as soon
+// as the session exists, before its socket is mounted anywhere, so that
+// the agent's very first call is judged as that origin's.
+func (r *Runner) openContainerSession(ctx context.Context, req control.SessionRequest, origin string) (control.Session, *control.Agent, error) {
 	eng, err := r.engine(ctx, req.Runtime)
 	if err != nil {
 		return control.Session{}, nil, err
@@ -256,10 +259,12 @@ func (r *Runner) openContainerSession(ctx context.Context, req control.SessionRe
 		release()
 		return control.Session{}, nil, fmt.Errorf("%w: %w", control.ErrInvalid, err)
 	}
+	r.setOrigin(info.ID, origin)
 	fail := func(err error) (control.Session, *control.Agent, error) {
 		release()
 		_ = r.sessions.Close(info.ID)
 		r.removeAgent(info.ID)
+		r.setOrigin(info.ID, "")
 		return control.Session{}, nil, err
 	}
 	if err := r.prepareAgent(ctx, info.ID, req.Group, info.Runtime, req.Prompt); err != nil {

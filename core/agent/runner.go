@@ -145,7 +145,7 @@ func (r *Runner) Start(ctx context.Context) {
 // otherwise the agent runs in a container and Agent carries its output.
 func (r *Runner) Open(ctx context.Context, req control.SessionRequest) (control.Session, *control.Agent, error) {
 	if req.Runtime != "" && req.Runtime != "none" {
-		return r.openContainerSession(ctx, req)
+		return r.openContainerSession(ctx, req, "")
 	}
 	info, err := r.sessions.Open(req.Group, "none")
 	if err != nil {
@@ -316,8 +316,12 @@ func (r *Runner) runForEvent(ev *plugin.Event, text string) {
 	conversation, _ := ev.Payload["conversation"].(string)
 	reply := r.reply(ev, "")
 	answer := func(topic string, rep plugin.ChannelReply) { r.answer(ev, topic, rep) }
+	origin := ev.Source
+	if _, ok := taskRun(ev); ok {
+		origin = tasks.OriginTask
+	}
 	sess, agent, err := r.openContainerSession(ctx, control.SessionRequest{Group: ev.Group, Runtime: "container", Prompt: text,
-		Conversation: textutil.Clip(conversation, 200)})
+		Conversation: textutil.Clip(conversation, 200)}, origin)
 	if err != nil {
 		r.log.Warn("event dropped: no agent session could start", "topic", ev.Topic, "group", ev.Group, "event", ev.ID, "err", err)
 		_ = r.audit.Write(&audit.Entry{Source: "core", Group: ev.Group, Topic: ev.Topic, ID: ev.ID, Stage: audit.StageEvent,
@@ -332,11 +336,6 @@ func (r *Runner) runForEvent(ev *plugin.Event, text string) {
 			r.log.Warn("could not record a task run's session", "run", run, "session", sess.ID, "err", err)
 		}
 	}
-	origin := ev.Source
-	if _, ok := taskRun(ev); ok {
-		origin = tasks.OriginTask
-	}
-	r.setOrigin(sess.ID, origin)
 	defer r.setOrigin(sess.ID, "")
 	r.log.Info("agent session started for an event", "session", sess.ID, "group", ev.Group, "topic", ev.Topic, "event", ev.ID)
 	reply.Session = sess.ID

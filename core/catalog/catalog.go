@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 
@@ -46,10 +47,33 @@ type Tool struct {
 	// and the group's authorisation and before any confirmation (ctx
 	// carries the session, core/session). An error refuses the call: one
 	// wrapping ErrNotAllowed as unauthorised (stage 4), any other as
-	// invalid arguments (stage 3); its text goes to the agent. The summary
-	// says what the call will do, in words, where the user confirms it.
-	// Only the core's own tools have one.
-	Check func(ctx context.Context, args map[string]any) (summary string, err error)
+	// invalid arguments (stage 3); its text goes to the agent. The Verdict
+	// says what the call will do, in words, where the user confirms it,
+	// and may put this one call to the user although the tool's risk is
+	// low. Only the core's own tools have one.
+	Check func(ctx context.Context, call Call) (Verdict, error)
+}
+
+// Call is what a Tool's Check sees of one call.
+type Call struct {
+	Args map[string]any // valid against the tool's schema
+	// Received is when the core received the call. The handler's
+	// plugin.Request carries the same instant as Time, so that what the
+	// Check shows the user (a schedule's next fires) is what the handler
+	// does, however long the user takes to answer.
+	Received time.Time
+}
+
+// Verdict is a Check's answer for a call it lets through.
+type Verdict struct {
+	// Summary says what the call will do, in words, where the user
+	// confirms it ("" for none).
+	Summary string
+	// Confirm puts this call to the user, as for a high-risk tool, although
+	// the tool's risk is low: what the call would do is the user's to
+	// decide (cancel_task on a task the user made). A Check can raise a
+	// call's risk this way, never lower it.
+	Confirm bool
 }
 
 // ErrNotAllowed is what a Tool's Check wraps to refuse a call as

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net/url"
 	"os"
 	"regexp"
@@ -188,7 +189,9 @@ func (d *Duration) UnmarshalText(b []byte) error {
 // MarshalText implements encoding.TextMarshaler.
 func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
 
-// Load reads path. A missing file is the default configuration.
+// Load reads path. A missing file is the default configuration. A file
+// with problems is refused with every one of them (Validate's), each with
+// its line.
 func Load(path string) (*Config, error) {
 	var c Config
 	data, err := os.ReadFile(path)
@@ -199,111 +202,119 @@ func Load(path string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load config %s: %w", path, err)
 	}
-	c.Digest = Digest(data)
-	md, err := toml.Decode(string(data), &c)
+	probs, err := validateData(data)
 	if err != nil {
 		return nil, fmt.Errorf("load config %s: %w", path, err)
 	}
-	var keys []string
-	for _, k := range md.Undecoded() {
-		// A plugin's own configuration is decoded whole into a map, but
-		// BurntSushi/toml reports the keys of tables nested in it as
-		// undecoded: they are the plugin's, checked against its
-		// config_schema at load.
-		if len(k) > 3 && k[0] == "plugins" && k[2] == "config" {
-			continue
+	if len(probs) > 0 {
+		msgs := make([]string, len(probs))
+		for i, p := range probs {
+			msgs[i] = p.String()
 		}
-		keys = append(keys, k.String())
+		return nil, fmt.Errorf("load config %s: %s", path, strings.Join(msgs, "; "))
 	}
-	if len(keys) > 0 {
-		// Validate finds each one's line and the key it most likely meant.
-		if probs, verr := Validate(path); verr == nil && len(probs) > 0 {
-			msgs := make([]string, len(probs))
-			for i, p := range probs {
-				msgs[i] = p.String()
-			}
-			return nil, fmt.Errorf("load config %s: %s", path, strings.Join(msgs, "; "))
-		}
-		return nil, fmt.Errorf("load config %s: unknown keys: %s", path, strings.Join(keys, ", "))
-	}
-	if err := c.check(); err != nil {
+	if _, err := toml.Decode(string(data), &c); err != nil {
+		// validateData decoded every key already; this is a bug if it happens.
 		return nil, fmt.Errorf("load config %s: %w", path, err)
 	}
+	c.Digest = Digest(data)
 	return c.withDefaults(), nil
 }
 
-func (c *Config) check() error {
-	if c.RateLimit.PerMinute < 0 || c.RateLimit.Burst < 0 {
-		return errors.New("rate_limit: values must not be negative")
+// problems returns every value in c the core refuses, each with its key.
+// c holds what the file sets, before the defaults: a zero value is "not
+// set".
+func (c *Config) problems() []keyProblem {
+	var out []keyProblem
+	add := func(key string, format string, a ...any) {
+		out = append(out, keyProblem{key: toml.Key(strings.Split(key, ".")), msg: fmt.Sprintf(format, a...)})
 	}
-	for name, r := range c.RateLimit.Tools {
+	// addAt is add for a key with a name the user chose, which may hold a
+	// dot.
+	addAt := func(k toml.Key, format string, a ...any) {
+		out = append(out, keyProblem{key: k, msg: fmt.Sprintf(format, a...)})
+	}
+	notNegative := func(key string, v float64) {
+		if v < 0 {
+			add(key, "%s must not be negative", key)
+		}
+	}
+	notNegative("rate_limit.per_minute", float64(c.RateLimit.PerMinute))
+	notNegative("rate_limit.burst", float64(c.RateLimit.Burst))
+	for _, name := range slices.Sorted(maps.Keys(c.RateLimit.Tools)) {
+		r := c.RateLimit.Tools[name]
 		if r.PerMinute <= 0 {
-			return fmt.Errorf("rate_limit.tools.%s.per_minute must be positive", name)
+			addAt(toml.Key{"rate_limit", "tools", name, "per_minute"}, "rate_limit.tools.%s.per_minute must be positive", name)
 		}
 		if r.Burst < 0 {
-			return fmt.Errorf("rate_limit.tools.%s.burst must not be negative", name)
+			addAt(toml.Key{"rate_limit", "tools", name, "burst"}, "rate_limit.tools.%s.burst must not be negative", name)
 		}
 	}
-	if c.Core.MovedConfirmationTimeout.Duration != 0 {
-		return fmt.Errorf("core.confirmation_timeout has moved: write [confirm] timeout = %q instead", c.Core.MovedConfirmationTimeout.Duration)
+	if d := c.Core.MovedConfirmationTimeout.Duration; d != 0 {
+		add("core.confirmation_timeout", "core.confirmation_timeout has moved: write [confirm] timeout = %q instead", d)
 	}
-	if c.Confirm.MaxPending < 0 || c.Confirm.Timeout.Duration < 0 {
-		return errors.New("confirm: values must not be negative")
-	}
-	if c.Core.MaxSessions < 0 || c.Audit.MaxSizeMB < 0 || c.Audit.MaxFiles < 0 || c.Audit.RejectionsPerMinute < 0 {
-		return errors.New("counts and sizes must not be negative")
-	}
+	notNegative("confirm.max_pending", float64(c.Confirm.MaxPending))
+	notNegative("core.max_sessions", float64(c.Core.MaxSessions))
+	notNegative("audit.max_size_mb", float64(c.Audit.MaxSizeMB))
+	notNegative("audit.max_files", float64(c.Audit.MaxFiles))
+	notNegative("audit.rejections_per_minute", float64(c.Audit.RejectionsPerMinute))
 	if c.Runtime.Engine != "" && !slices.Contains(Engines, c.Runtime.Engine) {
-		return fmt.Errorf("runtime.engine %q: use one of %s", c.Runtime.Engine, strings.Join(Engines, ", "))
+		add("runtime.engine", "runtime.engine %q: use one of %s", c.Runtime.Engine, strings.Join(Engines, ", "))
 	}
 	if c.Tasks.MaxFailures < 0 {
-		return errors.New("tasks.max_failures must not be negative (0 is the default, 3)")
+		add("tasks.max_failures", "tasks.max_failures must not be negative (0 is the default, 3)")
 	}
-	if c.Runtime.CPUs < 0 || c.Runtime.MemoryMB < 0 || c.Runtime.Pids < 0 || c.Sessions.MaxPerGroup < 0 || c.Sessions.Queue < 0 {
-		return errors.New("runtime and sessions: values must not be negative")
-	}
+	notNegative("runtime.cpus", c.Runtime.CPUs)
+	notNegative("runtime.pids", float64(c.Runtime.Pids))
+	notNegative("sessions.max_per_group", float64(c.Sessions.MaxPerGroup))
+	notNegative("sessions.queue", float64(c.Sessions.Queue))
 	if c.Runtime.MemoryMB != 0 && c.Runtime.MemoryMB < 64 {
-		return errors.New("runtime.memory_mb: at least 64")
+		add("runtime.memory_mb", "runtime.memory_mb: at least 64")
 	}
 	if strings.HasPrefix(c.Runtime.Image, "-") || strings.ContainsAny(c.Runtime.Image, " \t\n") {
-		return fmt.Errorf("runtime.image %q is not an image reference", c.Runtime.Image)
+		add("runtime.image", "runtime.image %q is not an image reference", c.Runtime.Image)
 	}
 	if u := c.LLM.Upstream; u != "" {
 		pu, err := url.Parse(u)
 		switch {
 		case err == nil && pu.User != nil:
 			// Not quoted: it holds a credential.
-			return errors.New("llm.upstream holds a user name or password: remove it (the credential comes from carapace auth set --llm)")
+			add("llm.upstream", "llm.upstream holds a user name or password: remove it (the credential comes from carapace auth set --llm)")
 		case err != nil || pu.Scheme != "https" || pu.Host == "" || (pu.Path != "" && pu.Path != "/") || pu.RawQuery != "" || pu.Fragment != "":
-			return fmt.Errorf("llm.upstream %q: want an https:// origin: a host (and port), no path, query or fragment", u)
+			add("llm.upstream", "llm.upstream %q: want an https:// origin: a host (and port), no path, query or fragment", u)
 		}
 	}
-	if c.LLM.RequestsPerMinute < 0 || c.LLM.DailyTokens < 0 || c.LLM.Port < 0 || c.LLM.Port > 65535 {
-		return errors.New("llm: values must not be negative, and port at most 65535")
+	notNegative("llm.requests_per_minute", float64(c.LLM.RequestsPerMinute))
+	notNegative("llm.daily_tokens", float64(c.LLM.DailyTokens))
+	notNegative("llm.port", float64(c.LLM.Port))
+	if c.LLM.Port > 65535 {
+		add("llm.port", "llm.port must be at most 65535")
 	}
-	for name, g := range c.Groups {
+	for _, name := range slices.Sorted(maps.Keys(c.Groups)) {
 		if !groupRE.MatchString(name) {
-			return fmt.Errorf("groups.%s: not a group name (1-64 characters of a-z, A-Z, 0-9, _ and -)", name)
+			addAt(toml.Key{"groups", name}, "groups.%s: not a group name (1-64 characters of a-z, A-Z, 0-9, _ and -)", name)
 		}
-		for _, t := range g.Topics {
+		for _, t := range c.Groups[name].Topics {
 			if !slices.Contains(SpawnTopics, t) {
-				return fmt.Errorf("groups.%s.topics: %q does not start sessions; use %s", name, t, strings.Join(SpawnTopics, " or "))
+				addAt(toml.Key{"groups", name, "topics"}, "groups.%s.topics: %q does not start sessions; use %s", name, t, strings.Join(SpawnTopics, " or "))
 			}
 		}
 	}
-	for name, p := range c.Plugins {
+	for _, name := range slices.Sorted(maps.Keys(c.Plugins)) {
+		p := c.Plugins[name]
+		k := toml.Key{"plugins", name, "allowed_groups"}
 		// An empty list reads like "no group" but would mean "every
 		// group" (no restriction): refuse the ambiguity.
 		if p.AllowedGroups != nil && len(p.AllowedGroups) == 0 {
-			return fmt.Errorf("plugins.%s.allowed_groups is empty; list the groups that may use %s, or remove the plugin (carapace plugin remove %s) to allow none", name, name, name)
+			addAt(k, "plugins.%s.allowed_groups is empty; list the groups that may use %s, or remove the plugin (carapace plugin remove %s) to allow none", name, name, name)
 		}
 		for _, g := range p.AllowedGroups {
 			if !groupRE.MatchString(g) {
-				return fmt.Errorf("plugins.%s.allowed_groups: %q is not a group name (1-64 characters of a-z, A-Z, 0-9, _ and -)", name, g)
+				addAt(k, "plugins.%s.allowed_groups: %q is not a group name (1-64 characters of a-z, A-Z, 0-9, _ and -)", name, g)
 			}
 		}
 	}
-	return nil
+	return out
 }
 
 var groupRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)

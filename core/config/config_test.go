@@ -52,7 +52,7 @@ func TestLoad(t *testing.T) {
 		{name: "option as image", toml: "[runtime]\nimage = \"--privileged\"\n", wantErr: "runtime.image"},
 		{name: "tiny memory", toml: "[runtime]\nmemory_mb = 8\n", wantErr: "memory_mb"},
 		{name: "confirmation_timeout moved", toml: "[core]\nconfirmation_timeout = \"2s\"\n", wantErr: `core.confirmation_timeout has moved: write [confirm] timeout = "2s"`},
-		{name: "negative max_pending", toml: "[confirm]\nmax_pending = -1\n", wantErr: "confirm:"},
+		{name: "negative max_pending", toml: "[confirm]\nmax_pending = -1\n", wantErr: "line 2: confirm.max_pending must not be negative"},
 		{name: "overrides", toml: `
 [confirm]
 timeout = "2s"

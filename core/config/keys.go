@@ -45,38 +45,57 @@ func Keys() []string {
 	return out
 }
 
-// known reports whether k (a key of the file) is one of Keys, and the
-// pattern it matches.
+// known reports whether k (a key of the file) is one of Keys, or a key of
+// a plugin's own configuration.
 func known(k toml.Key) bool {
 	if len(k) > 3 && k[0] == "plugins" && k[2] == "config" {
 		return true // the plugin's own
 	}
-	for _, p := range Keys() {
-		ps := strings.Split(p, ".")
-		if len(ps) != len(k) {
-			continue
-		}
-		match := true
-		for i := range ps {
-			if ps[i] != "*" && ps[i] != k[i] {
-				match = false
-				break
-			}
-		}
-		if match {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(Keys(), func(p string) bool { return matches(p, k) })
 }
 
-// Suggest returns the known key nearest to key (a typo's likely intent),
-// or "" when none is near. A key under a table the user names
+// tables are the tables config.toml may hold, written as Keys writes
+// keys ("sessions", "groups.*", "rate_limit.tools.*").
+func tables() []string {
+	var out []string
+	for _, k := range Keys() {
+		parts := strings.Split(k, ".")
+		for i := 1; i < len(parts); i++ {
+			if t := strings.Join(parts[:i], "."); !slices.Contains(out, t) {
+				out = append(out, t)
+			}
+		}
+	}
+	return out
+}
+
+// knownTable reports whether k (a key of the file) is one of tables.
+func knownTable(k toml.Key) bool {
+	return slices.ContainsFunc(tables(), func(t string) bool { return matches(t, k) })
+}
+
+// matches reports whether k is the key pattern p names ("*" matching any
+// one part).
+func matches(p string, k toml.Key) bool {
+	ps := strings.Split(p, ".")
+	if len(ps) != len(k) {
+		return false
+	}
+	for i := range ps {
+		if ps[i] != "*" && ps[i] != k[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// Suggest returns the known key or table nearest to key (a typo's likely
+// intent), or "" when none is near. A key under a table the user names
 // (groups.NAME…) is compared with that name in place of "*".
 func Suggest(key string) string {
 	parts := strings.Split(key, ".")
 	best, bestD := "", 1<<30
-	for _, p := range Keys() {
+	for _, p := range append(Keys(), tables()...) {
 		ps := strings.Split(p, ".")
 		if len(ps) != len(parts) {
 			continue
@@ -132,10 +151,12 @@ func (p Problem) String() string {
 	return p.Message
 }
 
-// Validate reads the config file at path and returns every problem in it:
-// a syntax error (with its line), each unknown key (with its line and the
-// nearest known key), or the first value the core refuses. None means the
-// core would load it. A missing file is no problem (the defaults).
+// Validate reads the config file at path and returns every problem in it,
+// each with its line where one line holds it: a syntax error, each unknown
+// key (with the nearest known key), each value of the wrong type, and each
+// value the core refuses. A syntax error is the only problem reported when
+// there is one, since the file cannot be read past it. None means the core
+// would load it. A missing file is no problem (the defaults).
 func Validate(path string) ([]Problem, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -145,37 +166,6 @@ func Validate(path string) ([]Problem, error) {
 		return nil, err
 	}
 	return validateData(data)
-}
-
-// validateData is Validate of a file's contents.
-func validateData(data []byte) ([]Problem, error) {
-	var c Config
-	md, err := toml.Decode(string(data), &c)
-	if err != nil {
-		var pe toml.ParseError
-		if errors.As(err, &pe) {
-			return []Problem{{Line: pe.Position.Line, Message: pe.Message}}, nil
-		}
-		return []Problem{{Message: err.Error()}}, nil
-	}
-	var out []Problem
-	for _, k := range md.Undecoded() {
-		if known(k) {
-			continue
-		}
-		msg := "unknown key " + k.String()
-		if s := Suggest(k.String()); s != "" {
-			msg += " (did you mean " + s + "?)"
-		}
-		out = append(out, Problem{Line: lineOf(data, k), Key: k.String(), Message: msg})
-	}
-	if len(out) > 0 {
-		return out, nil
-	}
-	if err := c.check(); err != nil {
-		return []Problem{{Message: err.Error()}}, nil
-	}
-	return nil, nil
 }
 
 // lineOf finds the line that sets key k in data: a "key =" line in k's
@@ -189,6 +179,9 @@ func lineOf(data []byte, k toml.Key) int {
 		switch {
 		case strings.HasPrefix(l, "[[") && strings.HasSuffix(l, "]]"):
 			cur = strings.TrimSpace(l[2 : len(l)-2])
+			if cur == k.String() {
+				return n // an array of tables where a table should be
+			}
 		case strings.HasPrefix(l, "["):
 			if end := strings.Index(l, "]"); end > 0 {
 				cur = strings.TrimSpace(l[1:end])
@@ -210,6 +203,10 @@ func lineOf(data []byte, k toml.Key) int {
 				return n
 			}
 		}
+	}
+	if len(k) > 1 {
+		// A key inside an inline table or an array is on its parent's line.
+		return lineOf(data, k[:len(k)-1])
 	}
 	return 0
 }

@@ -55,15 +55,49 @@ func TestValidate(t *testing.T) {
 		{"unknown keys, each on its line", "[runtime]\nengin = \"docker\"\n\n[groups.main]\ntopic = [\"message.inbound\"]\nbogus = 1\n",
 			[]string{"line 2: unknown key runtime.engin (did you mean runtime.engine?)", "line 5: unknown key groups.main.topic (did you mean groups.main.topics?)", "line 6: unknown key groups.main.bogus"}},
 		{"a dotted key at the top", "runtime.enigne = \"docker\"\n", []string{"line 1: unknown key runtime.enigne (did you mean runtime.engine?)"}},
-		{"a value the core refuses", "[runtime]\nengine = \"vmware\"\n", []string{"runtime.engine \"vmware\""}},
+		{"a value the core refuses", "[runtime]\nengine = \"vmware\"\n", []string{"line 2: runtime.engine \"vmware\""}},
+		// Every problem of every kind, each on its line, in the file's
+		// order: not only the first, and not only one kind.
+		{"every problem of every kind", manyProblems, []string{
+			"line 2: runtime.engine \"vmware\": use one of",
+			"line 3: runtime.memory_mb: at least 64",
+			"line 4: unknown key runtime.engin (did you mean runtime.engine?)",
+			"line 6: sessions.max_per_group must be an integer (it is a string)",
+			"line 7: sessions.idle_timeout: duration \"soon\": use a number with a unit",
+			"line 8: sessions.queue must not be negative",
+			"line 10: groups.main.topics: \"agent.started\" does not start sessions",
+			"line 11: unknown key groups.main.bogus",
+			"line 13: llm.port must be an integer (it is a number with a fraction)",
+			"line 14: llm.upstream \"http://api.example\"",
+			"line 15: unknown key sesions (did you mean sessions?)",
+			"line 18: rate_limit.tools.echo.per_minute must be positive",
+			"line 20: plugins.echo.allowed_groups must be a list of strings",
+			"line 21: plugins.echo.surface must be true or false (it is a string)",
+		}},
+		{"tables and values in each other's place", "sessions = 3\nllm = { port = 1.5, bogus = 2 }\n[[runtime]]\nengine = \"docker\"\n[plugins.t]\nconfig = 3\n[group.main]\ntopics = 1\n[core.handler_timeout]\nx = 1\n", []string{
+			"line 1: sessions must be a table (it is an integer)",
+			"line 2: llm.port must be an integer (it is a number with a fraction)",
+			"line 2: unknown key llm.bogus",
+			"line 3: runtime must be a table (it is a list of tables)",
+			"line 6: plugins.t.config must be a table (it is an integer)",
+			"line 7: unknown key group.main (did you mean groups.main?)",
+			"line 9: core.handler_timeout must be a duration in quotes",
+		}},
+		{"a syntax error says the rest is unread", "[runtime]\nengin = 1\nimage = \n", []string{"line 3: ", "cannot be read past it"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			probs, err := Validate(write(t, tc.body))
 			if err != nil {
 				t.Fatal(err)
 			}
+			if tc.name == "a syntax error says the rest is unread" {
+				if len(probs) != 1 || !strings.Contains(probs[0].String(), tc.want[0]) || !strings.Contains(probs[0].String(), tc.want[1]) {
+					t.Fatalf("problems %q, want one syntax error saying so", probs)
+				}
+				return
+			}
 			if len(probs) != len(tc.want) {
-				t.Fatalf("problems %v, want %d", probs, len(tc.want))
+				t.Fatalf("problems %q, want %d", probs, len(tc.want))
 			}
 			for i, w := range tc.want {
 				if !strings.Contains(probs[i].String(), w) {
@@ -78,6 +112,32 @@ func TestValidate(t *testing.T) {
 		t.Fatalf("Load: %v", err)
 	}
 }
+
+// manyProblems is a config.toml with problems of every kind a loadable
+// TOML file can have: values the core refuses, unknown keys (one a whole
+// table), values of the wrong type, and a bad duration.
+const manyProblems = `[runtime]
+engine = "vmware"
+memory_mb = 8
+engin = "docker"
+[sessions]
+max_per_group = "two"
+idle_timeout = "soon"
+queue = -1
+[groups.main]
+topics = ["agent.started"]
+bogus = 1
+[llm]
+port = 80.5
+upstream = "http://api.example"
+[sesions]
+max_per_group = 2
+[rate_limit.tools.echo]
+per_minute = 0
+[plugins.echo]
+allowed_groups = "main"
+surface = "yes"
+`
 
 func TestEffectiveAndGet(t *testing.T) {
 	c, err := Load(write(t, "[runtime]\nengine = \"docker\"\n[groups.main]\n"))

@@ -24,6 +24,14 @@
 //
 // Observe is told of every change — requested, then exactly one resolution
 // — in order, for the audit log and the event bus.
+//
+// What a person approves is what runs. A confirmation carries the
+// arguments as they run (Arguments) and as surfaces show them (Display,
+// from the Display function): the same bytes, unless the sanitiser hid
+// something, in which case Hidden says where and how much. No approval is
+// taken on a display that hides something: Decide refuses an approval of
+// a confirmation with Hidden values unless the deciding surface showed
+// the arguments as they run (Decide.Raw) — ErrHidden. Denying always works.
 package confirm
 
 import (
@@ -64,6 +72,9 @@ var (
 	ErrMismatch = errors.New("the confirmation's arguments differ from the ones shown")
 	ErrTooMany  = errors.New("too many confirmations pending for this group")
 	ErrInvalid  = errors.New("invalid decision")
+	// ErrHidden refuses an approval made on a display that hid part of
+	// the arguments: the person did not see what would run.
+	ErrHidden = errors.New("the arguments shown were partly hidden (redacted), so they cannot be approved there")
 
 	// Outcomes of Wait: what the waiting call learns.
 	ErrDenied    = errors.New("denied by the user")
@@ -95,7 +106,9 @@ type Request struct {
 	Tool        string
 	Correlation string
 	ArgsHash    string // HashArguments of the canonical arguments
-	Display     []byte // the canonical arguments, sanitised, for people to read
+	Arguments   []byte // the canonical arguments, as they run
+	Display     []byte // what people are shown: Display(Arguments)
+	Hidden      []Hidden
 	Summary     string // what the call will do, in words (catalog.Tool.Check); "" if the tool says nothing
 }
 
@@ -107,10 +120,18 @@ type Confirmation struct {
 	Tool        string
 	Correlation string // the first call's
 	ArgsHash    string
-	Display     []byte
-	Summary     string
-	Created     time.Time
-	Expires     time.Time
+	// Arguments are the canonical arguments as they run, kept only while
+	// the confirmation is pending (a surface that shows them whole may
+	// approve a confirmation with Hidden values); nil once resolved.
+	Arguments []byte
+	// Display is what surfaces show: Arguments byte for byte when Hidden
+	// is empty, else their sanitised copy.
+	Display []byte
+	// Hidden says what Display does not show as it runs.
+	Hidden  []Hidden
+	Summary string
+	Created time.Time
+	Expires time.Time
 	// Set once resolved.
 	Decision Decision
 	Surface  string // where it was decided: "cli", "app", "notification", "telegram"; "core" for expiry and withdrawal
@@ -129,6 +150,10 @@ type Decide struct {
 	ArgsHash string // the hash of the arguments the surface showed
 	Surface  string
 	Decider  string
+	// Raw says the surface showed the arguments as they run (Arguments),
+	// not Display: only then may a confirmation with Hidden values be
+	// approved.
+	Raw bool
 }
 
 // Options configure a Gate.
@@ -227,7 +252,8 @@ func (g *Gate) Request(r Request) (*Ticket, error) {
 	e := &entry{
 		c: Confirmation{
 			ID: newID(), Session: r.Session, Group: r.Group, Tool: r.Tool, Correlation: r.Correlation,
-			ArgsHash: r.ArgsHash, Display: r.Display, Summary: r.Summary, Created: now, Expires: now.Add(g.opts.Timeout),
+			ArgsHash: r.ArgsHash, Arguments: r.Arguments, Display: r.Display, Hidden: r.Hidden, Summary: r.Summary,
+			Created: now, Expires: now.Add(g.opts.Timeout),
 		},
 		waiters: 1,
 		done:    make(chan struct{}),
@@ -280,8 +306,10 @@ func (g *Gate) Wait(ctx context.Context, t *Ticket) error {
 
 // Decide applies a decision from a surface and returns the confirmation as
 // it now stands. It fails with ErrNotFound for an unknown id, ErrDecided
-// when the confirmation is no longer pending (expired included), and
-// ErrMismatch, deciding nothing, when the hash is not the confirmation's.
+// when the confirmation is no longer pending (expired included), and,
+// deciding nothing, with ErrMismatch when the hash is not the
+// confirmation's and ErrHidden for an approval of a confirmation with
+// Hidden values from a surface that did not show them (Raw).
 func (g *Gate) Decide(d Decide) (Confirmation, error) {
 	if d.ArgsHash == "" {
 		return Confirmation{}, fmt.Errorf("%w: a decision needs the args_hash of the arguments shown", ErrInvalid)
@@ -301,6 +329,9 @@ func (g *Gate) Decide(d Decide) (Confirmation, error) {
 	}
 	if d.ArgsHash != e.c.ArgsHash {
 		return e.c, fmt.Errorf("confirmation %s: %w", e.c.ID, ErrMismatch)
+	}
+	if d.Approve && len(e.c.Hidden) > 0 && !d.Raw {
+		return e.c, fmt.Errorf("confirmation %s: %w", e.c.ID, ErrHidden)
 	}
 	dec := Denied
 	if d.Approve {
@@ -342,6 +373,7 @@ func (g *Gate) resolve(e *entry, d Decision, surface, decider, reason string) {
 	}
 	e.c.Decision, e.c.Surface, e.c.Decider, e.c.Reason = d, surface, decider, reason
 	e.c.Decided = g.opts.Now().UTC()
+	e.c.Arguments = nil // needed only to decide; the gate remembers many resolved ones
 	e.timer.Stop()
 	close(e.done)
 	delete(g.pending, e.c.ID)

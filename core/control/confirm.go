@@ -24,11 +24,23 @@ type Confirmation struct {
 	// must send it back unchanged.
 	ArgsHash string `json:"args_hash"`
 	// Arguments are the call's arguments as the handler will get them,
-	// sanitised, for display only. On the watch stream they are left out
-	// (ArgumentsOmitted) when too large for one event: GET
-	// /v1/confirmations/{id} has them.
+	// byte for byte when Hidden is empty. When it is not, they are a
+	// sanitised copy (a secret the agent put in them is redacted), and no
+	// surface may offer Approve on them: GET
+	// /v1/confirmations/{id}?raw=1 answers the arguments as they run
+	// (Raw), and only a decision made on those (Decision.Raw) can approve.
+	// On the watch stream they are left out (ArgumentsOmitted) when too
+	// large for one event: GET /v1/confirmations/{id} has them.
 	Arguments        json.RawMessage `json:"arguments,omitempty"`
 	ArgumentsOmitted bool            `json:"arguments_omitted,omitempty"`
+	// Hidden lists what Arguments do not show as it runs: where, what
+	// kind of secret it looked like and how many characters. Empty when
+	// Arguments are exactly what runs.
+	Hidden []Hidden `json:"hidden,omitempty"`
+	// Raw says Arguments are the arguments exactly as they run (GET
+	// /v1/confirmations/{id}?raw=1), not the sanitised display: Hidden
+	// then still says what the display hides.
+	Raw bool `json:"raw,omitempty"`
 	// Summary says what the call will do, in words, when the core can
 	// (its own tools: a scheduled task's schedule and next fires); a
 	// surface shows it above the arguments.
@@ -49,6 +61,29 @@ type Confirmation struct {
 // Pending reports whether the confirmation still waits for a decision.
 func (c Confirmation) Pending() bool { return c.Decision == "" }
 
+// Hidden is one value a confirmation's displayed arguments do not show as
+// it runs: the core's sanitiser replaced part of it with [REDACTED].
+type Hidden struct {
+	// Path locates the value: object keys joined with dots, [i] for an
+	// array element, "" for arguments that are a single value. A key that
+	// was itself redacted appears redacted.
+	Path string `json:"path"`
+	// Kind says what the hidden text looked like: "private-key",
+	// "sensitive-key", "bearer", … (the sanitiser's kinds).
+	Kind string `json:"kind"`
+	// Chars is how many characters of the value are not shown; 0 when the
+	// core cannot tell.
+	Chars int `json:"chars"`
+}
+
+// Exact reports whether c's Arguments are what runs, every byte of them
+// at hand: nothing hidden, nothing left out. A surface offers Approve only
+// on an exact confirmation it shows in full (Raw arguments count: they are
+// what runs).
+func (c Confirmation) Exact() bool {
+	return !c.ArgumentsOmitted && (len(c.Hidden) == 0 || c.Raw)
+}
+
 // Decision is one decision on a confirmation: the body of POST
 // /v1/confirmations/{id}/approve and /deny (ID and Approve come from the
 // path).
@@ -63,6 +98,10 @@ type Decision struct {
 	// surface knows them (a user name, a Telegram id).
 	Surface string `json:"surface"`
 	Decider string `json:"decider,omitempty"`
+	// Raw says the surface showed the arguments as they run (a
+	// confirmation fetched with raw=1), not the sanitised display: only
+	// such a decision can approve a confirmation with Hidden values.
+	Raw bool `json:"raw,omitempty"`
 }
 
 // Limits of a decision's fields.
@@ -95,9 +134,17 @@ func (s *Server) handleConfirmations(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, list)
 }
 
-// handleConfirmation answers one confirmation, by id or unique prefix.
+// handleConfirmation answers one confirmation, by id or unique prefix;
+// with raw=1, with its arguments as they run (a pending one only).
 func (s *Server) handleConfirmation(w http.ResponseWriter, r *http.Request) {
 	c, err := FindConfirmation(s.b.Confirmations(r.Context(), true), r.PathValue("ref"))
+	if err == nil && r.URL.Query().Get("raw") == "1" {
+		var raw json.RawMessage
+		if raw, err = s.b.RawArguments(r.Context(), c.ID); err == nil {
+			c.Arguments, c.ArgumentsOmitted, c.Raw = raw, false, true
+			s.logger.Info("control: confirmation's arguments shown as they run", "confirmation", c.ID, "hidden", len(c.Hidden))
+		}
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -145,6 +192,15 @@ func (c *Client) Confirmations(ctx context.Context, recent bool) ([]Confirmation
 func (c *Client) Confirmation(ctx context.Context, ref string) (Confirmation, error) {
 	var cf Confirmation
 	err := c.do(ctx, http.MethodGet, "/v1/confirmations/"+url.PathEscape(ref), nil, &cf)
+	return cf, err
+}
+
+// ConfirmationRaw returns one pending confirmation, like Confirmation,
+// with its arguments exactly as they run (Raw), secrets included: for a
+// person to read before approving one whose display hides something.
+func (c *Client) ConfirmationRaw(ctx context.Context, ref string) (Confirmation, error) {
+	var cf Confirmation
+	err := c.do(ctx, http.MethodGet, "/v1/confirmations/"+url.PathEscape(ref)+"?raw=1", nil, &cf)
 	return cf, err
 }
 

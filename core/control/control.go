@@ -23,6 +23,7 @@
 //	DELETE /v1/sessions/{id}               close a session (204)
 //	GET    /v1/confirmations[?recent=1]    []Confirmation: pending (and recently resolved)
 //	GET    /v1/confirmations/{ref}         Confirmation: by id or unique prefix (≥ 6), pending or recent
+//	       /v1/confirmations/{ref}?raw=1   the same, pending, with the arguments as they run (Raw)
 //	POST   /v1/confirmations/{id}/approve  Decision → Confirmation (409: already decided, or another hash)
 //	POST   /v1/confirmations/{id}/deny     Decision → Confirmation (409 likewise)
 //	GET    /v1/watch                       JSON lines: a snapshot, then one line per change (watch.go)
@@ -40,6 +41,7 @@ package control
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -79,6 +81,11 @@ type Backend interface {
 	// expired, or withdrawn) refuses it with ErrConflict and a message
 	// that says how it ended. ErrNotFound for an unknown id.
 	Decide(ctx context.Context, d Decision) (Confirmation, error)
+	// RawArguments returns a pending confirmation's arguments exactly as
+	// they will run, secrets included (its Arguments may be a sanitised
+	// copy: Confirmation.Hidden). ErrNotFound for an unknown id;
+	// ErrConflict once it is decided (they are not kept).
+	RawArguments(ctx context.Context, id string) (json.RawMessage, error)
 	// Watch starts a watch: a snapshot, then the changes (watch.go).
 	Watch(ctx context.Context) (*Watch, error)
 	// RestartPlugin stops plugin name (draining its calls) and loads it

@@ -385,6 +385,8 @@ func TestMalformedRequests(t *testing.T) {
 		{"unknown endpoint", "GET", "/v2/status", ``, 404},
 		{"delete unknown session", "DELETE", "/v1/sessions/nope", ``, 404},
 		{"wrong method", "DELETE", "/v1/status", ``, 404},
+		{"tasks, all not 0 or 1", "GET", "/v1/tasks?all=yes", ``, 400},
+		{"task rm, purge not 0 or 1", "DELETE", "/v1/tasks/t-ab12cd34?purge=true", ``, 400},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

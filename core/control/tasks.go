@@ -12,12 +12,14 @@ import (
 
 // Scheduled tasks (core/tasks) over the control API:
 //
-//	GET    /v1/tasks                  every task, with its next fire and newest run
+//	GET    /v1/tasks                  every live task, with its next fire and newest run; ?all=1: the removed ones too
 //	POST   /v1/tasks                  TaskRequest → the new Task, with its next three fires
+//	GET    /v1/tasks/{id}             → the Task, live or removed
 //	POST   /v1/tasks/{id}/pause       → the Task
 //	POST   /v1/tasks/{id}/resume      → the Task
 //	POST   /v1/tasks/{id}/run         run it once now → the TaskRun
-//	DELETE /v1/tasks/{id}             → 204
+//	DELETE /v1/tasks/{id}             remove it: it fires no more, and is kept with its runs → 204;
+//	                                  ?purge=1: delete it and its runs for good
 //	GET    /v1/tasks/{id}/history     ?limit=N (default 50, at most 1000) → []TaskRun, newest first
 //
 // A Backend serves them by also implementing TaskBackend.
@@ -45,6 +47,14 @@ type Task struct {
 	// NextFires are its next three fires (on creation).
 	NextFires []time.Time `json:"next_fires,omitempty"`
 	Last      *TaskRun    `json:"last,omitempty"` // its newest run
+	// RemovedAt is when the task was removed (cancelled): it fires no
+	// more, and is kept, with its runs, for tasks history. RemovedBy is
+	// user or agent; an agent's removal names its session and, when the
+	// user confirmed it, the confirmation.
+	RemovedAt           *time.Time `json:"removed_at,omitempty"`
+	RemovedBy           string     `json:"removed_by,omitempty"`
+	RemovedSession      string     `json:"removed_session,omitempty"`
+	RemovedConfirmation string     `json:"removed_confirmation,omitempty"`
 }
 
 // TaskRun is one occurrence of a task, or a range of missed ones.
@@ -75,15 +85,21 @@ type TaskRequest struct {
 
 // TaskBackend is what a Backend implements to serve the scheduled tasks.
 // Errors wrap ErrNotFound (no such task), ErrInvalid (a bad task) or
-// ErrConflict (a run still works).
+// ErrConflict (a run still works, or the task was removed).
 type TaskBackend interface {
-	Tasks(ctx context.Context) ([]Task, error)
+	Tasks(ctx context.Context) ([]Task, error) // the live ones
 	AddTask(ctx context.Context, req TaskRequest) (Task, error)
 	PauseTask(ctx context.Context, id string) (Task, error)
 	ResumeTask(ctx context.Context, id string) (Task, error)
 	RunTask(ctx context.Context, id string) (TaskRun, error)
+	// RemoveTask removes a task for the user: it fires no more and is
+	// kept, with its runs.
 	RemoveTask(ctx context.Context, id string) error
 	TaskHistory(ctx context.Context, id string, limit int) ([]TaskRun, error)
+	AllTasks(ctx context.Context) ([]Task, error) // live and removed
+	Task(ctx context.Context, id string) (Task, error)
+	// PurgeTask deletes a task, live or removed, and its runs for good.
+	PurgeTask(ctx context.Context, id string) error
 }
 
 // MaxTaskHistory bounds one history answer.
@@ -93,7 +109,20 @@ var taskIDRE = regexp.MustCompile(`^t-[a-z0-9]{1,32}$`)
 
 func (s *Server) registerTasks(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/tasks", func(w http.ResponseWriter, r *http.Request) {
-		s.withTasks(w, r, func(tb TaskBackend) (any, error) { return tb.Tasks(r.Context()) })
+		all, err := queryFlag(r, "all")
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		s.withTasks(w, r, func(tb TaskBackend) (any, error) {
+			if all {
+				return tb.AllTasks(r.Context())
+			}
+			return tb.Tasks(r.Context())
+		})
+	})
+	mux.HandleFunc("GET /v1/tasks/{id}", func(w http.ResponseWriter, r *http.Request) {
+		s.withTask(w, r, func(tb TaskBackend, id string) (any, error) { return tb.Task(r.Context(), id) })
 	})
 	mux.HandleFunc("POST /v1/tasks", func(w http.ResponseWriter, r *http.Request) {
 		var req TaskRequest
@@ -113,7 +142,17 @@ func (s *Server) registerTasks(mux *http.ServeMux) {
 		})
 	}
 	mux.HandleFunc("DELETE /v1/tasks/{id}", func(w http.ResponseWriter, r *http.Request) {
-		s.withTask(w, r, func(tb TaskBackend, id string) (any, error) { return nil, tb.RemoveTask(r.Context(), id) })
+		purge, err := queryFlag(r, "purge")
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		s.withTask(w, r, func(tb TaskBackend, id string) (any, error) {
+			if purge {
+				return nil, tb.PurgeTask(r.Context(), id)
+			}
+			return nil, tb.RemoveTask(r.Context(), id)
+		})
 	})
 	mux.HandleFunc("GET /v1/tasks/{id}/history", func(w http.ResponseWriter, r *http.Request) {
 		limit := 50
@@ -127,6 +166,18 @@ func (s *Server) registerTasks(mux *http.ServeMux) {
 		}
 		s.withTask(w, r, func(tb TaskBackend, id string) (any, error) { return tb.TaskHistory(r.Context(), id, limit) })
 	})
+}
+
+// queryFlag reads the query parameter name: absent, "0" or "1".
+func queryFlag(r *http.Request, name string) (bool, error) {
+	switch v := r.URL.Query().Get(name); v {
+	case "", "0":
+		return false, nil
+	case "1":
+		return true, nil
+	default:
+		return false, fmt.Errorf("%w: %s=%q: use %s=1", ErrInvalid, name, clipName(v), name)
+	}
 }
 
 // withTasks answers with f's result, or 404 when the core has no scheduler.
@@ -158,11 +209,30 @@ func (s *Server) withTask(w http.ResponseWriter, r *http.Request, f func(TaskBac
 	s.withTasks(w, r, func(tb TaskBackend) (any, error) { return f(tb, id) })
 }
 
-// Tasks lists every task.
+// Tasks lists every live task.
 func (c *Client) Tasks(ctx context.Context) ([]Task, error) {
 	var out []Task
 	err := c.do(ctx, http.MethodGet, "/v1/tasks", nil, &out)
 	return out, err
+}
+
+// AllTasks lists every task, the removed ones too.
+func (c *Client) AllTasks(ctx context.Context) ([]Task, error) {
+	var out []Task
+	err := c.do(ctx, http.MethodGet, "/v1/tasks?all=1", nil, &out)
+	return out, err
+}
+
+// Task returns task id, live or removed.
+func (c *Client) Task(ctx context.Context, id string) (Task, error) {
+	var out Task
+	err := c.do(ctx, http.MethodGet, "/v1/tasks/"+url.PathEscape(id), nil, &out)
+	return out, err
+}
+
+// PurgeTask deletes task id and its runs for good.
+func (c *Client) PurgeTask(ctx context.Context, id string) error {
+	return c.do(ctx, http.MethodDelete, "/v1/tasks/"+url.PathEscape(id)+"?purge=1", nil, nil)
 }
 
 // AddTask creates a task.
@@ -193,7 +263,7 @@ func (c *Client) RunTask(ctx context.Context, id string) (TaskRun, error) {
 	return out, err
 }
 
-// RemoveTask deletes task id and its history.
+// RemoveTask removes task id: it fires no more, and is kept with its runs.
 func (c *Client) RemoveTask(ctx context.Context, id string) error {
 	return c.do(ctx, http.MethodDelete, "/v1/tasks/"+url.PathEscape(id), nil, nil)
 }

@@ -88,3 +88,48 @@ func seenBody(r *http.Request) []byte {
 	b, _ := io.ReadAll(r.Body)
 	return b
 }
+
+// conversation returns a request body of about size bytes shaped like one
+// of Claude Code's late in a session: client tools, then turns of text, a
+// tool call with its input, and a tool result with text and an inline
+// image.
+func conversation(size int) []byte {
+	var b strings.Builder
+	b.WriteString(`{"model":"claude-sonnet-4-5","max_tokens":32000,"stream":true,"system":[{"type":"text","text":"` + strings.Repeat("You are an agent. ", 200) + `"}],"tools":`)
+	b.WriteString(clientTools)
+	b.WriteString(`,"messages":[`)
+	for i := 0; b.Len() < size; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"role":"user","content":"%s"},`, strings.Repeat("please look at this file ", 40))
+		fmt.Fprintf(&b, `{"role":"assistant","content":[{"type":"text","text":"reading it"},{"type":"tool_use","id":"toolu_%d","name":"Read","input":{"file_path":"/workspace/a.go","limit":2000}}]},`, i)
+		fmt.Fprintf(&b, `{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_%d","content":[{"type":"text","text":"%s"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"%s"}}]}]}`,
+			i, strings.Repeat(`func main() {\n\tfmt.Println(\"hello\")\n}\n`, 100), strings.Repeat("iVBORw0KGgo", 400))
+	}
+	b.WriteString(`]}`)
+	return []byte(b.String())
+}
+
+// BenchmarkCheckBody measures the body check on a small request and on a
+// 4 MiB conversation: its ns/op is what the check adds to a request.
+func BenchmarkCheckBody(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		body []byte
+	}{
+		{"small", []byte(messagesBody)},
+		{"conversation4MiB", conversation(4 << 20)},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			if be := checkBody(tc.body); be != nil {
+				b.Fatalf("the body is refused: %s", be.msg)
+			}
+			b.SetBytes(int64(len(tc.body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				checkBody(tc.body)
+			}
+		})
+	}
+}

@@ -13,7 +13,14 @@
 //     group's daily token Budget are checked; over either, 429
 //     rate_limit_error.
 //  3. The body is read whole, up to Options.MaxRequestBytes (413 past it),
-//     so that nothing leaves the host for a request that is refused.
+//     so that nothing leaves the host for a request that is refused. The
+//     body of a POST is checked (body.go): a request that asks the model
+//     API itself to reach the network or data outside the conversation — a
+//     server tool such as web_search or web_fetch (tools are allow-listed:
+//     only client tools pass), mcp_servers, container, an image or
+//     document whose source is a URL or a Files API file — is refused with
+//     403 permission_error naming the field and why, and one that is not a
+//     single JSON object with 400.
 //  4. The credential is fetched (Options.Credential, every request) and a
 //     "routed" audit entry written; if it cannot be, nothing is sent.
 //  5. The request goes to the model API over verified TLS with an allowed
@@ -45,6 +52,12 @@
 // reply the model API compresses despite "Accept-Encoding: identity", or a
 // JSON reply over 16 MiB, is relayed but its usage is not counted (the log
 // says so). Options.DeniedBetas cannot cover a network-reaching feature
-// that needs no beta: the generally available web_search server tool is
-// one.
+// that needs no beta (the generally available web_search and web_fetch
+// server tools are such); the body check does. What the body check cannot
+// see: a future top-level field, or block type without a "source", that
+// makes the API fetch (only mcp_servers and container are refused by
+// name, so as not to refuse every new field Claude Code sends), and what
+// the API does with the text it is sent. It costs a walk of the body with
+// encoding/json: about 4 µs for a small request and 7-20 ms per MiB of
+// conversation on a loaded 2-core host (BenchmarkCheckBody).
 package llmproxy

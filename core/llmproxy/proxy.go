@@ -37,17 +37,18 @@ const StageLLM = audit.StageLLM
 
 // Codes of the proxy's audit entries (Entry.Code).
 const (
-	CodeNotAllowed   = "NOT_ALLOWED"          // the path, method or request form is not allowed
-	CodeRateLimited  = "RATE_LIMITED"         // the session is over its request rate
-	CodeBudget       = "BUDGET_EXCEEDED"      // the group's daily token budget is spent
-	CodeTooLarge     = "REQUEST_TOO_LARGE"    // the request body is over Options.MaxRequestBytes
-	CodeBadRequest   = "BAD_REQUEST"          // the request body could not be read
-	CodeNoCredential = "NO_CREDENTIAL"        // no model API credential is stored
-	CodeCredential   = "CREDENTIAL_ERROR"     // the credential could not be read, or is malformed
-	CodeUnreachable  = "UPSTREAM_UNREACHABLE" // no reply from the model API (network, TLS)
-	CodeUpstream     = "UPSTREAM_ERROR"       // the model API answered with an error status
-	CodeStream       = "STREAM_ERROR"         // the reply broke off, or its stream carried an error event
-	CodeCanceled     = "CANCELED"             // the client left, or the session ended, before the reply did
+	CodeNotAllowed     = "NOT_ALLOWED"          // the path, method or request form is not allowed
+	CodeRateLimited    = "RATE_LIMITED"         // the session is over its request rate
+	CodeBudget         = "BUDGET_EXCEEDED"      // the group's daily token budget is spent
+	CodeTooLarge       = "REQUEST_TOO_LARGE"    // the request body is over Options.MaxRequestBytes
+	CodeBadRequest     = "BAD_REQUEST"          // the request body could not be read, or is not one JSON object
+	CodeNetworkFeature = "NETWORK_FEATURE"      // the body asks the model API to reach out: a server tool, mcp_servers, a URL or file source (body.go)
+	CodeNoCredential   = "NO_CREDENTIAL"        // no model API credential is stored
+	CodeCredential     = "CREDENTIAL_ERROR"     // the credential could not be read, or is malformed
+	CodeUnreachable    = "UPSTREAM_UNREACHABLE" // no reply from the model API (network, TLS)
+	CodeUpstream       = "UPSTREAM_ERROR"       // the model API answered with an error status
+	CodeStream         = "STREAM_ERROR"         // the reply broke off, or its stream carried an error event
+	CodeCanceled       = "CANCELED"             // the client left, or the session ended, before the reply did
 )
 
 // Defaults for Options.
@@ -119,8 +120,10 @@ type Options struct {
 	// request that uses such a feature without its beta fails with a 400
 	// from the API; one that does not is unaffected. Claude Code runs its
 	// MCP servers and its WebFetch tool on the client side and needs
-	// neither. The generally available web_search server tool needs no
-	// beta, so this cannot block it.
+	// neither. The generally available web_search and web_fetch server
+	// tools need no beta, so this cannot block them: the body check
+	// (body.go) refuses every server tool, and mcp_servers, whatever the
+	// betas.
 	DeniedBetas []string
 }
 
@@ -293,6 +296,14 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.body = body
+
+	if ep == epMessages || ep == epCountTokens {
+		if be := checkBody(body); be != nil {
+			c.detail = be.detail
+			p.refuse(w, c, be.status, be.typ, be.code, be.msg)
+			return
+		}
+	}
 
 	cred, err := p.o.Credential(r.Context())
 	if err == nil {

@@ -198,10 +198,12 @@ func (p *Pipeline) Handle(ctx context.Context, s *session.Session, req *ipc.Requ
 	}
 
 	// The tool's own check (the core's tools only): after the group's
-	// authorisation, before anyone is asked.
+	// authorisation, before anyone is asked. It may put this call to the
+	// user although the tool's risk is low, never the other way round.
 	var summary string
+	ask := c.tool.RiskLevel == manifest.RiskHigh
 	if c.tool.Check != nil {
-		sum, err := c.tool.Check(session.NewContext(ctx, s), args)
+		v, err := c.tool.Check(session.NewContext(ctx, s), catalog.Call{Args: args, Received: c.received})
 		switch {
 		case errors.Is(err, catalog.ErrNotAllowed):
 			p.fail(c, audit.StageAuthorize, audit.OutcomeRejected, ipc.Errorf(ipc.CodeUnauthorized, 4, "%s", err.Error()))
@@ -210,11 +212,12 @@ func (p *Pipeline) Handle(ctx context.Context, s *session.Session, req *ipc.Requ
 			p.fail(c, audit.StagePayload, audit.OutcomeRejected, &ipc.Error{Code: ipc.CodeValidationFailed, Stage: 3, Field: "arguments", Message: err.Error()})
 			return
 		}
-		summary = sum
+		summary, ask = v.Summary, ask || v.Confirm
 	}
 
-	// Stage 5: high-risk tools wait for the user.
-	if c.tool.RiskLevel == manifest.RiskHigh {
+	// Stage 5: high-risk tools, and the calls their Check puts to the user,
+	// wait for the user.
+	if ask {
 		canonical, err := json.Marshal(args) // sorted keys: the form the user approves
 		if err != nil {
 			p.fail(c, audit.StagePayload, audit.OutcomeRejected, &ipc.Error{Code: ipc.CodeValidationFailed, Stage: 3, Field: "arguments", Message: "arguments cannot be canonicalised"})
@@ -304,10 +307,10 @@ type confirmFailure struct {
 }
 
 func (p *Pipeline) confirm(ctx context.Context, c *call, canonical []byte, summary string) *confirmFailure {
-	display, _ := sanitizeJSON(canonical)
+	display, hidden := confirm.Display(canonical)
 	tk, err := p.opts.Gate.Request(confirm.Request{
 		Session: c.s.ID, Group: c.s.Group, Tool: c.tool.Name, Correlation: c.req.Correlation,
-		ArgsHash: confirm.HashArguments(canonical), Display: display, Summary: summary,
+		ArgsHash: confirm.HashArguments(canonical), Arguments: canonical, Display: display, Hidden: hidden, Summary: summary,
 	})
 	switch {
 	case errors.Is(err, confirm.ErrTooMany):
@@ -457,19 +460,6 @@ func (p *Pipeline) pendingFrame(c *call, pend confirm.Confirmation) []byte {
 	}
 	b, _ := json.Marshal(&r)
 	return b
-}
-
-// sanitizeJSON returns canonical JSON with secrets redacted, for display.
-func sanitizeJSON(canonical []byte) ([]byte, []sanitize.Redaction) {
-	var v any
-	dec := json.NewDecoder(strings.NewReader(string(canonical)))
-	dec.UseNumber()
-	if err := dec.Decode(&v); err != nil {
-		return nil, nil
-	}
-	clean, red := sanitize.Value(v, "arguments")
-	b, _ := json.Marshal(clean)
-	return b, red
 }
 
 func redactionPaths(rs []sanitize.Redaction) []string {

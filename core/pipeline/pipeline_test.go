@@ -346,3 +346,74 @@ func TestDrainAnswersPendingConfirmationBeforeWaitReturns(t *testing.T) {
 	}
 	<-done
 }
+
+// A tool's Check may put one call of a low-risk tool to the user (its
+// Verdict's Confirm), with its summary; it can never spare a high-risk
+// tool's call the question. The Check sees the instant the handler's
+// request carries as Time.
+func TestCheckCanAskTheUser(t *testing.T) {
+	tests := []struct {
+		name    string
+		risk    string
+		confirm bool
+		asked   bool
+	}{
+		{"low, the check asks", manifest.RiskLow, true, true},
+		{"low, the check does not ask", manifest.RiskLow, false, false},
+		{"high, the check does not ask", manifest.RiskHigh, false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var seen time.Time
+			var called atomic.Int64
+			var handled time.Time
+			h := funcHandler(func(_ context.Context, r *plugin.Request) (map[string]any, error) {
+				called.Add(1)
+				handled = r.Time
+				return map[string]any{}, nil
+			})
+			a := &memAudit{}
+			p := newTestPipeline(t, a, h)
+			tool := p.opts.Catalog.Lookup("fn")
+			tool.RiskLevel = tt.risk
+			tool.Check = func(_ context.Context, c catalog.Call) (catalog.Verdict, error) {
+				seen = c.Received
+				return catalog.Verdict{Summary: "Cancel task t-1, made by the user", Confirm: tt.confirm}, nil
+			}
+			var requested []confirm.Confirmation
+			pending := make(chan confirm.Confirmation, 4)
+			gate := confirm.New(confirm.Options{Timeout: time.Hour, Observe: func(c confirm.Confirmation) error {
+				if c.Pending() {
+					pending <- c
+				}
+				return nil
+			}})
+			p.opts.Gate = gate
+			decided := make(chan struct{})
+			go func() {
+				defer close(decided)
+				for c := range pending {
+					requested = append(requested, c)
+					if _, err := gate.Decide(confirm.Decide{ID: c.ID, Approve: true, ArgsHash: c.ArgsHash, Surface: "cli"}); err != nil {
+						t.Error(err)
+					}
+				}
+			}()
+			r := run(t, p, session.New("s1", "main", "none"), wire("tool.invoke.fn", `{}`))
+			close(pending)
+			<-decided
+			if r.Payload.Error != nil {
+				t.Fatalf("error %+v", r.Payload.Error)
+			}
+			if asked := len(requested) > 0; asked != tt.asked || called.Load() != 1 {
+				t.Fatalf("asked %v, handler called %d times; want asked %v and one call", asked, called.Load(), tt.asked)
+			}
+			if tt.asked && (len(requested) != 1 || requested[0].Summary != "Cancel task t-1, made by the user") {
+				t.Errorf("confirmations %+v; want one with the check's summary", requested)
+			}
+			if seen.IsZero() || !seen.Equal(handled) {
+				t.Errorf("the check saw %v, the handler's request says %v; want the same instant", seen, handled)
+			}
+		})
+	}
+}

@@ -102,6 +102,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Placeholder replaces every redacted secret.
@@ -142,6 +143,11 @@ type Redaction struct {
 	Path string
 	// Kind is one of the Kind constants.
 	Kind string
+	// Chars is how many characters (runes) of the value the placeholders
+	// stand for, so that a person can tell how much is hidden; the same for
+	// every kind recorded at one value. 0 when it cannot be told (a value
+	// too deep or not encodable).
+	Chars int
 }
 
 // String sanitises one string; kinds lists the kinds of what was redacted
@@ -179,7 +185,7 @@ func Value(v any, path string) (any, []Redaction) {
 	}
 	reds := make([]Redaction, len(w.found))
 	for i, f := range w.found {
-		reds[i] = Redaction{Path: f.path(path), Kind: kindNames[f.kind]}
+		reds[i] = Redaction{Path: f.path(path), Kind: kindNames[f.kind], Chars: f.chars}
 	}
 	slices.SortFunc(reds, func(a, b Redaction) int {
 		return cmp.Or(cmp.Compare(a.Path, b.Path), cmp.Compare(a.Kind, b.Kind))
@@ -199,8 +205,9 @@ type walker struct {
 
 // found is one redaction before its path is rendered.
 type found struct {
-	kind int
-	segs []segment // innermost first
+	kind  int
+	chars int       // characters hidden (Redaction.Chars)
+	segs  []segment // innermost first
 }
 
 // segment is one step of a path: an object key, or an array index when
@@ -230,13 +237,22 @@ func (f *found) path(root string) string {
 	return b.String()
 }
 
-// add records a redaction of each kind in ks, at the value being walked.
-func (w *walker) add(ks kindSet) {
+// add records a redaction of each kind in ks, at the value being walked,
+// which hid chars characters of it.
+func (w *walker) add(ks kindSet, chars int) {
 	for k := range numKinds {
 		if ks&(1<<k) != 0 {
-			w.found = append(w.found, found{kind: k})
+			w.found = append(w.found, found{kind: k, chars: chars})
 		}
 	}
+}
+
+// hidden is how many characters of orig its redacted form out does not
+// show: what the new placeholders stand for.
+func hidden(orig, out string) int {
+	ph := utf8.RuneCountInString(Placeholder)
+	added := strings.Count(out, Placeholder) - strings.Count(orig, Placeholder)
+	return utf8.RuneCountInString(orig) - utf8.RuneCountInString(out) + added*ph
 }
 
 // label adds sg to the paths of the redactions recorded since from.
@@ -258,7 +274,7 @@ func (w *walker) value(v any, depth int) (any, bool) {
 		if ks == 0 {
 			return nil, false
 		}
-		w.add(ks)
+		w.add(ks, hidden(x, out))
 		return out, true
 	case map[string]any:
 		if depth >= MaxDepth {
@@ -288,7 +304,7 @@ func (w *walker) value(v any, depth int) (any, bool) {
 }
 
 func (w *walker) tooDeep() (any, bool) {
-	w.add(1 << kTooDeep)
+	w.add(1<<kTooDeep, 0)
 	return Placeholder, true
 }
 
@@ -349,7 +365,7 @@ func (w *walker) objectRenaming(m map[string]any, depth int) (any, bool) {
 		taken[nk] = true
 		name[r.key] = nk
 		from := len(w.found)
-		w.add(r.kinds)
+		w.add(r.kinds, hidden(r.key, r.red))
 		w.label(from, segment{key: nk, index: -1})
 	}
 	out := make(map[string]any, len(m))
@@ -369,7 +385,7 @@ func (w *walker) objectRenaming(m map[string]any, depth int) (any, bool) {
 // member sanitises the value e of object key k.
 func (w *walker) member(k string, e any, depth int) (any, bool) {
 	if s, ok := e.(string); ok && s != "" && s != Placeholder && sensitiveKey(k) {
-		w.add(1 << kSensitiveKey)
+		w.add(1<<kSensitiveKey, utf8.RuneCountInString(s))
 		return Placeholder, true
 	}
 	return w.value(e, depth)
@@ -403,7 +419,7 @@ func (w *walker) stringSlice(a []string) (any, bool) {
 			continue
 		}
 		from := len(w.found)
-		w.add(ks)
+		w.add(ks, hidden(s, red))
 		w.label(from, segment{index: i})
 		if out == nil {
 			out = slices.Clone(a)
@@ -464,7 +480,7 @@ func (w *walker) other(v any, depth int) (any, bool) {
 		err = d.Decode(&decoded)
 	}
 	if err != nil {
-		w.add(1 << kUnencodable)
+		w.add(1<<kUnencodable, 0)
 		return Placeholder, true
 	}
 	return w.value(decoded, depth)

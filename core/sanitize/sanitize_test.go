@@ -431,10 +431,10 @@ func TestValueNested(t *testing.T) {
 		t.Errorf("Value =\n%#v\nwant\n%#v", out, want)
 	}
 	wantReds := []Redaction{
-		{"result.[REDACTED]", KindGitHub},
-		{"result.items[0].url", KindURLPassword},
-		{"result.items[2].note", KindBearer},
-		{"result.password", KindSensitiveKey},
+		{"result.[REDACTED]", KindGitHub, 40},
+		{"result.items[0].url", KindURLPassword, 2},
+		{"result.items[2].note", KindBearer, 3},
+		{"result.password", KindSensitiveKey, 7},
 	}
 	if !slices.Equal(reds, wantReds) {
 		t.Errorf("redactions =\n%v\nwant\n%v", reds, wantReds)
@@ -554,7 +554,7 @@ func TestValueSensitiveKeys(t *testing.T) {
 				}
 				return
 			}
-			want := []Redaction{{"result." + tc.key, KindSensitiveKey}}
+			want := []Redaction{{"result." + tc.key, KindSensitiveKey, len([]rune(tc.value.(string)))}}
 			if got != Placeholder || !slices.Equal(reds, want) {
 				t.Errorf("got %v, %v; want %q, %v", got, reds, Placeholder, want)
 			}
@@ -585,11 +585,11 @@ func TestValueRedactsKeys(t *testing.T) {
 		t.Errorf("Value =\n%#v\nwant\n%#v", out, want)
 	}
 	wantReds := []Redaction{
-		{"r.[REDACTED]#2", KindGitHub},
-		{"r.[REDACTED]#3", KindAnthropic},
-		{"r.note [REDACTED]", KindBearer},
-		{"r.note [REDACTED]", KindGitHub},
-		{"r.password=[REDACTED]", KindAssignment},
+		{"r.[REDACTED]#2", KindGitHub, 40},
+		{"r.[REDACTED]#3", KindAnthropic, 53},
+		{"r.note [REDACTED]", KindBearer, 3},
+		{"r.note [REDACTED]", KindGitHub, 40},
+		{"r.password=[REDACTED]", KindAssignment, 3},
 	}
 	if !slices.Equal(reds, wantReds) {
 		t.Errorf("redactions =\n%v\nwant\n%v", reds, wantReds)
@@ -612,7 +612,7 @@ func TestValueOtherGoTypes(t *testing.T) {
 		if got := out.(map[string]any)["tags"]; !reflect.DeepEqual(got, []string{"a", "Bearer [REDACTED]"}) {
 			t.Errorf("tags = %#v", got)
 		}
-		if len(reds) != 1 || reds[0] != (Redaction{"result.tags[1]", KindBearer}) {
+		if len(reds) != 1 || reds[0] != (Redaction{"result.tags[1]", KindBearer, 1}) {
 			t.Errorf("redactions = %v", reds)
 		}
 	})
@@ -623,7 +623,7 @@ func TestValueOtherGoTypes(t *testing.T) {
 		if got := out.(map[string]any)["event"]; !reflect.DeepEqual(got, want) {
 			t.Errorf("event = %#v, want %#v", got, want)
 		}
-		if len(reds) != 1 || reds[0] != (Redaction{"result.event.url", KindURLPassword}) {
+		if len(reds) != 1 || reds[0] != (Redaction{"result.event.url", KindURLPassword, 2}) {
 			t.Errorf("redactions = %v", reds)
 		}
 	})
@@ -642,7 +642,7 @@ func TestValueOtherGoTypes(t *testing.T) {
 		if got := out.(map[string]any)["headers"]; !reflect.DeepEqual(got, want) {
 			t.Errorf("headers = %#v, want %#v", got, want)
 		}
-		if len(reds) != 1 || reds[0] != (Redaction{"result.headers.Authorization", KindSensitiveKey}) {
+		if len(reds) != 1 || reds[0] != (Redaction{"result.headers.Authorization", KindSensitiveKey, 8}) {
 			t.Errorf("redactions = %v", reds)
 		}
 	})
@@ -654,7 +654,7 @@ func TestValueOtherGoTypes(t *testing.T) {
 		if !sameMap(got[0], clean) || got[1]["url"] != "https://u:[REDACTED]@h" {
 			t.Errorf("items = %#v", got)
 		}
-		if len(reds) != 1 || reds[0] != (Redaction{"result.items[1].url", KindURLPassword}) {
+		if len(reds) != 1 || reds[0] != (Redaction{"result.items[1].url", KindURLPassword, 2}) {
 			t.Errorf("redactions = %v", reds)
 		}
 	})
@@ -673,7 +673,7 @@ func TestValueOtherGoTypes(t *testing.T) {
 		if got := out.(map[string]any)["c"]; got != Placeholder {
 			t.Errorf("c = %#v", got)
 		}
-		if len(reds) != 1 || reds[0] != (Redaction{"result.c", KindUnencodable}) {
+		if len(reds) != 1 || reds[0] != (Redaction{"result.c", KindUnencodable, 0}) {
 			t.Errorf("redactions = %v", reds)
 		}
 	})

@@ -75,6 +75,9 @@ func confirmationView(c confirm.Confirmation, event bool) control.Confirmation {
 	if len(c.Display) == 0 {
 		v.Arguments = nil
 	}
+	for _, h := range c.Hidden {
+		v.Hidden = append(v.Hidden, control.Hidden{Path: h.Path, Kind: h.Kind, Chars: h.Chars})
+	}
 	if !c.Decided.IsZero() {
 		t := c.Decided
 		v.DecidedAt = &t
@@ -98,12 +101,34 @@ func (s *Server) Confirmations(_ context.Context, recent bool) []control.Confirm
 	return out
 }
 
+// RawArguments implements control.Backend: a pending confirmation's
+// arguments as they run. Reading them is audited: they may hold a secret
+// the display hides.
+func (s *Server) RawArguments(_ context.Context, id string) (json.RawMessage, error) {
+	if s.gate == nil {
+		return nil, fmt.Errorf("%w: the core is starting", control.ErrConflict)
+	}
+	c, ok := s.gate.Get(id)
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("%w: no confirmation %s", control.ErrNotFound, id)
+	case !c.Pending():
+		return nil, fmt.Errorf("%w: confirmation %s is already decided (%s): its arguments are kept only while it waits", control.ErrConflict, id, c.Decision)
+	}
+	if len(c.Hidden) > 0 {
+		_ = s.audit.Write(&audit.Entry{Source: "core", Session: c.Session, Group: c.Group, Topic: "tool.invoke." + c.Tool,
+			Stage: audit.StageConfirm, Outcome: audit.OutcomePending, Confirmation: c.ID,
+			Reason: "the arguments as they run, which the display redacts, were shown on the control API"})
+	}
+	return json.RawMessage(c.Arguments), nil
+}
+
 // Decide implements control.Backend. A refused decision is audited too.
 func (s *Server) Decide(_ context.Context, d control.Decision) (control.Confirmation, error) {
 	if s.gate == nil { // a plugin's Init, before the gate exists
 		return control.Confirmation{}, fmt.Errorf("%w: no confirmation can be decided yet: the core is starting", control.ErrConflict)
 	}
-	c, err := s.gate.Decide(confirm.Decide{ID: d.ID, Approve: d.Approve, ArgsHash: d.ArgsHash, Surface: d.Surface, Decider: d.Decider})
+	c, err := s.gate.Decide(confirm.Decide{ID: d.ID, Approve: d.Approve, ArgsHash: d.ArgsHash, Surface: d.Surface, Decider: d.Decider, Raw: d.Raw})
 	if err == nil {
 		return confirmationView(c, false), nil
 	}
@@ -124,6 +149,9 @@ func (s *Server) Decide(_ context.Context, d control.Decision) (control.Confirma
 	switch {
 	case errors.Is(err, confirm.ErrNotFound):
 		return control.Confirmation{}, fmt.Errorf("%w: %w", control.ErrNotFound, err)
+	case errors.Is(err, confirm.ErrHidden):
+		return confirmationView(c, false), fmt.Errorf("%w: %w: review them as they run with carapace confirm show --raw %s, and approve there with carapace confirm approve --raw %s",
+			control.ErrConflict, err, c.ID[:8], c.ID[:8])
 	case errors.As(err, &decided), errors.Is(err, confirm.ErrMismatch):
 		return confirmationView(c, false), fmt.Errorf("%w: %w", control.ErrConflict, err)
 	case errors.Is(err, confirm.ErrInvalid):

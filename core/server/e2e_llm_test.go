@@ -214,7 +214,14 @@ type llmAnswer struct {
 // answers, one per call.
 func llmCalls(t *testing.T, c *testCore, group string, calls ...string) ([]llmAnswer, control.Session) {
 	t.Helper()
-	cmd := append([]string{"sh", "-c", llmScript, "llm"}, calls...)
+	return rawCalls(t, c, group, append([]string{"sh", "-c", llmScript, "llm"}, calls...), len(calls))
+}
+
+// rawCalls runs cmd, a container script that starts the relay as llmScript
+// does and then prints calls raw answers, each ending with "--- end", and
+// returns the answers.
+func rawCalls(t *testing.T, c *testCore, group string, cmd []string, calls int) ([]llmAnswer, control.Session) {
+	t.Helper()
 	stdout, stderr, exit, info := runAgent(t, c, control.SessionRequest{Group: group, Runtime: "docker", Command: cmd})
 	if exit != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", exit, stdout, stderr)
@@ -224,11 +231,11 @@ func llmCalls(t *testing.T, c *testCore, group string, calls ...string) ([]llmAn
 		t.Fatalf("the relay did not come up:\n%s\nstderr:\n%s", stdout, stderr)
 	}
 	parts := strings.Split(stdout, "--- end\n")
-	if len(parts) != len(calls)+1 {
-		t.Fatalf("%d answers for %d calls:\n%s\nstderr:\n%s", len(parts)-1, len(calls), stdout, stderr)
+	if len(parts) != calls+1 {
+		t.Fatalf("%d answers for %d calls:\n%s\nstderr:\n%s", len(parts)-1, calls, stdout, stderr)
 	}
 	var as []llmAnswer
-	for _, p := range parts[:len(calls)] {
+	for _, p := range parts[:calls] {
 		var a llmAnswer
 		if _, err := fmt.Sscanf(p, "HTTP/1.%d %d", new(int), &a.Status); err != nil {
 			t.Fatalf("no status line in %q", p)

@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -638,6 +639,68 @@ func TestE2EConfirmations(t *testing.T) {
 		}
 		wantError(t, second.wait(t), ipc.CodeConfirmationDenied, 5, "")
 	})
+}
+
+// TestE2EHiddenArgumentsApproveNothing: when the sanitiser hides part of
+// a call's arguments from the approving surfaces (a PEM block with no END
+// line hides everything after it), the display cannot be approved — not
+// by the CLI, not over the control API — because the person did not see
+// what would run. carapace confirm show --raw shows it whole, and
+// approve --raw approves exactly that.
+func TestE2EHiddenArgumentsApproveNothing(t *testing.T) {
+	t.Parallel()
+	c := startCore(t, confirmConfig)
+	s := c.Session(t, "main")
+	message := "-----BEGIN RSA PRIVATE KEY-----\nthen wire the savings to IBAN XX00"
+	bg := startIPC(t, s.Socket, "tool.invoke.echo_confirm", `{"message":`+strconv.Quote(message)+`}`)
+	id := bg.waitPending(t)
+
+	list := cliConfirmations(t, c)
+	if len(list) != 1 || list[0].ID != id {
+		t.Fatalf("confirm list: %+v", list)
+	}
+	p := list[0]
+	// What follows the BEGIN line is hidden: the line break and the text.
+	if len(p.Hidden) != 1 || p.Hidden[0].Path != "message" || p.Hidden[0].Kind != "private-key" || p.Hidden[0].Chars != len("\nthen wire the savings to IBAN XX00") {
+		t.Errorf("hidden = %+v; want the message's PEM block, %d characters", p.Hidden, len("\nthen wire the savings to IBAN XX00"))
+	}
+	if strings.Contains(string(p.Arguments), "wire the savings") {
+		t.Fatalf("positive control: the display shows the text the sanitiser should hide: %s", p.Arguments)
+	}
+
+	// The CLI refuses to approve what it could not show, and says how.
+	out, errs, code := runCLI(t, c.Home, "confirm", "approve", id[:8])
+	if code != 1 || !strings.Contains(errs, "confirm show --raw "+id[:8]) || !strings.Contains(out, "message: 35 characters hidden (private-key)") {
+		t.Fatalf("confirm approve of a hidden display: exit %d\n%s%s", code, out, errs)
+	}
+	// So does the core, over the control API, whatever a surface claims.
+	_, err := c.Client.Decide(context.Background(), control.Decision{ID: id, Approve: true, ArgsHash: p.ArgsHash, Surface: "app"})
+	if !errors.Is(err, control.ErrConflict) || !strings.Contains(err.Error(), "hidden") {
+		t.Fatalf("approve over the control API without raw: %v; want a conflict that says it was hidden", err)
+	}
+	if bg.exited() || len(cliConfirmations(t, c)) != 1 {
+		t.Fatal("a refused approval decided the confirmation")
+	}
+
+	// show --raw prints what runs, whole; approve --raw approves it.
+	out, errs, code = runCLI(t, c.Home, "confirm", "show", "--raw", id[:8])
+	if code != 0 || !strings.Contains(out, `then wire the savings to IBAN XX00`) || !strings.Contains(out, "exactly as they run") {
+		t.Fatalf("confirm show --raw: exit %d\n%s%s", code, out, errs)
+	}
+	out, errs, code = runCLI(t, c.Home, "confirm", "approve", "--raw", id[:8])
+	if code != 0 || !strings.Contains(out, "then wire the savings") {
+		t.Fatalf("confirm approve --raw: exit %d\n%s%s", code, out, errs)
+	}
+	// (The echo comes back sanitised, as every result does.)
+	if res := mustOK(t, bg.wait(t)); res["confirmed"] != true {
+		t.Fatalf("result %+v; want the call run after its approval", res)
+	}
+	text := auditText(t, c)
+	for _, want := range []string{"approval on app refused", "were shown on the control API", "decided on cli"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the audit log lacks %q", want)
+		}
+	}
 }
 
 // cliConfirmations runs `carapace confirm list --json`.

@@ -89,7 +89,7 @@ func taskError(err error) error {
 		return fmt.Errorf("%w: %v (carapace tasks list)", control.ErrNotFound, err)
 	case errors.Is(err, tasks.ErrBadTask), errors.Is(err, tasks.ErrBadSchedule):
 		return fmt.Errorf("%w: %v", control.ErrInvalid, err)
-	case errors.Is(err, tasks.ErrAlreadyRunning):
+	case errors.Is(err, tasks.ErrAlreadyRunning), errors.Is(err, tasks.ErrRemoved):
 		return fmt.Errorf("%w: %v", control.ErrConflict, err)
 	}
 	return err
@@ -115,6 +115,10 @@ func taskView(st tasks.Status) control.Task {
 		r := runView(st.Last)
 		v.Last = &r
 	}
+	if rm := t.Removed; !rm.At.IsZero() {
+		at := rm.At.UTC()
+		v.RemovedAt, v.RemovedBy, v.RemovedSession, v.RemovedConfirmation = &at, rm.By, rm.Session, rm.Confirmation
+	}
 	return v
 }
 
@@ -135,7 +139,15 @@ func runView(r *tasks.Run) control.TaskRun {
 
 // Tasks implements control.TaskBackend.
 func (s *Server) Tasks(ctx context.Context) ([]control.Task, error) {
-	sts, err := s.tasks.List(ctx)
+	return taskViews(s.tasks.List(ctx))
+}
+
+// AllTasks implements control.TaskBackend.
+func (s *Server) AllTasks(ctx context.Context) ([]control.Task, error) {
+	return taskViews(s.tasks.ListAll(ctx))
+}
+
+func taskViews(sts []tasks.Status, err error) ([]control.Task, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -145,6 +157,9 @@ func (s *Server) Tasks(ctx context.Context) ([]control.Task, error) {
 	}
 	return out, nil
 }
+
+// Task implements control.TaskBackend.
+func (s *Server) Task(ctx context.Context, id string) (control.Task, error) { return s.task(ctx, id) }
 
 // task returns task id's view.
 func (s *Server) task(ctx context.Context, id string) (control.Task, error) {
@@ -202,9 +217,14 @@ func (s *Server) RunTask(ctx context.Context, id string) (control.TaskRun, error
 	return runView(r), nil
 }
 
-// RemoveTask implements control.TaskBackend.
+// RemoveTask implements control.TaskBackend: the user removes a task.
 func (s *Server) RemoveTask(ctx context.Context, id string) error {
-	return taskError(s.tasks.Remove(ctx, id))
+	return taskError(s.tasks.Remove(ctx, id, tasks.Removal{By: tasks.CreatorUser}))
+}
+
+// PurgeTask implements control.TaskBackend.
+func (s *Server) PurgeTask(ctx context.Context, id string) error {
+	return taskError(s.tasks.Purge(ctx, id))
 }
 
 // TaskHistory implements control.TaskBackend.
@@ -228,7 +248,7 @@ func (s *Server) publishTask(ev tasks.Event) {
 	}
 	var view control.Task
 	if ev.Type == tasks.EventRemoved {
-		view = taskView(tasks.Status{Task: ev.Task})
+		view = taskView(tasks.Status{Task: ev.Task}) // purged, it is no longer in the store
 	} else if st, err := s.tasks.Get(context.Background(), ev.Task.ID); err == nil {
 		view = taskView(st)
 	} else {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"strconv"
 	"strings"
 	"time"
 
@@ -135,7 +136,7 @@ func parseCron(expr string) (*cron.SpecSchedule, error) {
 	if strings.Contains(strings.ToUpper(expr), "TZ=") {
 		return nil, bad("cron %q names a time zone: remove the TZ=/CRON_TZ= prefix and set the task's zone instead", expr)
 	}
-	sched, err := safeParse(expr)
+	sched, err := safeParse(sundaySeven(expr))
 	if err != nil {
 		return nil, bad("cron %q: %v: %s", expr, err, cronHelp)
 	}
@@ -144,6 +145,65 @@ func parseCron(expr string) (*cron.SpecSchedule, error) {
 		return nil, bad("cron %q is not a calendar schedule: for a fixed interval use kind %q with a duration such as \"1h\"", expr, KindEvery)
 	}
 	return spec, nil
+}
+
+// sundaySeven rewrites a 5-field expression's day-of-week field so that 7
+// means Sunday, as in vixie cron (robfig's parser takes 0-6 only): each
+// item of the field's list that names 7 — alone, as a range's bound,
+// stepped or not — becomes the list of days it stands for, with 0 for 7
+// ("5-7" is "5,6,0", "1-7/2" is "1,3,5,0"). Items without a 7, and
+// anything it cannot read, are left for the parser to judge.
+func sundaySeven(expr string) string {
+	fields := strings.Fields(expr)
+	if len(fields) != 5 {
+		return expr // a descriptor, or a count the parser refuses
+	}
+	items := strings.Split(fields[4], ",")
+	for i, item := range items {
+		items[i] = sevenItem(item)
+	}
+	fields[4] = strings.Join(items, ",")
+	return strings.Join(fields, " ")
+}
+
+// weekdayNames are the day names robfig's parser reads, lower case.
+var weekdayNames = map[string]int{"sun": 0, "mon": 1, "tue": 2, "wed": 3, "thu": 4, "fri": 5, "sat": 6}
+
+// sevenItem is one list item of sundaySeven.
+func sevenItem(item string) string {
+	rng, stepText, stepped := strings.Cut(item, "/")
+	lo, hi, isRange := strings.Cut(rng, "-")
+	if !isRange {
+		hi = lo
+	}
+	if lo != "7" && hi != "7" {
+		return item
+	}
+	day := func(s string) (int, bool) {
+		if n, ok := weekdayNames[strings.ToLower(s)]; ok {
+			return n, true
+		}
+		n, err := strconv.Atoi(s)
+		return n, err == nil && n >= 0 && n <= 7
+	}
+	from, ok1 := day(lo)
+	to, ok2 := day(hi)
+	step := 1
+	if stepped {
+		n, err := strconv.Atoi(stepText)
+		if err != nil || n < 1 {
+			return item
+		}
+		step = n
+	}
+	if !ok1 || !ok2 || from > to {
+		return item
+	}
+	var days []string
+	for d := from; d <= to; d += step {
+		days = append(days, strconv.Itoa(d%7))
+	}
+	return strings.Join(days, ",")
 }
 
 // safeParse calls robfig's parser, turning a panic into an error.

@@ -64,7 +64,7 @@ func TestCompile(t *testing.T) {
 		{kind: KindCron, expr: "@monthly", wantNextUTC: "2026-02-01T00:00:00Z"},
 		{kind: KindCron, expr: "@yearly", wantNextUTC: "2027-01-01T00:00:00Z"},
 		{kind: KindCron, expr: "0 0 29 2 *", wantNextUTC: "2028-02-29T00:00:00Z"},
-		{kind: KindCron, expr: "0 7 * * 7", wantErr: `end of range (7) above maximum (6)`},
+		{kind: KindCron, expr: "0 7 * * 8", wantErr: `end of range (8) above maximum (6)`},
 		{kind: KindCron, expr: "0 7 * *", wantErr: `expected exactly 5 fields, found 4`},
 		{kind: KindCron, expr: "0 0 7 * * *", wantErr: `expected exactly 5 fields, found 6`}, // no seconds field
 		{kind: KindCron, expr: "61 * * * *", wantErr: `e.g. "0 7 * * 1-5"`},
@@ -451,6 +451,76 @@ func TestDescribe(t *testing.T) {
 	for _, tt := range tests {
 		if got := compile(t, tt.kind, tt.expr, tt.zone).Describe(); got != tt.want {
 			t.Errorf("%s %q (%s): Describe = %q, want %q", tt.kind, tt.expr, tt.zone, got, tt.want)
+		}
+	}
+}
+
+// TestSundayIsSevenToo: 7 is Sunday in the day-of-week field, as in vixie
+// cron, alone, in a list, in a range and as a range's bound with a step;
+// each reads the same as the expression written with 0.
+func TestSundayIsSevenToo(t *testing.T) {
+	tests := []struct{ expr, same string }{
+		{"0 7 * * 7", "0 7 * * 0"},
+		{"0 7 * * 5-7", "0 7 * * 0,5,6"},
+		{"0 7 * * 1,7", "0 7 * * 0,1"},
+		{"0 7 * * 0-7", "0 7 * * *"},
+		{"0 7 * * 1-7/2", "0 7 * * 0,1,3,5"},
+		{"0 7 * * 7-7", "0 7 * * 0"},
+		{"0 7 * * sat-7", "0 7 * * 0,6"},
+		{"0 7 1 * 7", "0 7 1 * 0"},
+		{"0 7 * * sun,7", "0 7 * * 0"},
+	}
+	for _, tt := range tests {
+		got, err := Compile(Spec{Kind: KindCron, Expr: tt.expr}, now)
+		if err != nil {
+			t.Errorf("%q: %v", tt.expr, err)
+			continue
+		}
+		want := compile(t, KindCron, tt.same, "")
+		if g, w := got.NextN(now, 20), want.NextN(now, 20); !sameTimes(g, w) {
+			t.Errorf("%q fires %v, want those of %q: %v", tt.expr, g, tt.same, w)
+		}
+	}
+	if got := compile(t, KindCron, "0 7 * * 7", berlin).Describe(); got != "every Sunday at 07:00 (Europe/Berlin)" {
+		t.Errorf("Describe = %q", got)
+	}
+	for _, bad := range []string{"0 7 * * 8", "0 7 * * 6-8", "0 7 * * 7-1", "0 7 * * 1-7/0"} {
+		if _, err := Compile(Spec{Kind: KindCron, Expr: bad}, now); err == nil || !errors.Is(err, ErrBadSchedule) {
+			t.Errorf("%q: err = %v, want ErrBadSchedule", bad, err)
+		}
+	}
+}
+
+// TestDayOfMonthAndWeek pins the rule docs/TASKS.md states: when both day
+// fields are restricted a day matching either fires; when one is "*" (or
+// "?") only the other counts; "*/2" is a restriction (vixie cron would treat
+// a field starting with "*" as unrestricted).
+func TestDayOfMonthAndWeek(t *testing.T) {
+	// January 2026: Thursday the 1st; Mondays are the 5th, 12th, 19th, 26th.
+	from, to := utc("2026-01-01T00:00:00Z"), utc("2026-02-01T00:00:00Z")
+	days := func(s *Schedule) []int {
+		var out []int
+		for _, f := range fires(s, from, to) {
+			out = append(out, f.Day())
+		}
+		return out
+	}
+	tests := []struct {
+		expr string
+		want []int
+	}{
+		{"0 0 1 * 1", []int{1, 5, 12, 19, 26}},                  // either
+		{"0 0 1 * *", []int{1}},                                 // day-of-week "*": the month day only
+		{"0 0 * * 1", []int{5, 12, 19, 26}},                     // day-of-month "*": the weekday only
+		{"0 0 ? * 1", []int{5, 12, 19, 26}},                     // "?" is "*"
+		{"0 0 1-7 * 1", []int{1, 2, 3, 4, 5, 6, 7, 12, 19, 26}}, // the first week or a Monday
+		{"0 0 */10 * 1", []int{1, 5, 11, 12, 19, 21, 26, 31}},   // "*/10" restricts: either
+		{"0 0 13 * 5", []int{2, 9, 13, 16, 23, 30}},             // the 13th or a Friday
+		{"0 0 13 * 7", []int{4, 11, 13, 18, 25}},                // the 13th or a Sunday (7)
+	}
+	for _, tt := range tests {
+		if got := days(compile(t, KindCron, tt.expr, "")); fmt.Sprint(got) != fmt.Sprint(tt.want) {
+			t.Errorf("%q fires on days %v of January 2026, want %v", tt.expr, got, tt.want)
 		}
 	}
 }

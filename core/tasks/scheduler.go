@@ -23,7 +23,18 @@ var (
 	ErrNoTask         = errors.New("no such task")
 	ErrBadTask        = errors.New("bad task")
 	ErrAlreadyRunning = errors.New("the task's previous run still works")
+	// ErrRemoved: the task was removed; it is kept for its history only.
+	ErrRemoved = errors.New("the task was removed")
 )
+
+// removedError is ErrRemoved for t, saying who removed it and when.
+func removedError(t *Task) error {
+	if t.Removed.At.IsZero() {
+		return fmt.Errorf("%w: %q", ErrNoTask, t.ID)
+	}
+	return fmt.Errorf("%w: task %s was removed %s; carapace tasks show %s has its prompt, carapace tasks history %s its runs",
+		ErrRemoved, t.ID, t.Removed.Describe(), t.ID, t.ID)
+}
 
 // Defaults of Options.
 const (
@@ -166,7 +177,7 @@ func Open(ctx context.Context, opts Options) (*Scheduler, error) {
 	if n > 0 {
 		s.log.Warn("tasks: runs in flight when the core stopped are recorded unknown, not run again", "runs", n)
 	}
-	ts, err := db.tasks(ctx)
+	ts, err := db.tasks(ctx, false)
 	if err != nil {
 		db.close()
 		return nil, fmt.Errorf("tasks: load: %w", err)
@@ -195,8 +206,13 @@ func (s *Scheduler) Close() error { return s.db.close() }
 
 // NewTask is what Add takes.
 type NewTask struct {
-	Group               string
-	Spec                Spec // Anchor is set by Add
+	Group string
+	Spec  Spec // Anchor is set from the field below
+	// Anchor is when the task was asked for: an every task's slots count
+	// from it. The agent's schedule_task gives the time its call reached
+	// the core, so that the fires its confirmation showed are the fires
+	// that happen however long the user took to approve; zero is now.
+	Anchor              time.Time
 	Prompt              string
 	Creator             string // "" is CreatorUser
 	CreatorSession      string
@@ -232,12 +248,24 @@ func Check(nt NewTask, now time.Time) (*Schedule, error) {
 		}
 	}
 	spec := nt.Spec
-	spec.Anchor = now
+	spec.Anchor = anchorOf(nt, now)
+	if spec.Anchor.After(now) {
+		return nil, fmt.Errorf("%w: asked for at %s, after now (%s)", ErrBadTask, spec.Anchor.Format(time.RFC3339Nano), now.Format(time.RFC3339Nano))
+	}
 	return Compile(spec, now)
 }
 
+// anchorOf is nt's anchor as stored (to the millisecond): its Anchor, or now.
+func anchorOf(nt NewTask, now time.Time) time.Time {
+	if nt.Anchor.IsZero() {
+		return now.UTC().Truncate(time.Millisecond)
+	}
+	return nt.Anchor.UTC().Truncate(time.Millisecond)
+}
+
 // Add validates nt and stores it as a new, enabled task; its first slot
-// is after now.
+// is after now (an every task's slots count from nt.Anchor, but none
+// before now is run or recorded: the task did not exist then).
 func (s *Scheduler) Add(ctx context.Context, nt NewTask) (*Task, error) {
 	now := s.clock.Now().UTC().Truncate(time.Millisecond)
 	sched, err := Check(nt, now)
@@ -247,7 +275,7 @@ func (s *Scheduler) Add(ctx context.Context, nt NewTask) (*Task, error) {
 	t := &Task{ID: newID(), Group: nt.Group, Spec: nt.Spec, Prompt: nt.Prompt, Creator: nt.Creator,
 		CreatorSession: nt.CreatorSession, CreatorConfirmation: nt.CreatorConfirmation, Misfire: nt.Misfire,
 		Enabled: true, CreatedAt: now, Cursor: now}
-	t.Spec.Anchor = now
+	t.Spec.Anchor = anchorOf(nt, now)
 	if t.Creator == "" {
 		t.Creator = CreatorUser
 	}
@@ -283,9 +311,15 @@ type Status struct {
 	Last *Run      // its newest run, if any
 }
 
-// List returns every task, oldest first, with its next slot and newest run.
-func (s *Scheduler) List(ctx context.Context) ([]Status, error) {
-	ts, err := s.db.tasks(ctx)
+// List returns every live task, oldest first, with its next slot and
+// newest run.
+func (s *Scheduler) List(ctx context.Context) ([]Status, error) { return s.list(ctx, false) }
+
+// ListAll is List with the removed tasks too.
+func (s *Scheduler) ListAll(ctx context.Context) ([]Status, error) { return s.list(ctx, true) }
+
+func (s *Scheduler) list(ctx context.Context, removed bool) ([]Status, error) {
+	ts, err := s.db.tasks(ctx, removed)
 	if err != nil {
 		return nil, fmt.Errorf("tasks: list: %w", err)
 	}
@@ -296,7 +330,8 @@ func (s *Scheduler) List(ctx context.Context) ([]Status, error) {
 	return out, nil
 }
 
-// Get returns task id with its next slot and newest run.
+// Get returns task id with its next slot and newest run; a removed task
+// too (its Removed says so).
 func (s *Scheduler) Get(ctx context.Context, id string) (Status, error) {
 	t, err := s.db.task(ctx, s.db.db, id)
 	if err != nil {
@@ -319,7 +354,8 @@ func (s *Scheduler) status(ctx context.Context, t *Task) Status {
 	return st
 }
 
-// History returns task id's runs, newest first, at most limit.
+// History returns task id's runs, newest first, at most limit; a removed
+// task's too.
 func (s *Scheduler) History(ctx context.Context, id string, limit int) ([]*Run, error) {
 	if _, err := s.db.task(ctx, s.db.db, id); err != nil {
 		return nil, err
@@ -365,20 +401,49 @@ func (s *Scheduler) setEnabled(ctx context.Context, id string, enabled bool, rea
 	return nil
 }
 
-// Remove deletes task id and its history.
-func (s *Scheduler) Remove(ctx context.Context, id string) error {
+// Remove removes task id, as r says who (r.At is set here): it fires no
+// more, and is kept, with its runs, for ListAll, Get and History. A run
+// in flight goes on and is recorded. A task already removed is refused
+// with ErrRemoved.
+func (s *Scheduler) Remove(ctx context.Context, id string, r Removal) error {
+	if r.By != CreatorUser && r.By != CreatorAgent {
+		return fmt.Errorf("%w: removed by %q", ErrBadTask, r.By)
+	}
+	r.At = s.clock.Now().UTC().Truncate(time.Millisecond)
+	if err := s.db.markRemoved(ctx, id, r); err != nil {
+		return fmt.Errorf("tasks: remove %s: %w", id, err)
+	}
+	s.forget(id)
+	t, err := s.db.task(ctx, s.db.db, id)
+	if err != nil {
+		return err
+	}
+	s.observe(EventRemoved, t, nil)
+	return nil
+}
+
+// Purge deletes task id and its runs for good, removed or not: `carapace
+// tasks rm --purge`, the user's alone.
+func (s *Scheduler) Purge(ctx context.Context, id string) error {
 	t, err := s.db.task(ctx, s.db.db, id)
 	if err != nil {
 		return err
 	}
 	if err := s.db.deleteTask(ctx, id); err != nil {
-		return fmt.Errorf("tasks: remove %s: %w", id, err)
+		return fmt.Errorf("tasks: purge %s: %w", id, err)
 	}
+	s.forget(id)
+	if t.Removed.At.IsZero() {
+		s.observe(EventRemoved, t, nil)
+	}
+	return nil
+}
+
+// forget drops task id from the tasks that fire.
+func (s *Scheduler) forget(id string) {
 	s.mu.Lock()
 	delete(s.entries, id)
 	s.mu.Unlock()
-	s.observe(EventRemoved, t, nil)
-	return nil
 }
 
 // RunNow runs task id once now, paused or not, without shifting its
@@ -391,6 +456,9 @@ func (s *Scheduler) RunNow(ctx context.Context, id string) (*Run, error) {
 		var err error
 		if t, err = s.db.task(ctx, tx, id); err != nil {
 			return err
+		}
+		if !t.Removed.At.IsZero() {
+			return removedError(t)
 		}
 		busy, err := openRun(ctx, tx, id)
 		if err != nil {

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	_ "github.com/mattn/go-sqlite3" // the driver, which the binary links (sqlitedb does not)
+
+	"github.com/carapace-dev/carapace/internal/sqlitedb"
 )
 
 // fakeClock is a Clock that moves only when told.
@@ -602,5 +605,100 @@ func TestRunCutByAStopIsUnknown(t *testing.T) {
 	}
 	if st.Last.State != StateUnknown || st.Task.FailStreak != 0 {
 		t.Fatalf("run %+v, fail streak %d", st.Last, st.Task.FailStreak)
+	}
+}
+
+// A removed task fires no more — here, nor in a scheduler opened after it
+// — and is kept with its runs: ListAll, Get and History have it, List does
+// not; running, pausing, resuming or removing it again are refused as
+// removed; a run in flight when it was removed still ends. Purge deletes
+// it and its runs.
+func TestRemoveKeepsTheTask(t *testing.T) {
+	e := newEnv(t)
+	tk := e.add(KindEvery, "1h", "", "")
+	e.clock.Advance(time.Hour)
+	e.s.Tick(t.Context())
+	occ := e.fire.fired()
+	if len(occ) != 1 {
+		t.Fatalf("fired %+v", occ)
+	}
+	by := Removal{By: CreatorAgent, Session: "s-1", Confirmation: "c-1"}
+	if err := e.s.Remove(t.Context(), tk.ID, by); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.s.Finished(t.Context(), occ[0].Run, nil); err != nil {
+		t.Fatalf("the run in flight at the removal cannot end: %v", err)
+	}
+	later := e.open() // another scheduler on the same database
+	for i := 0; i < 5; i++ {
+		e.clock.Advance(time.Hour)
+		e.s.Tick(t.Context())
+		later.Tick(t.Context())
+	}
+	if n := len(e.fire.fired()); n != 1 {
+		t.Fatalf("a removed task fired %d times more", n-1)
+	}
+	st, err := e.s.Get(t.Context(), tk.ID)
+	want := Removal{At: t0.Add(time.Hour), By: CreatorAgent, Session: "s-1", Confirmation: "c-1"}
+	if err != nil || st.Task.Removed != want || st.Task.Enabled || !st.Next.IsZero() {
+		t.Fatalf("Get: %+v, %v; want removed %+v", st.Task, err, want)
+	}
+	if rs := e.history(tk.ID); len(rs) != 1 || rs[0].State != StateOK {
+		t.Fatalf("the removed task's runs: %+v", rs)
+	}
+	if live, _ := e.s.List(t.Context()); len(live) != 0 {
+		t.Errorf("List has the removed task: %+v", live)
+	}
+	if all, _ := later.ListAll(t.Context()); len(all) != 1 || all[0].Task.ID != tk.ID {
+		t.Errorf("ListAll: %+v", all)
+	}
+	for name, op := range map[string]func() error{
+		"run":    func() error { _, err := e.s.RunNow(t.Context(), tk.ID); return err },
+		"pause":  func() error { return e.s.Pause(t.Context(), tk.ID) },
+		"resume": func() error { return e.s.Resume(t.Context(), tk.ID) },
+		"remove": func() error { return e.s.Remove(t.Context(), tk.ID, Removal{By: CreatorUser}) },
+	} {
+		if err := op(); !errors.Is(err, ErrRemoved) || !strings.Contains(err.Error(), "by the agent (session s-1") {
+			t.Errorf("%s of a removed task: %v", name, err)
+		}
+	}
+	if err := e.s.Remove(t.Context(), "t-nothere", Removal{By: CreatorUser}); !errors.Is(err, ErrNoTask) {
+		t.Errorf("remove of an unknown task: %v", err)
+	}
+	if err := e.s.Remove(t.Context(), tk.ID, Removal{}); !errors.Is(err, ErrBadTask) {
+		t.Errorf("remove by nobody: %v", err)
+	}
+
+	if err := e.s.Purge(t.Context(), tk.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.s.History(t.Context(), tk.ID, 10); !errors.Is(err, ErrNoTask) {
+		t.Errorf("history of a purged task: %v", err)
+	}
+	var runs int
+	if err := e.s.db.db.QueryRow(`SELECT count(*) FROM runs`).Scan(&runs); err != nil || runs != 0 {
+		t.Errorf("%d runs left after the purge (%v)", runs, err)
+	}
+}
+
+// A database written before tasks had an anchor and removals migrates:
+// its every task keeps counting from its creation, and it is live.
+func TestMigrateAnchorAndRemoval(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tasks.sqlite")
+	db, err := sqlitedb.Open(t.Context(), path, "tasks", migrations[:1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := t0.Add(-90 * time.Minute)
+	if _, err := db.Exec(`INSERT INTO tasks(id, grp, kind, expr, zone, prompt, creator, misfire, created_at, cursor)
+		VALUES('t-old', 'main', 'every', '1h', '', 'x', 'user', 'skip', ?, ?)`, created.UnixMilli(), t0.UnixMilli()); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	e := &env{t: t, path: path, clock: newFakeClock(t0), fire: &recorder{}}
+	e.s = e.open()
+	st, err := e.s.Get(t.Context(), "t-old")
+	if err != nil || !st.Task.Spec.Anchor.Equal(created) || !st.Task.Removed.At.IsZero() || !st.Next.Equal(created.Add(2*time.Hour)) {
+		t.Fatalf("the migrated task: %+v next %v, %v", st.Task, st.Next, err)
 	}
 }

@@ -54,6 +54,21 @@ CREATE TABLE runs (
 CREATE INDEX runs_task ON runs(task_id, id);
 CREATE INDEX runs_open ON runs(state) WHERE state IN ('claimed', 'running');
 `,
+	1: `
+-- An every task's slots count from its anchor: when it was asked for (an
+-- agent's task: when the call that the user approved reached the core),
+-- so that the fires the approval showed are the fires that happen.
+ALTER TABLE tasks ADD COLUMN anchor INTEGER NOT NULL DEFAULT 0; -- unix ms
+UPDATE tasks SET anchor = created_at;
+
+-- A removed (cancelled) task is kept, with its runs, and never fires
+-- again: who removed it (user or agent; an agent's session, and the
+-- confirmation if the user approved the removal) and when.
+ALTER TABLE tasks ADD COLUMN removed_at INTEGER NOT NULL DEFAULT 0; -- unix ms; 0: live
+ALTER TABLE tasks ADD COLUMN removed_by TEXT NOT NULL DEFAULT '' CHECK(removed_by IN ('', 'user', 'agent'));
+ALTER TABLE tasks ADD COLUMN removed_session TEXT NOT NULL DEFAULT '';
+ALTER TABLE tasks ADD COLUMN removed_confirmation TEXT NOT NULL DEFAULT '';
+`,
 }
 
 // Run states and skip reasons.
@@ -86,7 +101,7 @@ const (
 type Task struct {
 	ID     string
 	Group  string
-	Spec   Spec // Spec.Anchor is CreatedAt
+	Spec   Spec // Spec.Anchor: when it was asked for (NewTask.Anchor)
 	Prompt string
 	// Creator is CreatorUser or CreatorAgent; an agent's task names its
 	// session and the confirmation that approved it.
@@ -100,6 +115,34 @@ type Task struct {
 	CreatedAt           time.Time
 	// Cursor: every slot up to it is accounted for.
 	Cursor time.Time
+	// Removed is set once the task is removed: it fires no more and is
+	// kept, with its runs.
+	Removed Removal
+}
+
+// Removal says who removed a task, and when.
+type Removal struct {
+	At           time.Time // zero: the task is live
+	By           string    // CreatorUser or CreatorAgent
+	Session      string    // the agent's session
+	Confirmation string    // the confirmation by which the user let the agent remove it, if any
+}
+
+// Describe says who removed the task and when, e.g. "on 2026-11-23 06:00
+// UTC by the agent (session s-1, approved by the user: confirmation c-1)".
+func (r Removal) Describe() string {
+	s := "on " + r.At.UTC().Format("2006-01-02 15:04 MST")
+	switch r.By {
+	case CreatorUser:
+		return s + " by the user"
+	case CreatorAgent:
+		s += " by the agent (session " + r.Session
+		if r.Confirmation != "" {
+			s += ", approved by the user: confirmation " + r.Confirmation
+		}
+		return s + ")"
+	}
+	return s
 }
 
 // Run is one occurrence of a task, or a range of missed ones.
@@ -147,33 +190,40 @@ func fromMS(v int64) time.Time {
 	return time.UnixMilli(v).UTC()
 }
 
-const taskCols = `id, grp, kind, expr, zone, prompt, creator, creator_session, creator_confirmation, misfire, enabled, paused_reason, fail_streak, created_at, cursor`
+const taskCols = `id, grp, kind, expr, zone, prompt, creator, creator_session, creator_confirmation, misfire, enabled, paused_reason, fail_streak, created_at, cursor,
+	anchor, removed_at, removed_by, removed_session, removed_confirmation`
 
 type scanner interface{ Scan(dest ...any) error }
 
 func scanTask(r scanner) (*Task, error) {
 	var t Task
 	var kind string
-	var created, cursor int64
+	var created, cursor, anchor, removed int64
 	if err := r.Scan(&t.ID, &t.Group, &kind, &t.Spec.Expr, &t.Spec.Zone, &t.Prompt, &t.Creator, &t.CreatorSession,
-		&t.CreatorConfirmation, &t.Misfire, &t.Enabled, &t.PausedReason, &t.FailStreak, &created, &cursor); err != nil {
+		&t.CreatorConfirmation, &t.Misfire, &t.Enabled, &t.PausedReason, &t.FailStreak, &created, &cursor,
+		&anchor, &removed, &t.Removed.By, &t.Removed.Session, &t.Removed.Confirmation); err != nil {
 		return nil, err
 	}
 	t.Spec.Kind = Kind(kind)
-	t.CreatedAt, t.Cursor = fromMS(created), fromMS(cursor)
-	t.Spec.Anchor = t.CreatedAt
+	t.CreatedAt, t.Cursor, t.Spec.Anchor, t.Removed.At = fromMS(created), fromMS(cursor), fromMS(anchor), fromMS(removed)
 	return &t, nil
 }
 
 func (s *store) insertTask(ctx context.Context, t *Task) error {
-	_, err := s.db.ExecContext(ctx, `INSERT INTO tasks(`+taskCols+`) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := s.db.ExecContext(ctx, `INSERT INTO tasks(`+taskCols+`) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		t.ID, t.Group, string(t.Spec.Kind), t.Spec.Expr, t.Spec.Zone, t.Prompt, t.Creator, t.CreatorSession, t.CreatorConfirmation,
-		t.Misfire, t.Enabled, t.PausedReason, t.FailStreak, ms(t.CreatedAt), ms(t.Cursor))
+		t.Misfire, t.Enabled, t.PausedReason, t.FailStreak, ms(t.CreatedAt), ms(t.Cursor),
+		ms(t.Spec.Anchor), ms(t.Removed.At), t.Removed.By, t.Removed.Session, t.Removed.Confirmation)
 	return err
 }
 
-func (s *store) tasks(ctx context.Context) ([]*Task, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+taskCols+` FROM tasks ORDER BY created_at, id`)
+// tasks returns the live tasks, and the removed ones too if removed.
+func (s *store) tasks(ctx context.Context, removed bool) ([]*Task, error) {
+	where := ` WHERE removed_at = 0`
+	if removed {
+		where = ""
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT `+taskCols+` FROM tasks`+where+` ORDER BY created_at, id`)
 	if err != nil {
 		return nil, err
 	}
@@ -208,16 +258,40 @@ func (s *store) setEnabled(ctx context.Context, id string, enabled bool, reason 
 		q += `, cursor = max(cursor, ?)`
 		args = append(args, ms(cursor))
 	}
-	res, err := s.db.ExecContext(ctx, q+` WHERE id = ?`, append(args, id)...)
+	res, err := s.db.ExecContext(ctx, q+` WHERE id = ? AND removed_at = 0`, append(args, id)...)
 	if err != nil {
 		return err
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("%w: %q", ErrNoTask, id)
+		return s.gone(ctx, id)
 	}
 	return nil
 }
 
+// gone explains why live task id was not found: it was removed, or there
+// is no such task.
+func (s *store) gone(ctx context.Context, id string) error {
+	t, err := s.task(ctx, s.db, id)
+	if err != nil {
+		return err
+	}
+	return removedError(t)
+}
+
+// markRemoved records task id removed by r, if it is live.
+func (s *store) markRemoved(ctx context.Context, id string, r Removal) error {
+	res, err := s.db.ExecContext(ctx, `UPDATE tasks SET removed_at = ?, removed_by = ?, removed_session = ?, removed_confirmation = ?, enabled = 0
+		WHERE id = ? AND removed_at = 0`, ms(r.At), r.By, r.Session, r.Confirmation, id)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return s.gone(ctx, id)
+	}
+	return nil
+}
+
+// deleteTask deletes task id and its runs.
 func (s *store) deleteTask(ctx context.Context, id string) error {
 	res, err := s.db.ExecContext(ctx, `DELETE FROM tasks WHERE id = ?`, id)
 	if err != nil {
@@ -287,9 +361,9 @@ func insertRun(ctx context.Context, tx *sql.Tx, r *Run) (bool, error) {
 }
 
 // advance moves task id's cursor forward to c, in tx; false if another
-// scheduler had already moved it to c or beyond.
+// scheduler had already moved it to c or beyond, or the task was removed.
 func advance(ctx context.Context, tx *sql.Tx, id string, from, to time.Time) (bool, error) {
-	res, err := tx.ExecContext(ctx, `UPDATE tasks SET cursor = ? WHERE id = ? AND cursor = ?`, ms(to), id, ms(from))
+	res, err := tx.ExecContext(ctx, `UPDATE tasks SET cursor = ? WHERE id = ? AND cursor = ? AND removed_at = 0`, ms(to), id, ms(from))
 	if err != nil {
 		return false, err
 	}

@@ -8,19 +8,26 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/carapace-dev/carapace/core/catalog"
 	"github.com/carapace-dev/carapace/core/confirm"
 	"github.com/carapace-dev/carapace/core/manifest"
 	"github.com/carapace-dev/carapace/core/plugin"
+	"github.com/carapace-dev/carapace/core/sanitize"
 	"github.com/carapace-dev/carapace/core/session"
+	"github.com/carapace-dev/carapace/internal/textutil"
 )
 
 // The agent's tools: schedule_task (high risk: the user approves the
 // schedule, in words, with its next three fires), list_tasks and
 // cancel_task, each on the calling session's group only. A session the
 // scheduler started cannot create or cancel tasks: a task must not breed
-// tasks behind the user's back.
+// tasks behind the user's back. cancel_task is low risk for the tasks the
+// agent made (under the user's approval), but a task the user made is
+// cancelled only through a confirmation that says so: the agent cannot
+// destroy the user's things quietly. Either way the task is removed, not
+// deleted: it stays, with its runs, for carapace tasks history.
 
 // OriginTask is the origin of the sessions the scheduler's events start
 // (agent.Runner's SessionOrigin): not a plugin name, which has no slash.
@@ -32,8 +39,6 @@ type Tools struct {
 	// Origin names what started session id (OriginTask for a scheduled
 	// session).
 	Origin func(session string) string
-	// Now is the clock of the confirmation's next fires; nil is time.Now.
-	Now func() time.Time
 }
 
 var _ catalog.Invoker = (*Tools)(nil)
@@ -51,7 +56,7 @@ var toolSchemas = []struct{ name, risk, desc, schema string }{
 		"List this group's scheduled tasks: id, schedule in words, next fire, and how the last run went.",
 		`{"type":"object","additionalProperties":false,"properties":{}}`},
 	{"cancel_task", manifest.RiskLow,
-		"Cancel one of this group's scheduled tasks by its id (list_tasks): it is deleted with its history.",
+		"Cancel one of this group's scheduled tasks by its id (list_tasks): it fires no more, and is kept with its history. A task the user made (creator user) is cancelled only if the user approves.",
 		`{"type":"object","additionalProperties":false,"required":["id"],"properties":{
 			"id":{"type":"string","pattern":"^t-[a-z0-9]{1,32}$"}}}`},
 }
@@ -69,18 +74,11 @@ func (t *Tools) CatalogTools() ([]*catalog.Tool, error) {
 		case "schedule_task":
 			tool.Check = t.checkSchedule
 		case "cancel_task":
-			tool.Check = t.checkNotScheduled
+			tool.Check = t.checkCancel
 		}
 		out = append(out, tool)
 	}
 	return out, nil
-}
-
-func (t *Tools) now() time.Time {
-	if t.Now != nil {
-		return t.Now()
-	}
-	return time.Now()
 }
 
 // errScheduled refuses a scheduled session's changes to tasks.
@@ -97,41 +95,90 @@ func (t *Tools) fromTask(ctx context.Context) (*session.Session, error) {
 	return s, nil
 }
 
-func (t *Tools) checkNotScheduled(ctx context.Context, _ map[string]any) (string, error) {
-	_, err := t.fromTask(ctx)
-	return "", err
+// checkCancel refuses a scheduled session, and puts the cancellation of
+// a task the user made to the user, saying whose task it is, its schedule
+// and the head of its prompt. A task the agent made (under an approval)
+// is the agent's to cancel; an id of no task of the group is left for
+// Invoke to refuse, without asking anyone.
+func (t *Tools) checkCancel(ctx context.Context, call catalog.Call) (catalog.Verdict, error) {
+	s, err := t.fromTask(ctx)
+	if err != nil {
+		return catalog.Verdict{}, err
+	}
+	id, _ := call.Args["id"].(string)
+	st, err := t.Scheduler.Get(ctx, id)
+	if err != nil || st.Task.Group != s.Group || !st.Task.Removed.At.IsZero() || st.Task.Creator == CreatorAgent {
+		return catalog.Verdict{}, nil
+	}
+	return catalog.Verdict{Summary: cancelSummary(st.Task), Confirm: true}, nil
 }
 
-// newTask reads schedule_task's arguments for session s.
-func newTask(s *session.Session, args map[string]any) NewTask {
+// promptHead is how much of a task's prompt a cancellation's summary
+// quotes, in runes.
+const promptHead = 200
+
+// cancelSummary says, for the user, what cancelling the user's task t
+// removes.
+func cancelSummary(t *Task) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Cancel task %s, made by the user on %s, for group %s", t.ID, t.CreatedAt.UTC().Format("2006-01-02 15:04 MST"), t.Group)
+	if sched, err := Compile(t.Spec, time.Time{}); err == nil {
+		fmt.Fprintf(&b, "\nSchedule: %s", sched.Describe())
+	} else {
+		fmt.Fprintf(&b, "\nSchedule: %s %q (%s)", t.Spec.Kind, t.Spec.Expr, cmp.Or(t.Spec.Zone, "UTC"))
+	}
+	// The summary travels where the arguments do (a phone's notification,
+	// Telegram): the prompt's head is sanitised like them. It is not what
+	// runs (the id is), so a redaction hides nothing the user approves.
+	head, _ := sanitize.String(textutil.OneLine(t.Prompt))
+	if n := utf8.RuneCountInString(head); n > promptHead {
+		head = string([]rune(head)[:promptHead]) + fmt.Sprintf("… (%d characters in all: carapace tasks show %s)", utf8.RuneCountInString(t.Prompt), t.ID)
+	}
+	fmt.Fprintf(&b, "\nPrompt: %s", head)
+	b.WriteString("\nIt would fire no more; it is kept, with its runs, in carapace tasks history.")
+	return b.String()
+}
+
+// newTask reads schedule_task's arguments for session s, asked for at
+// received.
+func newTask(s *session.Session, args map[string]any, received time.Time) NewTask {
 	str := func(k string) string { v, _ := args[k].(string); return v }
 	return NewTask{Group: s.Group, Spec: Spec{Kind: Kind(str("kind")), Expr: str("expr"), Zone: str("zone")}, Prompt: str("prompt"),
-		Misfire: str("misfire"), Creator: CreatorAgent, CreatorSession: s.ID}
+		Misfire: str("misfire"), Creator: CreatorAgent, CreatorSession: s.ID, Anchor: received}
 }
 
 // checkSchedule validates schedule_task's arguments and says the schedule
-// in words, with its next three fires, for the confirmation.
-func (t *Tools) checkSchedule(ctx context.Context, args map[string]any) (string, error) {
+// in words, with its next three fires after the call reached the core,
+// for the confirmation. Invoke anchors the task at that same instant, so
+// that these are the fires that happen.
+func (t *Tools) checkSchedule(ctx context.Context, call catalog.Call) (catalog.Verdict, error) {
 	s, err := t.fromTask(ctx)
 	if err != nil {
-		return "", err
+		return catalog.Verdict{}, err
 	}
-	nt := newTask(s, args)
-	now := t.now()
+	nt := newTask(s, call.Args, call.Received)
+	now := call.Received
 	sched, err := Check(nt, now)
 	if err != nil {
-		return "", err
+		return catalog.Verdict{}, err
+	}
+	fires := sched.NextN(now, 3)
+	seconds := false
+	for _, f := range fires {
+		seconds = seconds || !f.Truncate(time.Minute).Equal(f)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Schedule for group %s: %s", s.Group, sched.Describe())
-	fires := sched.NextN(now, 3)
+	if nt.Spec.Kind == KindEvery {
+		fmt.Fprintf(&b, ", counted from %s (when this was asked)", anchorOf(nt, now).In(sched.Location()).Format(fireLayout(true)))
+	}
 	if len(fires) == 0 {
 		b.WriteString("\nIt will not fire.")
 	}
 	for _, f := range fires {
-		fmt.Fprintf(&b, "\nNext: %s", f.In(sched.Location()).Format("Mon 2006-01-02 15:04 MST"))
+		fmt.Fprintf(&b, "\nNext: %s", f.In(sched.Location()).Format(fireLayout(seconds)))
 	}
-	return b.String(), nil
+	return catalog.Verdict{Summary: b.String()}, nil
 }
 
 // Invoke implements catalog.Invoker.
@@ -145,7 +192,7 @@ func (t *Tools) Invoke(ctx context.Context, req *plugin.Request) (map[string]any
 		if _, err := t.fromTask(ctx); err != nil {
 			return nil, &plugin.ToolError{Code: "HANDLER_ERROR", Message: err.Error()}
 		}
-		nt := newTask(s, req.Arguments)
+		nt := newTask(s, req.Arguments, req.Time)
 		nt.CreatorConfirmation = confirm.ApprovalFrom(ctx)
 		task, err := t.Scheduler.Add(ctx, nt)
 		if err != nil {
@@ -169,10 +216,18 @@ func (t *Tools) Invoke(ctx context.Context, req *plugin.Request) (map[string]any
 			return nil, &plugin.ToolError{Code: "HANDLER_ERROR", Message: err.Error()}
 		}
 		id, _ := req.Arguments["id"].(string)
-		if err := t.ownTask(ctx, s.Group, id); err != nil {
+		st, err := t.ownTask(ctx, s.Group, id)
+		if err != nil {
 			return nil, err
 		}
-		if err := t.Scheduler.Remove(ctx, id); err != nil {
+		// The user's task only under the approval its Check asked for;
+		// the pipeline's stage 5 gave it, so its absence is a core bug,
+		// and the task stays.
+		approval := confirm.ApprovalFrom(ctx)
+		if st.Task.Creator != CreatorAgent && approval == "" {
+			return nil, fmt.Errorf("cancel_task of the user's task %s reached its handler without the user's approval", id)
+		}
+		if err := t.Scheduler.Remove(ctx, id, Removal{By: CreatorAgent, Session: s.ID, Confirmation: approval}); err != nil {
 			return nil, &plugin.ToolError{Code: "HANDLER_ERROR", Message: err.Error()}
 		}
 		return map[string]any{"cancelled": id}, nil
@@ -180,13 +235,19 @@ func (t *Tools) Invoke(ctx context.Context, req *plugin.Request) (map[string]any
 	return nil, fmt.Errorf("unknown task tool %s", req.Tool)
 }
 
-// ownTask refuses a task of another group as if it did not exist.
-func (t *Tools) ownTask(ctx context.Context, group, id string) error {
+// ownTask returns live task id of group; it refuses a task of another
+// group as if it did not exist, and a removed one as removed.
+func (t *Tools) ownTask(ctx context.Context, group, id string) (Status, error) {
 	st, err := t.Scheduler.Get(ctx, id)
-	if errors.Is(err, ErrNoTask) || err == nil && st.Task.Group != group {
-		return &plugin.ToolError{Code: "HANDLER_ERROR", Message: fmt.Sprintf("no task %s in this group (list_tasks)", id)}
+	switch {
+	case errors.Is(err, ErrNoTask) || err == nil && st.Task.Group != group:
+		return Status{}, &plugin.ToolError{Code: "HANDLER_ERROR", Message: fmt.Sprintf("no task %s in this group (list_tasks)", id)}
+	case err != nil:
+		return Status{}, err
+	case !st.Task.Removed.At.IsZero():
+		return Status{}, &plugin.ToolError{Code: "HANDLER_ERROR", Message: fmt.Sprintf("task %s was already cancelled", id)}
 	}
-	return err
+	return st, nil
 }
 
 func (t *Tools) view(ctx context.Context, id string) (map[string]any, error) {
@@ -222,4 +283,13 @@ func statusView(st Status) map[string]any {
 		v["last"] = last
 	}
 	return v
+}
+
+// fireLayout is how a confirmation writes a fire time: to the minute, or
+// (seconds) to the second and its fraction.
+func fireLayout(seconds bool) string {
+	if seconds {
+		return "Mon 2006-01-02 15:04:05.999 MST"
+	}
+	return "Mon 2006-01-02 15:04 MST"
 }

@@ -84,7 +84,7 @@ store (carapace auth). A running core reads it at start: restart it
 		},
 		&cobra.Command{
 			Use: "validate [FILE]", Short: "Check config.toml (or FILE) and print every problem with its line", Args: cobra.MaximumNArgs(1),
-			Long:    "Check a config file as the core would load it, and print each problem with its line: a syntax error, each unknown key with the key it most likely meant, or a value the core refuses. Exit status 1 when there is any.",
+			Long:    "Check a config file as the core would load it, and print every problem with its line: each unknown key with the key it most likely meant, each value of the wrong type, each value the core refuses. A syntax error is printed alone, since the file cannot be read past it: fix it and validate again. Exit status 1 when there is any problem.",
 			Example: "  carapace config validate\n  carapace config validate ./new-config.toml",
 			RunE: func(cmd *cobra.Command, args []string) error {
 				path := ""

@@ -59,6 +59,62 @@ func TestConfigCommands(t *testing.T) {
 	}
 }
 
+// TestConfigValidateEveryProblem: validate reports every problem of a file
+// that has problems of each kind (an unknown key, a value of the wrong
+// type, a value the core refuses), each with its line, and exits 1; an
+// edit with several problems lists them all and changes nothing.
+func TestConfigValidateEveryProblem(t *testing.T) {
+	h := controltest.TempHome(t)
+	bad := filepath.Join(t.TempDir(), "new.toml")
+	body := "[runtime]\nengine = \"vmware\"\nengin = \"docker\"\n[sessions]\nmax_per_group = \"two\"\nidle_timeout = \"soon\"\n[llm]\nport = 70000\n"
+	if err := os.WriteFile(bad, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"new.toml: line 2: runtime.engine \"vmware\": use one of",
+		"new.toml: line 3: unknown key runtime.engin (did you mean runtime.engine?)",
+		"new.toml: line 5: sessions.max_per_group must be an integer (it is a string)",
+		"new.toml: line 6: sessions.idle_timeout: duration \"soon\"",
+		"new.toml: line 8: llm.port must be at most 65535",
+	}
+	r := carapace(t, h, "config", "validate", bad)
+	if r.code != 1 {
+		t.Fatalf("validate a file with problems: exit %d, want 1: %+v", r.code, r)
+	}
+	for _, w := range want {
+		if !strings.Contains(r.stderr, w) {
+			t.Errorf("validate does not report %q:\n%s", w, r.stderr)
+		}
+	}
+	if n := strings.Count(r.stderr, "new.toml: line "); n != len(want) {
+		t.Errorf("%d problems reported, want %d:\n%s", n, len(want), r.stderr)
+	}
+
+	// The same file as an edit: every problem, and config.toml unchanged.
+	orig := "[runtime]\nengine = \"docker\"\n"
+	if err := os.WriteFile(h.Config(), []byte(orig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(t.TempDir(), "ed")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\ncp '"+bad+"' \"$1\"\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("VISUAL", "")
+	t.Setenv("EDITOR", script)
+	r = carapace(t, h, "config", "edit")
+	if r.code == 0 || !strings.Contains(r.stderr, "config.toml is unchanged") {
+		t.Fatalf("a bad edit: %+v", r)
+	}
+	for _, w := range want {
+		if w = strings.TrimPrefix(w, "new.toml: "); !strings.Contains(r.stderr, w) {
+			t.Errorf("edit does not report %q:\n%s", w, r.stderr)
+		}
+	}
+	if after := mustRead(t, h.Config()); after != orig {
+		t.Fatalf("a bad edit changed config.toml:\n%s", after)
+	}
+}
+
 func TestConfigSet(t *testing.T) {
 	h := controltest.TempHome(t)
 	if err := os.WriteFile(h.Config(), []byte("# mine\n[runtime]\nengine = \"docker\" # keep\n"), 0o600); err != nil {

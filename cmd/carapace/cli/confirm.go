@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/user"
 	"strconv"
@@ -23,12 +24,20 @@ func (a *app) confirmCmd() *cobra.Command {
 		Short: "List, approve or deny tool calls waiting for you",
 		Long: `High-risk tools wait for your confirmation before they run. A pending
 confirmation binds the exact tool and a hash of its arguments; nobody
-answering before it expires counts as a denial.`,
+answering before it expires counts as a denial.
+
+What you approve is what runs. Where the core's sanitiser hid part of the
+arguments (a secret-looking value the agent put in them), no surface
+offers Approve on that copy: read them as they run with
+"carapace confirm show --raw ID" and approve with
+"carapace confirm approve --raw ID", or deny anywhere.`,
 		Example: `  carapace confirm list
+  carapace confirm show 7f3a9c
   carapace confirm approve 7f3a9c
+  carapace confirm show --raw 7f3a9c && carapace confirm approve --raw 7f3a9c
   carapace confirm deny 7f3a9c`,
 	})
-	c.AddCommand(a.confirmListCmd(), a.confirmDecideCmd(true), a.confirmDecideCmd(false))
+	c.AddCommand(a.confirmListCmd(), a.confirmShowCmd(), a.confirmDecideCmd(true), a.confirmDecideCmd(false))
 	return c
 }
 
@@ -38,10 +47,10 @@ func (a *app) confirmListCmd() *cobra.Command {
 		Use:   "list",
 		Short: "List the pending confirmations",
 		Long: `List the pending confirmations: id, tool, group, session, age, time left
-before it expires (and counts as denied), and the arguments as the core
-sanitised them, cut to one line. The id is shown by its first 8
-characters: approve or deny takes any unique prefix of 6 or more. --json
-prints them in full.`,
+before it expires (and counts as denied), and the arguments cut to one
+line (how many values the display hides, if any). The id is shown by its
+first 8 characters: show, approve or deny takes any unique prefix of 6 or
+more. carapace confirm show prints one in full; --json prints them all.`,
 		Example: `  carapace confirm list
   carapace confirm list --json`,
 		Args: cobra.NoArgs,
@@ -72,8 +81,12 @@ prints them in full.`,
 				if p.ExpiresAt.After(now) {
 					left = age(p.ExpiresAt.Sub(now))
 				}
+				args := compactJSON(p.Arguments, argsWidth)
+				if len(p.Hidden) > 0 {
+					args = fmt.Sprintf("(%d hidden: confirm show --raw) %s", len(p.Hidden), args)
+				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", shortID(p.ID), printable(p.Tool), orDash(p.Group),
-					orDash(p.Session), age(now.Sub(p.CreatedAt)), left, compactJSON(p.Arguments, argsWidth))
+					orDash(p.Session), age(now.Sub(p.CreatedAt)), left, args)
 			}
 			return tw.Flush()
 		},
@@ -82,25 +95,25 @@ prints them in full.`,
 	return c
 }
 
-// confirmDecideCmd is `confirm approve` or `confirm deny`.
-func (a *app) confirmDecideCmd(approve bool) *cobra.Command {
-	verb, doing, done := "deny", "Denying", "denied"
-	if approve {
-		verb, doing, done = "approve", "Approving", "approved"
-	}
+// confirmShowCmd is `confirm show`.
+func (a *app) confirmShowCmd() *cobra.Command {
+	var asJSON, raw bool
 	c := &cobra.Command{
-		Use:   verb + " ID",
-		Short: strings.ToUpper(verb[:1]) + verb[1:] + " a pending tool call",
-		Long: strings.ToUpper(verb[:1]) + verb[1:] + ` a pending tool call. ID is the confirmation's id or a unique prefix of
-at least 6 characters of it (an ambiguous one is refused). carapace first
-fetches the confirmation and prints the tool and arguments you are
-deciding, then decides exactly those: the decision carries the hash of the
-arguments shown, and the core refuses it if they no longer match.
+		Use:   "show ID",
+		Short: "Show one confirmation in full",
+		Long: `Show one confirmation in full: tool, group, session, times, digest, what
+the call will do, and every argument, each value whole (characters that
+could hide or reorder text are written as \u escapes).
 
-The first decision wins, wherever it is made (here, the menu bar, a
-notification, the phone): if another came first, carapace says which and
-exits with status 1.`,
-		Example:           "  carapace confirm " + verb + " 7f3a9c",
+Where the core's sanitiser hid part of the arguments, show lists each
+hidden value (where, what it looked like, how many characters) and
+prints the sanitised copy. --raw prints the arguments exactly as they run,
+secrets included (the core audits that they were shown); approve them
+with carapace confirm approve --raw ID. Only a pending confirmation's
+arguments are kept as they run.`,
+		Example: `  carapace confirm show 7f3a9c
+  carapace confirm show --raw 7f3a9c
+  carapace confirm show --json 7f3a9c`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: a.completeConfirmation,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -110,7 +123,161 @@ exits with status 1.`,
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), requestTimeout)
 			defer cancel()
-			p, err := c.Confirmation(ctx, args[0])
+			var p control.Confirmation
+			if raw {
+				p, err = c.ConfirmationRaw(ctx, args[0])
+			} else {
+				p, err = c.Confirmation(ctx, args[0])
+			}
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				return writeJSON(out, p)
+			}
+			writeConfirmation(out, p)
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&raw, "raw", false, "print the arguments exactly as they run, secrets included")
+	c.Flags().BoolVar(&asJSON, "json", false, "print the confirmation as JSON")
+	return c
+}
+
+// writeConfirmation prints p for a person: what it is, then every
+// argument whole, and what the display hides.
+func writeConfirmation(out io.Writer, p control.Confirmation) {
+	fmt.Fprintf(out, "confirmation %s\n", printable(p.ID))
+	fmt.Fprintf(out, "  tool:     %s\n", printable(p.Tool))
+	fmt.Fprintf(out, "  group:    %s\n", orDash(p.Group))
+	fmt.Fprintf(out, "  session:  %s\n", orDash(p.Session))
+	fmt.Fprintf(out, "  digest:   %s\n", printable(p.ArgsHash))
+	if p.Pending() {
+		fmt.Fprintf(out, "  expires:  in %s (then denied)\n", age(time.Until(p.ExpiresAt)))
+	} else {
+		fmt.Fprintf(out, "  decided:  %s\n", decidedHow(p))
+	}
+	for _, l := range strings.Split(p.Summary, "\n") {
+		if l = printable(l); l != "" {
+			fmt.Fprintf(out, "  %s\n", l)
+		}
+	}
+	switch {
+	case p.Raw:
+		fmt.Fprintln(out, "  arguments, exactly as they run:")
+	case len(p.Hidden) > 0:
+		fmt.Fprintln(out, "  arguments, with secrets hidden (not what runs):")
+	default:
+		fmt.Fprintln(out, "  arguments:")
+	}
+	fmt.Fprintln(out, indentJSON(p.Arguments, "    "))
+	if len(p.Hidden) == 0 {
+		return
+	}
+	if p.Raw {
+		fmt.Fprintln(out, "  the other surfaces hide:")
+	} else {
+		fmt.Fprintln(out, "  hidden:")
+	}
+	for _, h := range p.Hidden {
+		fmt.Fprintf(out, "    %s\n", hiddenLine(h))
+	}
+	if !p.Raw && p.Pending() {
+		fmt.Fprintf(out, "  These cannot be approved as shown: read them with carapace confirm show --raw %s,\n  approve with carapace confirm approve --raw %s, or deny.\n", shortID(p.ID), shortID(p.ID))
+	}
+}
+
+// hiddenLine says where a hidden value is, what it looked like and how
+// much is hidden.
+func hiddenLine(h control.Hidden) string {
+	where := "the arguments"
+	if h.Path != "" {
+		where = printable(h.Path)
+	}
+	what := printable(h.Kind)
+	if h.Chars > 0 {
+		return fmt.Sprintf("%s: %d characters hidden (%s)", where, h.Chars, what)
+	}
+	return fmt.Sprintf("%s: hidden (%s)", where, what)
+}
+
+// errNotApproved ends an approve the person declined at the prompt: exit
+// status 1, the message already printed.
+var errNotApproved = exitCode(1)
+
+// describeDecision prints what a decision on p decides: the tool, what
+// it will do, and every argument — as they run, or the sanitised copy
+// with what it hides (which approve then refuses).
+func describeDecision(out io.Writer, p control.Confirmation, doing string) {
+	fmt.Fprintf(out, "%s %s for group %s (session %s, expires in %s)\n", doing, printable(p.Tool), orDash(p.Group), orDash(p.Session), age(time.Until(p.ExpiresAt)))
+	for _, l := range strings.Split(p.Summary, "\n") {
+		if l = printable(l); l != "" {
+			fmt.Fprintf(out, "  %s\n", l)
+		}
+	}
+	switch {
+	case p.Raw:
+		fmt.Fprintf(out, "  arguments, exactly as they run:\n%s\n", indentJSON(p.Arguments, "    "))
+	case len(p.Hidden) > 0:
+		fmt.Fprintf(out, "  arguments, with secrets hidden (not what runs): %s\n", compactJSON(p.Arguments, 0))
+		for _, h := range p.Hidden {
+			fmt.Fprintf(out, "    hidden: %s\n", hiddenLine(h))
+		}
+	case p.ArgumentsOmitted:
+		fmt.Fprintln(out, "  arguments: not loaded")
+	default:
+		fmt.Fprintf(out, "  arguments: %s\n", compactJSON(p.Arguments, 0))
+	}
+	fmt.Fprintf(out, "  digest:    %s\n", printable(p.ArgsHash))
+}
+
+// confirmDecideCmd is `confirm approve` or `confirm deny`.
+func (a *app) confirmDecideCmd(approve bool) *cobra.Command {
+	verb, doing, done := "deny", "Denying", "denied"
+	if approve {
+		verb, doing, done = "approve", "Approving", "approved"
+	}
+	var raw, yes bool
+	long := strings.ToUpper(verb[:1]) + verb[1:] + ` a pending tool call. ID is the confirmation's id or a unique prefix of
+at least 6 characters of it (an ambiguous one is refused). carapace first
+fetches the confirmation and prints the tool and every argument you are
+deciding, then decides exactly those: the decision carries the hash of the
+arguments shown, and the core refuses it if they no longer match.
+
+The first decision wins, wherever it is made (here, the menu bar, a
+notification, the phone): if another came first, carapace says which and
+exits with status 1.`
+	example := "  carapace confirm " + verb + " 7f3a9c"
+	if approve {
+		long += `
+
+At a terminal, approve asks before it decides, once you have read what
+runs (--yes does not ask). Where the core's sanitiser hid part of the
+arguments, approve refuses the sanitised copy: --raw fetches and prints
+the arguments exactly as they run, secrets included, and approves those.`
+		example += "\n  carapace confirm approve --raw 7f3a9c"
+	}
+	c := &cobra.Command{
+		Use:               verb + " ID",
+		Short:             strings.ToUpper(verb[:1]) + verb[1:] + " a pending tool call",
+		Long:              long,
+		Example:           example,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: a.completeConfirmation,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, _, err := a.client()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), requestTimeout)
+			defer cancel()
+			var p control.Confirmation
+			if raw {
+				p, err = c.ConfirmationRaw(ctx, args[0])
+			} else {
+				p, err = c.Confirmation(ctx, args[0])
+			}
 			if err != nil {
 				return err
 			}
@@ -118,21 +285,34 @@ exits with status 1.`,
 				return fmt.Errorf("confirmation %s is already decided: %s: %w", printable(p.ID), decidedHow(p), control.ErrConflict)
 			}
 			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "%s %s for group %s (session %s, expires in %s)\n", doing, printable(p.Tool), orDash(p.Group), orDash(p.Session), age(time.Until(p.ExpiresAt)))
-			for _, l := range strings.Split(p.Summary, "\n") {
-				if l = printable(l); l != "" {
-					fmt.Fprintf(out, "  %s\n", l)
-				}
+			describeDecision(out, p, doing)
+			if approve && !p.Exact() {
+				return fmt.Errorf("%w: part of the arguments is hidden, so what would run was not shown: read it with carapace confirm show --raw %s, then approve with carapace confirm approve --raw %s (or deny it)",
+					control.ErrConflict, shortID(p.ID), shortID(p.ID))
 			}
-			fmt.Fprintf(out, "  arguments: %s\n", compactJSON(p.Arguments, 0))
-			fmt.Fprintf(out, "  digest:    %s\n", printable(p.ArgsHash))
-			got, err := c.Decide(ctx, control.Decision{ID: p.ID, Approve: approve, ArgsHash: p.ArgsHash, Surface: "cli", Decider: decider()})
+			if in, ok := cmd.InOrStdin().(*os.File); approve && !yes && ok && terminal(in) {
+				// What was printed is what runs: ask once it is read. The
+				// request's deadline starts after the answer.
+				ok, err := newPrompter(in, out).yes("Approve this call?", false)
+				if err != nil || !ok {
+					fmt.Fprintf(out, "not approved: %s is still pending (carapace confirm deny %s denies it)\n", shortID(p.ID), shortID(p.ID))
+					return errNotApproved
+				}
+				cancel()
+				ctx, cancel = context.WithTimeout(cmd.Context(), requestTimeout)
+				defer cancel()
+			}
+			got, err := c.Decide(ctx, control.Decision{ID: p.ID, Approve: approve, ArgsHash: p.ArgsHash, Surface: "cli", Decider: decider(), Raw: p.Raw})
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(out, "%s %s\n", done, printable(got.ID))
 			return nil
 		},
+	}
+	if approve {
+		c.Flags().BoolVar(&raw, "raw", false, "fetch and print the arguments exactly as they run, secrets included, and approve those")
+		c.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask at a terminal before approving")
 	}
 	return c
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 	"unicode/utf16"
@@ -41,6 +42,23 @@ func compactJSON(raw json.RawMessage, n int) string {
 		return "(arguments are not valid JSON)"
 	}
 	return truncate(printable(b.String()), n)
+}
+
+// indentJSON returns raw JSON indented, each line after prefix, printable:
+// every value whole (invisible characters as \u escapes).
+func indentJSON(raw json.RawMessage, prefix string) string {
+	if len(raw) == 0 {
+		return prefix + "-"
+	}
+	var b bytes.Buffer
+	if err := json.Indent(&b, raw, "", "  "); err != nil {
+		return prefix + "(arguments are not valid JSON)"
+	}
+	lines := strings.Split(b.String(), "\n") // JSON escapes the line breaks inside values
+	for i, l := range lines {
+		lines[i] = prefix + printable(l)
+	}
+	return strings.Join(lines, "\n")
 }
 
 // orDash returns s printable, or "-" for an empty s.

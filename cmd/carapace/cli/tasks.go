@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -15,7 +17,7 @@ import (
 func (a *app) tasksCmd() *cobra.Command {
 	c := groupCmd(&cobra.Command{
 		Use:   "tasks",
-		Short: "Schedule prompts for your agent: add, list, pause, resume, run, rm, history",
+		Short: "Schedule prompts for your agent: add, list, show, pause, resume, run, rm, history",
 		Long: `A scheduled task gives the agent a prompt at set times, in a session of
 its group, like any event. Every occurrence is accounted for (carapace tasks
 history): it ran (ok or failed), was skipped (missed while the core was not
@@ -23,18 +25,20 @@ running, overlap with a run still working, or paused), or is unknown (the
 core died while it ran; it is never run again by itself). After a sleep or
 a restart, missed slots run once, late, by default (--misfire catch-up-once)
 or not at all (--misfire skip). A task that fails 3 times in a row
-([tasks] max_failures) pauses itself.`,
+([tasks] max_failures) pauses itself. A removed task (carapace tasks rm,
+or the agent's cancel_task) fires no more and is kept, with its runs:
+tasks list --all, tasks show and tasks history still have it.`,
 		Example: `  carapace tasks add --group main --cron "0 7 * * *" --tz Europe/Berlin --prompt "Summarise my calendar for today"
   carapace tasks add --group main --every 90m --prompt "Check the build"
   carapace tasks add --group main --at "2026-12-24 18:00" --tz America/New_York --prompt "Remind me to call home"
   carapace tasks list
+  carapace tasks show t-ab12cd34
   carapace tasks history t-ab12cd34`,
 	})
-	c.AddCommand(a.tasksAddCmd(), a.tasksListCmd(), a.tasksHistoryCmd(),
+	c.AddCommand(a.tasksAddCmd(), a.tasksListCmd(), a.tasksShowCmd(), a.tasksHistoryCmd(), a.tasksRmCmd(),
 		a.tasksActionCmd("pause", "Stop a task from firing (its slots until resume are not run)"),
 		a.tasksActionCmd("resume", "Start a paused task again, from now (what it missed is not caught up)"),
-		a.tasksActionCmd("run", "Run a task once now, without shifting its schedule"),
-		a.tasksActionCmd("rm", "Delete a task and its history"))
+		a.tasksActionCmd("run", "Run a task once now, without shifting its schedule"))
 	return c
 }
 
@@ -113,15 +117,19 @@ func inZone(t time.Time, zone string) string {
 	return t.Format("Mon 2006-01-02 15:04 MST")
 }
 
+// listPrompt is how many characters of a prompt tasks list shows.
+const listPrompt = 40
+
 func (a *app) tasksListCmd() *cobra.Command {
-	var asJSON bool
+	var asJSON, all bool
 	c := &cobra.Command{
 		Use:   "list",
-		Short: "List the tasks: schedule, next fire, last outcome",
+		Short: "List the tasks: schedule, next fire, last outcome, prompt",
 		Long: `List the tasks: id, group, schedule in words, next fire (in the task's
-zone), and how the newest run went, with its lateness. --json prints every
-field.`,
-		Example: "  carapace tasks list\n  carapace tasks list --json",
+zone), how the newest run went, with its lateness, and the head of its
+prompt (carapace tasks show ID prints a prompt in full). --all lists the
+removed tasks too; --json prints every field, prompts in full.`,
+		Example: "  carapace tasks list\n  carapace tasks list --all\n  carapace tasks list --json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, _, err := a.client()
@@ -131,6 +139,9 @@ field.`,
 			ctx, cancel := context.WithTimeout(cmd.Context(), requestTimeout)
 			defer cancel()
 			list, err := c.Tasks(ctx)
+			if all {
+				list, err = c.AllTasks(ctx)
+			}
 			if err != nil {
 				return err
 			}
@@ -143,24 +154,128 @@ field.`,
 				return nil
 			}
 			tw := table(out)
-			fmt.Fprintln(tw, "ID\tGROUP\tSCHEDULE\tNEXT\tLAST")
+			fmt.Fprintln(tw, "ID\tGROUP\tSCHEDULE\tNEXT\tLAST\tPROMPT")
+			cut := false
 			for _, t := range list {
-				next := "-"
-				switch {
-				case !t.Enabled && t.PausedReason != "":
-					next = "paused: " + printable(t.PausedReason)
-				case !t.Enabled:
-					next = "paused"
-				case t.Next != nil:
-					next = inZone(*t.Next, t.Zone)
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.ID, t.Group, printable(t.Schedule), next, lastRun(t.Last))
+				prompt := printable(oneLine(t.Prompt))
+				cut = cut || prompt != t.Prompt || utf8.RuneCountInString(prompt) > listPrompt
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Group, printable(t.Schedule), taskNext(t), lastRun(t.Last), truncate(prompt, listPrompt))
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if cut {
+				fmt.Fprintln(out, "(prompts are cut: carapace tasks show ID prints one in full)")
+			}
+			return nil
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the tasks as JSON")
+	c.Flags().BoolVar(&all, "all", false, "list the removed tasks too")
 	return c
+}
+
+// taskNext says when t fires next, or why it does not.
+func taskNext(t control.Task) string {
+	switch {
+	case t.RemovedAt != nil:
+		return "removed " + t.RemovedAt.UTC().Format("2006-01-02 15:04 MST") + " by the " + printable(t.RemovedBy)
+	case !t.Enabled && t.PausedReason != "":
+		return "paused: " + printable(t.PausedReason)
+	case !t.Enabled:
+		return "paused"
+	case t.Next != nil:
+		return inZone(*t.Next, t.Zone)
+	}
+	return "-"
+}
+
+// removal says when and by whom t was removed, as core/tasks's
+// Removal.Describe does.
+func removal(t control.Task) string {
+	if t.RemovedAt == nil {
+		return ""
+	}
+	s := t.RemovedAt.UTC().Format("2006-01-02 15:04 MST") + " by the " + printable(t.RemovedBy)
+	if t.RemovedSession != "" {
+		s += " (session " + printable(t.RemovedSession)
+		if t.RemovedConfirmation != "" {
+			s += ", approved by the user: confirmation " + printable(t.RemovedConfirmation)
+		}
+		s += ")"
+	}
+	return s
+}
+
+func (a *app) tasksShowCmd() *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "show ID",
+		Short: "Show one task, its prompt in full",
+		Long: `Show one task, live or removed: its schedule, state, next fire, who made
+it (and who removed it), its newest run, and its prompt in full — the text
+each of its runs gives the agent, never sanitised and never cut. Control
+and invisible characters (escape sequences, bidi overrides) are shown as
+\uXXXX so that what you read is what is stored; --json prints the stored
+text exactly.`,
+		Example:           "  carapace tasks show t-ab12cd34\n  carapace tasks show t-ab12cd34 --json",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: a.completeTask,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, _, err := a.client()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), requestTimeout)
+			defer cancel()
+			t, err := c.Task(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), t)
+			}
+			printTask(cmd.OutOrStdout(), t)
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print the task as JSON")
+	return c
+}
+
+// printTask writes t for tasks show, its prompt in full.
+func printTask(out io.Writer, t control.Task) {
+	tw := table(out)
+	fmt.Fprintf(tw, "task %s\n", t.ID)
+	fmt.Fprintf(tw, "  group\t%s\n", printable(t.Group))
+	fmt.Fprintf(tw, "  schedule\t%s\t(%s %q in %s)\n", printable(t.Schedule), printable(t.Kind), printable(t.Expr), printable(t.Zone))
+	state := "enabled"
+	switch {
+	case t.RemovedAt != nil:
+		state = "removed on " + removal(t)
+	case !t.Enabled:
+		state = strings.TrimPrefix(taskNext(t), "-")
+	}
+	fmt.Fprintf(tw, "  state\t%s\n", state)
+	if t.RemovedAt == nil && t.Enabled {
+		fmt.Fprintf(tw, "  next\t%s\n", taskNext(t))
+	}
+	made := "made by the " + printable(t.Creator)
+	if t.CreatorSession != "" {
+		made += " (session " + printable(t.CreatorSession)
+		if t.CreatorConfirmation != "" {
+			made += ", approved by the user: confirmation " + printable(t.CreatorConfirmation)
+		}
+		made += ")"
+	}
+	fmt.Fprintf(tw, "  created\t%s, %s\n", t.CreatedAt.UTC().Format("2006-01-02 15:04 MST"), made)
+	fmt.Fprintf(tw, "  misfire\t%s\n", printable(t.Misfire))
+	fmt.Fprintf(tw, "  last run\t%s\n", lastRun(t.Last))
+	_ = tw.Flush()
+	fmt.Fprintf(out, "  prompt, in full (%d characters; control and invisible characters as \\uXXXX):\n", utf8.RuneCountInString(t.Prompt))
+	for _, line := range strings.Split(t.Prompt, "\n") {
+		fmt.Fprintf(out, "    %s\n", printable(line))
+	}
 }
 
 // lastRun says how a run went, for the list.
@@ -184,7 +299,7 @@ func (a *app) tasksHistoryCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:               "history ID",
 		Short:             "Show how a task's occurrences went, newest first",
-		Long:              "Show a task's occurrences, newest first: when each was due, how it ended, how late it started and its session. A run of missed slots beyond the first hundred is one line with their count.",
+		Long:              "Show a task's occurrences, newest first: when each was due, how it ended, how late it started and its session. A run of missed slots beyond the first hundred is one line with their count. A removed task's runs are kept, and shown with who removed it.",
 		Example:           "  carapace tasks history t-ab12cd34\n  carapace tasks history t-ab12cd34 --json --limit 500",
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: a.completeTask,
@@ -202,6 +317,9 @@ func (a *app) tasksHistoryCmd() *cobra.Command {
 			out := cmd.OutOrStdout()
 			if asJSON {
 				return writeJSON(out, runs)
+			}
+			if t, err := c.Task(ctx, args[0]); err == nil && t.RemovedAt != nil {
+				fmt.Fprintf(out, "task %s was removed on %s; it fires no more\n", t.ID, removal(t))
 			}
 			return printRuns(out, runs)
 		},
@@ -235,7 +353,45 @@ func printRuns(out io.Writer, runs []control.TaskRun) error {
 	return tw.Flush()
 }
 
-// tasksActionCmd is tasks pause, resume, run or rm.
+func (a *app) tasksRmCmd() *cobra.Command {
+	var purge bool
+	c := &cobra.Command{
+		Use:   "rm ID",
+		Short: "Remove a task: it fires no more, and is kept with its runs",
+		Long: `Remove a task: it fires no more (a run in flight goes on), and it is kept,
+with its runs, for tasks list --all, tasks show and tasks history, marked
+removed by you. --purge deletes the task and its runs for good, removed or
+not.`,
+		Example:           "  carapace tasks rm t-ab12cd34\n  carapace tasks rm --purge t-ab12cd34",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: a.completeTask,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, _, err := a.client()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), requestTimeout)
+			defer cancel()
+			out, id := cmd.OutOrStdout(), args[0]
+			if purge {
+				if err := c.PurgeTask(ctx, id); err != nil {
+					return err
+				}
+				fmt.Fprintf(out, "task %s and its runs deleted\n", id)
+				return nil
+			}
+			if err := c.RemoveTask(ctx, id); err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "task %s removed: it fires no more; carapace tasks history %s keeps its runs (tasks rm --purge %s deletes them)\n", id, id, id)
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&purge, "purge", false, "delete the task and its runs for good")
+	return c
+}
+
+// tasksActionCmd is tasks pause, resume or run.
 func (a *app) tasksActionCmd(verb, short string) *cobra.Command {
 	return &cobra.Command{
 		Use:               verb + " ID",
@@ -270,10 +426,6 @@ func (a *app) tasksActionCmd(verb, short string) *cobra.Command {
 				var r control.TaskRun
 				if r, err = c.RunTask(ctx, id); err == nil {
 					fmt.Fprintf(out, "task %s started (run %d): carapace tasks history %s\n", id, r.ID, id)
-				}
-			case "rm":
-				if err = c.RemoveTask(ctx, id); err == nil {
-					fmt.Fprintf(out, "task %s removed\n", id)
 				}
 			default:
 				err = errors.New("unknown action " + verb)

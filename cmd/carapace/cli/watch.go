@@ -172,13 +172,24 @@ func watchLine(ev control.WatchEvent) string {
 
 // pendingLine describes a confirmation waiting for the user, with the
 // command that approves it.
+//
+// The line points to approve only when it shows every argument as it
+// runs; otherwise to show, which prints them whole (--raw, when the
+// display hides something).
 func pendingLine(cf control.Confirmation) string {
 	args := compactJSON(cf.Arguments, argsWidth)
-	if cf.ArgumentsOmitted {
-		args = "(large: carapace confirm list --json)"
+	next := "carapace confirm approve " + shortID(cf.ID)
+	switch {
+	case cf.ArgumentsOmitted:
+		args, next = "(large)", "carapace confirm show "+shortID(cf.ID)
+	case len(cf.Hidden) > 0:
+		args = fmt.Sprintf("(%d hidden) %s", len(cf.Hidden), args)
+		next = "carapace confirm show --raw " + shortID(cf.ID)
+	case args != compactJSON(cf.Arguments, 0):
+		next = "carapace confirm show " + shortID(cf.ID)
 	}
-	return fmt.Sprintf("confirmation %s waits: %s for group %s (session %s): %s — carapace confirm approve %s",
-		shortID(cf.ID), printable(cf.Tool), printable(cf.Group), printable(cf.Session), args, shortID(cf.ID))
+	return fmt.Sprintf("confirmation %s waits: %s for group %s (session %s): %s — %s",
+		shortID(cf.ID), printable(cf.Tool), printable(cf.Group), printable(cf.Session), args, next)
 }
 
 // shortID is the prefix of a confirmation id people type.

@@ -5,6 +5,7 @@ package controltest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -46,6 +47,7 @@ type Backend struct {
 	restarts      []string
 	tasks         []control.Task
 	taskCalls     []string
+	raw           map[string]json.RawMessage // RawArguments of a confirmation whose Arguments hide something
 }
 
 // Decision is one call of Decide that succeeded.
@@ -76,6 +78,19 @@ func (b *Backend) AddConfirmation(c control.Confirmation) {
 	defer b.mu.Unlock()
 	b.confirmations = append(b.confirmations, c)
 	b.emitLocked(control.WatchEvent{Type: control.WatchConfirmationRequested, Time: time.Now().UTC(), Confirmation: &c})
+}
+
+// AddConfirmationRaw adds a pending confirmation whose Arguments are a
+// display that hides part of raw, the arguments as they run (c.Hidden says
+// what), and tells the watches. RawArguments answers raw for it.
+func (b *Backend) AddConfirmationRaw(c control.Confirmation, raw json.RawMessage) {
+	b.mu.Lock()
+	if b.raw == nil {
+		b.raw = map[string]json.RawMessage{}
+	}
+	b.raw[c.ID] = raw
+	b.mu.Unlock()
+	b.AddConfirmation(c)
 }
 
 // Closed returns the ids CloseSession closed, in order.
@@ -244,6 +259,9 @@ func (b *Backend) Decide(_ context.Context, d control.Decision) (control.Confirm
 	if d.ArgsHash != c.ArgsHash {
 		return c, fmt.Errorf("confirmation %s: the arguments changed since they were shown: %w", d.ID, control.ErrConflict)
 	}
+	if d.Approve && len(c.Hidden) > 0 && !d.Raw {
+		return c, fmt.Errorf("confirmation %s: the arguments shown were partly hidden, so they cannot be approved there: %w", d.ID, control.ErrConflict)
+	}
 	now := time.Now().UTC()
 	c.Decision, c.Surface, c.Decider, c.DecidedAt = "denied", d.Surface, d.Decider, &now
 	if d.Approve {
@@ -254,6 +272,21 @@ func (b *Backend) Decide(_ context.Context, d control.Decision) (control.Confirm
 	b.decisions = append(b.decisions, d)
 	b.emitLocked(control.WatchEvent{Type: control.WatchConfirmationResolved, Time: now, Confirmation: &c})
 	return c, nil
+}
+
+// RawArguments implements control.Backend: a pending confirmation's
+// arguments as they run (AddConfirmationRaw's, else its Arguments).
+func (b *Backend) RawArguments(_ context.Context, id string) (json.RawMessage, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	i := slices.IndexFunc(b.confirmations, func(c control.Confirmation) bool { return c.ID == id })
+	if i < 0 {
+		return nil, fmt.Errorf("confirmation %s is not pending: %w", id, control.ErrConflict)
+	}
+	if raw, ok := b.raw[id]; ok {
+		return raw, nil
+	}
+	return b.confirmations[i].Arguments, nil
 }
 
 // Watch implements control.Backend: a snapshot of the backend's state,
@@ -427,4 +460,25 @@ func (b *Backend) RemoveTask(_ context.Context, id string) error {
 // TaskHistory implements control.TaskBackend: none.
 func (b *Backend) TaskHistory(context.Context, string, int) ([]control.TaskRun, error) {
 	return nil, nil
+}
+
+// AllTasks implements control.TaskBackend: as Tasks.
+func (b *Backend) AllTasks(ctx context.Context) ([]control.Task, error) { return b.Tasks(ctx) }
+
+// Task implements control.TaskBackend.
+func (b *Backend) Task(_ context.Context, id string) (control.Task, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, t := range b.tasks {
+		if t.ID == id {
+			return t, nil
+		}
+	}
+	return control.Task{}, fmt.Errorf("%w: no task %q", control.ErrNotFound, id)
+}
+
+// PurgeTask implements control.TaskBackend: recorded as "purge ID".
+func (b *Backend) PurgeTask(_ context.Context, id string) error {
+	_, err := b.taskCall("purge", id)
+	return err
 }

@@ -1,0 +1,69 @@
+package approvaltest
+
+import (
+	"encoding/json"
+	"fmt"
+	"github.com/carapace-dev/carapace/core/control"
+	"strings"
+	"testing"
+)
+
+// recorder is a testing.TB that records failures instead of failing.
+type recorder struct {
+	testing.TB
+	errs []string
+}
+
+func (r *recorder) Helper()                   {}
+func (r *recorder) Logf(string, ...any)       {}
+func (r *recorder) Errorf(f string, a ...any) { r.errs = append(r.errs, fmt.Sprintf(f, a...)) }
+func (r *recorder) Fatalf(f string, a ...any) { r.errs = append(r.errs, fmt.Sprintf(f, a...)) }
+
+// jsonQuote writes a string as JSON does, as the surfaces below show it.
+func jsonQuote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// TestCheck runs the property on surfaces made to keep it and to break
+// it: the harness must pass the one and catch each of the others.
+func TestCheck(t *testing.T) {
+	honest := func(c control.Confirmation) (string, bool) { return string(c.Arguments), c.Exact() }
+	tests := []struct {
+		name   string
+		render Render
+		raw    bool
+		fail   string // a failure that must be reported; "" for none
+	}{
+		{name: "honest", render: honest, raw: true},
+		{name: "approves a sanitised display", fail: "offers Approve", render: func(c control.Confirmation) (string, bool) {
+			return string(c.Arguments), !c.ArgumentsOmitted
+		}},
+		{name: "cuts long text but approves", fail: "lacks", render: func(c control.Confirmation) (string, bool) {
+			s := string(c.Arguments)
+			if len(s) > 300 {
+				s = s[:300]
+			}
+			return s, c.Exact()
+		}},
+		{name: "approves omitted arguments", fail: "lacks", render: func(c control.Confirmation) (string, bool) {
+			return string(c.Arguments), len(c.Hidden) == 0
+		}},
+		{name: "never approves", fail: "not approvable", render: func(c control.Confirmation) (string, bool) {
+			return string(c.Arguments), false
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := &recorder{TB: t}
+			Check(rec, Surface{Name: tt.name, Render: tt.render, Quote: jsonQuote, Raw: tt.raw, Cases: 300})
+			all := strings.Join(rec.errs, "\n")
+			switch {
+			case tt.fail == "" && len(rec.errs) > 0:
+				t.Errorf("a surface that keeps the rule failed:\n%s", all)
+			case tt.fail != "" && !strings.Contains(all, tt.fail):
+				t.Errorf("a surface that breaks the rule was not caught (want %q), got:\n%s", tt.fail, all)
+			}
+		})
+	}
+}
