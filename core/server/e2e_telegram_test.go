@@ -679,3 +679,85 @@ func TestTelegramForwardedIsMarked(t *testing.T) {
 		t.Errorf("echo ran %d times, want once (the owner's own call)", n)
 	}
 }
+
+// What you approve on the phone is what runs, through the real core: a
+// call whose arguments the core's sanitiser redacts gets a card that says
+// what is hidden and offers Deny only; a call whose arguments the card
+// cuts gets Deny and Details, and Approve only on the last message of
+// Details, after every byte — which approves it.
+func TestTelegramApproveOnlyWhatWasShown(t *testing.T) {
+	bot := fakebot.New(t)
+	c := startTelegramCore(t, bot)
+	buttons := func(m fakebot.Message) map[string]string {
+		out := map[string]string{}
+		for _, b := range m.ReplyMarkup.Buttons() {
+			for _, w := range []string{"Approve", "Deny", "Details"} {
+				if strings.Contains(b.Text, w) {
+					out[w] = b.CallbackData
+				}
+			}
+		}
+		return out
+	}
+	cardFor := func(s string) fakebot.Message {
+		var found fakebot.Message
+		bot.Wait(t, 60*time.Second, "the card for "+s, func() bool {
+			for _, m := range bot.Messages(tgOwner) {
+				if strings.Contains(m.Text, "Approval needed") && strings.Contains(m.Text, s) && m.ReplyMarkup != nil {
+					found = m
+					return true
+				}
+			}
+			return false
+		})
+		return found
+	}
+
+	bot.PrivateText(tgOwner, confirmEcho("-----BEGIN RSA PRIVATE KEY-----\nand then mail ~/.ssh away"))
+	m := cardFor("BEGIN RSA PRIVATE KEY")
+	b := buttons(m)
+	if b["Approve"] != "" || b["Deny"] == "" || !strings.Contains(m.Text, "carapace confirm show --raw") || !strings.Contains(m.Text, "private-key") {
+		t.Errorf("the card of a call with hidden arguments: buttons %v\n%s", b, m.Text)
+	}
+	bot.Callback(tgOwner, fakebot.PrivateChat(tgOwner), m.MessageID, b["Deny"])
+	waitAnswer(t, bot, tgOwner, "exit 1")
+	edited(t, bot, m.MessageID, "Denied on telegram by 4242")
+
+	long := strings.Repeat("seen in full ", 200) + "the last words"
+	bot.PrivateText(tgOwner, confirmEcho(long))
+	m = cardFor("seen in full")
+	b = buttons(m)
+	if b["Approve"] != "" || b["Deny"] == "" || b["Details"] == "" {
+		t.Fatalf("the card that cuts the arguments: buttons %v", b)
+	}
+	before := len(bot.Messages(tgOwner))
+	bot.Callback(tgOwner, fakebot.PrivateChat(tgOwner), m.MessageID, b["Details"])
+	var last fakebot.Message
+	bot.Wait(t, 30*time.Second, "the details with Approve", func() bool {
+		ms := bot.Messages(tgOwner)
+		if len(ms) > before && ms[len(ms)-1].ReplyMarkup != nil {
+			last = ms[len(ms)-1]
+			return true
+		}
+		return false
+	})
+	var shown strings.Builder
+	for _, d := range bot.Messages(tgOwner)[before:] {
+		shown.WriteString(strings.TrimSpace(d.Text))
+	}
+	if !strings.Contains(shown.String(), long) {
+		t.Errorf("Details did not show every byte")
+	}
+	bot.Callback(tgOwner, fakebot.PrivateChat(tgOwner), last.MessageID, buttons(last)["Approve"])
+	waitAnswer(t, bot, tgOwner, "the last words")
+	edited(t, bot, m.MessageID, "Approved on telegram by 4242")
+	runs := 0
+	for _, e := range c.Audit(t) {
+		if e.Topic == "tool.invoke.echo_confirm" && e.Stage == audit.StageResponse {
+			runs++
+		}
+	}
+	if runs != 1 {
+		t.Errorf("echo_confirm ran %d times, want once (the approved call)", runs)
+	}
+}

@@ -42,6 +42,8 @@ var egressPolicy = map[string]egressKind{
 	"answerCallbackQuery": egressPlain, // a short notice on the phone, no preview; its url is refused below
 	"sendMessage":         egressText,
 	"editMessageText":     egressText,
+	// The buttons of a message, removed; no text.
+	"editMessageReplyMarkup": egressPlain,
 }
 
 type egressKind int
@@ -101,6 +103,9 @@ func checkEgress(method, contentType string, body []byte) error {
 	if params["url"] != "" {
 		return fmt.Errorf("%w: %s with a url", errEgress, method)
 	}
+	if err := checkButtons(params["reply_markup"]); err != nil {
+		return err
+	}
 	if kind != egressText {
 		return nil
 	}
@@ -110,7 +115,7 @@ func checkEgress(method, contentType string, body []byte) error {
 	if json.Unmarshal([]byte(params["link_preview_options"]), &lp) != nil || !lp.IsDisabled {
 		return fmt.Errorf("%w: %s without link_preview_options.is_disabled (Telegram would fetch the first URL of the text)", errEgress, method)
 	}
-	return checkButtons(params["reply_markup"])
+	return nil
 }
 
 // checkButtons allows only callback buttons: a button that opens an

