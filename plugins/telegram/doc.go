@@ -37,7 +37,11 @@
 // file (single use) and gets a short welcome; a wrong, expired or reused
 // code gets nothing, like any stranger's message. Once there is an owner,
 // the file is ignored. The CLI writes the file and then restarts the
-// plugin so that it starts accepting the code.
+// plugin so that it starts accepting the code; it refuses to while the bot
+// has an owner. pairing.Owner reads the paired owner from the database
+// and pairing.Unpair forgets it (`carapace telegram unpair`, `pair
+// --replace`); a plugin that starts without an owner drops the queued
+// messages and pending commands a former owner left.
 //
 // # Exactly once
 //
@@ -72,6 +76,11 @@
 // core reports no session at all (it restarted too), in which case the
 // owner is told it was lost.
 //
+// The owner's commands and button presses are recorded with their update
+// as pending actions and done before the next update: effect, then done,
+// then the answer (actions.go). One a crash left pending is done again
+// before the first getUpdates; every effect is safe to repeat.
+//
 // # A chat is a conversation
 //
 // The owner's messages in one chat are merged for a debounce (debounce_ms,
@@ -80,7 +89,9 @@
 //
 //	{"text": "...", "reply_to": {"chat_id": N, "prompt": P}, "conversation": "telegram:N"}
 //
-// where P is the prompt's row id. While the chat's session runs (from the
+// where P is the prompt's row id. A forwarded message, and the message
+// the owner replies to or quotes, reach the agent marked as someone
+// else's, with their origin, every line quoted (provenance.go). While the chat's session runs (from the
 // publish to its channel.reply) further messages wait, in order, and go
 // next as one prompt: never two sessions for one chat. channel.started
 // gives the session (for /stop and send_telegram) and starts a typing
