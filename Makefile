@@ -92,6 +92,7 @@ fuzz: ## run each fuzz target briefly (FUZZTIME=40000x runs; a count, not a dura
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./core/manifest
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./core/internal/pluginproto
 	CGO_ENABLED=1 $(GO) test -run '^$$' -fuzz '^FuzzSearch$$' -fuzztime $(FUZZTIME) ./plugins/memory
+	CGO_ENABLED=1 $(GO) test -run '^$$' -fuzz '^FuzzDecodeUpdates$$' -fuzztime $(FUZZTIME) ./plugins/telegram
 
 .PHONY: bench
 bench: build ## run the benchmarks (Docker too; minutes, not part of make test), print a table and write docs/PERFORMANCE.md; then the Telegram round trip (docs/TELEGRAM.md#speed) and the scheduler (docs/TASKS.md#speed)

@@ -464,3 +464,29 @@ func TestTasksMenu(t *testing.T) {
 		t.Errorf("snapshot tasks: %+v", s.Tasks)
 	}
 }
+
+// A plugin that reports itself degraded (the Telegram channel that hears
+// nothing from Telegram) shows on the Plugins line, as it arrives on the
+// watch stream, and leaves it when it recovers.
+func TestRenderDegradedPlugin(t *testing.T) {
+	s := running(nil, nil).Apply(health(control.PluginStatus{Name: "memory", Healthy: true, State: "healthy"}))
+	line := func(s State) string {
+		for _, it := range Render(s, t0).Items {
+			if strings.HasPrefix(it.Title, "Plugins:") {
+				return it.Title
+			}
+		}
+		return ""
+	}
+	if got := line(s); got != "Plugins: 2 healthy" {
+		t.Fatalf("before: %q", got)
+	}
+	s = s.Apply(health(control.PluginStatus{Name: "telegram", State: "degraded", Problem: "no message from Telegram can arrive"}))
+	if got, want := line(s), "Plugins: 2 healthy, not: telegram (degraded)"; got != want {
+		t.Errorf("degraded: %q, want %q", got, want)
+	}
+	s = s.Apply(health(control.PluginStatus{Name: "telegram", Healthy: true, State: "healthy"}))
+	if got := line(s); got != "Plugins: 3 healthy" {
+		t.Errorf("recovered: %q", got)
+	}
+}

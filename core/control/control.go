@@ -147,21 +147,26 @@ type EngineStatus struct {
 
 // PluginStatus is the health of one plugin.
 type PluginStatus struct {
-	Name    string `json:"name"`    // the plugin's name
-	Healthy bool   `json:"healthy"` // initialised and serving
-	// Category says why an unhealthy plugin failed: NETWORK_ERROR,
-	// AUTH_ERROR, CONFIG_ERROR or INTERNAL_ERROR. Empty when healthy.
+	Name string `json:"name"` // the plugin's name
+	// Healthy says the plugin initialised and does all its work; false
+	// for a degraded one too, which serves its calls all the same.
+	Healthy bool `json:"healthy"`
+	// Category says why a plugin that did not initialise or crashed
+	// failed: NETWORK_ERROR, AUTH_ERROR, CONFIG_ERROR or INTERNAL_ERROR.
+	// Empty when healthy or degraded.
 	Category string `json:"category,omitempty"`
-	// State is "healthy", "failed" (did not initialise), "crashed" (its
-	// process died; calls get PLUGIN_UNAVAILABLE until a restart) or
-	// "stopped".
+	// State is "healthy"; "degraded" (it serves its calls, but reports
+	// that it cannot do all its work — a channel that cannot receive
+	// messages — with why in Problem, until it reports healthy again);
+	// "failed" (did not initialise), "crashed" (its process died; calls
+	// get PLUGIN_UNAVAILABLE until a restart), "stopping" or "removed".
 	State   string   `json:"state,omitempty"`
 	Source  string   `json:"source,omitempty"`  // "builtin" or "user"
 	Dir     string   `json:"dir,omitempty"`     // the plugin's folder, for user plugins
 	Version string   `json:"version,omitempty"` // the manifest's version
 	Tools   []string `json:"tools,omitempty"`   // the tools it provides, when healthy
 	PID     int      `json:"pid,omitempty"`     // the handler process, for out-of-process plugins
-	Problem string   `json:"problem,omitempty"` // why it failed, for the user (never sent to the agent)
+	Problem string   `json:"problem,omitempty"` // why it failed or is degraded, for the user (never sent to the agent)
 }
 
 // Session is a live agent session.

@@ -45,6 +45,7 @@ const (
 // Plugin states, as the control API reports them.
 const (
 	stateHealthy  = "healthy"  // initialised and serving
+	stateDegraded = "degraded" // healthy, but the plugin reports it cannot do all its work (ReportHealth); reported, never stored in pluginState.state
 	stateFailed   = "failed"   // did not load or initialise; never shut down
 	stateCrashed  = "crashed"  // its process died; calls get PLUGIN_UNAVAILABLE until a restart
 	stateStopping = "stopping" // draining for a restart or unload
@@ -90,6 +91,9 @@ type pluginState struct {
 	category string
 	problem  string // for the user (control API, logs); never for the agent
 	tools    []string
+	// degraded is why the plugin reports itself degraded
+	// (Services.ReportHealth); "" when it does not.
+	degraded string
 }
 
 // candidate is a plugin found at discovery, before anything is loaded.
@@ -759,9 +763,16 @@ func (l *Loader) pluginStatus(st *pluginState) control.PluginStatus {
 		Name: st.name, Healthy: st.state == stateHealthy, State: st.state, Source: st.source, Dir: st.dir,
 		Problem: st.problem,
 	}
-	if st.state != stateHealthy {
+	switch {
+	case st.state != stateHealthy:
 		ps.Category = st.category
-	} else {
+	case st.degraded != "":
+		// It serves its calls (its tools are listed), but not all its
+		// work: not healthy, so that every surface that looks at Healthy
+		// shows it.
+		ps.Healthy, ps.State, ps.Problem = false, stateDegraded, st.degraded
+		ps.Tools = slices.Clone(st.tools)
+	default:
 		ps.Tools = slices.Clone(st.tools)
 	}
 	if st.manifest != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -165,6 +166,38 @@ func (v *services) AuditDropped(_ context.Context, what string) error {
 		reason += fmt.Sprintf(" (and %d more dropped before it, not logged one by one)", skipped)
 	}
 	return v.l.audit.Write(&audit.Entry{Source: v.st.name, Stage: audit.StageChannel, Outcome: audit.OutcomeDropped, Reason: reason})
+}
+
+// ReportHealth implements plugin.Services: it records whether the plugin
+// is degraded and why; a change is published on the watch stream
+// (plugin.health), logged and audited. It counts only while the plugin is
+// loaded; a restart starts healthy.
+func (v *services) ReportHealth(_ context.Context, degraded bool, why string) error {
+	why = textutil.Clip(textutil.OneLine(why), plugin.MaxHealthProblem)
+	switch {
+	case !degraded:
+		why = ""
+	case strings.TrimSpace(why) == "":
+		why = "the plugin reports itself degraded without saying why"
+	}
+	l, st := v.l, v.st
+	l.mu.Lock()
+	changed := st.degraded != why
+	st.degraded = why
+	serving := st.state == stateHealthy
+	l.mu.Unlock()
+	if !changed || !serving {
+		return nil
+	}
+	l.healthChanged(st)
+	if degraded {
+		l.log.Error("plugin degraded: it serves calls but not all its work", "plugin", st.name, "problem", why)
+		_ = l.audit.Write(&audit.Entry{Source: st.name, Stage: audit.StageCore, Outcome: audit.OutcomeError, Reason: "plugin degraded: " + why})
+		return nil
+	}
+	l.log.Info("plugin no longer degraded", "plugin", st.name)
+	_ = l.audit.Write(&audit.Entry{Source: st.name, Stage: audit.StageCore, Outcome: audit.OutcomeOK, Reason: "plugin no longer degraded"})
+	return nil
 }
 
 // The rate of a plugin's AuditDropped entries: per minute, and the burst.

@@ -159,3 +159,71 @@ func (c fakeCore) Tasks(context.Context) ([]control.Task, error) {
 	return []control.Task{{ID: "t-abc12345", Group: "main", Schedule: "every hour", Enabled: true, Next: &next,
 		Last: &control.TaskRun{State: "skipped", Reason: "missed"}}}, nil
 }
+
+// TestReportHealth: a plugin that reports itself degraded shows so — not
+// healthy, state "degraded", its problem on one clipped line, its tools
+// still listed — and is audited once per change; it is healthy again once
+// it says so. A report from a plugin that is not serving changes nothing
+// that shows.
+func TestReportHealth(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	log, err := audit.Open(path, audit.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = log.Close() })
+	l := New(Options{Audit: log})
+	st := &pluginState{name: "telegram", state: stateHealthy, tools: []string{"send_telegram"}}
+	l.plugins = []*pluginState{st}
+	svc := &services{l: l, st: st}
+	if ps := l.pluginStatus(st); !ps.Healthy || ps.State != stateHealthy {
+		t.Fatalf("before any report: %+v", ps)
+	}
+	why := "no message can arrive\nsince 12:00" + strings.Repeat("x", 2*plugin.MaxHealthProblem)
+	for range 2 { // the same report twice is one change
+		if err := svc.ReportHealth(t.Context(), true, why); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ps := l.pluginStatus(st)
+	if ps.Healthy || ps.State != "degraded" || !strings.HasPrefix(ps.Problem, "no message can arrive since 12:00") ||
+		len(ps.Problem) > plugin.MaxHealthProblem+len("…") || ps.Category != "" || len(ps.Tools) != 1 {
+		t.Errorf("degraded: %+v", ps)
+	}
+	if !l.available("telegram") {
+		t.Error("a degraded plugin's calls are refused; it still serves them")
+	}
+	if err := svc.ReportHealth(t.Context(), false, "ignored"); err != nil {
+		t.Fatal(err)
+	}
+	if ps := l.pluginStatus(st); !ps.Healthy || ps.State != stateHealthy || ps.Problem != "" {
+		t.Errorf("after the recovery: %+v", ps)
+	}
+	// Not serving: the report is kept, not shown, not audited.
+	crashed := &pluginState{name: "other", state: stateCrashed, problem: "handler process died"}
+	if err := (&services{l: l, st: crashed}).ReportHealth(t.Context(), true, "late"); err != nil {
+		t.Fatal(err)
+	}
+	if ps := l.pluginStatus(crashed); ps.State != stateCrashed || ps.Problem != "handler process died" {
+		t.Errorf("a crashed plugin's report showed: %+v", ps)
+	}
+	es, err := audit.Read(path, audit.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range es {
+		got = append(got, e.Source+" "+e.Outcome+" "+clipTo(e.Reason, 40))
+	}
+	want := []string{"telegram error plugin degraded: no message can arrive s", "telegram ok plugin no longer degraded"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("audited %q, want %q", got, want)
+	}
+}
+
+func clipTo(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}

@@ -193,6 +193,16 @@ type Services interface {
 	// in the next one it writes, so a flood of strangers cannot flood the
 	// log.
 	AuditDropped(ctx context.Context, what string) error
+	// ReportHealth tells the core whether the plugin still does all its
+	// work. A plugin that initialised but then cannot do part of it — a
+	// channel that can no longer receive messages — reports degraded,
+	// with why in one line for the user (the core keeps its first
+	// MaxHealthProblem bytes); it reports degraded false once it works
+	// again. Meanwhile the core shows it as state "degraded" (not healthy,
+	// the problem given) in `carapace plugin list`, the watch stream, the
+	// menu and `carapace doctor`; its tools stay available. Each change is
+	// audited. A restart starts healthy.
+	ReportHealth(ctx context.Context, degraded bool, why string) error
 
 	// The surface services, for a plugin whose manifest asks for the
 	// "surface" capability and to which config.toml grants it
@@ -219,6 +229,9 @@ type Services interface {
 
 // MaxAuditDropped is the most of AuditDropped's text the core keeps.
 const MaxAuditDropped = 500
+
+// MaxHealthProblem is the most of ReportHealth's why the core keeps.
+const MaxHealthProblem = 500
 
 // Decision is a surface's decision on a confirmation.
 type Decision struct {

@@ -519,6 +519,11 @@ func (s remoteServices) AuditDropped(ctx context.Context, what string) error {
 	return s.c.callCore(ctx, pluginproto.MethodAuditDropped, pluginproto.DroppedParams{What: what}, nil)
 }
 
+// ReportHealth implements Services.
+func (s remoteServices) ReportHealth(ctx context.Context, degraded bool, why string) error {
+	return s.c.callCore(ctx, pluginproto.MethodReportHealth, pluginproto.HealthParams{Degraded: degraded, Why: why}, nil)
+}
+
 // Decide implements Services.
 func (s remoteServices) Decide(ctx context.Context, d Decision) error {
 	return s.c.callCore(ctx, pluginproto.MethodDecide, d, nil)

@@ -321,5 +321,10 @@ func (s *fakeServices) AuditDropped(ctx context.Context, what string) error {
 	return nil
 }
 
+func (s *fakeServices) ReportHealth(ctx context.Context, degraded bool, why string) error {
+	s.record(ctx, fmt.Sprintf("ReportHealth:%v:%s", degraded, why))
+	return nil
+}
+
 // newTestLimiter lets every line through.
 func newTestLimiter() *rate.Limiter { return rate.NewLimiter(rate.Inf, 0) }

@@ -570,6 +570,7 @@ func TestServiceCalls(t *testing.T) {
 		"audit":                 map[string]any{"topics": []any{"tool.invoke.x"}, "err": ""},
 		"publish":               "ErrNotChannel",
 		"dropped":               "",
+		"health":                "",
 		"decide":                "",
 		"decide_decided":        "ErrAlreadyDecided: the confirmation is already decided: approved on cli",
 		"status":                map[string]any{"version": "test", "paused": true, "err": ""},
@@ -582,6 +583,7 @@ func TestServiceCalls(t *testing.T) {
 	// The core's services ran with the call's ctx, or none.
 	wantSeen := []string{"GetSessionInfo@s-alpha", "ReadCredential@s-alpha", "ReadCredential@s-alpha", "ReadCredential@-",
 		"GetToolCatalog@s-alpha", "GetAuditLog@s-alpha", "PublishEvent@s-alpha", "AuditDropped:update 7 (message) from user 9@s-alpha",
+		"ReportHealth:true:cannot reach the service@s-alpha",
 		"Decide@s-alpha", "Decide@s-alpha", "CoreStatus@s-alpha", "SetPaused@s-alpha", "StopSession@s-alpha"}
 	if got := svc.calls(); !slices.Equal(got, wantSeen) {
 		t.Errorf("services saw %v\nwant %v", got, wantSeen)

@@ -101,6 +101,13 @@ func (p *Process) service(m *pluginproto.Message) (any, *pluginproto.Error) {
 		}
 		err = svc.AuditDropped(ctx, dp.What)
 		result = struct{}{}
+	case pluginproto.MethodReportHealth:
+		var hp pluginproto.HealthParams
+		if perr := params(m.Params, &hp); perr != nil {
+			return nil, perr
+		}
+		err = svc.ReportHealth(ctx, hp.Degraded, hp.Why)
+		result = struct{}{}
 	case pluginproto.MethodDecide:
 		var d plugin.Decision
 		if perr := params(m.Params, &d); perr != nil {

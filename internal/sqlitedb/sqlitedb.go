@@ -30,11 +30,8 @@ var ErrNewerSchema = errors.New("the database's schema is newer than this Carapa
 // one transaction with the version's update. what names the database in
 // errors ("telegram", "tasks").
 func Open(ctx context.Context, path, what string, migrations []string) (*sql.DB, error) {
-	if !slices.Contains(sql.Drivers(), "sqlite3") {
-		return nil, fmt.Errorf("%s: this binary does not link the SQLite driver, so it cannot open %s (a build problem: import github.com/mattn/go-sqlite3 in its main package)", what, path)
-	}
-	if !cgoEnabled {
-		return nil, fmt.Errorf("%s: this binary was built without cgo, so it cannot open its SQLite database %s: build it with CGO_ENABLED=1 (make build does)", what, path)
+	if err := usable(path, what); err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("%s: create the folder of %s: %w", what, path, err)
@@ -44,13 +41,7 @@ func Open(ctx context.Context, path, what string, migrations []string) (*sql.DB,
 		return nil, fmt.Errorf("%s: open %s: %w", what, path, err)
 	}
 	f.Close()
-	q := url.Values{}
-	q.Set("_journal_mode", "WAL")
-	q.Set("_synchronous", "FULL")
-	q.Set("_busy_timeout", "5000")
-	q.Set("_foreign_keys", "on")
-	q.Set("_txlock", "immediate")
-	db, err := sql.Open("sqlite3", "file:"+(&url.URL{Path: path}).EscapedPath()+"?"+q.Encode())
+	db, err := sql.Open("sqlite3", dsn(path))
 	if err != nil {
 		return nil, fmt.Errorf("%s: open %s: %w", what, path, err)
 	}
@@ -60,6 +51,54 @@ func Open(ctx context.Context, path, what string, migrations []string) (*sql.DB,
 		return nil, fmt.Errorf("%s: open %s: %w", what, path, err)
 	}
 	return db, nil
+}
+
+// OpenExisting opens the database at path as Open does, but neither
+// creates nor migrates it: for a program that reads or edits a database
+// another one keeps (the command line, the Telegram plugin's). It fails
+// with an error wrapping fs.ErrNotExist when there is none.
+func OpenExisting(ctx context.Context, path, what string) (*sql.DB, error) {
+	if err := usable(path, what); err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	db, err := sql.Open("sqlite3", dsn(path))
+	if err != nil {
+		return nil, fmt.Errorf("%s: open %s: %w", what, path, err)
+	}
+	db.SetMaxOpenConns(1)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("%s: open %s: %w", what, path, err)
+	}
+	return db, nil
+}
+
+// usable says why this binary cannot open a SQLite database, if it cannot.
+func usable(path, what string) error {
+	if !slices.Contains(sql.Drivers(), "sqlite3") {
+		return fmt.Errorf("%s: this binary does not link the SQLite driver, so it cannot open %s (a build problem: import github.com/mattn/go-sqlite3 in its main package)", what, path)
+	}
+	if !cgoEnabled {
+		return fmt.Errorf("%s: this binary was built without cgo, so it cannot open its SQLite database %s: build it with CGO_ENABLED=1 (make build does)", what, path)
+	}
+	return nil
+}
+
+// dsn is the driver's name of the database at path, with its settings:
+// WAL, synchronous=FULL, a busy timeout (another process may hold the
+// lock a moment), foreign keys, and write transactions that take the lock
+// at once.
+func dsn(path string) string {
+	q := url.Values{}
+	q.Set("_journal_mode", "WAL")
+	q.Set("_synchronous", "FULL")
+	q.Set("_busy_timeout", "5000")
+	q.Set("_foreign_keys", "on")
+	q.Set("_txlock", "immediate")
+	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
 }
 
 func migrate(ctx context.Context, db *sql.DB, migrations []string) error {

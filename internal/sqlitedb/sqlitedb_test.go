@@ -59,3 +59,30 @@ func TestOpenMigratesAndRefusesNewer(t *testing.T) {
 	}
 	db.Close()
 }
+
+func TestOpenExisting(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.sqlite")
+	if _, err := OpenExisting(t.Context(), path, "test"); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("no database: %v, want fs.ErrNotExist", err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatal("OpenExisting created the database")
+	}
+	db, err := Open(t.Context(), path, "test", []string{"CREATE TABLE a (x INTEGER);", "INSERT INTO a VALUES (7);"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	db, err = OpenExisting(t.Context(), path, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var x, v int
+	if err := db.QueryRow("SELECT x FROM a").Scan(&x); err != nil || x != 7 {
+		t.Errorf("x = %d (%v), want 7", x, err)
+	}
+	if err := db.QueryRow("PRAGMA user_version").Scan(&v); err != nil || v != 2 {
+		t.Errorf("user_version %d (%v): OpenExisting must not migrate", v, err)
+	}
+}

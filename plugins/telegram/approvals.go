@@ -34,6 +34,7 @@ type confirmation struct {
 	ArgsHash         string          `json:"args_hash"`
 	Arguments        json.RawMessage `json:"arguments,omitempty"`
 	ArgumentsOmitted bool            `json:"arguments_omitted,omitempty"`
+	Hidden           []hiddenValue   `json:"hidden,omitempty"`  // what Arguments do not show as it runs
 	Summary          string          `json:"summary,omitempty"` // what the call will do, in the core's words
 	CreatedAt        time.Time       `json:"created_at"`
 	ExpiresAt        time.Time       `json:"expires_at"`
@@ -41,6 +42,14 @@ type confirmation struct {
 	Surface          string          `json:"surface,omitempty"`
 	Decider          string          `json:"decider,omitempty"`
 	Reason           string          `json:"reason,omitempty"`
+}
+
+// hiddenValue is one value the core's sanitiser redacted in a
+// confirmation's arguments (control.Hidden).
+type hiddenValue struct {
+	Path  string `json:"path"`
+	Kind  string `json:"kind"`
+	Chars int    `json:"chars"`
 }
 
 var (
@@ -51,6 +60,9 @@ var (
 // cardArgs is the most of the arguments a card shows (runes); the rest
 // is one button away (Details).
 const cardArgs = 1500
+
+// maxHiddenShown is how many hidden values a card lists one by one.
+const maxHiddenShown = 5
 
 // HandleEvent handles the events the plugin subscribes to. Only the core's
 // own events count: another plugin could publish the same topics.
@@ -103,18 +115,13 @@ func (h *Handler) onRequested(ctx context.Context, ev *plugin.Event) error {
 	if !confIDRE.MatchString(c.ID) || !argsHashRE.MatchString(c.ArgsHash) {
 		return fmt.Errorf("telegram: confirmation.requested with a malformed id or args_hash: ignored")
 	}
-	full := displayArgs(c.Arguments)
-	shown, truncated := full, false
-	if r := []rune(full); len(r) > cardArgs {
-		shown, truncated = string(r[:cardArgs]), true
-	}
-	htmlText, plain := cardText(c, shown, truncated, len([]rune(full)))
+	v := renderApproval(c)
 	tokens := map[string]string{}
-	actions := []string{"deny", "approve"}
-	if c.ArgumentsOmitted {
-		actions = []string{"deny"} // nobody approves what they could not see
+	actions := []string{"deny"}
+	if v.Approve || v.DetailsApprove {
+		actions = append(actions, "approve")
 	}
-	if truncated {
+	if v.Details {
 		actions = append(actions, "details")
 	}
 	for _, a := range actions {
@@ -124,6 +131,7 @@ func (h *Handler) onRequested(ctx context.Context, ev *plugin.Event) error {
 		}
 		tokens[a] = t
 	}
+	htmlText, plain, full := v.HTML, v.Plain, v.Args
 	h.cardMu.Lock()
 	defer h.cardMu.Unlock()
 	var exists bool
@@ -152,7 +160,7 @@ func (h *Handler) onRequested(ctx context.Context, ev *plugin.Event) error {
 		return nil
 	}
 	row := []models.InlineKeyboardButton{}
-	if t, ok := tokens["approve"]; ok {
+	if t, ok := tokens["approve"]; ok && v.Approve {
 		row = append(row, models.InlineKeyboardButton{Text: "✅ Approve", CallbackData: t})
 	}
 	row = append(row, models.InlineKeyboardButton{Text: "❌ Deny", CallbackData: tokens["deny"]})
@@ -172,9 +180,56 @@ func (h *Handler) onRequested(ctx context.Context, ev *plugin.Event) error {
 	return nil
 }
 
+// approvalView is how the plugin shows a confirmation: its card, and
+// what the card's Details button sends. What you approve is what runs:
+// Approve is offered only where every byte that runs has been shown —
+// on the card when nothing is hidden, left out or cut; on the last
+// message of Details when the card cuts the arguments; never when the
+// core's sanitiser hid something (Hidden) or the arguments were left out
+// of the event (the owner reviews and approves those on the computer).
+type approvalView struct {
+	HTML, Plain string // the card, as HTML and as its plain fallback
+	Args        string // the arguments as displayed, whole: what Details sends
+	Approve     bool   // the card offers Approve
+	Details     bool   // the card cuts the arguments: Details sends them all
+	// DetailsApprove says the last message of Details offers Approve:
+	// nothing is hidden, and Details can show every byte.
+	DetailsApprove bool
+}
+
+// renderApproval renders c's card and decides where Approve may appear.
+func renderApproval(c confirmation) approvalView {
+	v := approvalView{Args: displayArgs(c.Arguments)}
+	exact := !c.ArgumentsOmitted && len(c.Hidden) == 0
+	shown, cut := v.Args, false
+	if r := []rune(v.Args); !c.ArgumentsOmitted && len(r) > cardArgs {
+		shown, cut = string(r[:cardArgs]), true
+	}
+	v.Details = cut
+	v.Approve = exact && !cut
+	if exact && cut {
+		_, v.DetailsApprove = detailsPieces(c.ID, v.Args)
+	}
+	v.HTML, v.Plain = cardText(c, shown, cut, len([]rune(v.Args)), v.DetailsApprove)
+	return v
+}
+
+// detailsHeader starts the first message of Details.
+func detailsHeader(id string) string { return "Arguments of " + id[:8] + ":\n" }
+
+// detailsPieces is what Details sends: the arguments as displayed, whole,
+// in messages Telegram accepts (SplitExact). ok is false when they cannot
+// be split so that every byte shows (a run of spaces longer than a
+// message): then the last message offers no Approve.
+func detailsPieces(id, args string) (pieces []string, ok bool) {
+	return SplitExact(detailsHeader(id)+args, MaxMessage)
+}
+
 // cardText renders a card: HTML with every value escaped, and the same as
-// plain text for the fallback.
-func cardText(c confirmation, args string, truncated bool, total int) (htmlText, plain string) {
+// plain text for the fallback. args is what the card shows of the
+// arguments, total how many characters they have; detailsApprove says the
+// last message of Details will offer Approve.
+func cardText(c confirmation, args string, cut bool, total int, detailsApprove bool) (htmlText, plain string) {
 	digest := c.ArgsHash
 	if len(digest) > 12 {
 		digest = digest[:12]
@@ -188,34 +243,70 @@ func cardText(c confirmation, args string, truncated bool, total int) (htmlText,
 		}
 		fmt.Fprintf(&pb, "%s: %s\n", label, value)
 	}
+	text := func(s string) {
+		hb.WriteString(html.EscapeString(s))
+		pb.WriteString(s)
+	}
+	id8 := c.ID[:8]
 	hb.WriteString("<b>Approval needed</b>\n")
 	pb.WriteString("Approval needed\n")
 	line("Tool", escapeInvisible(c.Tool), true)
 	line("Group", escapeInvisible(c.Group), true)
 	line("Digest", digest, true)
-	line("Id", c.ID[:8], true)
+	line("Id", id8, true)
 	if !c.ExpiresAt.IsZero() {
 		line("Expires", c.ExpiresAt.UTC().Format("15:04:05 MST"), false)
 	}
 	if sum := escapeInvisible(clip(c.Summary, 1000)); sum != "" {
-		hb.WriteString("\n" + html.EscapeString(sum) + "\n")
-		pb.WriteString("\n" + sum + "\n")
+		text("\n" + sum + "\n")
 	}
-	switch {
-	case c.ArgumentsOmitted:
-		s := "\nThe arguments are too large for this card: review them on the computer (carapace confirm list) and approve there with carapace confirm approve " + c.ID[:8] + ". You can deny here."
-		hb.WriteString(html.EscapeString(s))
-		pb.WriteString(s)
-	default:
-		hb.WriteString("\nArguments:\n<pre>" + html.EscapeString(args) + "</pre>")
-		pb.WriteString("\nArguments:\n" + args)
-		if truncated {
-			s := fmt.Sprintf("\n(%d of %d characters shown: Details sends them all)", len([]rune(args)), total)
-			hb.WriteString(html.EscapeString(s))
-			pb.WriteString(s)
+	if c.ArgumentsOmitted {
+		text("\nThe arguments are too large for this card: review them on the computer (carapace confirm show " + id8 +
+			") and approve there with carapace confirm approve " + id8 + ". You can deny here.")
+		return hb.String(), pb.String()
+	}
+	if len(c.Hidden) > 0 {
+		text("\n" + hiddenText(c.Hidden, id8))
+	}
+	hb.WriteString("\nArguments:\n<pre>" + html.EscapeString(args) + "</pre>")
+	pb.WriteString("\nArguments:\n" + args)
+	if cut {
+		s := fmt.Sprintf("\n(%d of %d characters shown: Details sends them all", len([]rune(args)), total)
+		switch {
+		case detailsApprove:
+			s += "; Approve is on its last message, once you have seen every one)"
+		case len(c.Hidden) == 0:
+			s += "; they cannot all be shown exactly here, so approve on the computer: carapace confirm approve " + id8 + ")"
+		default:
+			s += ")"
 		}
+		text(s)
 	}
 	return hb.String(), pb.String()
+}
+
+// hiddenText says what the core's sanitiser hid from a card, and where to
+// see and approve what runs.
+func hiddenText(hidden []hiddenValue, id8 string) string {
+	var b strings.Builder
+	b.WriteString("Hidden: the arguments below are not what runs — the core redacted values that looked like secrets — so they cannot be approved here.\n")
+	for i, h := range hidden {
+		if i == maxHiddenShown {
+			fmt.Fprintf(&b, "• and %d more\n", len(hidden)-i)
+			break
+		}
+		path := escapeInvisible(clip(h.Path, 100))
+		if path == "" {
+			path = "(the arguments)"
+		}
+		chars := "an unknown number of characters"
+		if h.Chars > 0 {
+			chars = fmt.Sprintf("%d characters", h.Chars)
+		}
+		fmt.Fprintf(&b, "• %s: %s, %s hidden\n", path, escapeInvisible(clip(h.Kind, 40)), chars)
+	}
+	fmt.Fprintf(&b, "To see what runs and approve it, on the computer: carapace confirm show --raw %s, then carapace confirm approve --raw %s. You can deny here.\n", id8, id8)
+	return b.String()
 }
 
 // displayArgs renders arguments for a person: indented JSON, every leaf
@@ -288,35 +379,45 @@ func newToken() (string, error) {
 	return base64.RawURLEncoding.EncodeToString(b), nil
 }
 
-// onCallback handles the owner's press of a button in the owner's private
-// chat (classify let nothing else through) and always answers it.
-func (h *Handler) onCallback(q *models.CallbackQuery) {
-	answer := func(text string) {
-		if _, err := h.api.AnswerCallbackQuery(h.ctx, &bot.AnswerCallbackQueryParams{CallbackQueryID: q.ID, Text: clip(text, 190)}); err != nil {
-			h.log.Warn("telegram: answerCallbackQuery failed", "err", err)
-		}
-	}
+// pressEffect does what the owner's press of a card's button asks
+// (classify let only the owner's presses in the owner's private chat
+// through) and returns how to answer it. Deciding happens here; the
+// answer, and the arguments a Details press asks for, are sent by the
+// reply. A press run again after a crash decides nothing twice: the
+// core refuses a second decision (ErrAlreadyDecided), and a card that
+// ended has no valid buttons.
+//
+// A button counts only on the message it was shown on: Details and Deny
+// on the card, Approve on the card when the card shows every byte, else
+// only on the last message of Details (and Deny there too).
+func (h *Handler) pressEffect(a ownerAction) (reply func()) {
+	answer := func(text string) func() { return func() { h.answerPress(a.Query, text) } }
 	var conf, action, argsHash, args string
-	var msgID int64
-	err := h.db.db.QueryRowContext(h.ctx, `SELECT t.confirmation, t.action, c.args_hash, c.arguments, c.message_id
-		FROM tokens t JOIN cards c ON c.confirmation = t.confirmation WHERE t.token = ? AND c.state = 'pending'`, q.Data).
-		Scan(&conf, &action, &argsHash, &args, &msgID)
-	if err != nil || (msgID != 0 && int64(callbackMessageID(q)) != msgID) {
-		answer("This button is no longer valid.")
-		return
+	var msgID, detailsID int64
+	err := h.db.db.QueryRowContext(h.ctx, `SELECT t.confirmation, t.action, c.args_hash, c.arguments, c.message_id, c.details_message
+		FROM tokens t JOIN cards c ON c.confirmation = t.confirmation WHERE t.token = ? AND c.state = 'pending'`, a.Args).
+		Scan(&conf, &action, &argsHash, &args, &msgID, &detailsID)
+	if err != nil {
+		return answer("This button is no longer valid.")
+	}
+	tokens, err := h.cardTokens(conf)
+	if err != nil {
+		h.log.Error("telegram: read a card's buttons", "confirmation", conf, "err", err)
+		return answer("This button is no longer valid.")
+	}
+	onCard := msgID == 0 || int64(a.Message) == msgID
+	onDetails := detailsID != 0 && int64(a.Message) == detailsID
+	_, cut := tokens["details"]
+	valid := map[string]bool{"details": onCard, "deny": onCard || onDetails, "approve": (!cut && onCard) || (cut && onDetails)}
+	if !valid[action] {
+		return answer("This button is no longer valid.")
 	}
 	owner := h.ownerID()
-	switch action {
-	case "details":
-		answer("Sending the full arguments.")
-		if _, err := h.send.send(h.ctx, owner, message{Text: "Arguments of " + conf[:8] + ":\n" + args}); err != nil {
-			h.log.Warn("telegram: could not send an approval's details", "confirmation", conf, "err", err)
+	if action == "details" {
+		return func() {
+			h.answerPress(a.Query, "Sending the full arguments.")
+			h.sendDetails(conf, args, tokens)
 		}
-		return
-	case "approve", "deny":
-	default:
-		answer("This button is no longer valid.")
-		return
 	}
 	approve := action == "approve"
 	err = h.svc.Decide(h.ctx, plugin.Decision{ID: conf, Approve: approve, ArgsHash: argsHash, Decider: formatID(owner)})
@@ -324,17 +425,77 @@ func (h *Handler) onCallback(q *models.CallbackQuery) {
 	case err == nil:
 		h.log.Info("telegram: decided on the phone", "confirmation", conf, "approve", approve)
 		if approve {
-			answer("Approved.")
-		} else {
-			answer("Denied.")
+			return answer("Approved.")
 		}
+		return answer("Denied.")
 	case errors.Is(err, plugin.ErrAlreadyDecided):
-		answer("Already decided: " + strings.TrimPrefix(strings.TrimPrefix(err.Error(), plugin.ErrAlreadyDecided.Error()), ": "))
+		return answer("Already decided: " + strings.TrimPrefix(strings.TrimPrefix(err.Error(), plugin.ErrAlreadyDecided.Error()), ": "))
 	case errors.Is(err, plugin.ErrNotSurface):
-		answer("Approving on Telegram is not allowed: set [plugins.telegram] surface = true in config.toml.")
-	default:
-		h.log.Warn("telegram: the core refused a decision", "confirmation", conf, "err", err)
-		answer("Not decided: " + err.Error())
+		return answer("Approving on Telegram is not allowed: set [plugins.telegram] surface = true in config.toml.")
+	}
+	h.log.Warn("telegram: the core refused a decision", "confirmation", conf, "err", err)
+	return answer("Not decided: " + err.Error())
+}
+
+// cardTokens returns the buttons of confirmation conf's card: action →
+// token.
+func (h *Handler) cardTokens(conf string) (map[string]string, error) {
+	rows, err := h.db.db.QueryContext(h.ctx, "SELECT action, token FROM tokens WHERE confirmation = ?", conf)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var a, t string
+		if err := rows.Scan(&a, &t); err != nil {
+			return nil, err
+		}
+		out[a] = t
+	}
+	return out, rows.Err()
+}
+
+// sendDetails sends the owner every byte of a card's arguments, in as
+// many messages as it takes. When the card has an Approve button (nothing
+// is hidden) and the pieces show every byte, the last message carries
+// Approve and Deny: the owner has then seen everything that runs.
+func (h *Handler) sendDetails(conf, args string, tokens map[string]string) {
+	owner := h.ownerID()
+	pieces, exact := detailsPieces(conf, args)
+	if !exact {
+		pieces = Split(detailsHeader(conf)+args, MaxMessage)
+	}
+	var markup models.ReplyMarkup
+	if t, ok := tokens["approve"]; ok && exact {
+		markup = &models.InlineKeyboardMarkup{InlineKeyboard: [][]models.InlineKeyboardButton{{
+			{Text: "✅ Approve", CallbackData: t}, {Text: "❌ Deny", CallbackData: tokens["deny"]}}}}
+	}
+	ids, err := h.send.sendPieces(h.ctx, owner, pieces, markup)
+	if err != nil {
+		h.log.Warn("telegram: could not send an approval's details", "confirmation", conf, "err", err)
+		return
+	}
+	if markup == nil || len(ids) == 0 {
+		return
+	}
+	h.cardMu.Lock()
+	defer h.cardMu.Unlock()
+	res, err := h.db.db.ExecContext(h.ctx, "UPDATE cards SET details_message = ? WHERE confirmation = ? AND state = 'pending'", ids[len(ids)-1], conf)
+	if err != nil {
+		h.log.Error("telegram: record the details' message", "confirmation", conf, "err", err)
+		return
+	}
+	if n, _ := res.RowsAffected(); n == 0 { // it ended meanwhile: its buttons go
+		h.send.clearButtons(h.ctx, owner, ids[len(ids)-1])
+	}
+}
+
+// answerPress answers a button press (the phone stops its spinner and
+// shows text for a moment).
+func (h *Handler) answerPress(query, text string) {
+	if _, err := h.api.AnswerCallbackQuery(h.ctx, &bot.AnswerCallbackQueryParams{CallbackQueryID: query, Text: clip(text, 190)}); err != nil {
+		h.log.Warn("telegram: answerCallbackQuery failed", "err", err)
 	}
 }
 
@@ -355,8 +516,9 @@ func (h *Handler) closeCard(ctx context.Context, id, state, outcome string) erro
 	h.cardMu.Lock()
 	defer h.cardMu.Unlock()
 	var text string
-	var chat, msgID int64
-	err := h.db.db.QueryRowContext(ctx, "SELECT text, chat_id, message_id FROM cards WHERE confirmation = ? AND state = 'pending'", id).Scan(&text, &chat, &msgID)
+	var chat, msgID, detailsID int64
+	err := h.db.db.QueryRowContext(ctx, "SELECT text, chat_id, message_id, details_message FROM cards WHERE confirmation = ? AND state = 'pending'", id).
+		Scan(&text, &chat, &msgID, &detailsID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil
 	}
@@ -373,18 +535,14 @@ func (h *Handler) closeCard(ctx context.Context, id, state, outcome string) erro
 	if err != nil {
 		return fmt.Errorf("telegram: record how %s ended: %w", id, err)
 	}
+	if detailsID != 0 {
+		h.send.clearButtons(h.ctx, chat, int(detailsID))
+	}
 	if msgID == 0 {
 		return nil // the card never reached the phone
 	}
 	newHTML := text + "\n\n<b>" + html.EscapeString(outcome) + "</b>"
-	params := &bot.EditMessageTextParams{ChatID: chat, MessageID: int(msgID), Text: newHTML, ParseMode: models.ParseModeHTML,
-		ReplyMarkup: &models.InlineKeyboardMarkup{InlineKeyboard: [][]models.InlineKeyboardButton{}}}
-	_, err = h.api.EditMessageText(h.ctx, params)
-	if err != nil && strings.Contains(err.Error(), "can't parse entities") {
-		params.ParseMode, params.Text = "", outcome
-		_, err = h.api.EditMessageText(h.ctx, params)
-	}
-	if err != nil {
+	if err := h.send.edit(h.ctx, chat, int(msgID), newHTML, outcome); err != nil {
 		h.log.Warn("telegram: could not edit an approval card", "confirmation", id, "err", err)
 	}
 	return nil

@@ -35,56 +35,83 @@ High-risk actions ask you first, here, with Approve and Deny buttons.`
 
 const noSurface = "This needs the surface capability: set [plugins.telegram] surface = true in config.toml, then carapace plugin restart telegram."
 
-// runCommand runs one of the owner's commands and answers in its chat.
-func (h *Handler) runCommand(a action) {
-	reply := func(text string) {
-		if _, err := h.send.send(h.ctx, a.chat, message{Text: text}); err != nil && h.ctx.Err() == nil {
-			h.log.Warn("telegram: could not answer a command", "command", a.cmd, "err", err)
-		}
-	}
+// commandEffect does what one of the owner's commands asks and returns
+// its answer for the command's chat. Each is safe to run again after a
+// crash (actions.go): /pause and /resume set a state, /stop stops what
+// runs in the chat now, and the others only read.
+func (h *Handler) commandEffect(a action) string {
 	switch a.cmd {
 	case "start", "help":
-		reply(helpText)
+		return helpText
 	case "status":
-		reply(h.statusText(a.chat))
+		return h.statusText(a.chat, h.scope(a))
 	case "tasks":
-		reply(h.tasksText())
+		return h.tasksText(h.scope(a))
 	case "pause", "resume":
 		pause := a.cmd == "pause"
 		err := h.svc.SetPaused(h.ctx, pause)
 		switch {
 		case errors.Is(err, plugin.ErrNotSurface):
-			reply(noSurface)
+			return noSurface
 		case err != nil:
-			reply("Could not " + a.cmd + ": " + clip(err.Error(), 200))
+			return "Could not " + a.cmd + ": " + clip(err.Error(), 200)
 		case pause:
-			reply("Paused: no new sessions start for messages or tasks until /resume. Running sessions go on.")
-		default:
-			h.mu.Lock()
-			clear(h.pausedTo)
-			h.mu.Unlock()
-			h.kickAll()
-			reply("Resumed.")
+			return "Paused: no new sessions start for messages or tasks until /resume. Running sessions go on."
 		}
+		h.mu.Lock()
+		clear(h.pausedTo)
+		h.mu.Unlock()
+		h.kickAll()
+		return "Resumed."
 	case "stop":
-		reply(h.stop(a.chat))
+		return h.stop(a.chat)
 	}
+	return ""
 }
 
-// tasksText lists the scheduled tasks.
-func (h *Handler) tasksText() string {
+// scope is the group whose state a command in a's chat may show: ""
+// (everything) in the owner's private chat; in a bound group chat, whose
+// other members read the bot's answers too, that chat's group alone.
+func (h *Handler) scope(a action) string {
+	if a.chat == h.ownerID() {
+		return ""
+	}
+	return a.group
+}
+
+// groupTasks returns the tasks of group, or all for "".
+func groupTasks(ts []plugin.TaskSummary, group string) []plugin.TaskSummary {
+	if group == "" {
+		return ts
+	}
+	var out []plugin.TaskSummary
+	for _, t := range ts {
+		if t.Group == group {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// tasksText lists the scheduled tasks of group ("" for all).
+func (h *Handler) tasksText(group string) string {
 	st, err := h.svc.CoreStatus(h.ctx)
+	tasks := groupTasks(st.Tasks, group)
+	of := ""
+	if group != "" {
+		of = " of group " + group
+	}
 	switch {
 	case errors.Is(err, plugin.ErrNotSurface):
 		return noSurface
 	case err != nil:
 		return "Carapace did not answer: " + clip(err.Error(), 200)
-	case len(st.Tasks) == 0:
-		return "No scheduled tasks. Ask the agent to schedule one, or on the computer: carapace tasks add --help"
+	case len(tasks) == 0:
+		return "No scheduled tasks" + of + ". Ask the agent to schedule one, or on the computer: carapace tasks add --help"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d scheduled task(s):", len(st.Tasks))
-	for _, t := range st.Tasks {
+	fmt.Fprintf(&b, "%d scheduled task(s)%s:", len(tasks), of)
+	for _, t := range tasks {
 		next := "paused"
 		if t.Enabled {
 			next = "no next run"
@@ -100,8 +127,9 @@ func (h *Handler) tasksText() string {
 	return b.String()
 }
 
-// statusText describes the core and the chat.
-func (h *Handler) statusText(chat int64) string {
+// statusText describes the core and the chat; for a group ("" for all),
+// only what concerns it: not the core's sessions, approvals and plugins.
+func (h *Handler) statusText(chat int64, group string) string {
 	var b strings.Builder
 	st, err := h.svc.CoreStatus(h.ctx)
 	switch {
@@ -114,7 +142,12 @@ func (h *Handler) statusText(chat int64) string {
 		if st.Paused {
 			state = "paused (/resume)"
 		}
-		fmt.Fprintf(&b, "Carapace %s: %s\nSessions: %d · approvals waiting: %d\n", st.Version, state, st.Sessions, st.PendingConfirmations)
+		fmt.Fprintf(&b, "Carapace %s: %s\n", st.Version, state)
+		if group != "" {
+			fmt.Fprintf(&b, "Group %s: %d scheduled task(s)\n", group, len(groupTasks(st.Tasks, group)))
+			break
+		}
+		fmt.Fprintf(&b, "Sessions: %d · approvals waiting: %d\n", st.Sessions, st.PendingConfirmations)
 		if len(st.Unhealthy) > 0 {
 			fmt.Fprintf(&b, "Plugins not serving: %s\n", strings.Join(st.Unhealthy, ", "))
 		}

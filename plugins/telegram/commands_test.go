@@ -148,3 +148,50 @@ func TestTasksCommandListsTheTasks(t *testing.T) {
 		}
 	}
 }
+
+// In a bound group chat, whose other members read the bot's answers too,
+// /tasks and /status show only that chat's group: not the other groups'
+// tasks, not the core's sessions, approvals and plugins. The owner's
+// private chat shows everything.
+func TestGroupChatCommandsShowOnlyItsGroup(t *testing.T) {
+	e := newEnv(t, func(e *env) {
+		e.svc.Status = plugin.CoreStatus{Version: "0.1.0-test", Sessions: 3, PendingConfirmations: 2, Unhealthy: []string{"mail"},
+			Tasks: []plugin.TaskSummary{
+				{ID: "t-main0001", Group: "main", Schedule: "every day at 07:00", Enabled: true},
+				{ID: "t-fam00001", Group: "family", Schedule: "every 2 hours", Enabled: true},
+				{ID: "t-work0001", Group: "work", Schedule: "every hour", Enabled: true},
+			}}
+	})
+	e.say(family, "/tasks")
+	tasks := e.lastText(family, 1)
+	e.say(family, "/status")
+	status := e.lastText(family, 2)
+	for _, c := range []struct {
+		name, got string
+		want, not []string
+	}{
+		{"/tasks", tasks, []string{"t-fam00001 (family)", "1 scheduled task(s) of group family"}, []string{"t-main0001", "t-work0001"}},
+		{"/status", status, []string{"Carapace 0.1.0-test: running", "Group family: 1 scheduled task(s)", "This chat: idle"},
+			[]string{"Sessions:", "approvals", "mail", "t-main0001"}},
+	} {
+		for _, w := range c.want {
+			if !strings.Contains(c.got, w) {
+				t.Errorf("%s in the family chat: %q lacks %q", c.name, c.got, w)
+			}
+		}
+		for _, n := range c.not {
+			if strings.Contains(c.got, n) {
+				t.Errorf("%s in the family chat: %q shows %q", c.name, c.got, n)
+			}
+		}
+	}
+	// Positive control: the owner's private chat shows all of it.
+	e.say(owner, "/tasks")
+	if got := e.lastText(owner, 1); !strings.Contains(got, "t-main0001") || !strings.Contains(got, "t-work0001") || !strings.Contains(got, "t-fam00001") {
+		t.Errorf("/tasks in the private chat: %q", got)
+	}
+	e.say(owner, "/status")
+	if got := e.lastText(owner, 2); !strings.Contains(got, "Sessions: 3 · approvals waiting: 2") || !strings.Contains(got, "mail") {
+		t.Errorf("/status in the private chat: %q", got)
+	}
+}

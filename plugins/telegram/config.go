@@ -19,6 +19,9 @@ type config struct {
 	Chats      map[int64]string // bound group chats → their groups
 	APIURL     string
 	Debounce   time.Duration
+	// StaleAfter is how long the poll may go without a successful
+	// getUpdates before the plugin reports itself degraded.
+	StaleAfter time.Duration
 }
 
 // Defaults of the config.
@@ -26,13 +29,14 @@ const (
 	DefaultOwnerGroup = "main"
 	DefaultAPIURL     = "https://api.telegram.org"
 	DefaultDebounce   = 1500 * time.Millisecond
+	DefaultStaleAfter = 2 * time.Minute // a long poll returns at least every 30 s: four of them
 )
 
 var groupRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
 // parseConfig reads the config map the core passes to Init.
 func parseConfig(m map[string]any) (config, error) {
-	c := config{OwnerGroup: DefaultOwnerGroup, APIURL: DefaultAPIURL, Debounce: DefaultDebounce, Chats: map[int64]string{}}
+	c := config{OwnerGroup: DefaultOwnerGroup, APIURL: DefaultAPIURL, Debounce: DefaultDebounce, StaleAfter: DefaultStaleAfter, Chats: map[int64]string{}}
 	for k, v := range m {
 		switch k {
 		case "owner_id":
@@ -72,8 +76,14 @@ func parseConfig(m map[string]any) (config, error) {
 				return c, fmt.Errorf("debounce_ms: want a number of milliseconds from 0 to 10000")
 			}
 			c.Debounce = time.Duration(n) * time.Millisecond
+		case "degraded_after_s":
+			n, err := intOf(v)
+			if err != nil || n < 5 || n > 3600 {
+				return c, fmt.Errorf("degraded_after_s: want a number of seconds from 5 to 3600")
+			}
+			c.StaleAfter = time.Duration(n) * time.Second
 		default:
-			return c, fmt.Errorf("unknown setting %q: the telegram plugin takes owner_id, owner_group, chats, api_url and debounce_ms", clip(k, 40))
+			return c, fmt.Errorf("unknown setting %q: the telegram plugin takes owner_id, owner_group, chats, api_url, debounce_ms and degraded_after_s", clip(k, 40))
 		}
 	}
 	if c.OwnerID != 0 {

@@ -37,21 +37,34 @@
 // file (single use) and gets a short welcome; a wrong, expired or reused
 // code gets nothing, like any stranger's message. Once there is an owner,
 // the file is ignored. The CLI writes the file and then restarts the
-// plugin so that it starts accepting the code.
+// plugin so that it starts accepting the code; it refuses to while the bot
+// has an owner. pairing.Owner reads the paired owner from the database
+// and pairing.Unpair forgets it (`carapace telegram unpair`, `pair
+// --replace`); a plugin that starts without an owner drops the queued
+// messages and pending commands a former owner left.
 //
 // # Exactly once
 //
-// go-telegram/bot acknowledges an update to Telegram (by asking for the
-// next offset) as soon as it has queued it, not when it has been handled.
-// The plugin's HTTP client (gate) therefore holds every getUpdates until
-// all updates of the previous batch are handled, and "handled" means
-// committed: one SQLite transaction (WAL, synchronous=FULL) records the
-// update id, advances last_update_id and, for the owner's text, appends it
-// to the chat's queued prompt. Polling resumes after last_update_id
-// (WithInitialOffset). So an update whose transaction did not commit
-// before a crash is served again by Telegram, and one that did is skipped
-// (its id is the table's primary key). A second plugin process on the same
-// data folder is refused by an exclusive flock on LockFile.
+// The plugin polls getUpdates itself (poll.go), not through
+// go-telegram/bot, which acknowledges an update to Telegram (by asking
+// for the next offset) as soon as it has queued it, and decodes a batch
+// as a whole. Each update is decoded on its own: one that cannot be (a
+// union type added to the Bot API after the library was written) is
+// recorded and audited as dropped, by id, kind, chat and user, and
+// skipped. The next getUpdates, which tells Telegram to forget the batch,
+// is asked for only once every update of the batch is handled, and
+// "handled" means committed: one SQLite transaction (WAL,
+// synchronous=FULL) records the update id, advances last_update_id and,
+// for the owner's text, appends it to the chat's queued prompt. Polling
+// resumes after last_update_id. So an update whose transaction did not
+// commit before a crash is served again by Telegram, and one that did is
+// skipped (its id is the table's primary key). A second plugin process on
+// the same data folder is refused by an exclusive flock on LockFile.
+//
+// When no getUpdates has succeeded for degraded_after_s (2 minutes by
+// default; each long poll lasts at most half of it), the plugin reports
+// itself degraded to the core (plugin.Services.ReportHealth), saying
+// why, and healthy again at the next getUpdates that succeeds.
 //
 // Prompts go from the database to the core: a prompt is marked
 // "publishing" in one transaction, published as message.inbound, then
@@ -63,6 +76,11 @@
 // core reports no session at all (it restarted too), in which case the
 // owner is told it was lost.
 //
+// The owner's commands and button presses are recorded with their update
+// as pending actions and done before the next update: effect, then done,
+// then the answer (actions.go). One a crash left pending is done again
+// before the first getUpdates; every effect is safe to repeat.
+//
 // # A chat is a conversation
 //
 // The owner's messages in one chat are merged for a debounce (debounce_ms,
@@ -71,7 +89,9 @@
 //
 //	{"text": "...", "reply_to": {"chat_id": N, "prompt": P}, "conversation": "telegram:N"}
 //
-// where P is the prompt's row id. While the chat's session runs (from the
+// where P is the prompt's row id. A forwarded message, and the message
+// the owner replies to or quotes, reach the agent marked as someone
+// else's, with their origin, every line quoted (provenance.go). While the chat's session runs (from the
 // publish to its channel.reply) further messages wait, in order, and go
 // next as one prompt: never two sessions for one chat. channel.started
 // gives the session (for /stop and send_telegram) and starts a typing
@@ -85,5 +105,9 @@
 // most one message a second per chat and 25 a second in all; 429 answers
 // are waited out (retry_after); a send whose answer was lost is not sent
 // again (errMaybeSent). Approval cards are HTML with every value escaped,
-// resent as plain text if Telegram cannot parse them.
+// resent as plain text if Telegram cannot parse them. Every text is built
+// by textParams or editParams, which turn Telegram's link preview off, and
+// every request passes egressGuard (egress.go), which refuses one that
+// could make Telegram fetch or open an address: nothing leaves through a
+// chat.
 package telegram

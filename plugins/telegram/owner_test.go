@@ -3,6 +3,7 @@ package telegram
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -260,5 +261,66 @@ func TestInitFailures(t *testing.T) {
 				t.Error("the error shows the token")
 			}
 		})
+	}
+}
+
+// A paired owner is what the command line sees (pairing.Owner) while the
+// plugin runs; once unpaired (pairing.Unpair) the plugin, restarted,
+// answers nobody — it does not even start without a pairing code — and
+// the messages the former owner left queued never reach the agent, also
+// not once another account pairs.
+func TestUnpairAndPairAnother(t *testing.T) {
+	e := newEnv(t, withoutConfig("owner_id"), func(e *env) {
+		if _, err := pairing.New(e.dir, e.clock.Now()); err != nil {
+			t.Fatal(err)
+		}
+	})
+	code, err := pairing.New(e.dir, e.clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.handled(e.fake.PrivateText(owner, "/start "+code))
+	waitFor(t, "the pairing", func() bool { return e.h.ownerID() == owner })
+	if got, err := pairing.Owner(t.Context(), e.dir); err != nil || got != owner {
+		t.Fatalf("pairing.Owner while the plugin runs: %d (%v), want %d", got, err, owner)
+	}
+	e.say(owner, "left behind") // queued: its debounce has not passed
+	e.hs.Shutdown()
+	if was, err := pairing.Unpair(t.Context(), e.dir); err != nil || was != owner {
+		t.Fatalf("Unpair: %d (%v), want %d", was, err, owner)
+	}
+	if got, _ := pairing.Owner(t.Context(), e.dir); got != 0 {
+		t.Fatalf("owner %d after Unpair", got)
+	}
+	h := New(Options{DataDir: e.dir, Clock: e.clock, Logger: testLogger(t)})
+	if err := h.Init(t.Context(), e.cfg, e.svc); plugin.CategoryOf(err) != plugin.CategoryConfig || !strings.Contains(fmt.Sprint(err), "carapace telegram pair") {
+		t.Fatalf("Init without an owner or a code: %v", err)
+	}
+
+	// Another account pairs.
+	const next int64 = 5151
+	code, err = pairing.New(e.dir, e.clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.start()
+	e.handled(e.fake.PrivateText(owner, "still the owner?")) // the former owner: a stranger now
+	e.handled(e.fake.PrivateText(next, "/start "+code))
+	waitFor(t, "the new pairing", func() bool { return e.h.ownerID() == next })
+	e.handled(e.fake.PrivateText(next, "I am new"))
+	e.until("the new owner's prompt", func() bool { return len(e.events()) > 0 })
+	e.clock.Advance(time.Hour)
+	var state string
+	waitFor(t, "the former owner's prompt settled", func() bool {
+		err := e.h.db.db.QueryRow("SELECT state FROM prompts WHERE chat_id = ?", owner).Scan(&state)
+		return err == nil && state != stQueued && state != stPublishing
+	})
+	if state != stStopped {
+		t.Errorf("the former owner's queued prompt is %s, want stopped", state)
+	}
+	for _, ev := range e.events() {
+		if ev.Payload["text"] != "I am new" {
+			t.Errorf("a prompt %q reached the agent", ev.Payload["text"])
+		}
 	}
 }

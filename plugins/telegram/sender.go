@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -39,6 +40,7 @@ type botAPI interface {
 	SendChatAction(ctx context.Context, params *bot.SendChatActionParams) (bool, error)
 	AnswerCallbackQuery(ctx context.Context, params *bot.AnswerCallbackQueryParams) (bool, error)
 	EditMessageText(ctx context.Context, params *bot.EditMessageTextParams) (*models.Message, error)
+	EditMessageReplyMarkup(ctx context.Context, params *bot.EditMessageReplyMarkupParams) (*models.Message, error)
 	SetMyCommands(ctx context.Context, params *bot.SetMyCommandsParams) (bool, error)
 }
 
@@ -149,13 +151,81 @@ func (s *sender) send(ctx context.Context, chat int64, m message) ([]int, error)
 	return ids, nil
 }
 
+// noPreview is the link_preview_options of every text the plugin sends
+// or edits: Telegram would otherwise fetch the text's first URL at once
+// (egress.go).
+func noPreview() *models.LinkPreviewOptions {
+	off := true
+	return &models.LinkPreviewOptions{IsDisabled: &off}
+}
+
+// textParams builds a sendMessage: the one place a new message's
+// parameters are made.
+func textParams(chat int64, m message) *bot.SendMessageParams {
+	p := &bot.SendMessageParams{ChatID: chat, Text: m.Text, ReplyMarkup: m.Markup, LinkPreviewOptions: noPreview()}
+	if m.HTML {
+		p.ParseMode = models.ParseModeHTML
+	}
+	return p
+}
+
+// editParams builds an editMessageText that replaces message id's text
+// and removes its buttons: the one place an edit's parameters are made.
+func editParams(chat int64, id int, text string, html bool) *bot.EditMessageTextParams {
+	p := &bot.EditMessageTextParams{ChatID: chat, MessageID: id, Text: text, LinkPreviewOptions: noPreview(),
+		ReplyMarkup: &models.InlineKeyboardMarkup{InlineKeyboard: [][]models.InlineKeyboardButton{}}}
+	if html {
+		p.ParseMode = models.ParseModeHTML
+	}
+	return p
+}
+
+// edit replaces message id's text in chat (HTML, or plain when Telegram
+// cannot parse it) and removes its buttons.
+func (s *sender) edit(ctx context.Context, chat int64, id int, htmlText, plain string) error {
+	_, err := s.bot.EditMessageText(ctx, editParams(chat, id, htmlText, true))
+	if err != nil && strings.Contains(err.Error(), "can't parse entities") {
+		_, err = s.bot.EditMessageText(ctx, editParams(chat, id, plain, false))
+	}
+	return err
+}
+
+// sendPieces sends pieces, each as one message, in order, with markup on
+// the last; it returns the ids of the messages sent and stops at the
+// first that fails.
+func (s *sender) sendPieces(ctx context.Context, chat int64, pieces []string, markup models.ReplyMarkup) ([]int, error) {
+	mu := s.chatLock(chat)
+	mu.Lock()
+	defer mu.Unlock()
+	var ids []int
+	pieces = slices.DeleteFunc(slices.Clone(pieces), func(p string) bool { return strings.TrimSpace(p) == "" }) // Telegram refuses blank messages
+	for i, p := range pieces {
+		one := message{Text: p}
+		if i == len(pieces)-1 {
+			one.Markup = markup
+		}
+		id, err := s.one(ctx, chat, one)
+		if err != nil {
+			return ids, fmt.Errorf("telegram: send piece %d of %d to chat %d: %w", i+1, len(pieces), chat, err)
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+// clearButtons removes the buttons of message id in chat.
+func (s *sender) clearButtons(ctx context.Context, chat int64, id int) {
+	_, err := s.bot.EditMessageReplyMarkup(ctx, &bot.EditMessageReplyMarkupParams{ChatID: chat, MessageID: id,
+		ReplyMarkup: &models.InlineKeyboardMarkup{InlineKeyboard: [][]models.InlineKeyboardButton{}}})
+	if err != nil {
+		s.log.Warn("telegram: could not remove a message's buttons", "chat", chat, "message", id, "err", err)
+	}
+}
+
 // one sends one piece, waiting for its slot, honouring 429s and falling
 // back to plain text when Telegram cannot parse the formatting.
 func (s *sender) one(ctx context.Context, chat int64, m message) (int, error) {
-	params := &bot.SendMessageParams{ChatID: chat, Text: m.Text, ReplyMarkup: m.Markup}
-	if m.HTML {
-		params.ParseMode = models.ParseModeHTML
-	}
+	params := textParams(chat, m)
 	dialRetries, refused := 0, false
 	for attempt := 0; ; attempt++ {
 		if !refused { // a message Telegram refused did not use the chat's slot

@@ -2,6 +2,7 @@ package telegram
 
 import (
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -61,4 +62,70 @@ func maxInt(a, b int) int {
 		return a
 	}
 	return b
+}
+
+// SplitExact cuts text into pieces of at most max UTF-16 code units each
+// whose concatenation is text, such that each piece shows every byte of
+// it even though Telegram trims a message's leading and trailing white
+// space: a piece ends after a line break (a line break, and the
+// indentation after it, carry nothing of a value: a JSON string writes
+// its own as \n), or between two characters that are not white space.
+// It cuts after the last line break in the second half of a piece, else
+// at the last such boundary, else after any line break. ok is false when
+// a piece has no such place to end (a run of spaces longer than a
+// message): the pieces then are nil.
+func SplitExact(text string, max int) (pieces []string, ok bool) {
+	max = maxInt(max, 2)
+	for text != "" {
+		end, units := 0, 0 // the longest prefix that fits, in bytes
+		for i, r := range text {
+			u := 1
+			if r > 0xFFFF {
+				u = 2
+			}
+			if units+u > max {
+				break
+			}
+			units += u
+			end = i + runeLenAt(text, i)
+		}
+		if end >= len(text) {
+			return append(pieces, text), true
+		}
+		cut := exactCut(text, end)
+		if cut <= 0 {
+			return nil, false
+		}
+		pieces = append(pieces, text[:cut])
+		text = text[cut:]
+	}
+	return pieces, true
+}
+
+// exactCut returns where to end a piece of text at most end bytes long
+// (see SplitExact), or 0 when there is no such place.
+func exactCut(text string, end int) int {
+	head := text[:end]
+	if i := strings.LastIndexByte(head, '\n'); i >= 0 && i+1 > end/2 {
+		return i + 1
+	}
+	prev := -1 // the start of the last rune seen
+	for i := end; i > 0; i = prev {
+		r, _ := utf8.DecodeLastRuneInString(text[:i])
+		prev = i - runeLenBefore(text, i)
+		next, _ := utf8.DecodeRuneInString(text[i:])
+		if !unicode.IsSpace(r) && !unicode.IsSpace(next) && r != '\n' {
+			return i
+		}
+	}
+	if i := strings.LastIndexByte(head, '\n'); i >= 0 {
+		return i + 1
+	}
+	return 0
+}
+
+// runeLenBefore is the byte length of the rune that ends at s[:i].
+func runeLenBefore(s string, i int) int {
+	_, n := utf8.DecodeLastRuneInString(s[:i])
+	return max(n, 1)
 }

@@ -11,16 +11,17 @@ import (
 	_ "github.com/mattn/go-sqlite3" // the SQLite driver (cgo)
 
 	"github.com/carapace-dev/carapace/internal/sqlitedb"
+	"github.com/carapace-dev/carapace/plugins/telegram/pairing"
 )
 
 // DBFile is the name of the plugin's database in its data folder.
-const DBFile = "telegram.sqlite"
+const DBFile = pairing.DBFile
 
 // migrations[i] takes the database from schema version i to i+1 (PRAGMA
 // user_version), each in one transaction with the version update.
 var migrations = []string{
 	0: `
--- meta: owner_id (a paired owner), last_update_id (the highest update handled),
+-- meta: owner_id (a paired owner: pairing.OwnerKey), last_update_id (the highest update handled),
 -- core_started (when the core last seen started).
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 
@@ -70,6 +71,28 @@ CREATE TABLE tokens (
     confirmation TEXT NOT NULL REFERENCES cards(confirmation) ON DELETE CASCADE,
     action       TEXT NOT NULL CHECK(action IN ('approve', 'deny', 'details'))
 );
+`,
+	1: `
+-- The owner's commands and button presses, recorded with their update
+-- before Telegram is told to forget it, and done once their effect has
+-- happened: one still pending after a crash runs again (actions.go).
+CREATE TABLE actions (
+    update_id  INTEGER PRIMARY KEY,
+    kind       TEXT NOT NULL CHECK(kind IN ('command', 'callback')),
+    chat_id    INTEGER NOT NULL,
+    grp        TEXT NOT NULL,
+    name       TEXT NOT NULL,             -- the command
+    args       TEXT NOT NULL,             -- the command's arguments, or the button's data
+    query_id   TEXT NOT NULL DEFAULT '',  -- the button press, to answer
+    message_id INTEGER NOT NULL DEFAULT 0, -- the message the button was on
+    state      TEXT NOT NULL CHECK(state IN ('pending', 'done')),
+    updated_at INTEGER NOT NULL
+);
+`,
+	2: `
+-- The last message of a card's Details, which carries Approve and Deny
+-- when the card cuts the arguments (approvals.go).
+ALTER TABLE cards ADD COLUMN details_message INTEGER NOT NULL DEFAULT 0;
 `,
 }
 
@@ -281,6 +304,27 @@ func setPromptTx(ctx context.Context, q querier, id int64, state, session string
 	return err
 }
 
+// stopQueued stops every queued prompt, clearing its text, and closes
+// every pending action (for an owner who is no longer one); it returns
+// how many there were.
+func (s *store) stopQueued(ctx context.Context, now time.Time) (int64, error) {
+	var n int64
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, "UPDATE prompts SET state = ?, text = '', updated_at = ? WHERE state = ?", stStopped, ms(now), stQueued)
+		if err != nil {
+			return err
+		}
+		p, _ := res.RowsAffected()
+		if res, err = tx.ExecContext(ctx, "UPDATE actions SET state = 'done', updated_at = ? WHERE state = 'pending'", ms(now)); err != nil {
+			return err
+		}
+		a, _ := res.RowsAffected()
+		n = p + a
+		return nil
+	})
+	return n, err
+}
+
 // countQueued returns how many prompts wait in the chat.
 func (s *store) countQueued(ctx context.Context, chat int64) (int, error) {
 	var n int
@@ -289,7 +333,8 @@ func (s *store) countQueued(ctx context.Context, chat int64) (int, error) {
 }
 
 // prune forgets what is no longer needed: updates older than 30 days
-// (but the newest), prompts and cards that ended over 7 days ago.
+// (but the newest), prompts, cards and actions that ended over 7 days
+// ago.
 func (s *store) prune(ctx context.Context, now time.Time) error {
 	month, week := ms(now.Add(-30*24*time.Hour)), ms(now.Add(-7*24*time.Hour))
 	return s.tx(ctx, func(tx *sql.Tx) error {
@@ -297,6 +342,9 @@ func (s *store) prune(ctx context.Context, now time.Time) error {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, "DELETE FROM prompts WHERE state IN ('done','failed','doubt','lost','stopped') AND updated_at < ?", week); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, "DELETE FROM actions WHERE state = 'done' AND updated_at < ?", week); err != nil {
 			return err
 		}
 		_, err := tx.ExecContext(ctx, "DELETE FROM cards WHERE state != 'pending' AND created_at < ?", week)

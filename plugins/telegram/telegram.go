@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/go-telegram/bot"
-	"github.com/go-telegram/bot/models"
 
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/plugins/telegram/pairing"
@@ -82,16 +81,18 @@ type Handler struct {
 	clock Clock
 	log   *slog.Logger
 
-	cfg   config
-	svc   plugin.Services
-	lockF *os.File
-	db    *store
-	bot   *bot.Bot
-	api   botAPI
-	send  *sender
-	gate  *gate
-	botID int64
-	botUN string
+	cfg    config
+	svc    plugin.Services
+	lockF  *os.File
+	db     *store
+	bot    *bot.Bot
+	api    botAPI
+	send   *sender
+	http   bot.HttpClient // every request to the Bot API: the egress guard
+	token  string
+	health *pollHealth
+	botID  int64
+	botUN  string
 
 	ctx      context.Context
 	cancel   context.CancelFunc
@@ -138,8 +139,10 @@ func New(opts Options) *Handler {
 	if opts.PollTimeout <= 0 {
 		opts.PollTimeout = defaultPollTimeout
 	}
-	return &Handler{opts: opts, clock: opts.Clock, log: opts.Logger.With("plugin", Name),
+	h := &Handler{opts: opts, clock: opts.Clock, log: opts.Logger.With("plugin", Name),
 		chats: map[int64]*chatState{}, sessions: map[string]int64{}, pausedTo: map[int64]bool{}}
+	h.health = &pollHealth{h: h}
+	return h
 }
 
 func (h *Handler) crash(point string) {
@@ -188,7 +191,7 @@ func (h *Handler) Init(ctx context.Context, cfgMap map[string]any, svc plugin.Se
 	}
 	owner := cfg.OwnerID
 	if owner == 0 {
-		if owner, err = h.db.metaInt(ctx, "owner_id"); err != nil {
+		if owner, err = h.db.metaInt(ctx, pairing.OwnerKey); err != nil {
 			return plugin.NewInitError(plugin.CategoryInternal, fmt.Errorf("telegram: read the owner: %w", err))
 		}
 	}
@@ -197,22 +200,32 @@ func (h *Handler) Init(ctx context.Context, cfgMap map[string]any, svc plugin.Se
 			"or set owner_id (your Telegram user id) in [plugins.telegram.config]"))
 	}
 	h.owner = owner
+	if owner == 0 {
+		// Unpaired: the messages a former owner left queued are nobody's
+		// now, and must not reach the agent (nor its answers the former
+		// owner's chat) once someone else pairs.
+		n, err := h.db.stopQueued(ctx, h.clock.Now())
+		if err != nil {
+			return plugin.NewInitError(plugin.CategoryInternal, fmt.Errorf("telegram: drop a former owner's queued messages: %w", err))
+		}
+		if n > 0 {
+			h.log.Info("telegram: no owner: a former owner's queued messages and pending commands dropped", "prompts_and_actions", n)
+		}
+	}
 	last, err := h.db.metaInt(ctx, "last_update_id")
 	if err != nil {
 		return plugin.NewInitError(plugin.CategoryInternal, fmt.Errorf("telegram: read the last update: %w", err))
 	}
 
 	h.ctx, h.cancel = context.WithCancel(context.Background())
-	h.gate = newGate(&http.Client{Timeout: h.opts.PollTimeout + 15*time.Second})
+	h.token = token
+	h.http = &egressGuard{client: &http.Client{Timeout: h.opts.PollTimeout + 15*time.Second}}
+	// The library sends; the plugin polls itself (poll.go).
 	h.bot, err = bot.New(token,
 		bot.WithServerURL(cfg.APIURL),
 		bot.WithSkipGetMe(),
-		bot.WithHTTPClient(h.opts.PollTimeout, h.gate),
-		bot.WithInitialOffset(last), // getUpdates asks for offset last+1
-		bot.WithDefaultHandler(h.onUpdate),
-		bot.WithNotAsyncHandlers(), // one update at a time, in order
-		bot.WithAllowedUpdates(bot.AllowedUpdates{models.AllowedUpdateMessage, models.AllowedUpdateCallbackQuery}),
-		bot.WithErrorsHandler(func(err error) { h.log.Warn("telegram: Bot API", "err", err) }),
+		bot.WithHTTPClient(h.opts.PollTimeout, h.http),
+		bot.WithErrorsHandler(func(err error) { h.log.Warn("telegram: Bot API", "err", redact(err, token)) }),
 	)
 	if err != nil {
 		return plugin.NewInitError(plugin.CategoryConfig, fmt.Errorf("telegram: %w", err))
@@ -238,9 +251,10 @@ func (h *Handler) Init(ctx context.Context, cfgMap map[string]any, svc plugin.Se
 		return plugin.NewInitError(plugin.CategoryInternal, fmt.Errorf("telegram: recover the chats' state: %w", err))
 	}
 	h.pollDone = make(chan struct{})
+	h.health.start()
 	go func() {
 		defer close(h.pollDone)
-		h.bot.Start(h.ctx)
+		h.poll(h.ctx, last)
 	}()
 	h.goBG(h.reconcile)
 	h.log.Info("telegram: polling", "bot", me.Username, "owner_known", owner != 0, "pairing", owner == 0, "resume_after_update", last)
@@ -285,6 +299,7 @@ func (h *Handler) Shutdown(ctx context.Context) error {
 		}
 	}
 	h.mu.Unlock()
+	h.health.stop()
 	h.cancel()
 	done := make(chan struct{})
 	go func() {

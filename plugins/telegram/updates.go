@@ -1,99 +1,18 @@
 package telegram
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/carapace-dev/carapace/plugins/telegram/pairing"
-	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
 )
-
-// gate is the HTTP client of the bot. It lets a getUpdates through only
-// once every update the previous one returned has been handled (recorded
-// in the database). go-telegram/bot asks for the next batch as soon as it
-// has queued the last, and Telegram forgets an update once a getUpdates
-// asks for a higher offset: without the gate, an update queued but not
-// yet handled when the process dies would be lost.
-type gate struct {
-	client *http.Client
-
-	mu      sync.Mutex
-	pending map[int64]bool
-	idle    chan struct{} // closed while nothing is pending
-}
-
-func newGate(c *http.Client) *gate {
-	g := &gate{client: c, pending: map[int64]bool{}, idle: make(chan struct{})}
-	close(g.idle)
-	return g
-}
-
-// Do implements bot.HttpClient.
-func (g *gate) Do(req *http.Request) (*http.Response, error) {
-	if !strings.HasSuffix(req.URL.Path, "/getUpdates") {
-		return g.client.Do(req)
-	}
-	g.mu.Lock()
-	idle := g.idle
-	g.mu.Unlock()
-	select {
-	case <-idle:
-	case <-req.Context().Done():
-		return nil, req.Context().Err()
-	}
-	resp, err := g.client.Do(req)
-	if err != nil {
-		return resp, err
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	resp.Body.Close()
-	if err != nil {
-		return nil, err
-	}
-	resp.Body = io.NopCloser(bytes.NewReader(body))
-	var r struct {
-		OK     bool `json:"ok"`
-		Result []struct {
-			ID int64 `json:"update_id"`
-		} `json:"result"`
-	}
-	if json.Unmarshal(body, &r) == nil && r.OK && len(r.Result) > 0 {
-		g.mu.Lock()
-		if len(g.pending) == 0 {
-			g.idle = make(chan struct{})
-		}
-		for _, u := range r.Result {
-			g.pending[u.ID] = true
-		}
-		g.mu.Unlock()
-	}
-	return resp, nil
-}
-
-// done marks update id handled.
-func (g *gate) done(id int64) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if !g.pending[id] {
-		return
-	}
-	delete(g.pending, id)
-	if len(g.pending) == 0 {
-		close(g.idle)
-	}
-}
 
 // updateInfo is what the plugin records about any update: never content.
 type updateInfo struct {
@@ -171,6 +90,15 @@ func callbackChat(q *models.CallbackQuery) (models.Chat, bool) {
 	return models.Chat{}, false
 }
 
+// callbackMessageIDOf is the id of the message u's button was on, 0 for
+// an update that is not a button press.
+func callbackMessageIDOf(u *models.Update) int {
+	if u.CallbackQuery == nil {
+		return 0
+	}
+	return callbackMessageID(u.CallbackQuery)
+}
+
 // callbackMessageID is the id of the message a callback's button was on.
 func callbackMessageID(q *models.CallbackQuery) int {
 	switch {
@@ -225,13 +153,14 @@ func (h *Handler) classify(u *models.Update, owner int64) action {
 		if m.Text == "" {
 			return action{kind: "ignore", reason: "not a text message", chat: m.Chat.ID, group: group}
 		}
-		if cmd, args, ok := h.command(m.Text); ok {
+		forwarded := m.ForwardOrigin != nil || m.IsAutomaticForward
+		if cmd, args, ok := h.command(m.Text); ok && !forwarded { // a forwarded command is someone else's
 			return action{kind: "command", chat: m.Chat.ID, group: group, cmd: cmd, args: args}
 		}
-		if strings.HasPrefix(m.Text, "/") && h.otherBotCommand(m.Text) {
+		if !forwarded && strings.HasPrefix(m.Text, "/") && h.otherBotCommand(m.Text) {
 			return drop("a command for another bot")
 		}
-		return action{kind: "text", chat: m.Chat.ID, group: group, text: m.Text}
+		return action{kind: "text", chat: m.Chat.ID, group: group, text: frameText(m, owner, h.botID)}
 	case u.CallbackQuery != nil:
 		q := u.CallbackQuery
 		if owner == 0 || q.From.ID != owner {
@@ -274,51 +203,47 @@ func (h *Handler) otherBotCommand(text string) bool {
 }
 
 // onUpdate handles one update: it decides what the update is, records it
-// (and, for the owner's text, the prompt) in one transaction, and only
-// then acts. go-telegram/bot calls it for one update at a time, in order
-// (WithNotAsyncHandlers), and the gate holds the next getUpdates until it
-// returns.
-func (h *Handler) onUpdate(ctx context.Context, _ *bot.Bot, u *models.Update) {
+// (and, for the owner's text, the prompt; for a command or a button
+// press, the action) in one transaction, and only then acts — a command
+// or a press at once (actions.go). The poll calls it for one update at a time, in order, and
+// asks Telegram for the next batch (confirming this one) only once it has
+// returned; false means the plugin stops and the update was not recorded.
+func (h *Handler) onUpdate(ctx context.Context, u *models.Update) bool {
 	info := describe(u)
 	a := h.classify(u, h.ownerID())
 	disposition := a.kind
 	if a.reason != "" {
 		disposition += ": " + a.reason
 	}
-	h.crash("update:before-commit")
-	var fresh bool
-	err := h.retry(ctx, func() error {
-		return h.db.tx(ctx, func(tx *sql.Tx) error {
-			var err error
-			if fresh, err = recordUpdate(ctx, tx, info, disposition, h.clock.Now()); err != nil || !fresh {
-				return err
-			}
-			switch a.kind {
-			case "text":
-				return appendPrompt(ctx, tx, a.chat, a.group, a.text, info.ID, h.clock.Now())
-			case "pair":
-				return setMeta(ctx, tx, "owner_id", formatID(info.User))
-			}
-			return nil
-		})
-	})
-	if err != nil { // only when stopping: the update stays unconfirmed
-		return
+	var act ownerAction
+	if a.kind == "command" || a.kind == "callback" {
+		var query, data string
+		if q := u.CallbackQuery; q != nil {
+			query, data = q.ID, q.Data
+		}
+		act = actionOf(info.ID, a, query, callbackMessageIDOf(u), data)
 	}
-	h.crash("update:after-commit")
-	h.gate.done(info.ID)
+	fresh, ok := h.record(ctx, info, disposition, func(tx *sql.Tx) error {
+		switch a.kind {
+		case "text":
+			return appendPrompt(ctx, tx, a.chat, a.group, a.text, info.ID, h.clock.Now())
+		case "pair":
+			return setMeta(ctx, tx, pairing.OwnerKey, formatID(info.User))
+		case "command", "callback":
+			return insertAction(ctx, tx, act, h.clock.Now())
+		}
+		return nil
+	})
+	if !ok {
+		return false
+	}
 	if !fresh {
 		h.log.Info("telegram: update already handled; skipped", "update_id", info.ID, "type", info.Kind)
-		return
+		return true
 	}
 	switch a.kind {
 	case "drop":
-		// Audited without content; never answered.
-		h.log.Info("telegram: update dropped", "update_id", info.ID, "type", info.Kind, "chat", info.Chat, "user", info.User, "reason", a.reason)
-		what := fmt.Sprintf("telegram update %d (%s) in chat %d from user %d: %s", info.ID, info.Kind, info.Chat, info.User, a.reason)
-		if err := h.svc.AuditDropped(h.ctx, what); err != nil {
-			h.log.Warn("telegram: the core did not audit a dropped update", "update_id", info.ID, "err", err)
-		}
+		h.dropped(info, a.reason)
 	case "ignore":
 		h.log.Info("telegram: owner's update ignored", "update_id", info.ID, "type", info.Kind, "chat", info.Chat, "reason", a.reason)
 		h.notify(a.chat, "Only text messages reach the agent so far.")
@@ -329,10 +254,42 @@ func (h *Handler) onUpdate(ctx context.Context, _ *bot.Bot, u *models.Update) {
 		h.kick(a.chat)
 	case "command":
 		h.log.Info("telegram: owner's command", "update_id", info.ID, "chat", a.chat, "command", a.cmd)
-		h.goBG(func() { h.runCommand(a) })
+		h.act(act)
 	case "callback":
-		q := u.CallbackQuery
-		h.goBG(func() { h.onCallback(q) })
+		h.act(act)
+	}
+	return true
+}
+
+// record records update info with its disposition, and what also does in
+// the same transaction, retrying until it commits or ctx ends. fresh is
+// false for an update recorded before (a redelivery, to be skipped); ok
+// is false when the plugin stops first.
+func (h *Handler) record(ctx context.Context, info updateInfo, disposition string, also func(*sql.Tx) error) (fresh, ok bool) {
+	h.crash("update:before-commit")
+	err := h.retry(ctx, func() error {
+		return h.db.tx(ctx, func(tx *sql.Tx) error {
+			var err error
+			if fresh, err = recordUpdate(ctx, tx, info, disposition, h.clock.Now()); err != nil || !fresh || also == nil {
+				return err
+			}
+			return also(tx)
+		})
+	})
+	if err != nil { // only when stopping: the update stays unconfirmed
+		return false, false
+	}
+	h.crash("update:after-commit")
+	return fresh, true
+}
+
+// dropped logs and audits an update dropped unanswered: by id, kind, chat
+// and user, never its content.
+func (h *Handler) dropped(info updateInfo, reason string) {
+	h.log.Info("telegram: update dropped", "update_id", info.ID, "type", info.Kind, "chat", info.Chat, "user", info.User, "reason", reason)
+	what := fmt.Sprintf("telegram update %d (%s) in chat %d from user %d: %s", info.ID, info.Kind, info.Chat, info.User, reason)
+	if err := h.svc.AuditDropped(h.ctx, what); err != nil {
+		h.log.Warn("telegram: the core did not audit a dropped update", "update_id", info.ID, "err", err)
 	}
 }
 

@@ -138,7 +138,10 @@ func printStatus(cmd *cobra.Command, st control.Status) error {
 			label = "plugins"
 		}
 		health := "healthy"
-		if !p.Healthy {
+		switch {
+		case p.State == "degraded":
+			health = "degraded: " + printable(p.Problem)
+		case !p.Healthy:
 			health = "failed: " + orDash(p.Category)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", label, printable(p.Name), health)

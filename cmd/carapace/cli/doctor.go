@@ -116,7 +116,7 @@ func (a *app) doctor(ctx context.Context, online bool) ([]Check, error) {
 	}
 	add(checkPins(h, a.cfg.Version))
 	add(a.checkCredential(ctx, cfg, online))
-	add(a.checkTelegram(h, st))
+	add(a.checkTelegram(ctx, h, st))
 	checks = append(checks, checkApp(h)...)
 	add(checkAudit(h))
 	if cfg != nil {
@@ -302,9 +302,10 @@ func checkPins(h home.Dir, version string) Check {
 }
 
 // checkTelegram checks the Telegram channel, when it is set up: the
-// running core's plugin reached the Bot API with the token, and someone
-// owns the bot.
-func (a *app) checkTelegram(h home.Dir, st *control.Status) Check {
+// running core's plugin reached the Bot API with the token and hears from
+// it (not degraded), and someone owns the bot — owner_id in config.toml,
+// or a pairing — or a pairing code waits for its owner.
+func (a *app) checkTelegram(ctx context.Context, h home.Dir, st *control.Status) Check {
 	c := Check{Name: "telegram"}
 	store, err := a.credentials()
 	if err != nil {
@@ -321,25 +322,42 @@ func (a *app) checkTelegram(h home.Dir, st *control.Status) Check {
 		c.Status, c.Message, c.Fix = checkFail, "the bot token is unreadable: "+oneLine(err.Error()), "carapace auth set --plugin telegram --key "+telegramTokenKey
 		return c
 	}
-	if st == nil {
-		c.Status, c.Message, c.Fix = checkWarn, "bot token stored; whether the Bot API accepts it shows once the core runs", "carapace serve"
-		return c
+	owner, fromConfig, oerr := telegramOwner(ctx, h)
+	pending := pairing.Pending(h.DataDir("telegram"))
+	ownerWords := fmt.Sprintf("owned by Telegram user %d (paired)", owner)
+	if fromConfig {
+		ownerWords = fmt.Sprintf("owned by Telegram user %d (owner_id in config.toml)", owner)
 	}
 	var p *control.PluginStatus
-	for i := range st.Plugins {
-		if st.Plugins[i].Name == "telegram" {
-			p = &st.Plugins[i]
+	if st != nil {
+		for i := range st.Plugins {
+			if st.Plugins[i].Name == "telegram" {
+				p = &st.Plugins[i]
+			}
 		}
 	}
 	switch {
+	case oerr != nil:
+		c.Status, c.Message = checkWarn, "cannot tell who owns the bot: "+oneLine(oerr.Error())
+	case owner == 0 && !pending:
+		c.Status, c.Message, c.Fix = checkFail, "nobody owns the bot, so it answers no one and the plugin does not start", "carapace telegram pair"
+	case st == nil:
+		c.Status, c.Message, c.Fix = checkWarn, "bot token stored; whether the Bot API accepts it shows once the core runs", "carapace serve"
+		if owner == 0 {
+			c.Message += "; a pairing code waits for its owner"
+		} else {
+			c.Message += "; " + ownerWords
+		}
 	case p == nil:
 		c.Status, c.Message = checkFail, "the running core has no telegram plugin (a build without the bundled plugins?)"
+	case p.State == "degraded":
+		c.Status, c.Message, c.Fix = checkFail, "degraded: "+p.Problem, "check the network and api_url in [plugins.telegram.config], then carapace plugin restart telegram"
 	case !p.Healthy:
 		c.Status, c.Message, c.Fix = checkFail, p.State+": "+p.Problem, "carapace plugin restart telegram (after the fix the message names)"
-	case pairing.Pending(h.DataDir("telegram")):
+	case owner == 0:
 		c.Status, c.Message, c.Fix = checkWarn, "reachable; waiting for the pairing code (it expires after "+pairing.TTL.String()+")", "carapace telegram pair"
 	default:
-		c.Status, c.Message = checkOK, "reachable and paired"
+		c.Status, c.Message = checkOK, "reachable; "+ownerWords
 	}
 	return c
 }

@@ -222,24 +222,43 @@ func TestDoctorTelegram(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		plugin        control.PluginStatus
+		owner         string // a paired owner, "" for none
 		pending       bool
 		status, words string
+		fix           string
 	}{
-		{control.PluginStatus{Name: "telegram", State: "failed", Problem: "telegram: the Bot API refused the bot token"}, false, "fail", "refused the bot token"},
-		{control.PluginStatus{Name: "telegram", State: "healthy", Healthy: true}, true, "warn", "waiting for the pairing code"},
-		{control.PluginStatus{Name: "telegram", State: "healthy", Healthy: true}, false, "ok", "reachable and paired"},
+		{control.PluginStatus{Name: "telegram", State: "failed", Problem: "telegram: the Bot API refused the bot token"}, "4242", false, "fail", "refused the bot token", "carapace plugin restart telegram"},
+		{control.PluginStatus{Name: "telegram", State: "healthy", Healthy: true}, "", true, "warn", "waiting for the pairing code", "carapace telegram pair"},
+		{control.PluginStatus{Name: "telegram", State: "healthy", Healthy: true}, "4242", false, "ok", "reachable; owned by Telegram user 4242 (paired)", ""},
+		// A code written while someone owns the bot waits for nothing: doctor says who owns it.
+		{control.PluginStatus{Name: "telegram", State: "healthy", Healthy: true}, "4242", true, "ok", "owned by Telegram user 4242", ""},
+		{control.PluginStatus{Name: "telegram", State: "failed", Category: "CONFIG_ERROR", Problem: "telegram: no owner"}, "", false, "fail", "nobody owns the bot", "carapace telegram pair"},
+		{control.PluginStatus{Name: "telegram", State: "degraded", Problem: "no message from Telegram can arrive"}, "4242", false, "fail", "degraded: no message from Telegram can arrive", "carapace plugin restart telegram"},
 	} {
 		fc.b.SetStatus(control.Status{Version: "test", Plugins: []control.PluginStatus{tc.plugin}})
 		os.RemoveAll(h.DataDir("telegram"))
+		if tc.owner != "" {
+			pairedOwner(t, h, tc.owner)
+		}
 		if tc.pending {
 			if _, err := pairing.New(h.DataDir("telegram"), time.Now()); err != nil {
 				t.Fatal(err)
 			}
 		}
 		checks, _ := doctorChecks(t, run)
-		if c := checks["telegram"]; c.Status != tc.status || !strings.Contains(c.Message, tc.words) {
-			t.Errorf("%+v, pending %v: %+v", tc.plugin, tc.pending, c)
+		if c := checks["telegram"]; c.Status != tc.status || !strings.Contains(c.Message, tc.words) || !strings.Contains(c.Fix, tc.fix) {
+			t.Errorf("%+v, owner %q, pending %v: %+v", tc.plugin, tc.owner, tc.pending, c)
 		}
+	}
+	// owner_id in config.toml owns the bot too.
+	os.RemoveAll(h.DataDir("telegram"))
+	if err := os.WriteFile(h.Config(), []byte("[plugins.telegram.config]\nowner_id = 777\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fc.b.SetStatus(control.Status{Version: "test", Plugins: []control.PluginStatus{{Name: "telegram", State: "healthy", Healthy: true}}})
+	checks, _ = doctorChecks(t, run)
+	if c := checks["telegram"]; c.Status != "ok" || !strings.Contains(c.Message, "owned by Telegram user 777 (owner_id in config.toml)") {
+		t.Errorf("owner_id in config.toml: %+v", c)
 	}
 }
 

@@ -517,9 +517,14 @@ func (s *setupRun) telegram() {
 			pair = false
 		}
 	}
+	if owner, _, err := telegramOwner(s.ctx, s.h); pair && err == nil && owner != 0 {
+		s.restartTelegram()
+		s.report(stepSkip, "telegram", fmt.Sprintf("already owned by Telegram user %d: no new pairing", owner), "carapace telegram pair --replace (to hand the bot to another account)")
+		return
+	}
 	if pair {
 		fmt.Fprintln(s.out)
-		if err := s.a.pairTelegram(s.ctx, s.out); err != nil {
+		if err := s.a.pairTelegram(s.ctx, s.out, false); err != nil {
 			s.report(stepFail, "telegram", "pairing: "+err.Error(), "carapace telegram pair")
 			return
 		}

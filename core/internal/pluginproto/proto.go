@@ -61,6 +61,7 @@ const (
 	MethodReadCredential = "read_credential" // Params: CredentialParams; Result: CredentialResult
 	MethodPublishEvent   = "publish_event"   // Params: plugin.Event; Result: {}
 	MethodAuditDropped   = "audit_dropped"   // Params: DroppedParams; Result: {}
+	MethodReportHealth   = "report_health"   // Params: HealthParams; Result: {}
 	// The surface services (plugin.Services' Decide ... StopSession).
 	MethodDecide      = "decide"       // Params: plugin.Decision; Result: {}
 	MethodCoreStatus  = "core_status"  // Params: {}; Result: plugin.CoreStatus
@@ -71,6 +72,12 @@ const (
 // DroppedParams are the params of MethodAuditDropped.
 type DroppedParams struct {
 	What string `json:"what"`
+}
+
+// HealthParams are the params of MethodReportHealth.
+type HealthParams struct {
+	Degraded bool   `json:"degraded"`
+	Why      string `json:"why,omitempty"`
 }
 
 // PausedParams are the params of MethodSetPaused.

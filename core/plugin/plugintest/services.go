@@ -143,6 +143,7 @@ type Services struct {
 	mu        sync.Mutex
 	events    []plugin.Event
 	dropped   []string
+	health    []Health
 	decisions []plugin.Decision
 	stopped   []string
 }
@@ -247,6 +248,28 @@ func (s *Services) AuditDropped(_ context.Context, what string) error {
 	defer s.mu.Unlock()
 	s.dropped = append(s.dropped, what)
 	return nil
+}
+
+// Health is one ReportHealth call.
+type Health struct {
+	Degraded bool
+	Why      string
+}
+
+// ReportHealth implements plugin.Services: it records the report (see
+// Reports).
+func (s *Services) ReportHealth(_ context.Context, degraded bool, why string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.health = append(s.health, Health{Degraded: degraded, Why: why})
+	return nil
+}
+
+// Reports returns what ReportHealth recorded, oldest first.
+func (s *Services) Reports() []Health {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.health)
 }
 
 // Dropped returns what AuditDropped recorded, oldest first.

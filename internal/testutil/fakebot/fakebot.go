@@ -9,8 +9,10 @@
 // recorded with its method and form parameters (Requests, Count, Counts),
 // sent messages are kept per chat (Messages), and getUpdates honours
 // offset as Telegram does — an update is confirmed, and never served
-// again, once a getUpdates asks for a higher offset (Confirmed). Faults
-// are injected per method for the next N calls: a 429 with retry_after
+// again, once a getUpdates asks for a higher offset (Confirmed); an
+// update may also be queued as raw JSON (AddRawUpdate), even one no
+// client can decode. Faults are injected per method for the next N calls,
+// or for every call until healed (FailAll, Heal): a 429 with retry_after
 // (TooManyRequests), "Bad Request: can't parse entities" (CantParseEntities),
 // any error (Fail), or a lost answer — the request is applied and the
 // connection closed before the answer (LoseAnswer), so that the client
@@ -60,6 +62,21 @@ type Request struct {
 	Status int               // the HTTP status answered (0 if the answer was lost)
 	Done   bool              // the fake has finished with it (answered, or lost the answer)
 	At     time.Time         // when it arrived
+}
+
+// PreviewDisabled reports whether the request turns Telegram's link
+// preview off: link_preview_options with is_disabled true. Without it,
+// Telegram fetches the first URL in a message's text at once, before
+// anyone clicks it.
+func (r Request) PreviewDisabled() bool {
+	raw, ok := r.Params["link_preview_options"]
+	if !ok {
+		return false
+	}
+	var o struct {
+		IsDisabled bool `json:"is_disabled"`
+	}
+	return json.Unmarshal([]byte(raw), &o) == nil && o.IsDisabled
 }
 
 // Message is a message the bot sent (or a sent message as last edited).
@@ -127,6 +144,7 @@ type Server struct {
 	served    map[int64]time.Time // update id → when a getUpdates first returned it
 	requests  []Request
 	faults    map[string][]Fault
+	down      map[string]Fault // methods that fail until Heal
 	nextMsg   int
 	messages  map[int64][]*Message // chat → messages, in order
 	answered  []string             // callback query ids answered
@@ -150,7 +168,7 @@ func WithPollCap(d time.Duration) Option { return func(s *Server) { s.pollCap = 
 func New(t testing.TB, opts ...Option) *Server {
 	t.Helper()
 	s := &Server{token: Token, changed: make(chan struct{}), quit: make(chan struct{}), nextID: 1000,
-		faults: map[string][]Fault{}, messages: map[int64][]*Message{}, served: map[int64]time.Time{}, pollCap: 5 * time.Second}
+		faults: map[string][]Fault{}, down: map[string]Fault{}, messages: map[int64][]*Message{}, served: map[int64]time.Time{}, pollCap: 5 * time.Second}
 	for _, o := range opts {
 		o(s)
 	}
@@ -191,6 +209,31 @@ func (s *Server) AddUpdate(body map[string]any) int64 {
 	close(s.changed)
 	s.changed = make(chan struct{})
 	return id
+}
+
+// AddRawUpdate queues an update given as raw JSON, as it is (it may lack
+// update_id, or hold what no client can decode; it must be JSON, or the
+// whole getUpdates answer would not be), and returns the id the fake
+// counts it under for offsets (increasing, like AddUpdate's).
+func (s *Server) AddRawUpdate(raw string) int64 {
+	if !json.Valid([]byte(raw)) {
+		panic("fakebot: AddRawUpdate: not JSON: " + raw)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.nextID++
+	s.updates = append(s.updates, json.RawMessage(raw))
+	s.ids = append(s.ids, s.nextID)
+	close(s.changed)
+	s.changed = make(chan struct{})
+	return s.nextID
+}
+
+// NextUpdateID returns the id the next queued update will get.
+func (s *Server) NextUpdateID() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.nextID + 1
 }
 
 // ServedAt returns when a getUpdates first returned update id (false if
@@ -290,6 +333,21 @@ func (s *Server) Fail(method string, n int, f Fault) {
 	for range n {
 		s.faults[method] = append(s.faults[method], f)
 	}
+}
+
+// FailAll makes every call of method fail with f until Heal(method),
+// after the faults queued by Fail.
+func (s *Server) FailAll(method string, f Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.down[method] = f
+}
+
+// Heal ends FailAll(method).
+func (s *Server) Heal(method string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.down, method)
 }
 
 // LoseAnswer makes the next n calls of method succeed on the server (a
@@ -422,6 +480,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if q := s.faults[method]; len(q) > 0 && token == s.token {
 		f := q[0]
 		s.faults[method] = q[1:]
+		fault = &f
+	} else if f, ok := s.down[method]; ok && token == s.token {
 		fault = &f
 	}
 	s.mu.Unlock()

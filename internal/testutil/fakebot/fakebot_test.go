@@ -131,3 +131,26 @@ func waitRequests(t *testing.T, s *Server, method string, n int) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func TestRequestPreviewDisabled(t *testing.T) {
+	s := New(t)
+	for _, tc := range []struct {
+		lpo  string // link_preview_options, "" for none
+		want bool
+	}{
+		{"", false},
+		{`{"is_disabled":false}`, false},
+		{`not json`, false},
+		{`{"is_disabled":true}`, true},
+	} {
+		p := url.Values{"chat_id": {"1"}, "text": {"https://example.com"}}
+		if tc.lpo != "" {
+			p.Set("link_preview_options", tc.lpo)
+		}
+		call(t, s, t.Context(), "sendMessage", p)
+		reqs := s.Requests()
+		if got := reqs[len(reqs)-1].PreviewDisabled(); got != tc.want {
+			t.Errorf("link_preview_options %q: PreviewDisabled %v, want %v", tc.lpo, got, tc.want)
+		}
+	}
+}

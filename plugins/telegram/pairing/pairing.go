@@ -1,16 +1,22 @@
 // Package pairing is the one-time code with which the Telegram plugin
-// learns who its owner is: `carapace telegram pair` calls New, which
-// writes File in the plugin's data folder; the owner sends /start CODE to
-// the bot in a private chat, and the plugin, finding the code's hash in the
-// file and the file not expired (Check), makes the sender the owner and
-// deletes the file. It is its own package, with nothing but the standard
-// library, so that the command line need not link the plugin.
+// learns who its owner is, and the owner it so learned: `carapace
+// telegram pair` calls New, which writes File in the plugin's data folder;
+// the owner sends /start CODE to the bot in a private chat, and the
+// plugin, finding the code's hash in the file and the file not expired
+// (Check), makes the sender the owner — it keeps it in its database,
+// DBFile, under OwnerKey — and deletes the file. Owner reads who that is,
+// and Unpair forgets them (`carapace telegram unpair`). It is its own
+// package, without the plugin's dependencies, so that the command line
+// need not link the plugin; it opens the database through
+// internal/sqlitedb, whose driver the binary links.
 package pairing
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
+	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -18,10 +24,21 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/carapace-dev/carapace/internal/atomicfile"
+	"github.com/carapace-dev/carapace/internal/sqlitedb"
+)
+
+// The plugin's database and the key under which it keeps a paired owner
+// (in its table meta: key, value).
+const (
+	// DBFile is the name of the plugin's database in its data folder.
+	DBFile = "telegram.sqlite"
+	// OwnerKey is the meta key of the owner a pairing made.
+	OwnerKey = "owner_id"
 )
 
 // The pairing file and its code.
@@ -138,4 +155,63 @@ func Check(dir, code string, now time.Time) bool {
 func Pending(dir string) bool {
 	_, err := read(dir)
 	return err == nil
+}
+
+// Owner returns the owner a pairing made, as the plugin keeps it in its
+// database in dataDir: 0 when nobody paired (or the plugin never ran).
+// An owner_id in config.toml is another matter: it wins over this one.
+func Owner(ctx context.Context, dataDir string) (int64, error) {
+	db, err := sqlitedb.OpenExisting(ctx, filepath.Join(dataDir, DBFile), "telegram")
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	var v string
+	err = db.QueryRowContext(ctx, "SELECT value FROM meta WHERE key = ?", OwnerKey).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("telegram: read the owner from %s: %w", filepath.Join(dataDir, DBFile), err)
+	}
+	id, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("telegram: the owner in %s is not a user id: %q", filepath.Join(dataDir, DBFile), v)
+	}
+	return id, nil
+}
+
+// Unpair forgets the owner a pairing made, in the plugin's database in
+// dataDir, and returns who it was (0: nobody). A running plugin keeps the
+// owner it read until it restarts; from then on it answers nobody until
+// someone pairs again.
+func Unpair(ctx context.Context, dataDir string) (int64, error) {
+	db, err := sqlitedb.OpenExisting(ctx, filepath.Join(dataDir, DBFile), "telegram")
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	var was int64
+	err = sqlitedb.Tx(ctx, db, func(tx *sql.Tx) error {
+		var v string
+		switch err := tx.QueryRowContext(ctx, "SELECT value FROM meta WHERE key = ?", OwnerKey).Scan(&v); {
+		case errors.Is(err, sql.ErrNoRows):
+			return nil
+		case err != nil:
+			return err
+		}
+		was, _ = strconv.ParseInt(v, 10, 64)
+		_, err := tx.ExecContext(ctx, "DELETE FROM meta WHERE key = ?", OwnerKey)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("telegram: forget the owner in %s: %w", filepath.Join(dataDir, DBFile), err)
+	}
+	return was, nil
 }

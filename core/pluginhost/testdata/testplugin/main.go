@@ -226,6 +226,7 @@ func (h *handler) services(ctx context.Context) map[string]any {
 	err = h.svc.PublishEvent(ctx, &plugin.Event{Topic: "message.inbound", Payload: map[string]any{"text": "hi"}})
 	out["publish"] = errText(err)
 	out["dropped"] = errText(h.svc.AuditDropped(ctx, "update 7 (message) from user 9"))
+	out["health"] = errText(h.svc.ReportHealth(ctx, true, "cannot reach the service"))
 	// The surface services, over the wire.
 	out["decide"] = errText(h.svc.Decide(ctx, plugin.Decision{ID: "c1", Approve: true, ArgsHash: "h", Decider: "owner"}))
 	out["decide_decided"] = errText(h.svc.Decide(ctx, plugin.Decision{ID: "decided", ArgsHash: "h"}))
