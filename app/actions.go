@@ -224,9 +224,9 @@ func Notification(c control.Confirmation) notify.Notification {
 	switch {
 	case len(c.Hidden) > 0 && !c.Raw:
 		fmt.Fprintf(&b, "\n%d %s hidden here ([REDACTED]): read what runs with carapace confirm show --raw %s, and approve it there",
-			len(c.Hidden), plural(len(c.Hidden), "value", "values"), menu.ShortID(c.ID))
+			len(c.Hidden), plural(len(c.Hidden), "value", "values"), control.ShortID(c.ID))
 	case !complete:
-		b.WriteString("\n" + reviewInMenu + menu.ShortID(c.ID))
+		b.WriteString("\n" + reviewInMenu + control.ShortID(c.ID))
 	}
 	return notify.Notification{
 		Key:     c.ID,

@@ -195,13 +195,13 @@ func confirmation(c control.Confirmation, live, reconfirm bool, now time.Time) I
 	it.Children = append(it.Children, Item{ID: id + "/sep/decide", Separator: true})
 	if reconfirm {
 		info("reconfirm", "Approve here did not count: this desktop's panel cannot prove a click in this menu is yours. "+
-			"Approve in the notification, or with: carapace confirm approve "+ShortID(c.ID))
+			"Approve in the notification, or with: carapace confirm approve "+control.ShortID(c.ID))
 	}
 	approve := Item{ID: id + "/approve", Title: "Approve", Enabled: live && readable && !hidden,
 		Action: Action{Kind: ActionApprove, Target: c.ID, ArgsHash: c.ArgsHash}}
 	switch {
 	case hidden:
-		approve.Tooltip = "Values are hidden above: approve with carapace confirm approve --raw " + ShortID(c.ID) + " after reading them"
+		approve.Tooltip = "Values are hidden above: approve with carapace confirm approve --raw " + control.ShortID(c.ID) + " after reading them"
 	case !readable:
 		approve.Tooltip = "The arguments cannot all be shown here: decide with carapace confirm"
 	}
@@ -230,8 +230,8 @@ func hiddenItems(id string, c control.Confirmation) []Item {
 		}
 		info(strconv.Itoa(i), "• "+where+" · "+textutil.Printable(orText(h.Kind, "secret"))+" · "+chars)
 	}
-	info("show", "Read what runs: carapace confirm show --raw "+ShortID(c.ID))
-	info("approve", "and approve it there: carapace confirm approve --raw "+ShortID(c.ID))
+	info("show", "Read what runs: carapace confirm show --raw "+control.ShortID(c.ID))
+	info("approve", "and approve it there: carapace confirm approve --raw "+control.ShortID(c.ID))
 	return items
 }
 
@@ -359,10 +359,6 @@ func lines(id, text string) []Item {
 	}
 	return items
 }
-
-// ShortID is the prefix of a confirmation's id that people type, as
-// carapace confirm prints it.
-func ShortID(id string) string { return textutil.Printable(id[:min(len(id), 8)]) }
 
 func digestPrefix(h string) string {
 	if len(h) > DigestPrefix {

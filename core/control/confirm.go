@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/carapace-dev/carapace/internal/textutil"
 )
 
 // Confirmation is a tool call that waits, or waited, for the user's
@@ -246,6 +248,11 @@ func FindConfirmation(list []Confirmation, ref string) (Confirmation, error) {
 	}
 	return Confirmation{}, fmt.Errorf("%w: %s is ambiguous: it starts %s; give more characters", ErrInvalid, ref, strings.Join(ids, ", "))
 }
+
+// ShortID is the prefix of a confirmation's id that surfaces show and
+// people type (carapace confirm show ID): its first 8 characters, made
+// printable.
+func ShortID(id string) string { return textutil.Printable(id[:min(len(id), 8)]) }
 
 // minPrefix is the shortest id prefix FindConfirmation accepts.
 const minPrefix = 6

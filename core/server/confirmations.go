@@ -41,7 +41,7 @@ func (s *Server) observeConfirmation(c confirm.Confirmation) error {
 		topic = control.WatchConfirmationRequested
 		e.Outcome, e.Reason = audit.OutcomePending, "waits for the user until "+c.Expires.Format(time.RFC3339)
 		s.log.Warn("confirmation required", "id", c.ID, "tool", c.Tool, "group", c.Group, "session", c.Session,
-			"expires", c.Expires.Format(time.RFC3339), "approve", "carapace confirm approve "+c.ID[:8])
+			"expires", c.Expires.Format(time.RFC3339), "approve", "carapace confirm approve "+control.ShortID(c.ID))
 	case confirm.Approved, confirm.Denied:
 		e.Outcome, e.Reason = string(c.Decision), "decided on "+c.Surface
 		if c.Decider != "" {
@@ -151,7 +151,7 @@ func (s *Server) Decide(_ context.Context, d control.Decision) (control.Confirma
 		return control.Confirmation{}, fmt.Errorf("%w: %w", control.ErrNotFound, err)
 	case errors.Is(err, confirm.ErrHidden):
 		return confirmationView(c, false), fmt.Errorf("%w: %w: review them as they run with carapace confirm show --raw %s, and approve there with carapace confirm approve --raw %s",
-			control.ErrConflict, err, c.ID[:8], c.ID[:8])
+			control.ErrConflict, err, control.ShortID(c.ID), control.ShortID(c.ID))
 	case errors.As(err, &decided), errors.Is(err, confirm.ErrMismatch):
 		return confirmationView(c, false), fmt.Errorf("%w: %w", control.ErrConflict, err)
 	case errors.Is(err, confirm.ErrInvalid):

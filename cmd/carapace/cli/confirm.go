@@ -85,7 +85,7 @@ more. carapace confirm show prints one in full; --json prints them all.`,
 				if len(p.Hidden) > 0 {
 					args = fmt.Sprintf("(%d hidden: confirm show --raw) %s", len(p.Hidden), args)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", shortID(p.ID), printable(p.Tool), orDash(p.Group),
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", control.ShortID(p.ID), printable(p.Tool), orDash(p.Group),
 					orDash(p.Session), age(now.Sub(p.CreatedAt)), left, args)
 			}
 			return tw.Flush()
@@ -184,7 +184,7 @@ func writeConfirmation(out io.Writer, p control.Confirmation) {
 		fmt.Fprintf(out, "    %s\n", hiddenLine(h))
 	}
 	if !p.Raw && p.Pending() {
-		fmt.Fprintf(out, "  These cannot be approved as shown: read them with carapace confirm show --raw %s,\n  approve with carapace confirm approve --raw %s, or deny.\n", shortID(p.ID), shortID(p.ID))
+		fmt.Fprintf(out, "  These cannot be approved as shown: read them with carapace confirm show --raw %s,\n  approve with carapace confirm approve --raw %s, or deny.\n", control.ShortID(p.ID), control.ShortID(p.ID))
 	}
 }
 
@@ -288,14 +288,14 @@ the arguments exactly as they run, secrets included, and approves those.`
 			describeDecision(out, p, doing)
 			if approve && !p.Exact() {
 				return fmt.Errorf("%w: part of the arguments is hidden, so what would run was not shown: read it with carapace confirm show --raw %s, then approve with carapace confirm approve --raw %s (or deny it)",
-					control.ErrConflict, shortID(p.ID), shortID(p.ID))
+					control.ErrConflict, control.ShortID(p.ID), control.ShortID(p.ID))
 			}
 			if in, ok := cmd.InOrStdin().(*os.File); approve && !yes && ok && terminal(in) {
 				// What was printed is what runs: ask once it is read. The
 				// request's deadline starts after the answer.
 				ok, err := newPrompter(in, out).yes("Approve this call?", false)
 				if err != nil || !ok {
-					fmt.Fprintf(out, "not approved: %s is still pending (carapace confirm deny %s denies it)\n", shortID(p.ID), shortID(p.ID))
+					fmt.Fprintf(out, "not approved: %s is still pending (carapace confirm deny %s denies it)\n", control.ShortID(p.ID), control.ShortID(p.ID))
 					return errNotApproved
 				}
 				cancel()

@@ -114,7 +114,7 @@ func watchLine(ev control.WatchEvent) string {
 		}
 	case control.WatchConfirmationResolved:
 		if cf := ev.Confirmation; cf != nil {
-			return fmt.Sprintf("%s confirmation %s %s: %s", at, shortID(cf.ID), printable(cf.Tool), decidedHow(*cf))
+			return fmt.Sprintf("%s confirmation %s %s: %s", at, control.ShortID(cf.ID), printable(cf.Tool), decidedHow(*cf))
 		}
 	case control.WatchPluginHealth:
 		if p := ev.Plugin; p != nil {
@@ -178,19 +178,16 @@ func watchLine(ev control.WatchEvent) string {
 // display hides something).
 func pendingLine(cf control.Confirmation) string {
 	args := compactJSON(cf.Arguments, argsWidth)
-	next := "carapace confirm approve " + shortID(cf.ID)
+	next := "carapace confirm approve " + control.ShortID(cf.ID)
 	switch {
 	case cf.ArgumentsOmitted:
-		args, next = "(large)", "carapace confirm show "+shortID(cf.ID)
+		args, next = "(large)", "carapace confirm show "+control.ShortID(cf.ID)
 	case len(cf.Hidden) > 0:
 		args = fmt.Sprintf("(%d hidden) %s", len(cf.Hidden), args)
-		next = "carapace confirm show --raw " + shortID(cf.ID)
+		next = "carapace confirm show --raw " + control.ShortID(cf.ID)
 	case args != compactJSON(cf.Arguments, 0):
-		next = "carapace confirm show " + shortID(cf.ID)
+		next = "carapace confirm show " + control.ShortID(cf.ID)
 	}
 	return fmt.Sprintf("confirmation %s waits: %s for group %s (session %s): %s — %s",
-		shortID(cf.ID), printable(cf.Tool), printable(cf.Group), printable(cf.Session), args, next)
+		control.ShortID(cf.ID), printable(cf.Tool), printable(cf.Group), printable(cf.Session), args, next)
 }
-
-// shortID is the prefix of a confirmation id people type.
-func shortID(id string) string { return printable(id[:min(len(id), 8)]) }
