@@ -20,18 +20,7 @@ func Split(text string, max int) []string {
 	max = maxInt(max, 2)
 	var out []string
 	for text != "" {
-		end, units := 0, 0 // the longest prefix that fits, in bytes
-		for i, r := range text {
-			u := 1
-			if r > 0xFFFF {
-				u = 2
-			}
-			if units+u > max {
-				break
-			}
-			units += u
-			end = i + runeLenAt(text, i)
-		}
+		end := fits(text, max)
 		if end >= len(text) {
 			out = append(out, text)
 			break
@@ -48,6 +37,24 @@ func Split(text string, max int) []string {
 		text = text[cut:]
 	}
 	return out
+}
+
+// fits returns the length in bytes of the longest prefix of text that is
+// at most max UTF-16 code units, never cutting a character.
+func fits(text string, max int) int {
+	end, units := 0, 0
+	for i, r := range text {
+		u := 1
+		if r > 0xFFFF {
+			u = 2
+		}
+		if units+u > max {
+			break
+		}
+		units += u
+		end = i + runeLenAt(text, i)
+	}
+	return end
 }
 
 // runeLenAt is the byte length of the (possibly invalid) rune at s[i]: 1
@@ -77,18 +84,7 @@ func maxInt(a, b int) int {
 func SplitExact(text string, max int) (pieces []string, ok bool) {
 	max = maxInt(max, 2)
 	for text != "" {
-		end, units := 0, 0 // the longest prefix that fits, in bytes
-		for i, r := range text {
-			u := 1
-			if r > 0xFFFF {
-				u = 2
-			}
-			if units+u > max {
-				break
-			}
-			units += u
-			end = i + runeLenAt(text, i)
-		}
+		end := fits(text, max)
 		if end >= len(text) {
 			return append(pieces, text), true
 		}

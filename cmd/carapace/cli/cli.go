@@ -196,6 +196,17 @@ func (a *app) client() (*control.Client, home.Dir, error) {
 	return control.NewClient(h.ControlSocket()), h, nil
 }
 
+// request returns a client of the home's core and the context of one
+// request to it, cut off after requestTimeout; call cancel when done.
+func (a *app) request(cmd *cobra.Command) (*control.Client, context.Context, context.CancelFunc, error) {
+	c, _, err := a.client()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), requestTimeout)
+	return c, ctx, cancel, nil
+}
+
 // groupCmd makes c, a command that only groups subcommands, reject unknown
 // subcommands (cobra would print help and exit 0).
 func groupCmd(c *cobra.Command) *cobra.Command {

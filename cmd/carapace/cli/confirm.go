@@ -55,11 +55,10 @@ more. carapace confirm show prints one in full; --json prints them all.`,
   carapace confirm list --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, _, err := a.client()
+			c, ctx, cancel, err := a.request(cmd)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), requestTimeout)
 			defer cancel()
 			list, err := c.Confirmations(ctx, false)
 			if err != nil {
@@ -117,18 +116,12 @@ arguments are kept as they run.`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: a.completeConfirmation,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, _, err := a.client()
+			c, ctx, cancel, err := a.request(cmd)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), requestTimeout)
 			defer cancel()
-			var p control.Confirmation
-			if raw {
-				p, err = c.ConfirmationRaw(ctx, args[0])
-			} else {
-				p, err = c.Confirmation(ctx, args[0])
-			}
+			p, err := fetchConfirmation(ctx, c, args[0], raw)
 			if err != nil {
 				return err
 			}
@@ -143,6 +136,15 @@ arguments are kept as they run.`,
 	c.Flags().BoolVar(&raw, "raw", false, "print the arguments exactly as they run, secrets included")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the confirmation as JSON")
 	return c
+}
+
+// fetchConfirmation returns confirmation ref, with its arguments as they
+// run when raw.
+func fetchConfirmation(ctx context.Context, c *control.Client, ref string, raw bool) (control.Confirmation, error) {
+	if raw {
+		return c.ConfirmationRaw(ctx, ref)
+	}
+	return c.Confirmation(ctx, ref)
 }
 
 // writeConfirmation prints p for a person: what it is, then every
@@ -266,18 +268,12 @@ the arguments exactly as they run, secrets included, and approves those.`
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: a.completeConfirmation,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, _, err := a.client()
+			c, ctx, cancel, err := a.request(cmd)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), requestTimeout)
 			defer cancel()
-			var p control.Confirmation
-			if raw {
-				p, err = c.ConfirmationRaw(ctx, args[0])
-			} else {
-				p, err = c.Confirmation(ctx, args[0])
-			}
+			p, err := fetchConfirmation(ctx, c, args[0], raw)
 			if err != nil {
 				return err
 			}

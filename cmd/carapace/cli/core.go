@@ -74,11 +74,10 @@ is running.`,
   carapace status --json | jq .plugins`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, _, err := a.client()
+			c, ctx, cancel, err := a.request(cmd)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), requestTimeout)
 			defer cancel()
 			st, err := c.Status(ctx)
 			if err != nil {
@@ -260,11 +259,10 @@ that restarts is not paused.`
 		Example: "  carapace " + use,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, _, err := a.client()
+			c, ctx, cancel, err := a.request(cmd)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), requestTimeout)
 			defer cancel()
 			st, err := c.Pause(ctx, paused)
 			if err != nil {

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -43,11 +42,10 @@ the session's IPC socket.`,
   carapace sessions --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, _, err := a.client()
+			c, ctx, cancel, err := a.request(cmd)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), requestTimeout)
 			defer cancel()
 			list, err := c.Sessions(ctx)
 			if err != nil {

@@ -77,11 +77,10 @@ words and its next three fire times.`,
 			if req.Group == "" || req.Prompt == "" {
 				return &usageError{err: errors.New("--group and --prompt are required (carapace tasks add --help)")}
 			}
-			c, _, err := a.client()
+			c, ctx, cancel, err := a.request(cmd)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), requestTimeout)
 			defer cancel()
 			t, err := c.AddTask(ctx, req)
 			if err != nil {
@@ -132,11 +131,10 @@ removed tasks too; --json prints every field, prompts in full.`,
 		Example: "  carapace tasks list\n  carapace tasks list --all\n  carapace tasks list --json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, _, err := a.client()
+			c, ctx, cancel, err := a.request(cmd)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), requestTimeout)
 			defer cancel()
 			list, err := c.Tasks(ctx)
 			if all {
@@ -222,11 +220,10 @@ text exactly.`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: a.completeTask,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, _, err := a.client()
+			c, ctx, cancel, err := a.request(cmd)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), requestTimeout)
 			defer cancel()
 			t, err := c.Task(ctx, args[0])
 			if err != nil {
@@ -304,11 +301,10 @@ func (a *app) tasksHistoryCmd() *cobra.Command {
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: a.completeTask,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, _, err := a.client()
+			c, ctx, cancel, err := a.request(cmd)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), requestTimeout)
 			defer cancel()
 			runs, err := c.TaskHistory(ctx, args[0], limit)
 			if err != nil {
@@ -366,11 +362,10 @@ not.`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: a.completeTask,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, _, err := a.client()
+			c, ctx, cancel, err := a.request(cmd)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), requestTimeout)
 			defer cancel()
 			out, id := cmd.OutOrStdout(), args[0]
 			if purge {
@@ -401,11 +396,10 @@ func (a *app) tasksActionCmd(verb, short string) *cobra.Command {
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: a.completeTask,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, _, err := a.client()
+			c, ctx, cancel, err := a.request(cmd)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), requestTimeout)
 			defer cancel()
 			out, id := cmd.OutOrStdout(), args[0]
 			switch verb {

@@ -103,6 +103,24 @@ func telegramOwner(ctx context.Context, h home.Dir) (id int64, fromConfig bool, 
 	return id, false, err
 }
 
+// pairedOwner returns a client of the home's core, the home and the owner
+// a pairing made (0: none). It fails when the owner cannot be told, and
+// when config.toml sets one (pairing and unpairing are off then).
+func (a *app) pairedOwner(ctx context.Context) (*control.Client, home.Dir, int64, error) {
+	c, h, err := a.client()
+	if err != nil {
+		return nil, "", 0, err
+	}
+	owner, fromConfig, err := telegramOwner(ctx, h)
+	switch {
+	case err != nil:
+		return nil, "", 0, fmt.Errorf("cannot tell whether the bot has an owner: %w", err)
+	case owner != 0 && fromConfig:
+		return nil, "", 0, errConfigOwner(owner)
+	}
+	return c, h, owner, nil
+}
+
 // errConfigOwner refuses to pair or unpair over owner_id in config.toml.
 func errConfigOwner(id int64) error {
 	return fmt.Errorf("the bot's owner is Telegram user %d, set as owner_id in config.toml, which always wins, so pairing is off: "+
@@ -114,16 +132,10 @@ func errConfigOwner(id int64) error {
 // the bot has an owner it prints no code, unless replace forgets the
 // paired owner first.
 func (a *app) pairTelegram(ctx context.Context, out io.Writer, replace bool) error {
-	c, h, err := a.client()
-	if err != nil {
-		return err
-	}
-	owner, fromConfig, err := telegramOwner(ctx, h)
+	c, h, owner, err := a.pairedOwner(ctx)
 	switch {
 	case err != nil:
-		return fmt.Errorf("cannot tell whether the bot has an owner: %w", err)
-	case owner != 0 && fromConfig:
-		return errConfigOwner(owner)
+		return err
 	case owner != 0 && !replace:
 		return fmt.Errorf("the bot already has an owner, Telegram user %d, so pairing is off and a code would be refused: "+
 			"to hand the bot to another account, carapace telegram pair --replace (or carapace telegram unpair)", owner)
@@ -154,16 +166,9 @@ func (a *app) pairTelegram(ctx context.Context, out io.Writer, replace bool) err
 // unpairTelegram forgets the paired owner and has a running core restart
 // its Telegram plugin.
 func (a *app) unpairTelegram(ctx context.Context, out io.Writer) error {
-	c, h, err := a.client()
+	c, h, _, err := a.pairedOwner(ctx)
 	if err != nil {
 		return err
-	}
-	owner, fromConfig, err := telegramOwner(ctx, h)
-	switch {
-	case err != nil:
-		return fmt.Errorf("cannot tell whether the bot has an owner: %w", err)
-	case owner != 0 && fromConfig:
-		return errConfigOwner(owner)
 	}
 	was, err := pairing.Unpair(ctx, h.DataDir("telegram"))
 	if err != nil {

@@ -161,11 +161,8 @@ func Pending(dir string) bool {
 // database in dataDir: 0 when nobody paired (or the plugin never ran).
 // An owner_id in config.toml is another matter: it wins over this one.
 func Owner(ctx context.Context, dataDir string) (int64, error) {
-	db, err := sqlitedb.OpenExisting(ctx, filepath.Join(dataDir, DBFile), "telegram")
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
-	}
-	if err != nil {
+	db, err := openDB(ctx, dataDir)
+	if db == nil || err != nil { // no database: the plugin never ran
 		return 0, err
 	}
 	defer db.Close()
@@ -184,16 +181,23 @@ func Owner(ctx context.Context, dataDir string) (int64, error) {
 	return id, nil
 }
 
+// openDB opens the plugin's database in dataDir; nil and no error when
+// there is none.
+func openDB(ctx context.Context, dataDir string) (*sql.DB, error) {
+	db, err := sqlitedb.OpenExisting(ctx, filepath.Join(dataDir, DBFile), "telegram")
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return db, err
+}
+
 // Unpair forgets the owner a pairing made, in the plugin's database in
 // dataDir, and returns who it was (0: nobody). A running plugin keeps the
 // owner it read until it restarts; from then on it answers nobody until
 // someone pairs again.
 func Unpair(ctx context.Context, dataDir string) (int64, error) {
-	db, err := sqlitedb.OpenExisting(ctx, filepath.Join(dataDir, DBFile), "telegram")
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
-	}
-	if err != nil {
+	db, err := openDB(ctx, dataDir)
+	if db == nil || err != nil { // no database: the plugin never ran
 		return 0, err
 	}
 	defer db.Close()
