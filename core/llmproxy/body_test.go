@@ -180,6 +180,9 @@ func TestServerToolsRefusedByTheProxy(t *testing.T) {
 					if strings.Contains(tc.body, `"stream":true`) && (resp.Header.Get("Content-Type") != "text/event-stream" || string(body) != sseFirst+sseRest) {
 						t.Errorf("a stream with client tools: %q %q", resp.Header.Get("Content-Type"), body)
 					}
+					// Its audit entry may come after the reply: wait for
+					// it, so that the next case reads its own.
+					h.audit.wait(t, audited+1)
 					return
 				}
 				if len(seen) != forwarded {
