@@ -80,6 +80,7 @@ type Manager struct {
 	mu       sync.Mutex
 	sessions map[string]*live
 	closed   bool
+	closing  sync.WaitGroup // Closes under way, which CloseAll waits for
 }
 
 // live is an open session: its trusted state, socket and in-flight work.
@@ -243,6 +244,10 @@ func (m *Manager) Close(id string) error {
 	m.mu.Lock()
 	l, ok := m.sessions[id]
 	delete(m.sessions, id)
+	if ok {
+		m.closing.Add(1)
+		defer m.closing.Done()
+	}
 	m.mu.Unlock()
 	if !ok {
 		return fmt.Errorf("session %q: %w", id, ErrNotFound)
@@ -274,6 +279,10 @@ func (m *Manager) CloseAll() {
 	for _, id := range ids {
 		_ = m.Close(id)
 	}
+	// A session another goroutine was closing as this began (a client
+	// that left) is closed and audited before CloseAll returns, so that
+	// nothing of it comes after what the caller records next.
+	m.closing.Wait()
 }
 
 // List returns the open sessions, oldest first.

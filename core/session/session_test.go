@@ -354,3 +354,37 @@ func TestReached(t *testing.T) {
 		t.Error("another session's contact marked this one reached")
 	}
 }
+
+// TestCloseAllWaitsForACloseUnderWay: a session another goroutine is
+// closing when CloseAll begins (a client that left as the core stops) is
+// closed and observed before CloseAll returns, so that the core's own
+// "closed" audit entry, written next, is the last.
+func TestCloseAllWaitsForACloseUnderWay(t *testing.T) {
+	dir := t.TempDir()
+	h := home.Dir(dir)
+	if err := h.Ensure(); err != nil {
+		t.Fatal(err)
+	}
+	observing, release := make(chan struct{}), make(chan struct{})
+	m := NewManager(Options{Home: h, Pipeline: &countingPipeline{}, Observe: func(_ Info, opened bool) {
+		if !opened {
+			close(observing)
+			<-release
+		}
+	}})
+	info, err := m.Open("main", "none")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = m.Close(info.ID) }()
+	<-observing // the Close is under way: the session is out of the map
+	done := make(chan struct{})
+	go func() { m.CloseAll(); close(done) }()
+	select {
+	case <-done:
+		t.Fatal("CloseAll returned while a Close was still under way")
+	case <-time.After(300 * time.Millisecond): // a bound on a negative, not a timing assumption
+	}
+	close(release)
+	<-done
+}
