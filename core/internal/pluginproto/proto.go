@@ -9,14 +9,23 @@
 // core ignores every peer until one presents the token, and only that peer
 // is ever answered. Each ZeroMQ message is one frame holding one JSON Message.
 //
-// Both sides make calls: the core calls init, invoke, event, verify, brief
-// and shutdown; the plugin calls the core services (audit_log, tool_catalog,
-// session_info, read_credential, publish_event). Each side numbers its own
-// calls; a reply carries the id of the call it answers. Calls run
-// concurrently; a cancel asks the plugin to abandon a call (the core has
-// already answered the agent with PLUGIN_TIMEOUT). A service call names, in
-// Scope, the core call it is made for: the core scopes the answer to that
-// call's group and session, and refuses scopes that are not in flight.
+// Both sides make calls: the core calls the Method constants of the first
+// block (init ... shutdown); the plugin calls the core's services, those of
+// the second. Each side numbers its own calls; a reply carries the id of
+// the call it answers. Calls run concurrently; a cancel asks the plugin to
+// abandon a call (the core has already answered the agent with
+// PLUGIN_TIMEOUT). A service call names, in Scope, the core call it is made
+// for: the core scopes the answer to that call's group and session, and
+// refuses scopes that are not in flight.
+//
+// docs/PLUGIN-PROTOCOL.md describes the protocol message by message, with
+// its errors, timeouts, versioning and limits. testdata/frames holds a
+// golden frame of every message kind each way; the tests encode each from
+// the typed values, decode each back, and fail when a type, method or
+// error kind declared here has no golden frame or is missing from that
+// page. Adding a method: declare it here, add its call and its answer to
+// the frames of golden_test.go, run go test -update, and name it in the
+// page.
 package pluginproto
 
 import (
