@@ -325,14 +325,20 @@ func VerifyPin(h home.Dir, name string) (Pin, error) {
 	if !ok {
 		return Pin{}, fmt.Errorf("plugin %s has no pin: %w", name, ErrNotInstalled)
 	}
-	sum, err := HashFile(filepath.Join(h.PluginsDir(), name, HandlerFile))
+	return pin, pin.Verify(filepath.Join(h.PluginsDir(), name))
+}
+
+// Verify checks that the handler in the plugin folder dir still hashes to
+// the pin (see HashFile for what that does and does not prove).
+func (p Pin) Verify(dir string) error {
+	sum, err := HashFile(filepath.Join(dir, HandlerFile))
 	if err != nil {
-		return pin, err
+		return err
 	}
-	if sum != pin.SHA256 {
-		return pin, fmt.Errorf("plugin %s: the handler's SHA-256 is %s, not the pinned %s (reinstall it)", name, sum, pin.SHA256)
+	if sum != p.SHA256 {
+		return fmt.Errorf("plugin %s: the handler's SHA-256 is %s, not the pinned %s (reinstall it)", p.Name, sum, p.SHA256)
 	}
-	return pin, nil
+	return nil
 }
 
 // Prefixes of the temporary folders Install and Remove make in the plugins
