@@ -8,6 +8,7 @@ import (
 	"log/slog"
 
 	"github.com/carapace-dev/carapace/core/plugin"
+	"github.com/carapace-dev/carapace/core/plugindir"
 )
 
 // Builtin is a plugin compiled into the core, run in process behind the
@@ -37,9 +38,6 @@ type Env struct {
 // handler executable — beside the carapace binary, and the handler's
 // SHA-256, fixed when the core was built. It is loaded only when
 // config.toml has a [plugins.NAME] section; no install step. A user plugin
-// of the same name replaces it.
-type Bundled struct {
-	Name   string
-	Dir    string
-	SHA256 string // hex
-}
+// of the same name replaces it. The inventory of plugins (core/plugindir)
+// owns the type.
+type Bundled = plugindir.Bundled

@@ -2,6 +2,7 @@ package loader
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -27,9 +28,9 @@ import (
 	"github.com/carapace-dev/carapace/core/manifest"
 	"github.com/carapace-dev/carapace/core/outcome"
 	"github.com/carapace-dev/carapace/core/plugin"
+	"github.com/carapace-dev/carapace/core/plugindir"
 	"github.com/carapace-dev/carapace/core/pluginhost"
 	"github.com/carapace-dev/carapace/core/skills"
-	"github.com/carapace-dev/carapace/core/version"
 	"github.com/carapace-dev/carapace/internal/textutil"
 	"github.com/carapace-dev/carapace/keychain"
 )
@@ -52,24 +53,18 @@ const (
 	stateRemoved  = "removed"  // unloaded by a restart because it is no longer installed
 )
 
-// Plugin sources.
-const (
-	sourceBuiltin = "builtin"
-	sourceBundled = "bundled"
-	sourceUser    = "user"
-)
-
 // pluginState is one plugin the core knows of, healthy or not.
 type pluginState struct {
 	name     string
-	source   string
+	source   plugindir.Source
 	dir      string // user plugins: the folder under plugins/ (possibly a symlink)
 	builtin  *Builtin
 	manifest *manifest.Manifest
 	config   map[string]any
 	groups   []string // config.toml's allowed_groups, replacing the manifest's when set
 	surface  bool     // the surface capability: asked for in the manifest and granted in config.toml
-	sha256   string   // a bundled plugin's handler pin, fixed at build
+	pin      install.Pin
+	pinErr   error // why an out-of-process plugin has no pin (plugindir.Plugin.PinErr)
 	skills   fs.FS
 
 	handler plugin.Handler      // the running handler (in process, or a *pluginhost.Process)
@@ -96,130 +91,93 @@ type pluginState struct {
 	degraded string
 }
 
-// candidate is a plugin found at discovery, before anything is loaded.
+// candidate is a plugin of the inventory (core/plugindir), before
+// anything is loaded; for a built-in, with what creates it.
 type candidate struct {
-	name, source, dir string
-	builtin           *Builtin
-	sha256            string // a bundled plugin's handler pin
-	problem           error  // the folder itself is unusable (bad name, not a directory)
+	plugindir.Plugin
+	builtin *Builtin
 }
 
-// discover lists every plugin: the built-ins, then the folders of
-// $CARAPACE_HOME/plugins (a user plugin replaces a built-in of the same
-// name; a symlinked folder is followed). The directory name is the
-// plugin's identity and must be kebab-case.
-func (l *Loader) discover() ([]*candidate, error) {
-	byName := map[string]*candidate{}
-	for i := range l.opts.Builtins {
-		b := &l.opts.Builtins[i]
-		byName[b.Name] = &candidate{name: b.Name, source: sourceBuiltin, builtin: b}
+// inventory says what the inventory is to take stock of: the built-ins,
+// the bundled plugins config.toml enables ([plugins.NAME]), and
+// $CARAPACE_HOME/plugins.
+func (l *Loader) inventory() plugindir.Options {
+	o := plugindir.Options{Home: l.opts.Home, Version: l.opts.Version}
+	for _, b := range l.opts.Builtins {
+		o.Builtins = append(o.Builtins, plugindir.Builtin{Name: b.Name, Manifest: b.Manifest})
 	}
 	for _, b := range l.opts.Bundled {
-		if c := l.bundledCandidate(b); c != nil {
-			byName[b.Name] = c
+		if _, enabled := l.cfg.Plugins[b.Name]; enabled {
+			o.Bundled = append(o.Bundled, b)
 		}
 	}
-	entries, err := os.ReadDir(l.opts.Home.PluginsDir())
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("read plugins folder: %w", err)
+	return o
+}
+
+// discover lists every plugin of the inventory, by name; the pins of
+// plugins whose folder is gone are left out.
+func (l *Loader) discover() ([]*candidate, error) {
+	inv, err := plugindir.Scan(l.inventory())
+	if err != nil {
+		return nil, err
 	}
-	for _, e := range entries {
-		name := e.Name()
-		if strings.HasPrefix(name, ".") {
-			continue // temporary folders of `plugin install`, editor files
+	if inv.PinsErr != nil {
+		l.log.Error("cannot read the handler pins; user plugins will not start", "err", inv.PinsErr)
+	}
+	out := make([]*candidate, 0, len(inv.Plugins))
+	for _, p := range inv.Plugins {
+		if !p.Stale {
+			out = append(out, l.candidate(p))
 		}
-		c := l.userCandidate(name)
-		if old, ok := byName[name]; ok && old.source != sourceUser && c.problem == nil {
-			l.log.Warn("a user plugin replaces the "+old.source+" plugin of the same name", "plugin", name, "dir", c.dir)
-		}
-		byName[name] = c
 	}
-	out := make([]*candidate, 0, len(byName))
-	for _, c := range byName {
-		out = append(out, c)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
 	return out, nil
 }
 
-// userCandidate describes plugins/<name>, or nil if it does not exist.
-func (l *Loader) userCandidate(name string) *candidate {
-	dir := filepath.Join(l.opts.Home.PluginsDir(), name)
-	c := &candidate{name: name, source: sourceUser, dir: dir}
-	if err := manifest.CheckPluginName(name); err != nil {
-		c.problem = fmt.Errorf("the folder name is the plugin's identity: %w", err)
-		return c
-	}
-	fi, err := os.Stat(dir) // follows a symlinked folder
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil
-	case err != nil:
-		c.problem = err
-	case !fi.IsDir():
-		c.problem = fmt.Errorf("%s is not a folder", dir)
-	}
-	return c
-}
-
-// bundledCandidate describes a bundled plugin, or nil when config.toml
-// does not enable it ([plugins.NAME]).
-func (l *Loader) bundledCandidate(b Bundled) *candidate {
-	if _, enabled := l.cfg.Plugins[b.Name]; !enabled {
-		return nil
-	}
-	c := &candidate{name: b.Name, source: sourceBundled, dir: b.Dir, sha256: b.SHA256}
-	if fi, err := os.Stat(b.Dir); err != nil || !fi.IsDir() {
-		c.problem = fmt.Errorf("the %s plugin shipped with Carapace is missing from %s (reinstall Carapace, or make build): %v", b.Name, b.Dir, err)
-	}
-	return c
-}
-
-// candidateNamed finds plugin name on disk, among the bundled plugins or
-// among the built-ins.
+// candidateNamed finds plugin name as discover would; nil if there is none.
 func (l *Loader) candidateNamed(name string) *candidate {
-	if c := l.userCandidate(name); c != nil {
-		return c
+	p, ok := plugindir.Find(l.inventory(), name)
+	if !ok {
+		return nil
 	}
-	for _, b := range l.opts.Bundled {
-		if b.Name == name {
-			if c := l.bundledCandidate(b); c != nil {
-				return c
+	return l.candidate(p)
+}
+
+// candidate pairs an inventoried plugin with its built-in, and says when
+// a user plugin replaces a plugin of the core's.
+func (l *Loader) candidate(p plugindir.Plugin) *candidate {
+	if p.Source == plugindir.SourceUser && p.Hides != "" && p.Problem == nil {
+		l.log.Warn("a user plugin replaces the "+string(p.Hides)+" plugin of the same name", "plugin", p.Name, "dir", p.Dir)
+	}
+	c := &candidate{Plugin: p}
+	if p.Source == plugindir.SourceBuiltin {
+		for i := range l.opts.Builtins {
+			if l.opts.Builtins[i].Name == p.Name {
+				c.builtin = &l.opts.Builtins[i]
 			}
 		}
 	}
-	for i := range l.opts.Builtins {
-		if b := &l.opts.Builtins[i]; b.Name == name {
-			return &candidate{name: name, source: sourceBuiltin, builtin: b}
-		}
-	}
-	return nil
+	return c
 }
 
 // prepare reads and checks a candidate's manifest and config. A problem
 // leaves the plugin failed with CONFIG_ERROR; nothing is started.
 func (l *Loader) prepare(c *candidate, pc config.Plugin) *pluginState {
-	st := &pluginState{name: c.name, source: c.source, dir: c.dir, builtin: c.builtin, sha256: c.sha256, groups: pc.AllowedGroups}
-	if c.problem != nil {
-		return l.failed(st, plugin.CategoryConfig, c.problem)
-	}
-	opts := manifest.Options{AppVersion: version.Semver(l.opts.Version)}
-	var err error
-	if c.builtin != nil {
-		st.manifest, err = manifest.Parse(c.name+"/manifest.json (built in)", c.builtin.Manifest, opts)
-		st.skills = c.builtin.Skills
-	} else {
-		st.manifest, err = manifest.Load(c.dir, opts)
-		st.skills = os.DirFS(filepath.Join(c.dir, "skills"))
-	}
-	if err != nil {
+	st := &pluginState{name: c.Name, source: c.Source, dir: c.Dir, builtin: c.builtin, pin: c.Pin, pinErr: c.PinErr, groups: pc.AllowedGroups}
+	if err := cmp.Or(c.Problem, c.ManifestErr); err != nil {
 		return l.failed(st, plugin.CategoryConfig, err)
 	}
+	st.manifest = c.Manifest
+	if c.builtin != nil {
+		st.skills = c.builtin.Skills
+	} else {
+		st.skills = os.DirFS(filepath.Join(c.Dir, install.SkillsDir))
+	}
+	var err error
 	st.config, err = normaliseConfig(pc.Config)
 	if err != nil {
-		return l.failed(st, plugin.CategoryConfig, fmt.Errorf("config.toml [plugins.%s.config]: %w", c.name, err))
+		return l.failed(st, plugin.CategoryConfig, fmt.Errorf("config.toml [plugins.%s.config]: %w", c.Name, err))
 	}
-	if err := st.manifest.ValidateConfig(l.opts.Home.Config()+" [plugins."+c.name+".config]", st.config); err != nil {
+	if err := st.manifest.ValidateConfig(l.opts.Home.Config()+" [plugins."+c.Name+".config]", st.config); err != nil {
 		return l.failed(st, plugin.CategoryConfig, err)
 	}
 	for _, t := range st.manifest.Provides.Tools {
@@ -229,10 +187,10 @@ func (l *Loader) prepare(c *candidate, pc config.Plugin) *pluginState {
 	case asks && pc.Surface:
 		st.surface = true
 	case asks:
-		l.log.Info("plugin asks for the surface capability, not granted: it gets no confirmations and cannot decide them ([plugins."+c.name+"] surface = true grants it)",
-			"plugin", c.name)
+		l.log.Info("plugin asks for the surface capability, not granted: it gets no confirmations and cannot decide them ([plugins."+c.Name+"] surface = true grants it)",
+			"plugin", c.Name)
 	case pc.Surface:
-		return l.failed(st, plugin.CategoryConfig, fmt.Errorf("config.toml [plugins.%s] grants surface = true, but its manifest does not ask for the capability (provides.capabilities): remove the line", c.name))
+		return l.failed(st, plugin.CategoryConfig, fmt.Errorf("config.toml [plugins.%s] grants surface = true, but its manifest does not ask for the capability (provides.capabilities): remove the line", c.Name))
 	}
 	return st
 }
@@ -300,21 +258,17 @@ func (l *Loader) loadPlugins(ctx context.Context) error {
 	}
 	sts := make([]*pluginState, 0, len(cands))
 	for _, c := range cands {
-		sts = append(sts, l.prepare(c, l.cfg.Plugins[c.name]))
+		sts = append(sts, l.prepare(c, l.cfg.Plugins[c.Name]))
 	}
 	if err := checkConflicts(sts, l.intrinsicOwners()); err != nil {
 		return fmt.Errorf("plugins: %w", err)
-	}
-	pins, err := install.LoadPins(l.opts.Home)
-	if err != nil {
-		l.log.Error("cannot read the handler pins; user plugins will not start", "err", err)
 	}
 	var wg sync.WaitGroup
 	for _, st := range sts {
 		if st.state == stateFailed {
 			continue
 		}
-		wg.Go(func() { l.start(ctx, st, pins) })
+		wg.Go(func() { l.start(ctx, st) })
 	}
 	wg.Wait()
 	l.mu.Lock()
@@ -334,7 +288,7 @@ func (l *Loader) loadPlugins(ctx context.Context) error {
 // initialises it within InitTimeout. On failure it is left failed, and a
 // started process is killed: shutdown is never called on a plugin that did
 // not initialise.
-func (l *Loader) start(ctx context.Context, st *pluginState, pins map[string]install.Pin) {
+func (l *Loader) start(ctx context.Context, st *pluginState) {
 	ictx, cancel := context.WithTimeout(ctx, l.opts.InitTimeout)
 	defer cancel()
 	began := time.Now()
@@ -360,16 +314,12 @@ func (l *Loader) start(ctx context.Context, st *pluginState, pins map[string]ins
 		}
 		st.handler = st.builtin.New(Env{DataDir: dir, Logger: l.log.With("plugin", st.name)})
 	} else {
-		pin, ok := pins[st.name]
-		if st.source == sourceBundled {
-			pin, ok = install.Pin{SHA256: st.sha256}, st.sha256 != ""
-		}
-		if !ok {
-			l.failed(st, plugin.CategoryConfig, fmt.Errorf("plugin %s was not installed with `carapace plugin install`, so its handler has no pinned hash; run `carapace plugin install %s` (add --link for a development folder)", st.name, st.dir))
+		if st.pinErr != nil {
+			l.failed(st, plugin.CategoryConfig, st.pinErr)
 			return
 		}
 		proc, err := pluginhost.Start(ictx, pluginhost.Spec{
-			Name: st.name, Dir: st.dir, Exec: filepath.Join(st.dir, "handler"), SHA256: pin.SHA256,
+			Name: st.name, Dir: st.dir, Exec: filepath.Join(st.dir, install.HandlerFile), SHA256: st.pin.SHA256,
 			DataDir: l.opts.Home.DataDir(st.name), SocketDir: l.opts.Home.PluginSocketDir(),
 			Logger: l.log, // pluginhost names the plugin in every line
 			OnExit: func(err error) { l.crashed(st, err) },
@@ -617,12 +567,7 @@ func (l *Loader) restart(ctx context.Context, name string) (control.PluginStatus
 		}
 	}
 	if st.state != stateFailed {
-		pins, err := install.LoadPins(l.opts.Home)
-		if err != nil {
-			l.failed(st, plugin.CategoryConfig, fmt.Errorf("read handler pins: %w", err))
-		} else {
-			l.start(ctx, st, pins)
-		}
+		l.start(ctx, st)
 	}
 	l.catalog.Remove(name)
 	if st.state == stateHealthy {
@@ -760,7 +705,7 @@ func (l *Loader) pluginStatus(st *pluginState) control.PluginStatus {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	ps := control.PluginStatus{
-		Name: st.name, Healthy: st.state == stateHealthy, State: st.state, Source: st.source, Dir: st.dir,
+		Name: st.name, Healthy: st.state == stateHealthy, State: st.state, Source: string(st.source), Dir: st.dir,
 		Problem: st.problem,
 	}
 	switch {

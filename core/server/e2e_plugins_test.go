@@ -548,11 +548,28 @@ func TestUnusablePluginFoldersFailWithConfigError(t *testing.T) {
 		if err := os.MkdirAll(filepath.Join(h.PluginsDir(), "Bad_Name"), 0o700); err != nil {
 			t.Fatal(err)
 		}
+		// Installed as a link to a folder deleted since: listed, not
+		// skipped (core/plugindir judges it as the command line does).
+		src = kitSource(t, "dangling", kitManifest("dangling"))
+		if _, err := install.Install(h, src, install.Options{Link: true}); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.RemoveAll(src); err != nil {
+			t.Fatal(err)
+		}
 	}})
-	for name, want := range map[string]string{"pinned": "pin", "unpinned": "carapace plugin install", "Bad_Name": "kebab"} {
+	for name, wants := range map[string][]string{
+		"pinned": {"pin"},
+		// The fix named works: install refuses a folder inside plugins/.
+		"unpinned": {"carapace plugin install", "carapace plugin remove unpinned"},
+		"Bad_Name": {"kebab"},
+		"dangling": {"symbolic link", "which does not exist"},
+	} {
 		st := pluginStatus(t, c, name)
-		if st.State != "failed" || st.Category != "CONFIG_ERROR" || !strings.Contains(strings.ToLower(st.Problem), strings.ToLower(want)) {
-			t.Errorf("%s: %+v; want CONFIG_ERROR mentioning %q", name, st, want)
+		for _, want := range wants {
+			if st.State != "failed" || st.Category != "CONFIG_ERROR" || !strings.Contains(strings.ToLower(st.Problem), strings.ToLower(want)) {
+				t.Errorf("%s: %+v; want CONFIG_ERROR mentioning %q", name, st, want)
+			}
 		}
 	}
 }
