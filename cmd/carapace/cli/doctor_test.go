@@ -205,6 +205,15 @@ func TestDoctorPins(t *testing.T) {
 	if checks, _ = doctorChecks(t, run); checks["plugin pins"].Status != "ok" {
 		t.Fatalf("after the fix: %+v", checks["plugin pins"])
 	}
+	// No skills any more: the agent is not taught its tool, but the core
+	// starts it, so doctor does not say it will not (core/plugindir's
+	// judgment, the core's).
+	if err := os.RemoveAll(filepath.Join(h.PluginsDir(), "weather", "skills")); err != nil {
+		t.Fatal(err)
+	}
+	if checks, _ = doctorChecks(t, run); checks["plugin pins"].Status != "ok" {
+		t.Fatalf("without skills: %+v", checks["plugin pins"])
+	}
 }
 
 // Telegram: not set up is fine; a token without a running core is a

@@ -1,12 +1,12 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +20,7 @@ import (
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/install"
 	"github.com/carapace-dev/carapace/core/manifest"
+	"github.com/carapace-dev/carapace/core/plugindir"
 	"github.com/carapace-dev/carapace/core/scaffold"
 	"github.com/carapace-dev/carapace/core/skills"
 	"github.com/carapace-dev/carapace/core/version"
@@ -615,10 +616,10 @@ func (a *app) completePlugin(cmd *cobra.Command, args []string, _ string) ([]str
 		for _, p := range st.Plugins {
 			names = append(names, p.Name)
 		}
-	} else if entries, err := os.ReadDir(h.PluginsDir()); err == nil {
-		for _, e := range entries {
-			if manifest.CheckPluginName(e.Name()) == nil {
-				names = append(names, e.Name())
+	} else if inv, err := plugindir.Scan(plugindir.Options{Home: h, Version: a.cfg.Version}); err == nil {
+		for _, p := range inv.Plugins {
+			if manifest.CheckPluginName(p.Name) == nil {
+				names = append(names, p.Name)
 			}
 		}
 	}
@@ -683,10 +684,11 @@ func (a *app) pluginListCmd() *cobra.Command {
 state (healthy, failed, crashed, ...), source, version, tools and handler
 pid; for a plugin that is not healthy, the reason follows the table.
 
-Without a running core, list the user plugins on disk instead: whether each
-validates, whether its handler is pinned and still matches its pin, and
-whether it is installed as a link. Built-in plugins are listed only by a
-running core.`,
+Without a running core, list the user plugins on disk instead, judged as
+the core judges them when it loads them: whether each is valid (its folder
+and its manifest; carapace plugin validate checks more, the skills too),
+whether its handler is pinned and still matches its pin, and whether it is
+installed as a link. Built-in plugins are listed only by a running core.`,
 		Example: `  carapace plugin list
   carapace plugin list --json`,
 		Args: cobra.NoArgs,
@@ -822,68 +824,60 @@ func (a *app) listOnDisk(cmd *cobra.Command, h home.Dir, asJSON bool) error {
 }
 
 // scanPlugins describes the user plugins of h, and the pins whose plugin
-// is gone, sorted by name.
+// is gone, sorted by name, as the inventory (core/plugindir) judges them:
+// the core's judgment, which it makes when it loads them.
 func scanPlugins(h home.Dir, appVersion string) ([]diskPlugin, error) {
-	pins, err := install.LoadPins(h)
+	inv, err := plugindir.Scan(plugindir.Options{Home: h, Version: appVersion})
 	if err != nil {
 		return nil, err
 	}
-	entries, err := os.ReadDir(h.PluginsDir())
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("read the plugins folder: %w", err)
+	if inv.PinsErr != nil {
+		return nil, inv.PinsErr
 	}
-	list := []diskPlugin{}
-	seen := map[string]bool{}
-	for _, e := range entries {
-		name := e.Name()
-		if strings.HasPrefix(name, ".") {
-			continue // install's temporary folders
-		}
-		seen[name] = true
-		dir := filepath.Join(h.PluginsDir(), name)
-		p := diskPlugin{Name: name, Dir: dir, Linked: e.Type()&fs.ModeSymlink != 0}
-		if err := manifest.CheckPluginName(name); err != nil {
-			p.Problems = append(p.Problems, "the folder name is the plugin's name: "+err.Error())
-		}
-		m, problems := manifest.Check(dir, manifest.Options{AppVersion: version.Semver(appVersion)})
-		for _, pr := range problems {
-			if !pr.Warning {
-				p.Problems = append(p.Problems, pr.String())
-			}
-		}
-		if m != nil {
-			p.Version = m.Version
-			for _, t := range m.Provides.Tools {
-				p.Tools = append(p.Tools, t.Name)
-			}
-		}
-		p.Valid = len(p.Problems) == 0
-		if pin, ok := pins[name]; ok {
-			p.Pinned, p.Source = true, pin.Source
-			if _, err := install.VerifyPin(h, name); err != nil {
-				p.PinProblem = err.Error()
-			} else {
-				p.PinMatches = true
-			}
-		} else if p.Valid {
-			p.PinProblem = "not pinned: the core will not start it; install it with carapace plugin install"
-		}
-		if p.Linked && p.Source == "" {
-			if target, err := os.Readlink(dir); err == nil {
-				p.Source = target
-			}
-		}
-		list = append(list, p)
+	list := make([]diskPlugin, 0, len(inv.Plugins))
+	for _, p := range inv.Plugins {
+		list = append(list, describeOnDisk(p))
 	}
-	for _, name := range sortedKeys(pins) {
-		if !seen[name] {
-			pin := pins[name]
-			list = append(list, diskPlugin{Name: name, Dir: filepath.Join(h.PluginsDir(), name), Pinned: true, Missing: true,
-				Linked: pin.Linked, Source: pin.Source, PinProblem: "pinned, but its folder is gone: carapace plugin remove " + name + " drops the pin"})
-		}
-	}
-	slices.SortFunc(list, func(x, y diskPlugin) int { return strings.Compare(x.Name, y.Name) })
 	return list, nil
+}
+
+// describeOnDisk is the listing of one inventoried user plugin; it hashes
+// the handler of a pinned one.
+func describeOnDisk(p plugindir.Plugin) diskPlugin {
+	d := diskPlugin{Name: p.Name, Dir: p.Dir, Linked: p.Linked, Source: cmp.Or(p.Pin.Source, p.LinkTarget),
+		Pinned: p.Pin.SHA256 != "", Missing: p.Stale}
+	if p.Stale {
+		d.PinProblem = p.Problem.Error()
+		return d
+	}
+	if p.Problem != nil {
+		d.Problems = append(d.Problems, p.Problem.Error())
+	}
+	if me, ok := errors.AsType[*manifest.Error](p.ManifestErr); ok {
+		for _, pr := range me.Problems {
+			d.Problems = append(d.Problems, pr.String())
+		}
+	} else if p.ManifestErr != nil {
+		d.Problems = append(d.Problems, p.ManifestErr.Error())
+	}
+	if m := p.Manifest; m != nil {
+		d.Version = m.Version
+		for _, t := range m.Provides.Tools {
+			d.Tools = append(d.Tools, t.Name)
+		}
+	}
+	d.Valid = len(d.Problems) == 0
+	switch {
+	case d.Pinned:
+		if err := p.VerifyPin(); err != nil {
+			d.PinProblem = err.Error()
+		} else {
+			d.PinMatches = true
+		}
+	case d.Valid && p.PinErr != nil:
+		d.PinProblem = p.PinErr.Error()
+	}
+	return d
 }
 
 // sortedKeys returns the keys of m, sorted.

@@ -484,6 +484,18 @@ func TestPluginNoCore(t *testing.T) {
 	writePlugin(t, h.PluginsDir(), "unpinned")
 	// A broken one.
 	writePlugin(t, h.PluginsDir(), "broken", `{"description": 1}`)
+	// Installed as a link to a folder deleted since.
+	dangling := writePlugin(t, srcs, "dangling")
+	carapace(t, h, "plugin", "install", "--link", dangling).want(t, 0, nil, nil)
+	if err := os.RemoveAll(dangling); err != nil {
+		t.Fatal(err)
+	}
+	// Its skills deleted after the install: the agent is not taught its
+	// tool, but the core loads it (as the list says, and the core does).
+	carapace(t, h, "plugin", "install", writePlugin(t, srcs, "noskills")).want(t, 0, nil, nil)
+	if err := os.RemoveAll(filepath.Join(h.PluginsDir(), "noskills", "skills")); err != nil {
+		t.Fatal(err)
+	}
 
 	r := carapace(t, h, "plugin", "list")
 	r.want(t, 0, nil, []string{"built-in plugins are listed only by a running core"})
@@ -500,6 +512,8 @@ func TestPluginNoCore(t *testing.T) {
 		"linked":   {"yes", "ok", "-> " + filepath.Join(srcs, "linked")},
 		"unpinned": {"yes", "none"},
 		"broken":   {"no (", "none"},
+		"dangling": {"no (1 error)", "-> " + dangling},
+		"noskills": {"yes", "ok"},
 	} {
 		for _, w := range want {
 			if !strings.Contains(rows[name], w) {
@@ -507,7 +521,9 @@ func TestPluginNoCore(t *testing.T) {
 			}
 		}
 	}
-	for _, w := range []string{"tampered: plugin tampered: the handler's SHA-256 is", "unpinned: not pinned", "broken: error: "} {
+	for _, w := range []string{"tampered: plugin tampered: the handler's SHA-256 is", "unpinned: not pinned", "broken: error: ",
+		"dangling: error: " + filepath.Join(h.PluginsDir(), "dangling") + " is a symbolic link to " + dangling + ", which does not exist",
+		"carapace plugin remove unpinned, then carapace plugin install its source folder"} {
 		if !strings.Contains(r.stdout, w) {
 			t.Errorf("stdout lacks %q:\n%s", w, r.stdout)
 		}
@@ -540,7 +556,7 @@ func TestPluginNoCore(t *testing.T) {
 			t.Errorf("%+v", p)
 		}
 	}
-	if want := []string{"broken", "gone", "good", "linked", "tampered", "unpinned"}; !slices.Equal(got, want) {
+	if want := []string{"broken", "dangling", "gone", "good", "linked", "noskills", "tampered", "unpinned"}; !slices.Equal(got, want) {
 		t.Errorf("plugins %v, want %v", got, want)
 	}
 }
