@@ -1,5 +1,6 @@
-// Package loader owns the plugins' lifecycle in the core: which plugins
-// exist, how each is started, initialised, supervised, restarted and
+// Package loader owns the plugins' lifecycle in the core: how each plugin
+// the inventory finds (core/plugindir: which plugins exist, and the state
+// of their folders) is started, initialised, supervised, restarted and
 // stopped, the core services it may call, and the events it is given.
 package loader
 

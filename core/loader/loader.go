@@ -101,9 +101,9 @@ func New(o Options) *Loader {
 // Init, which Load is waiting for.
 func (l *Loader) CoreReady() { l.readyOnce.Do(func() { close(l.ready) }) }
 
-// Load discovers the plugins (the built-ins, then $CARAPACE_HOME/plugins),
-// starts and initialises them in parallel, and catalogues the healthy
-// ones' tools. A plugin that fails is left out, logged and audited; an
+// Load takes stock of the plugins (core/plugindir: the built-ins, the
+// enabled bundled plugins, then $CARAPACE_HOME/plugins), starts and
+// initialises them in parallel, and catalogues the healthy ones' tools. A plugin that fails is left out, logged and audited; an
 // error is returned only for what stops the core (conflicting tool names).
 func (l *Loader) Load(ctx context.Context) error {
 	l.startMail()
