@@ -28,6 +28,7 @@ import (
 
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/plugin"
+	"github.com/carapace-dev/carapace/internal/textutil"
 )
 
 // Name is the plugin's name.
@@ -262,7 +263,7 @@ func (h *Handler) Invoke(ctx context.Context, req *plugin.Request) (map[string]a
 	case "memory_delete":
 		return h.delete(ctx, req)
 	}
-	return nil, plugin.NewToolError(fmt.Sprintf("The memory plugin does not provide a tool named %q; its tools are memory_store, memory_search, memory_brief and memory_delete.", clip(req.Tool, 80)), false)
+	return nil, plugin.NewToolError(fmt.Sprintf("The memory plugin does not provide a tool named %q; its tools are memory_store, memory_search, memory_brief and memory_delete.", textutil.ClipRunes(req.Tool, 80)), false)
 }
 
 // reqTime is when the core received req: the provenance time. A request

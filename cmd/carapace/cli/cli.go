@@ -17,7 +17,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -218,9 +217,4 @@ func groupCmd(c *cobra.Command) *cobra.Command {
 		return cmd.Help()
 	}
 	return c
-}
-
-// oneLine folds a message onto one line.
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
 }

@@ -19,17 +19,15 @@ import (
 // The escaping lives in internal/textutil, shared with the menu-bar app.
 func printable(s string) string { return textutil.Printable(s) }
 
+// oneLine folds a message onto one line (textutil.OneLine).
+func oneLine(s string) string { return textutil.OneLine(s) }
+
 // isPrint reports whether r is safe to print as is.
 func isPrint(r rune) bool { return textutil.IsPrint(r) }
 
-// truncate cuts s to at most n runes, marking the cut with "…" (no limit
-// if n <= 0).
-func truncate(s string, n int) string {
-	if n <= 0 || utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	return string([]rune(s)[:n-1]) + "…"
-}
+// truncate cuts s to at most n characters, marking the cut with "…" (no
+// limit if n <= 0): textutil.ClipRunes.
+func truncate(s string, n int) string { return textutil.ClipRunes(s, n) }
 
 // compactJSON returns raw JSON on one line, printable, at most n runes (no
 // limit if n <= 0).
