@@ -119,7 +119,7 @@ func (a *app) configValidateCmd() *cobra.Command {
 			if _, err := os.Stat(path); err != nil && len(args) == 1 {
 				return fmt.Errorf("validate %s: %w", path, err)
 			}
-			probs, err := config.Validate(path)
+			probs, err := configProblems(path)
 			if err != nil {
 				return fmt.Errorf("validate %s: %w", path, err)
 			}
@@ -128,7 +128,7 @@ func (a *app) configValidateCmd() *cobra.Command {
 				return nil
 			}
 			for _, p := range probs {
-				fmt.Fprintf(cmd.ErrOrStderr(), "%s: %s\n", path, printable(p.String()))
+				fmt.Fprintf(cmd.ErrOrStderr(), "%s: %s\n", path, printable(p))
 			}
 			return exitCode(1)
 		},
@@ -225,17 +225,13 @@ func editConfig(cmd *cobra.Command, h home.Dir) error {
 		os.Remove(tmp)
 		return fmt.Errorf("the editor (%s) failed: %w; config.toml is unchanged", editor, err)
 	}
-	probs, err := config.Validate(tmp)
+	probs, err := configProblems(tmp)
 	if err != nil {
 		return err
 	}
 	if len(probs) > 0 {
-		msgs := make([]string, len(probs))
-		for i, p := range probs {
-			msgs[i] = p.String()
-		}
 		return fmt.Errorf("config.toml is unchanged: your edit would not load:\n%s\nyour edit is kept in %s (fix it, then carapace config validate %s and move it into place)",
-			strings.Join(msgs, "\n"), tmp, tmp)
+			strings.Join(probs, "\n"), tmp, tmp)
 	}
 	edited, err := os.ReadFile(tmp)
 	os.Remove(tmp)
@@ -285,6 +281,20 @@ func configKeysCmd() *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// configProblems checks the config file at path as the core would load it
+// and returns its problems, one line each (none if it loads).
+func configProblems(path string) ([]string, error) {
+	probs, err := config.Validate(path)
+	if err != nil {
+		return nil, err
+	}
+	msgs := make([]string, len(probs))
+	for i, p := range probs {
+		msgs[i] = p.String()
+	}
+	return msgs, nil
 }
 
 // tellCore says whether a running core uses config.toml as it now is

@@ -60,14 +60,8 @@ more. carapace confirm show prints one in full; --json prints them all.`,
 
 // printConfirmations writes the pending confirmations as a table.
 func printConfirmations(out io.Writer, list []control.Confirmation) error {
-	if len(list) == 0 {
-		fmt.Fprintln(out, "no pending confirmations")
-		return nil
-	}
 	now := time.Now()
-	tw := table(out)
-	fmt.Fprintln(tw, "ID\tTOOL\tGROUP\tSESSION\tAGE\tLEFT\tARGUMENTS")
-	for _, p := range list {
+	return printTable(out, list, "no pending confirmations", "ID\tTOOL\tGROUP\tSESSION\tAGE\tLEFT\tARGUMENTS", func(p control.Confirmation) string {
 		left := "expired"
 		if p.ExpiresAt.After(now) {
 			left = age(p.ExpiresAt.Sub(now))
@@ -76,10 +70,9 @@ func printConfirmations(out io.Writer, list []control.Confirmation) error {
 		if len(p.Hidden) > 0 {
 			args = fmt.Sprintf("(%d hidden: confirm show --raw) %s", len(p.Hidden), args)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", control.ShortID(p.ID), printable(p.Tool), orDash(p.Group),
+		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s", control.ShortID(p.ID), printable(p.Tool), orDash(p.Group),
 			orDash(p.Session), age(now.Sub(p.CreatedAt)), left, args)
-	}
-	return tw.Flush()
+	})
 }
 
 // confirmShowCmd is `confirm show`.

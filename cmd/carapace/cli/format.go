@@ -131,3 +131,18 @@ func escapeJSON(b []byte) []byte {
 func table(w io.Writer) *tabwriter.Writer {
 	return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 }
+
+// printTable writes list as a table: header, then row(e) for each element
+// (columns separated by tabs), or the line none when list is empty.
+func printTable[T any](out io.Writer, list []T, none, header string, row func(T) string) error {
+	if len(list) == 0 {
+		fmt.Fprintln(out, none)
+		return nil
+	}
+	tw := table(out)
+	fmt.Fprintln(tw, header)
+	for _, e := range list {
+		fmt.Fprintln(tw, row(e))
+	}
+	return tw.Flush()
+}

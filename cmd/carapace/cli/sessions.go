@@ -46,17 +46,10 @@ the session's IPC socket.`,
 
 // printSessions writes the live sessions as a table.
 func printSessions(out io.Writer, list []control.Session) error {
-	if len(list) == 0 {
-		fmt.Fprintln(out, "no live sessions")
-		return nil
-	}
-	tw := table(out)
-	fmt.Fprintln(tw, "ID\tGROUP\tRUNTIME\tAGE\tSOCKET")
-	for _, s := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", printable(s.ID), printable(s.Group), orDash(s.Runtime),
+	return printTable(out, list, "no live sessions", "ID\tGROUP\tRUNTIME\tAGE\tSOCKET", func(s control.Session) string {
+		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", printable(s.ID), printable(s.Group), orDash(s.Runtime),
 			age(time.Since(s.Started)), printable(s.Socket))
-	}
-	return tw.Flush()
+	})
 }
 
 func (a *app) runCmd() *cobra.Command {

@@ -142,19 +142,13 @@ removed tasks too; --json prints every field, prompts in full.`,
 
 // printTasks writes the tasks as a table, each prompt's head.
 func printTasks(out io.Writer, list []control.Task) error {
-	if len(list) == 0 {
-		fmt.Fprintln(out, "no tasks (carapace tasks add --help)")
-		return nil
-	}
-	tw := table(out)
-	fmt.Fprintln(tw, "ID\tGROUP\tSCHEDULE\tNEXT\tLAST\tPROMPT")
 	cut := false
-	for _, t := range list {
+	err := printTable(out, list, "no tasks (carapace tasks add --help)", "ID\tGROUP\tSCHEDULE\tNEXT\tLAST\tPROMPT", func(t control.Task) string {
 		prompt := printable(oneLine(t.Prompt))
 		cut = cut || prompt != t.Prompt || utf8.RuneCountInString(prompt) > listPrompt
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Group, printable(t.Schedule), taskNext(t), lastRun(t.Last), truncate(prompt, listPrompt))
-	}
-	if err := tw.Flush(); err != nil {
+		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", t.ID, t.Group, printable(t.Schedule), taskNext(t), lastRun(t.Last), truncate(prompt, listPrompt))
+	})
+	if err != nil {
 		return err
 	}
 	if cut {
@@ -286,14 +280,9 @@ func (a *app) tasksHistoryCmd() *cobra.Command {
 	return c
 }
 
+// printRuns writes a task's runs as a table.
 func printRuns(out io.Writer, runs []control.TaskRun) error {
-	if len(runs) == 0 {
-		fmt.Fprintln(out, "no runs yet")
-		return nil
-	}
-	tw := table(out)
-	fmt.Fprintln(tw, "DUE\tOUTCOME\tLATE\tSESSION")
-	for _, r := range runs {
+	return printTable(out, runs, "no runs yet", "DUE\tOUTCOME\tLATE\tSESSION", func(r control.TaskRun) string {
 		due := r.Scheduled.Local().Format("2006-01-02 15:04:05")
 		if r.Count > 1 && r.Until != nil {
 			due += fmt.Sprintf(" … %s (%d slots)", r.Until.Local().Format("2006-01-02 15:04:05"), r.Count)
@@ -305,9 +294,8 @@ func printRuns(out io.Writer, runs []control.TaskRun) error {
 		if r.Reason != "" {
 			outcome += ": " + printable(oneLine(r.Reason))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", due, outcome, age(time.Duration(r.LateMS)*time.Millisecond), orDash(r.Session))
-	}
-	return tw.Flush()
+		return fmt.Sprintf("%s\t%s\t%s\t%s", due, outcome, age(time.Duration(r.LateMS)*time.Millisecond), orDash(r.Session))
+	})
 }
 
 func (a *app) tasksRmCmd() *cobra.Command {
