@@ -10,6 +10,7 @@ import (
 	"github.com/Masterminds/semver/v3"
 
 	"github.com/carapace-dev/carapace/core/runtime"
+	"github.com/carapace-dev/carapace/internal/textutil"
 )
 
 // Versions of Apple's container CLI that matter here.
@@ -148,10 +149,7 @@ var installHint = fmt.Sprintf("install %s or later (%s or later recommended) fro
 func firstLine(s string) string {
 	for line := range strings.Lines(s) {
 		if line = strings.TrimSpace(line); line != "" {
-			if len(line) > 200 {
-				line = line[:200] + "…"
-			}
-			return line
+			return textutil.Clip(line, 200)
 		}
 	}
 	return ""

@@ -204,7 +204,7 @@ func Summary(c control.Confirmation, width int) (s string, complete bool) {
 	}
 	s = strings.Join(parts, ", ")
 	if utf8.RuneCountInString(s) > width {
-		return string([]rune(s)[:width-1]) + "…", false
+		return textutil.ClipRunes(s, width), false
 	}
 	return s, c.Exact()
 }

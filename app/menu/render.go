@@ -165,7 +165,7 @@ func approvals(s State, now time.Time) Item {
 func confirmation(c control.Confirmation, live, reconfirm bool, now time.Time) Item {
 	id := "confirm/" + c.ID
 	digest := digestPrefix(c.ArgsHash)
-	it := Item{ID: id, Title: textutil.Printable(clipRunes(c.Tool, 32)) + " · " + textutil.Printable(clipRunes(c.Group, 24)) + " · " + digest,
+	it := Item{ID: id, Title: textutil.Printable(textutil.ClipRunes(c.Tool, 32)) + " · " + textutil.Printable(textutil.ClipRunes(c.Group, 24)) + " · " + digest,
 		Enabled: true}
 	info := func(sub, title string) { it.Children = append(it.Children, lines(id+"/"+sub, title)...) }
 	info("tool", "Tool: "+textutil.Printable(c.Tool))
@@ -303,10 +303,10 @@ func taskItems(s State, now time.Time) Item {
 		default:
 			next = "done"
 		}
-		sub := Item{ID: id, Enabled: true, Title: textutil.Printable(clipRunes(t.Schedule, 48)) + " · " + textutil.Printable(clipRunes(t.Group, 24)) + " · " + next}
+		sub := Item{ID: id, Enabled: true, Title: textutil.Printable(textutil.ClipRunes(t.Schedule, 48)) + " · " + textutil.Printable(textutil.ClipRunes(t.Group, 24)) + " · " + next}
 		info := func(k, text string) { sub.Children = append(sub.Children, lines(id+"/"+k, text)...) }
 		info("id", "Task: "+t.ID)
-		info("prompt", "Prompt: "+textutil.Printable(clipRunes(textutil.OneLine(t.Prompt), 120)))
+		info("prompt", "Prompt: "+textutil.Printable(textutil.ClipRunes(textutil.OneLine(t.Prompt), 120)))
 		switch {
 		case t.PausedReason != "":
 			info("paused", "Paused: "+textutil.Printable(t.PausedReason))
@@ -365,13 +365,6 @@ func digestPrefix(h string) string {
 		h = h[:DigestPrefix]
 	}
 	return textutil.Printable(h)
-}
-
-func clipRunes(s string, n int) string {
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
 }
 
 func orDash(s string) string { return textutil.Printable(orText(s, "-")) }

@@ -1,18 +1,25 @@
 // Package agent starts agent sessions: the one place where a session of a
 // group is opened and its agent set running, for the control API
-// (`carapace run`), for events (a channel's message, a scheduled task) and,
-// next, for channels' conversations.
+// (`carapace run`) and for events — a channel plugin's message, which may
+// continue one of the group's conversations, and a scheduled task.
 //
 // For each session it writes the files the agent reads — the skill tree,
 // CLAUDE.md with the memory brief, Claude Code's settings, the prompt,
 // the empty shadows (agent.go, shadow.go) — and, for a container runtime,
 // runs the container with the hardened flags of core/runtime through the
-// engine config.toml names (containers.go), with the session's model API
-// proxy beside it (llm.go). It bounds each group's concurrent and queued
-// sessions (slots.go), stops containers that stay idle or whose agent
-// never reaches the core (slots.go, reach.go), publishes agent.started,
-// agent.completed and agent.error, and starts sessions for the events of
-// configured groups (the spawner, below).
+// engine config.toml names, resuming a named conversation's transcript
+// (containers.go; the engines' versions for status in engines.go), with
+// the session's model API proxy beside it (llm.go). It bounds each
+// group's concurrent and queued sessions (slots.go), stops containers that
+// stay idle or whose agent never reaches the core (slots.go, reach.go),
+// removes those a previous core left behind, and publishes agent.started,
+// agent.completed and agent.error.
+//
+// The spawner (Spawn, below) starts a session for each event of a
+// configured group ([groups.NAME] topics in config.toml) unless sessions
+// for events are paused; it answers a plugin's event with channel.started
+// and channel.reply, to that plugin alone, and tells the scheduler
+// (TaskRuns) how a task's run went.
 package agent
 
 import (

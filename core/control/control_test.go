@@ -252,6 +252,16 @@ func TestEndpoints(t *testing.T) {
 			wantMsg: "surface",
 		},
 		{
+			name:  "a long surface is quoted cut between characters",
+			setup: func(b *controltest.Backend) { b.AddConfirmation(confirmation) },
+			call: func(ctx context.Context, c *control.Client) error {
+				_, err := c.Decide(ctx, control.Decision{ID: c1, ArgsHash: "sha256:abc", Surface: strings.Repeat("€", 30)})
+				return err
+			},
+			wantErr: control.ErrInvalid,
+			wantMsg: `surface "` + strings.Repeat("€", 21) + `…"`,
+		},
+		{
 			name:    "a decision names a full id",
 			setup:   func(b *controltest.Backend) { b.AddConfirmation(confirmation) },
 			call:    approve("c1c1c1", "sha256:abc"),

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/carapace-dev/carapace/core/home"
+	"github.com/carapace-dev/carapace/internal/textutil"
 )
 
 const (
@@ -342,9 +343,6 @@ func (s *Server) handleRestartPlugin(w http.ResponseWriter, r *http.Request) {
 
 var pluginNameRE = regexp.MustCompile(`^[a-z][a-z0-9]*(-[a-z0-9]+)*$`)
 
-func clipName(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "…"
-	}
-	return s
-}
+// clipName cuts a name a client sent to the length an error message
+// quotes.
+func clipName(s string) string { return textutil.Clip(s, 64) }

@@ -1,9 +1,13 @@
-// Package intrinsics implements the core's own tools — list_tools,
-// get_session_info and get_diagnostics. They are catalogued like plugin
-// tools, with schemas that forbid extra fields, and reach the agent through
-// the same six-stage pipeline with no exemption. Everything they return is
-// scoped to the calling session, which they learn from the request context
-// the core sets, never from arguments.
+// Package intrinsics implements the tools the agent has whatever plugins
+// are installed: list_tools, get_session_info and get_diagnostics (the
+// core's other tools, the task tools, are core/tasks'). They are
+// catalogued like plugin tools, under the plugin name "core", with schemas
+// that forbid extra fields, and reach the agent through the same
+// six-stage pipeline with no exemption. Everything they return is scoped
+// to the calling session, which they learn from the request context the
+// core sets, never from arguments: list_tools lists the tools of the
+// session's group only, get_diagnostics the session's own audit entries,
+// without a handler's internal detail.
 package intrinsics
 
 import (

@@ -23,6 +23,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/carapace-dev/carapace/core/audit"
+	"github.com/carapace-dev/carapace/internal/textutil"
 )
 
 // Auditor receives the proxy's audit entries. *audit.Log satisfies it.
@@ -504,11 +505,7 @@ func transportDetail(err error) string {
 	if errors.As(err, &ue) {
 		err = ue.Err
 	}
-	s := err.Error()
-	if len(s) > 300 {
-		s = s[:300] + "…"
-	}
-	return s
+	return textutil.Clip(err.Error(), 300)
 }
 
 // entry returns an audit entry of c.

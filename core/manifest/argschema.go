@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
+
+	"github.com/carapace-dev/carapace/internal/textutil"
 )
 
 // Limits of an arguments_schema.
@@ -486,11 +488,7 @@ func quoteJSON(v any) string {
 	if s, ok := v.(string); ok {
 		return quoteShort(s)
 	}
-	t := jsonText(v)
-	if r := []rune(t); len(r) > 60 {
-		t = string(r[:60]) + "…"
-	}
-	return t
+	return textutil.ClipRunes(jsonText(v), 60)
 }
 
 // schemaErrText is the library's error without its URL noise.

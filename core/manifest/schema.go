@@ -15,6 +15,8 @@ import (
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
+
+	"github.com/carapace-dev/carapace/internal/textutil"
 )
 
 // metaSchemaJSON is the JSON Schema (Draft 2020-12) of manifest.json itself.
@@ -420,9 +422,5 @@ func withArticle(t string) string {
 
 // quoteShort quotes a value for a message, cut to a readable length.
 func quoteShort(s string) string {
-	const max = 60
-	if r := []rune(s); len(r) > max {
-		s = string(r[:max]) + "…"
-	}
-	return fmt.Sprintf("%q", s)
+	return fmt.Sprintf("%q", textutil.ClipRunes(s, 60))
 }

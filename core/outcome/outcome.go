@@ -33,6 +33,7 @@ import (
 
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/core/sanitize"
+	"github.com/carapace-dev/carapace/internal/textutil"
 	"github.com/carapace-dev/carapace/ipc"
 )
 
@@ -198,9 +199,9 @@ func internal() *ipc.Error {
 // toolError is what the agent sees of a ToolError.
 func toolError(te *plugin.ToolError, o Options) Outcome {
 	msg, kinds := sanitize.String(te.Message)
-	out := Outcome{Source: o.Plugin, HandlerCode: clip(te.Code, maxHandlerCode),
-		Error: &ipc.Error{Code: ipc.CodeHandlerError, Message: clip(msg, maxMessage), Retriable: te.Retriable,
-			Field: clip(te.Field, maxField), RetryAfter: te.RetryAfter}}
+	out := Outcome{Source: o.Plugin, HandlerCode: textutil.Clip(te.Code, maxHandlerCode),
+		Error: &ipc.Error{Code: ipc.CodeHandlerError, Message: textutil.Clip(msg, maxMessage), Retriable: te.Retriable,
+			Field: textutil.Clip(te.Field, maxField), RetryAfter: te.RetryAfter}}
 	if out.HandlerCode == "" {
 		out.HandlerCode = string(ipc.CodeHandlerError)
 	}
@@ -246,11 +247,4 @@ func succeeded(res map[string]any, o Options) Outcome {
 			Detail: fmt.Sprintf("the response envelope would be %d bytes; the limit is %d", n, ipc.MaxResponseBytes)}
 	}
 	return Outcome{Result: b, Frame: frame, Source: o.Plugin, Redacted: leaks}
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/carapace-dev/carapace/core/plugin/plugintest"
 	"github.com/carapace-dev/carapace/core/sanitize"
 	"github.com/carapace-dev/carapace/core/session"
+	"github.com/carapace-dev/carapace/internal/textutil"
 	"github.com/carapace-dev/carapace/ipc"
 )
 
@@ -119,7 +120,7 @@ func TestPipelineAndPlugintestAgree(t *testing.T) {
 				detail, _ := sanitize.String(res.Detail)
 				harness.Why = why(detail)
 			} else if !res.OK() {
-				harness.Why = why(clip(res.Message, 500)) // a ToolError's message says it all
+				harness.Why = why(textutil.Clip(res.Message, 500)) // a ToolError's message says it all
 			}
 
 			if fmt.Sprintf("%+v", core) != fmt.Sprintf("%+v", harness) {
@@ -140,6 +141,6 @@ var digits = regexp.MustCompile(`[0-9]+`)
 
 // clipSeen shortens long fields for the failure message.
 func clipSeen(s seen) seen {
-	s.JSON, s.Message, s.Field = clip(s.JSON, 200), clip(s.Message, 200), clip(s.Field, 200)
+	s.JSON, s.Message, s.Field = textutil.Clip(s.JSON, 200), textutil.Clip(s.Message, 200), textutil.Clip(s.Field, 200)
 	return s
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/core/sanitize"
 	"github.com/carapace-dev/carapace/core/session"
+	"github.com/carapace-dev/carapace/internal/textutil"
 	"github.com/carapace-dev/carapace/ipc"
 )
 
@@ -262,9 +263,9 @@ func unknownTool(topic, name string) *ipc.Error {
 		if !strings.Contains(topic, ".") {
 			hint = fmt.Sprintf("; did you mean %s%s?", ipc.ToolTopicPrefix, topic)
 		}
-		return ipc.Errorf(ipc.CodeUnknownTool, 2, "topic %q is not a tool invocation (tool.invoke.<name>)%s", clip(topic, 80), hint)
+		return ipc.Errorf(ipc.CodeUnknownTool, 2, "topic %q is not a tool invocation (tool.invoke.<name>)%s", textutil.Clip(topic, 80), hint)
 	}
-	return ipc.Errorf(ipc.CodeUnknownTool, 2, "unknown tool %q; call list_tools to see the tools available", clip(name, 80))
+	return ipc.Errorf(ipc.CodeUnknownTool, 2, "unknown tool %q; call list_tools to see the tools available", textutil.Clip(name, 80))
 }
 
 // decodeArguments decodes the arguments for validation, keeping numbers
@@ -363,14 +364,14 @@ func (p *Pipeline) answer(c *call, res map[string]any, herr error) {
 	if !o.OK() {
 		// The audit log keeps why; for a ToolError, whose message is
 		// the whole story, the message.
-		reason := clip(o.Error.Message, 500)
+		reason := textutil.Clip(o.Error.Message, 500)
 		if o.Detail != "" {
 			reason, _ = sanitize.String(o.Detail)
-			reason = clip(reason, 8000)
+			reason = textutil.Clip(reason, 8000)
 		}
 		_ = p.write(c, &audit.Entry{Stage: audit.StageHandler, Outcome: audit.OutcomeError, Source: plug, Code: o.AuditCode(), Reason: reason})
 		if herr != nil && o.Error.Code == ipc.CodePluginError {
-			p.log.Error("plugin handler failed", "plugin", plug, "tool", c.tool.Name, "correlation", c.req.Correlation, "err", clip(reason, 300))
+			p.log.Error("plugin handler failed", "plugin", plug, "tool", c.tool.Name, "correlation", c.req.Correlation, "err", textutil.Clip(reason, 300))
 		}
 		p.respondErrorAt(c, audit.StageResponse, o.Source, audit.OutcomeError, o.Error, o.Redacted)
 		return
@@ -396,9 +397,9 @@ func (p *Pipeline) fail(c *call, stage, result string, e *ipc.Error) {
 // if anything), forward.
 func (p *Pipeline) respondErrorAt(c *call, stage, source, result string, e *ipc.Error, redacted []sanitize.Redaction) {
 	msg, kinds := sanitize.String(e.Message)
-	e.Message = clip(msg, 2000)
-	e.Field = clip(e.Field, 200)
-	entry := &audit.Entry{Stage: stage, Outcome: result, Source: source, Code: string(e.Code), Field: e.Field, Reason: clip(e.Message, 500), DurationMS: ms(time.Since(c.received))}
+	e.Message = textutil.Clip(msg, 2000)
+	e.Field = textutil.Clip(e.Field, 200)
+	entry := &audit.Entry{Stage: stage, Outcome: result, Source: source, Code: string(e.Code), Field: e.Field, Reason: textutil.Clip(e.Message, 500), DurationMS: ms(time.Since(c.received))}
 	if len(kinds) > 0 || len(redacted) > 0 {
 		entry.Redacted = []string{"error.message"}
 		p.log.Warn("sanitiser redacted an error message", "source", source, "paths", entry.Redacted)
@@ -408,7 +409,7 @@ func (p *Pipeline) respondErrorAt(c *call, stage, source, result string, e *ipc.
 		var skipped int
 		audited, skipped = c.s.AuditRejection(p.opts.Rejections.limit(), p.opts.Rejections.Burst)
 		if skipped > 0 {
-			entry.Reason = clip(entry.Reason, 400) + fmt.Sprintf(" (and %d more rejections in this session not logged one by one)", skipped)
+			entry.Reason = textutil.Clip(entry.Reason, 400) + fmt.Sprintf(" (and %d more rejections in this session not logged one by one)", skipped)
 		}
 	}
 	if audited {
@@ -424,7 +425,7 @@ func (p *Pipeline) write(c *call, e *audit.Entry) error {
 	e.ID, e.Session, e.Group = c.id, c.s.ID, c.s.Group
 	e.Topic, e.Correlation = c.req.Topic, c.req.Correlation
 	if len(e.Topic) > 200 {
-		e.Topic = clip(e.Topic, 200)
+		e.Topic = textutil.Clip(e.Topic, 200)
 	}
 	err := p.opts.Audit.Write(e)
 	c.s.Record(*e)
@@ -439,7 +440,7 @@ func (p *Pipeline) errorFrame(c *call, source string, e *ipc.Error) []byte {
 
 func (p *Pipeline) frame(c *call, source string, result json.RawMessage, e *ipc.Error) []byte {
 	r := ipc.Response{
-		ID: c.id, Version: ipc.ProtocolVersion, Type: ipc.TypeResponse, Topic: clip(c.req.Topic, ipc.MaxTopicLen),
+		ID: c.id, Version: ipc.ProtocolVersion, Type: ipc.TypeResponse, Topic: textutil.Clip(c.req.Topic, ipc.MaxTopicLen),
 		Source: source, Correlation: c.req.Correlation, Timestamp: time.Now().UTC(), Group: c.s.Group,
 		Payload: ipc.Payload{Result: result, Error: e},
 	}
@@ -471,10 +472,3 @@ func redactionPaths(rs []sanitize.Redaction) []string {
 }
 
 func ms(d time.Duration) float64 { return math.Round(float64(d.Microseconds())) / 1000 }
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
-}

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/carapace-dev/carapace/core/audit"
 	"github.com/carapace-dev/carapace/core/catalog"
@@ -212,6 +213,27 @@ func TestToolErrorRedactionIsAudited(t *testing.T) {
 	}
 	if resp == nil || len(resp.Redacted) != 1 || resp.Redacted[0] != "error.message" {
 		t.Fatalf("response entry %+v; want error.message redacted (stages %v)", resp, a.stages())
+	}
+}
+
+// TestAuditReasonCutBetweenCharacters checks that a handler's failure,
+// cut to fit the audit log, is cut between characters: the reason stays
+// valid UTF-8 and ends in "…".
+func TestAuditReasonCutBetweenCharacters(t *testing.T) {
+	a := &memAudit{}
+	p := newTestPipeline(t, a, funcHandler(func(context.Context, *plugin.Request) (map[string]any, error) {
+		return nil, errors.New(strings.Repeat("€", 3000)) // 9000 bytes; the reason keeps 8000
+	}))
+	run(t, p, session.New("s1", "main", "none"), wire("tool.invoke.fn", "{}"))
+	var reason string
+	for _, e := range a.entries {
+		if e.Stage == audit.StageHandler {
+			reason = e.Reason
+		}
+	}
+	if want := strings.Repeat("€", 2666) + "…"; reason != want {
+		t.Fatalf("handler entry's reason is %d bytes, valid UTF-8 %v, ending %q; want %d bytes ending %q",
+			len(reason), utf8.ValidString(reason), reason[max(0, len(reason)-8):], len(want), want[len(want)-8:])
 	}
 }
 

@@ -17,32 +17,20 @@ import (
 	"github.com/carapace-dev/carapace/ipc/zmtp"
 )
 
-// pluginScheme is the transport of the plugin sockets: ipc/zmtp with the
-// protocol's message cap, one frame per message, a few connections, and a
-// hook that cuts off the plugin whose connection broke the limits.
-const pluginScheme = "zipc-plugin"
+// scheme is the transport of the plugin sockets, registered on first use:
+// ipc/zmtp with the protocol's message cap, one frame per message, a few
+// connections, and a hook that cuts off the plugin whose connection broke
+// the limits.
+var scheme = zmtp.Lazy("zipc-plugin", zmtp.New(zmtp.Options{
+	MaxFrame:     pluginproto.MaxMessage,
+	MaxMessage:   pluginproto.MaxMessage,
+	MaxFrames:    1,
+	MaxConns:     maxConns,
+	WriteTimeout: sendTimeout,
+	OnReject:     onReject,
+}))
 
-var (
-	registerOnce sync.Once
-	bySocket     sync.Map // socket path → *Process
-)
-
-func scheme() string {
-	registerOnce.Do(func() {
-		err := zmtp.Register(pluginScheme, zmtp.Options{
-			MaxFrame:     pluginproto.MaxMessage,
-			MaxMessage:   pluginproto.MaxMessage,
-			MaxFrames:    1,
-			MaxConns:     maxConns,
-			WriteTimeout: sendTimeout,
-			OnReject:     onReject,
-		})
-		if err != nil {
-			panic(fmt.Sprintf("register %s transport: %v", pluginScheme, err)) // only a second registration can fail
-		}
-	})
-	return pluginScheme
-}
+var bySocket sync.Map // socket path → *Process
 
 // postHandshake are the OnReject reasons of a connection that completed its
 // handshake and then broke the limits (or stopped reading).

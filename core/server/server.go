@@ -1,18 +1,23 @@
-// Package server assembles the core and runs it: it loads the
-// configuration, opens the audit log, the catalogue (intrinsics first),
-// the event bus, the plugins (core/loader), the confirmation gate, the
-// pipeline, the session sockets and the agent runner (core/agent), serves
-// the control API until asked to stop, and then shuts everything down in
-// the order of seed 000's Shutdown Sequence: drain the pipeline, shut the
-// plugins down, withdraw what waits for the user, stop the containers,
-// close the sessions, record the stop.
+// Package server assembles the core and runs it. Run loads config.toml,
+// takes the home's lock (a second core stops there, before touching any
+// socket), listens on the control socket, opens the audit log, fills the
+// catalogue with the core's own tools (core/intrinsics, then the task
+// tools of core/tasks, whose scheduler it opens), opens the event bus,
+// loads the plugins (core/loader), and builds the confirmation gate, the
+// pipeline, the session sockets and the agent runner (core/agent). It
+// serves the control API until ctx ends or a stop is asked for, then stops
+// in order: the scheduler fires no more, the pipeline drains (up to the
+// handler timeout), the plugins shut down, what waits for the user is
+// withdrawn, the containers stop, the sessions close, and the stop is
+// audited.
 //
-// Besides Run, it holds only the glue the control API needs
-// (control.Backend: backend.go), the recording of confirmations and the
-// watch stream (confirmations.go), the bus's opening and the spawner's
+// Besides Run (server.go), it holds only glue: control.Backend
+// (backend.go) and control.TaskBackend with the scheduler's firing of
+// task.triggered (tasks.go), the recording of confirmations and the watch
+// stream (confirmations.go), the bus's opening and the spawner's
 // subscription (events.go), and the home's lock (lock.go). What the core
-// is assembled from — the built-in plugins and the container engines — is
-// chosen by the caller (cmd/carapace/wiring).
+// is assembled from — the built-in and bundled plugins and the container
+// engines — is chosen by the caller (cmd/carapace/wiring).
 package server
 
 import (
@@ -255,9 +260,10 @@ func Run(ctx context.Context, opts Options) error {
 	return runErr
 }
 
-// shutdown is seed 000's sequence: drain (up to the handler timeout), shut
-// every initialised plugin down in parallel (each bounded), then close the
-// sessions and record the outcome.
+// shutdown stops the core in order: drain (up to the handler timeout),
+// shut every initialised plugin down in parallel (each bounded), withdraw
+// what waits for the user, stop the containers, close the sessions, and
+// record the outcome.
 func (s *Server) shutdown() {
 	s.once.Do(func() { close(s.stop) })
 	start := time.Now()

@@ -451,24 +451,13 @@ func (w slogWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// The session sockets' transport: ipc/zmtp's defaults plus a hook that
-// reports every connection the transport drops, attributed to its session
-// by the socket path.
-const sessionScheme = "zipc-session"
+// scheme is the session sockets' transport, registered on first use:
+// ipc/zmtp's defaults plus hooks that report every connection the
+// transport accepts or drops, attributed to its session by the socket
+// path.
+var scheme = zmtp.Lazy("zipc-session", zmtp.New(zmtp.Options{OnReject: onReject, OnAccept: onAccept}))
 
-var (
-	registerOnce sync.Once
-	bySocket     sync.Map // socket path → *live
-)
-
-func scheme() string {
-	registerOnce.Do(func() {
-		if err := zmtp.Register(sessionScheme, zmtp.Options{OnReject: onReject, OnAccept: onAccept}); err != nil {
-			panic(fmt.Sprintf("register %s transport: %v", sessionScheme, err)) // only a second registration can fail
-		}
-	})
-	return sessionScheme
-}
+var bySocket sync.Map // socket path → *live
 
 // onAccept records that a peer reached a session's socket: on Apple's
 // runtime, that the relay into the VM works. It runs on the transport's

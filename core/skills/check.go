@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/carapace-dev/carapace/core/manifest"
+	"github.com/carapace-dev/carapace/internal/textutil"
 )
 
 // Warning is one problem Check found. It never stops a plugin from loading:
@@ -123,7 +124,7 @@ func Check(m *manifest.Manifest, skills fs.FS) []Warning {
 					continue
 				}
 				if err := manifest.CheckToolName(name); err != nil {
-					add(file, i+1, "tool.invoke.%s: the manifest declares no such tool (and %v)", clip(name, 80), err)
+					add(file, i+1, "tool.invoke.%s: the manifest declares no such tool (and %v)", textutil.Clip(name, 80), err)
 				} else {
 					add(file, i+1, "tool.invoke.%s: the manifest declares no such tool", name)
 				}

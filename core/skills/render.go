@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/carapace-dev/carapace/core/manifest"
+	"github.com/carapace-dev/carapace/internal/textutil"
 	"github.com/carapace-dev/carapace/ipc"
 )
 
@@ -214,13 +215,13 @@ func fold(s string, n int) string {
 	return clipRunes(b.String(), n)
 }
 
-// clipRunes cuts s to n characters, the last one "…" if it was cut.
+// clipRunes cuts s to n characters, the last one "…" if it was cut
+// (textutil.ClipRunes), with no space left before the "…".
 func clipRunes(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
+	if c := textutil.ClipRunes(s, n); c != s {
+		return strings.TrimRight(strings.TrimSuffix(c, "…"), " ") + "…"
 	}
-	r := []rune(s)
-	return strings.TrimRight(string(r[:n-1]), " ") + "…"
+	return s
 }
 
 // writeTools writes the "Tools" reference.

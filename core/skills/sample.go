@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/carapace-dev/carapace/core/catalog"
+	"github.com/carapace-dev/carapace/internal/textutil"
 )
 
 // Limits of SampleArguments, so that a hostile or careless schema cannot
@@ -217,7 +218,7 @@ func merge(dst, src map[string]any) {
 // resolve follows a local reference: "#", "#/$defs/name", "#/definitions/…".
 func (g *sampler) resolve(ref string) (any, error) {
 	if ref != "#" && !strings.HasPrefix(ref, "#/") {
-		return nil, fmt.Errorf("$ref %q is not local to the schema", clip(ref, 80))
+		return nil, fmt.Errorf("$ref %q is not local to the schema", textutil.Clip(ref, 80))
 	}
 	cur := g.root
 	for _, tok := range strings.Split(strings.TrimPrefix(ref, "#"), "/")[1:] {
@@ -226,17 +227,17 @@ func (g *sampler) resolve(ref string) (any, error) {
 		case map[string]any:
 			next, ok := c[tok]
 			if !ok {
-				return nil, fmt.Errorf("$ref %q points nowhere", clip(ref, 80))
+				return nil, fmt.Errorf("$ref %q points nowhere", textutil.Clip(ref, 80))
 			}
 			cur = next
 		case []any:
 			i, err := strconv.Atoi(tok)
 			if err != nil || i < 0 || i >= len(c) {
-				return nil, fmt.Errorf("$ref %q points nowhere", clip(ref, 80))
+				return nil, fmt.Errorf("$ref %q points nowhere", textutil.Clip(ref, 80))
 			}
 			cur = c[i]
 		default:
-			return nil, fmt.Errorf("$ref %q points nowhere", clip(ref, 80))
+			return nil, fmt.Errorf("$ref %q points nowhere", textutil.Clip(ref, 80))
 		}
 	}
 	return cur, nil
@@ -497,7 +498,7 @@ func fromPattern(p string, minLen, maxLen int) (string, error) {
 			break
 		}
 	}
-	return "", fmt.Errorf("no string of %d to %d characters found for pattern %q", minLen, maxLen, clip(p, 80))
+	return "", fmt.Errorf("no string of %d to %d characters found for pattern %q", minLen, maxLen, textutil.Clip(p, 80))
 }
 
 func walkPattern(b *strings.Builder, re *syntax.Regexp, k int) bool {
@@ -581,11 +582,4 @@ func classRune(ranges []rune) (rune, bool) {
 		first = ranges[0]
 	}
 	return first, first >= 0
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

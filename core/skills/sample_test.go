@@ -72,6 +72,7 @@ func TestSampleArguments(t *testing.T) {
 		{"false schema", obj(`"s"`, `"s":false`), "", "accepts nothing"},
 		{"remote ref", obj(`"s"`, `"s":{"$ref":"https://example.com/s.json"}`), "", "not local"},
 		{"dangling ref", obj(`"s"`, `"s":{"$ref":"#/$defs/none"}`), "", "points nowhere"},
+		{"long ref cut between characters", obj(`"s"`, `"s":{"$ref":"`+strings.Repeat("€", 40)+`"}`), "", `"` + strings.Repeat("€", 26) + `…" is not local`},
 		{"self ref", `{"type":"object","required":["s"],"properties":{"s":{"$ref":"#"}}}`, "", "too deep"},
 		{"validation catches the rest", obj(`"a"`, `"a":{"type":"array","minItems":2,"uniqueItems":true,"items":{"type":"string"}}`), "", "rejected"},
 	}

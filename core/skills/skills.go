@@ -46,6 +46,7 @@ import (
 
 	"github.com/carapace-dev/carapace/core/catalog"
 	"github.com/carapace-dev/carapace/core/manifest"
+	"github.com/carapace-dev/carapace/internal/textutil"
 )
 
 // CoreSkill is the folder of the intrinsics' skill. No plugin may take
@@ -106,7 +107,7 @@ var reservedWords = []string{"anthropic", "claude"}
 // meets a bad one.
 func CheckName(name string) error {
 	if len(name) > MaxNameLen || !nameRE.MatchString(name) {
-		return fmt.Errorf("%w %q: names are kebab-case (a-z, 0-9, single dashes), at most %d characters", ErrInvalidName, clip(name, 80), MaxNameLen)
+		return fmt.Errorf("%w %q: names are kebab-case (a-z, 0-9, single dashes), at most %d characters", ErrInvalidName, textutil.Clip(name, 80), MaxNameLen)
 	}
 	for _, w := range reservedWords {
 		if strings.Contains(name, w) {

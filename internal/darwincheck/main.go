@@ -51,6 +51,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/carapace-dev/carapace/internal/textutil"
 )
 
 func main() {
@@ -288,7 +290,7 @@ func (c *checker) check(p *listed, sem chan struct{}) {
 
 	main := isMain(p)
 	if p.Error != nil {
-		r.errors = append(r.errors, diag{msg: p.ImportPath + ": " + oneLine(p.Error.Err)})
+		r.errors = append(r.errors, diag{msg: p.ImportPath + ": " + textutil.OneLine(p.Error.Err)})
 	}
 	mode := parser.SkipObjectResolution
 	if main {
@@ -395,9 +397,6 @@ func needsCgoTag(f *ast.File) bool {
 	}
 	return false
 }
-
-// oneLine folds a message onto one line.
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // diag is one error: where (if known) and what.
 type diag struct {

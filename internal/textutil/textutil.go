@@ -1,7 +1,8 @@
-// Package textutil holds the small text helpers the core uses for log
-// lines, audit reasons and messages — folding text onto one line and
-// clipping it to a size — and the escaping that the command line and the
-// menu-bar app share to show text that came from the agent safely.
+// Package textutil holds the small text helpers the core, the plugins, the
+// command line and the menu-bar app share: folding text onto one line,
+// clipping it to a size in bytes (Clip: log lines, audit reasons, messages)
+// or to a width in characters (ClipRunes: table columns, menu titles), and
+// the escaping that shows text that came from the agent safely (Printable).
 package textutil
 
 import (
@@ -15,8 +16,10 @@ import (
 // become one space, and the ends are trimmed.
 func OneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-// Clip returns s cut to at most n bytes, on a rune boundary, with "…"
-// after a cut.
+// Clip returns s cut to at most n bytes, between two characters, with "…"
+// after a cut: the size a log line, an audit reason, a message or a field
+// may take. The cut never splits a character, so the result is valid
+// UTF-8 when s is.
 func Clip(s string, n int) string {
 	if len(s) <= n {
 		return s
@@ -25,6 +28,16 @@ func Clip(s string, n int) string {
 		n--
 	}
 	return s[:n] + "…"
+}
+
+// ClipRunes returns s cut to at most n characters, the last of them "…"
+// when it was cut: the width a table column, a menu title or a one-line
+// description may take. n < 1 means no limit (a column without a width).
+func ClipRunes(s string, n int) string {
+	if n < 1 || utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
 }
 
 // Printable makes a string from the core, the agent or the audit log safe

@@ -27,6 +27,26 @@ func TestClip(t *testing.T) {
 	}
 }
 
+func TestClipRunes(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"abcdef", 0, "abcdef"}, // no limit
+		{"abcdef", -1, "abcdef"},
+		{"abcdef", 6, "abcdef"},
+		{"abcdef", 4, "abc…"},
+		{"abcdef", 1, "…"},
+		{"äöüßéè", 3, "äö…"}, // characters, not bytes
+		{"äöü", 3, "äöü"},
+	} {
+		if got := ClipRunes(tc.in, tc.n); got != tc.want {
+			t.Errorf("ClipRunes(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+		}
+	}
+}
+
 func TestPrintable(t *testing.T) {
 	tests := []struct {
 		name, in, want string

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-zeromq/zmq4"
@@ -109,6 +110,26 @@ func New(opts Options) transport.Transport {
 // registering a scheme twice is an error.
 func Register(scheme string, opts Options) error {
 	return zmq4.RegisterTransport(scheme, New(opts))
+}
+
+// Lazy returns a function that registers t with zmq4 under scheme on its
+// first call and returns scheme on every call: how a package gives its
+// sockets a transport of their own ("zipc-session://…"). Registering on
+// first use keeps programs and tests that never open such a socket free
+// of it. zmq4 refuses a second registration of a scheme and cannot undo
+// one, so each scheme has one Lazy, held in a package variable; the
+// function panics if the registration fails, which only a second
+// registration of the scheme in the binary can cause.
+func Lazy(scheme string, t transport.Transport) func() string {
+	register := sync.OnceFunc(func() {
+		if err := zmq4.RegisterTransport(scheme, t); err != nil {
+			panic(fmt.Sprintf("register the %s transport: %v", scheme, err))
+		}
+	})
+	return func() string {
+		register()
+		return scheme
+	}
 }
 
 func init() {

@@ -2,6 +2,8 @@ package zmtp
 
 import (
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -54,6 +56,32 @@ func TestRegister(t *testing.T) {
 		o.MaxFrames != 4 || o.HandshakeTimeout != 3*time.Second || o.WriteTimeout != 10*time.Second || o.MaxConns != 64 {
 		t.Fatalf("defaults = %+v", o)
 	}
+}
+
+// TestLazy checks that a Lazy scheme is registered on its first use, once,
+// and that a second Lazy of the same scheme fails loudly rather than
+// leaving a socket on the other's transport.
+func TestLazy(t *testing.T) {
+	registered := func(scheme string) bool { return slices.Contains(zmq4.Transports(), scheme) }
+	const scheme = "zt-lazy"
+	scheme1 := Lazy(scheme, New(Options{}))
+	if registered(scheme) {
+		t.Fatalf("%q registered before its first use", scheme)
+	}
+	for range 2 {
+		if got := scheme1(); got != scheme {
+			t.Fatalf("Lazy's function returned %q; want %q", got, scheme)
+		}
+	}
+	if !registered(scheme) {
+		t.Fatalf("%q not among zmq4 transports %q after its first use", scheme, zmq4.Transports())
+	}
+	defer func() {
+		if r := fmt.Sprint(recover()); !strings.Contains(r, "register the "+scheme+" transport") {
+			t.Fatalf("a second Lazy of %q: recovered %q; want a panic naming the scheme", scheme, r)
+		}
+	}()
+	Lazy(scheme, New(Options{}))()
 }
 
 // TestRoundTripStripsIdentity: request/reply works over Endpoint(...), and

@@ -14,14 +14,13 @@ import (
 // validates the config against manifest.json's config_schema but fills in
 // no default, so a missing key means the default below.
 type config struct {
-	StoragePath       string // absolute; "" means the DataDir given to New
-	MaxBriefEntries   int
-	MaxBriefChars     int
-	PurgeDays         int
-	EmbeddingProvider string
-	MaxStores         int // per session; 0 disables memory_store
-	MaxSupersedes     int // per session; 0 disables supersedes
-	MaxDeletes        int // per session; 0 disables memory_delete
+	StoragePath     string // absolute; "" means the DataDir given to New
+	MaxBriefEntries int
+	MaxBriefChars   int
+	PurgeDays       int
+	MaxStores       int // per session; 0 disables memory_store
+	MaxSupersedes   int // per session; 0 disables supersedes
+	MaxDeletes      int // per session; 0 disables memory_delete
 }
 
 // Defaults, as manifest.json declares them.
@@ -38,10 +37,6 @@ const (
 // a cutoff further back than a century purges nothing anyway.
 const maxPurgeDays = 36500
 
-// embeddingProviders are the values of embedding_provider; only "none" is
-// implemented (see embedder).
-var embeddingProviders = []string{"none", "local", "openai"}
-
 // intSetting describes one integer setting: where it goes and its bounds.
 type intSetting struct {
 	dst      *int
@@ -54,13 +49,12 @@ type intSetting struct {
 // a user may have put a secret in the wrong setting.
 func parseConfig(raw map[string]any) (config, error) {
 	c := config{
-		MaxBriefEntries:   defaultMaxBriefEntries,
-		MaxBriefChars:     defaultMaxBriefChars,
-		PurgeDays:         defaultPurgeDays,
-		EmbeddingProvider: "none",
-		MaxStores:         defaultMaxStores,
-		MaxSupersedes:     defaultMaxSupersedes,
-		MaxDeletes:        defaultMaxDeletes,
+		MaxBriefEntries: defaultMaxBriefEntries,
+		MaxBriefChars:   defaultMaxBriefChars,
+		PurgeDays:       defaultPurgeDays,
+		MaxStores:       defaultMaxStores,
+		MaxSupersedes:   defaultMaxSupersedes,
+		MaxDeletes:      defaultMaxDeletes,
 	}
 	ints := map[string]intSetting{
 		"max_brief_entries":          {&c.MaxBriefEntries, 1, 500},
@@ -101,11 +95,12 @@ func parseConfig(raw map[string]any) (config, error) {
 				c.StoragePath = filepath.Clean(p)
 			}
 		case "embedding_provider":
-			p, ok := v.(string)
-			if !ok || !slices.Contains(embeddingProviders, p) {
-				return c, errors.New(`embedding_provider must be one of "none", "local", "openai"`)
+			// Search is FTS5's; semantic search (an embedding provider)
+			// is not available yet. The setting stays so that a
+			// config.toml that says "none" still loads.
+			if v != "none" {
+				return c, errors.New(`embedding_provider must be "none": semantic search is not available yet (leave the setting out)`)
 			}
-			c.EmbeddingProvider = p
 		default:
 			return c, fmt.Errorf("unknown setting %q", k)
 		}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	coremanifest "github.com/carapace-dev/carapace/core/manifest"
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/core/plugin/plugintest"
 )
@@ -38,12 +39,12 @@ func TestInitDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := config{MaxBriefEntries: 50, MaxBriefChars: 10000, PurgeDays: 90, EmbeddingProvider: "none", MaxStores: 20, MaxSupersedes: 5, MaxDeletes: 5}
+	want := config{MaxBriefEntries: 50, MaxBriefChars: 10000, PurgeDays: 90, MaxStores: 20, MaxSupersedes: 5, MaxDeletes: 5}
 	if h.cfg != want {
 		t.Errorf("config %+v; want %+v", h.cfg, want)
 	}
-	if h.dir != dir || h.embedder != nil {
-		t.Errorf("dir %q embedder %v; want %q and none", h.dir, h.embedder, dir)
+	if h.dir != dir {
+		t.Errorf("dir %q; want %q", h.dir, dir)
 	}
 	// The defaults are those manifest.json declares.
 	var m struct {
@@ -120,6 +121,25 @@ func TestInitConfig(t *testing.T) {
 				t.Errorf("the error quotes the setting's value: %v", err)
 			}
 		})
+	}
+}
+
+// TestEmbeddingProviderOnlyNone checks that the manifest's config_schema
+// and Init agree on embedding_provider: "none" is the one value, so the
+// core refuses any other when it validates config.toml, before the plugin
+// starts, and Init refuses it too.
+func TestEmbeddingProviderOnlyNone(t *testing.T) {
+	m, err := coremanifest.Parse("memory/manifest.json", Manifest(), coremanifest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []any{"none", "local", "openai", "cohere", json.Number("1")} {
+		cfg := map[string]any{"embedding_provider": v}
+		schemaErr := m.ValidateConfig("config.toml", cfg)
+		_, initErr := initHandler(t, t.TempDir(), cfg)
+		if want := v == "none"; (schemaErr == nil) != want || (initErr == nil) != want {
+			t.Errorf("embedding_provider %v: config_schema says %v, Init %v; want both to accept only \"none\"", v, schemaErr, initErr)
+		}
 	}
 }
 

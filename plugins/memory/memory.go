@@ -28,6 +28,7 @@ import (
 
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/plugin"
+	"github.com/carapace-dev/carapace/internal/textutil"
 )
 
 // Name is the plugin's name.
@@ -51,15 +52,6 @@ func Skills() fs.FS {
 // dbSuffix ends the name of every group's database file.
 const dbSuffix = ".sqlite"
 
-// embedder turns text into a vector for semantic search. It is where a v2
-// embedding provider (embedding_provider "local" or "openai") plugs in:
-// memory_store would store the vector of each entry, memory_search would
-// rank by cosine similarity instead of FTS5. v1 has none: Init refuses any
-// provider but "none", and the field stays nil.
-type embedder interface {
-	Embed(ctx context.Context, text string) ([]float32, error)
-}
-
 // Handler is the memory plugin's handler. Create it with New.
 type Handler struct {
 	dataDir string
@@ -67,10 +59,9 @@ type Handler struct {
 	now     func() time.Time // the clock for the brief and the limiter; tests replace it
 
 	// Set by Init, read-only afterwards.
-	cfg      config
-	dir      string   // the storage folder: absolute and clean
-	embedder embedder // nil: FTS5 only (embedding_provider "none")
-	limits   *limiter
+	cfg    config
+	dir    string // the storage folder: absolute and clean
+	limits *limiter
 
 	mu     sync.Mutex
 	dbs    map[string]*DB // by group; opened at Init or on first use
@@ -107,13 +98,6 @@ func (h *Handler) Init(ctx context.Context, raw map[string]any, _ plugin.Service
 	cfg, err := parseConfig(raw)
 	if err != nil {
 		return plugin.NewInitError(plugin.CategoryConfig, fmt.Errorf("memory config: %w", err))
-	}
-	switch cfg.EmbeddingProvider {
-	case "none":
-		h.embedder = nil
-	default:
-		return plugin.NewInitError(plugin.CategoryConfig,
-			fmt.Errorf("memory config: embedding_provider %q is not available yet; only \"none\" is", cfg.EmbeddingProvider))
 	}
 	dir := cfg.StoragePath
 	if dir == "" {
@@ -262,7 +246,7 @@ func (h *Handler) Invoke(ctx context.Context, req *plugin.Request) (map[string]a
 	case "memory_delete":
 		return h.delete(ctx, req)
 	}
-	return nil, plugin.NewToolError(fmt.Sprintf("The memory plugin does not provide a tool named %q; its tools are memory_store, memory_search, memory_brief and memory_delete.", clip(req.Tool, 80)), false)
+	return nil, plugin.NewToolError(fmt.Sprintf("The memory plugin does not provide a tool named %q; its tools are memory_store, memory_search, memory_brief and memory_delete.", textutil.ClipRunes(req.Tool, 80)), false)
 }
 
 // reqTime is when the core received req: the provenance time. A request

@@ -7,10 +7,10 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/carapace-dev/carapace/core/claudemd"
 	"github.com/carapace-dev/carapace/core/plugin"
+	"github.com/carapace-dev/carapace/internal/textutil"
 )
 
 // Handler error codes besides the limits' (limits.go). The agent sees
@@ -341,15 +341,7 @@ func showID(id string) string {
 	}) {
 		return id
 	}
-	return fmt.Sprintf("%q", clip(id, 64))
-}
-
-// clip cuts s to at most n runes.
-func clip(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	return string([]rune(s)[:n]) + "…"
+	return fmt.Sprintf("%q", textutil.ClipRunes(id, 64))
 }
 
 // formatTime renders a time as RFC 3339 in UTC.

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/carapace-dev/carapace/internal/textutil"
 )
 
 // config is [plugins.telegram.config], validated by the core against the
@@ -143,13 +145,7 @@ func (c *config) groupOf(owner, chat int64) (string, bool) {
 	return g, ok
 }
 
-// clip cuts s to at most n bytes, on a rune boundary, with an ellipsis.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n] + "…"
-}
+// clip is textutil.Clip: s cut to at most n bytes, between characters,
+// with an ellipsis. The short name keeps the plugin's many messages
+// readable.
+func clip(s string, n int) string { return textutil.Clip(s, n) }

@@ -22,6 +22,7 @@ import (
 	"github.com/carapace-dev/carapace/core/control/controltest"
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/internal/testutil"
+	"github.com/carapace-dev/carapace/internal/textutil"
 	"github.com/carapace-dev/carapace/keychain"
 )
 
@@ -159,17 +160,10 @@ func TestAuthSetInput(t *testing.T) {
 			r.want(t, 0, []string{"stored token for plugin github"}, nil)
 			b, err := os.ReadFile(credFile(h, "github", "token"))
 			if err != nil || string(b) != tt.stored {
-				t.Errorf("stored %q, %v; want %q", truncateForLog(b), err, truncateForLog([]byte(tt.stored)))
+				t.Errorf("stored %q, %v; want %q", textutil.Clip(string(b), 40), err, textutil.Clip(tt.stored, 40))
 			}
 		})
 	}
-}
-
-func truncateForLog(b []byte) string {
-	if len(b) > 40 {
-		return string(b[:40]) + "…"
-	}
-	return string(b)
 }
 
 // TestAuthSetRefusesArgv checks that a secret on the command line is

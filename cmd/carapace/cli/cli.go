@@ -17,7 +17,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -207,6 +206,42 @@ func (a *app) request(cmd *cobra.Command) (*control.Client, context.Context, con
 	return c, ctx, cancel, nil
 }
 
+// call is one request a query makes to the core: the request's context
+// (cut off after requestTimeout), the client, the command's arguments and
+// where its output goes.
+type call struct {
+	ctx    context.Context
+	client *control.Client
+	args   []string
+	out    io.Writer
+}
+
+// query makes c a command that asks the running core one question and
+// prints the answer: as indented JSON with --json (whose help says "print
+// the <what> as JSON"), else with text. ask puts the question; text may
+// ask a follow-up in the same call.
+func query[T any](a *app, c *cobra.Command, what string, ask func(call) (T, error), text func(call, T) error) *cobra.Command {
+	var asJSON bool
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		client, ctx, cancel, err := a.request(cmd)
+		if err != nil {
+			return err
+		}
+		defer cancel()
+		q := call{ctx: ctx, client: client, args: args, out: cmd.OutOrStdout()}
+		v, err := ask(q)
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			return writeJSON(q.out, v)
+		}
+		return text(q, v)
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print the "+what+" as JSON")
+	return c
+}
+
 // groupCmd makes c, a command that only groups subcommands, reject unknown
 // subcommands (cobra would print help and exit 0).
 func groupCmd(c *cobra.Command) *cobra.Command {
@@ -218,9 +253,4 @@ func groupCmd(c *cobra.Command) *cobra.Command {
 		return cmd.Help()
 	}
 	return c
-}
-
-// oneLine folds a message onto one line.
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
 }

@@ -42,8 +42,7 @@ offers Approve on that copy: read them as they run with
 }
 
 func (a *app) confirmListCmd() *cobra.Command {
-	var asJSON bool
-	c := &cobra.Command{
+	return query(a, &cobra.Command{
 		Use:   "list",
 		Short: "List the pending confirmations",
 		Long: `List the pending confirmations: id, tool, group, session, age, time left
@@ -54,50 +53,32 @@ more. carapace confirm show prints one in full; --json prints them all.`,
 		Example: `  carapace confirm list
   carapace confirm list --json`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, ctx, cancel, err := a.request(cmd)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			list, err := c.Confirmations(ctx, false)
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				return writeJSON(out, list)
-			}
-			if len(list) == 0 {
-				fmt.Fprintln(out, "no pending confirmations")
-				return nil
-			}
-			now := time.Now()
-			tw := table(out)
-			fmt.Fprintln(tw, "ID\tTOOL\tGROUP\tSESSION\tAGE\tLEFT\tARGUMENTS")
-			for _, p := range list {
-				left := "expired"
-				if p.ExpiresAt.After(now) {
-					left = age(p.ExpiresAt.Sub(now))
-				}
-				args := compactJSON(p.Arguments, argsWidth)
-				if len(p.Hidden) > 0 {
-					args = fmt.Sprintf("(%d hidden: confirm show --raw) %s", len(p.Hidden), args)
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", control.ShortID(p.ID), printable(p.Tool), orDash(p.Group),
-					orDash(p.Session), age(now.Sub(p.CreatedAt)), left, args)
-			}
-			return tw.Flush()
-		},
-	}
-	c.Flags().BoolVar(&asJSON, "json", false, "print the confirmations as JSON")
-	return c
+	}, "confirmations", func(q call) ([]control.Confirmation, error) {
+		return q.client.Confirmations(q.ctx, false)
+	}, func(q call, list []control.Confirmation) error { return printConfirmations(q.out, list) })
+}
+
+// printConfirmations writes the pending confirmations as a table.
+func printConfirmations(out io.Writer, list []control.Confirmation) error {
+	now := time.Now()
+	return printTable(out, list, "no pending confirmations", "ID\tTOOL\tGROUP\tSESSION\tAGE\tLEFT\tARGUMENTS", func(p control.Confirmation) string {
+		left := "expired"
+		if p.ExpiresAt.After(now) {
+			left = age(p.ExpiresAt.Sub(now))
+		}
+		args := compactJSON(p.Arguments, argsWidth)
+		if len(p.Hidden) > 0 {
+			args = fmt.Sprintf("(%d hidden: confirm show --raw) %s", len(p.Hidden), args)
+		}
+		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s", control.ShortID(p.ID), printable(p.Tool), orDash(p.Group),
+			orDash(p.Session), age(now.Sub(p.CreatedAt)), left, args)
+	})
 }
 
 // confirmShowCmd is `confirm show`.
 func (a *app) confirmShowCmd() *cobra.Command {
-	var asJSON, raw bool
-	c := &cobra.Command{
+	var raw bool
+	c := query(a, &cobra.Command{
 		Use:   "show ID",
 		Short: "Show one confirmation in full",
 		Long: `Show one confirmation in full: tool, group, session, times, digest, what
@@ -115,26 +96,13 @@ arguments are kept as they run.`,
   carapace confirm show --json 7f3a9c`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: a.completeConfirmation,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, ctx, cancel, err := a.request(cmd)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			p, err := fetchConfirmation(ctx, c, args[0], raw)
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				return writeJSON(out, p)
-			}
-			writeConfirmation(out, p)
-			return nil
-		},
-	}
+	}, "confirmation", func(q call) (control.Confirmation, error) {
+		return fetchConfirmation(q.ctx, q.client, q.args[0], raw)
+	}, func(q call, p control.Confirmation) error {
+		writeConfirmation(q.out, p)
+		return nil
+	})
 	c.Flags().BoolVar(&raw, "raw", false, "print the arguments exactly as they run, secrets included")
-	c.Flags().BoolVar(&asJSON, "json", false, "print the confirmation as JSON")
 	return c
 }
 

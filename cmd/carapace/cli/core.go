@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -60,8 +61,7 @@ another core answers on the home's control socket.`,
 }
 
 func (a *app) statusCmd() *cobra.Command {
-	var asJSON bool
-	c := &cobra.Command{
+	return query(a, &cobra.Command{
 		Use:   "status",
 		Short: "Show the running core's status",
 		Long: `Show the running core's status: version, pid, uptime, home, live sessions,
@@ -73,28 +73,12 @@ is running.`,
 		Example: `  carapace status
   carapace status --json | jq .plugins`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, ctx, cancel, err := a.request(cmd)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			st, err := c.Status(ctx)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), st)
-			}
-			return printStatus(cmd, st)
-		},
-	}
-	c.Flags().BoolVar(&asJSON, "json", false, "print the status as JSON")
-	return c
+	}, "status", func(q call) (control.Status, error) { return q.client.Status(q.ctx) },
+		func(q call, st control.Status) error { return printStatus(q.out, st) })
 }
 
-func printStatus(cmd *cobra.Command, st control.Status) error {
-	tw := table(cmd.OutOrStdout())
+func printStatus(out io.Writer, st control.Status) error {
+	tw := table(out)
 	fmt.Fprintf(tw, "version\t%s\n", printable(st.Version))
 	fmt.Fprintf(tw, "pid\t%d\n", st.PID)
 	fmt.Fprintf(tw, "uptime\t%s\n", age(time.Since(st.Started)))

@@ -19,17 +19,15 @@ import (
 // The escaping lives in internal/textutil, shared with the menu-bar app.
 func printable(s string) string { return textutil.Printable(s) }
 
+// oneLine folds a message onto one line (textutil.OneLine).
+func oneLine(s string) string { return textutil.OneLine(s) }
+
 // isPrint reports whether r is safe to print as is.
 func isPrint(r rune) bool { return textutil.IsPrint(r) }
 
-// truncate cuts s to at most n runes, marking the cut with "…" (no limit
-// if n <= 0).
-func truncate(s string, n int) string {
-	if n <= 0 || utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	return string([]rune(s)[:n-1]) + "…"
-}
+// truncate cuts s to at most n characters, marking the cut with "…" (no
+// limit if n <= 0): textutil.ClipRunes.
+func truncate(s string, n int) string { return textutil.ClipRunes(s, n) }
 
 // compactJSON returns raw JSON on one line, printable, at most n runes (no
 // limit if n <= 0).
@@ -132,4 +130,19 @@ func escapeJSON(b []byte) []byte {
 // table returns a tabwriter for aligned columns; Flush it.
 func table(w io.Writer) *tabwriter.Writer {
 	return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+}
+
+// printTable writes list as a table: header, then row(e) for each element
+// (columns separated by tabs), or the line none when list is empty.
+func printTable[T any](out io.Writer, list []T, none, header string, row func(T) string) error {
+	if len(list) == 0 {
+		fmt.Fprintln(out, none)
+		return nil
+	}
+	tw := table(out)
+	fmt.Fprintln(tw, header)
+	for _, e := range list {
+		fmt.Fprintln(tw, row(e))
+	}
+	return tw.Flush()
 }

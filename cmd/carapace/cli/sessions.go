@@ -32,8 +32,7 @@ const SessionDirEnv = "CARAPACE_SESSION_DIR"
 var runtimes = control.Runtimes
 
 func (a *app) sessionsCmd() *cobra.Command {
-	var asJSON bool
-	c := &cobra.Command{
+	return query(a, &cobra.Command{
 		Use:   "sessions",
 		Short: "List the live agent sessions",
 		Long: `List the running core's live agent sessions: id, group, runtime, age and
@@ -41,35 +40,16 @@ the session's IPC socket.`,
 		Example: `  carapace sessions
   carapace sessions --json`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, ctx, cancel, err := a.request(cmd)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			list, err := c.Sessions(ctx)
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				return writeJSON(out, list)
-			}
-			if len(list) == 0 {
-				fmt.Fprintln(out, "no live sessions")
-				return nil
-			}
-			tw := table(out)
-			fmt.Fprintln(tw, "ID\tGROUP\tRUNTIME\tAGE\tSOCKET")
-			for _, s := range list {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", printable(s.ID), printable(s.Group), orDash(s.Runtime),
-					age(time.Since(s.Started)), printable(s.Socket))
-			}
-			return tw.Flush()
-		},
-	}
-	c.Flags().BoolVar(&asJSON, "json", false, "print the sessions as JSON")
-	return c
+	}, "sessions", func(q call) ([]control.Session, error) { return q.client.Sessions(q.ctx) },
+		func(q call, list []control.Session) error { return printSessions(q.out, list) })
+}
+
+// printSessions writes the live sessions as a table.
+func printSessions(out io.Writer, list []control.Session) error {
+	return printTable(out, list, "no live sessions", "ID\tGROUP\tRUNTIME\tAGE\tSOCKET", func(s control.Session) string {
+		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", printable(s.ID), printable(s.Group), orDash(s.Runtime),
+			age(time.Since(s.Started)), printable(s.Socket))
+	})
 }
 
 func (a *app) runCmd() *cobra.Command {

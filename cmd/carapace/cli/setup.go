@@ -225,16 +225,12 @@ func (s *setupRun) config() error {
 	case err != nil:
 		return fmt.Errorf("read config.toml: %w", err)
 	default:
-		probs, err := config.Validate(path)
+		probs, err := configProblems(path)
 		if err != nil {
 			return err
 		}
 		if len(probs) > 0 {
-			msgs := make([]string, len(probs))
-			for i, p := range probs {
-				msgs[i] = p.String()
-			}
-			s.report(stepFail, "config", "config.toml would not load: "+strings.Join(msgs, "; "), "carapace config edit")
+			s.report(stepFail, "config", "config.toml would not load: "+strings.Join(probs, "; "), "carapace config edit")
 			return exitCode(1)
 		}
 		s.report(stepOK, "config", path, "")

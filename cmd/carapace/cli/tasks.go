@@ -120,8 +120,8 @@ func inZone(t time.Time, zone string) string {
 const listPrompt = 40
 
 func (a *app) tasksListCmd() *cobra.Command {
-	var asJSON, all bool
-	c := &cobra.Command{
+	var all bool
+	c := query(a, &cobra.Command{
 		Use:   "list",
 		Short: "List the tasks: schedule, next fire, last outcome, prompt",
 		Long: `List the tasks: id, group, schedule in words, next fire (in the task's
@@ -130,47 +130,31 @@ prompt (carapace tasks show ID prints a prompt in full). --all lists the
 removed tasks too; --json prints every field, prompts in full.`,
 		Example: "  carapace tasks list\n  carapace tasks list --all\n  carapace tasks list --json",
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, ctx, cancel, err := a.request(cmd)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			list, err := c.Tasks(ctx)
-			if all {
-				list, err = c.AllTasks(ctx)
-			}
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				return writeJSON(out, list)
-			}
-			if len(list) == 0 {
-				fmt.Fprintln(out, "no tasks (carapace tasks add --help)")
-				return nil
-			}
-			tw := table(out)
-			fmt.Fprintln(tw, "ID\tGROUP\tSCHEDULE\tNEXT\tLAST\tPROMPT")
-			cut := false
-			for _, t := range list {
-				prompt := printable(oneLine(t.Prompt))
-				cut = cut || prompt != t.Prompt || utf8.RuneCountInString(prompt) > listPrompt
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Group, printable(t.Schedule), taskNext(t), lastRun(t.Last), truncate(prompt, listPrompt))
-			}
-			if err := tw.Flush(); err != nil {
-				return err
-			}
-			if cut {
-				fmt.Fprintln(out, "(prompts are cut: carapace tasks show ID prints one in full)")
-			}
-			return nil
-		},
-	}
-	c.Flags().BoolVar(&asJSON, "json", false, "print the tasks as JSON")
+	}, "tasks", func(q call) ([]control.Task, error) {
+		if all {
+			return q.client.AllTasks(q.ctx)
+		}
+		return q.client.Tasks(q.ctx)
+	}, func(q call, list []control.Task) error { return printTasks(q.out, list) })
 	c.Flags().BoolVar(&all, "all", false, "list the removed tasks too")
 	return c
+}
+
+// printTasks writes the tasks as a table, each prompt's head.
+func printTasks(out io.Writer, list []control.Task) error {
+	cut := false
+	err := printTable(out, list, "no tasks (carapace tasks add --help)", "ID\tGROUP\tSCHEDULE\tNEXT\tLAST\tPROMPT", func(t control.Task) string {
+		prompt := printable(oneLine(t.Prompt))
+		cut = cut || prompt != t.Prompt || utf8.RuneCountInString(prompt) > listPrompt
+		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", t.ID, t.Group, printable(t.Schedule), taskNext(t), lastRun(t.Last), truncate(prompt, listPrompt))
+	})
+	if err != nil {
+		return err
+	}
+	if cut {
+		fmt.Fprintln(out, "(prompts are cut: carapace tasks show ID prints one in full)")
+	}
+	return nil
 }
 
 // taskNext says when t fires next, or why it does not.
@@ -206,8 +190,7 @@ func removal(t control.Task) string {
 }
 
 func (a *app) tasksShowCmd() *cobra.Command {
-	var asJSON bool
-	c := &cobra.Command{
+	return query(a, &cobra.Command{
 		Use:   "show ID",
 		Short: "Show one task, its prompt in full",
 		Long: `Show one task, live or removed: its schedule, state, next fire, who made
@@ -219,25 +202,11 @@ text exactly.`,
 		Example:           "  carapace tasks show t-ab12cd34\n  carapace tasks show t-ab12cd34 --json",
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: a.completeTask,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, ctx, cancel, err := a.request(cmd)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			t, err := c.Task(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), t)
-			}
-			printTask(cmd.OutOrStdout(), t)
+	}, "task", func(q call) (control.Task, error) { return q.client.Task(q.ctx, q.args[0]) },
+		func(q call, t control.Task) error {
+			printTask(q.out, t)
 			return nil
-		},
-	}
-	c.Flags().BoolVar(&asJSON, "json", false, "print the task as JSON")
-	return c
+		})
 }
 
 // printTask writes t for tasks show, its prompt in full.
@@ -291,48 +260,29 @@ func lastRun(r *control.TaskRun) string {
 }
 
 func (a *app) tasksHistoryCmd() *cobra.Command {
-	var asJSON bool
 	var limit int
-	c := &cobra.Command{
+	c := query(a, &cobra.Command{
 		Use:               "history ID",
 		Short:             "Show how a task's occurrences went, newest first",
 		Long:              "Show a task's occurrences, newest first: when each was due, how it ended, how late it started and its session. A run of missed slots beyond the first hundred is one line with their count. A removed task's runs are kept, and shown with who removed it.",
 		Example:           "  carapace tasks history t-ab12cd34\n  carapace tasks history t-ab12cd34 --json --limit 500",
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: a.completeTask,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, ctx, cancel, err := a.request(cmd)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			runs, err := c.TaskHistory(ctx, args[0], limit)
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				return writeJSON(out, runs)
-			}
-			if t, err := c.Task(ctx, args[0]); err == nil && t.RemovedAt != nil {
-				fmt.Fprintf(out, "task %s was removed on %s; it fires no more\n", t.ID, removal(t))
-			}
-			return printRuns(out, runs)
-		},
-	}
-	c.Flags().BoolVar(&asJSON, "json", false, "print the runs as JSON")
+	}, "runs", func(q call) ([]control.TaskRun, error) {
+		return q.client.TaskHistory(q.ctx, q.args[0], limit)
+	}, func(q call, runs []control.TaskRun) error {
+		if t, err := q.client.Task(q.ctx, q.args[0]); err == nil && t.RemovedAt != nil {
+			fmt.Fprintf(q.out, "task %s was removed on %s; it fires no more\n", t.ID, removal(t))
+		}
+		return printRuns(q.out, runs)
+	})
 	c.Flags().IntVar(&limit, "limit", 50, fmt.Sprintf("how many runs (at most %d)", control.MaxTaskHistory))
 	return c
 }
 
+// printRuns writes a task's runs as a table.
 func printRuns(out io.Writer, runs []control.TaskRun) error {
-	if len(runs) == 0 {
-		fmt.Fprintln(out, "no runs yet")
-		return nil
-	}
-	tw := table(out)
-	fmt.Fprintln(tw, "DUE\tOUTCOME\tLATE\tSESSION")
-	for _, r := range runs {
+	return printTable(out, runs, "no runs yet", "DUE\tOUTCOME\tLATE\tSESSION", func(r control.TaskRun) string {
 		due := r.Scheduled.Local().Format("2006-01-02 15:04:05")
 		if r.Count > 1 && r.Until != nil {
 			due += fmt.Sprintf(" … %s (%d slots)", r.Until.Local().Format("2006-01-02 15:04:05"), r.Count)
@@ -344,9 +294,8 @@ func printRuns(out io.Writer, runs []control.TaskRun) error {
 		if r.Reason != "" {
 			outcome += ": " + printable(oneLine(r.Reason))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", due, outcome, age(time.Duration(r.LateMS)*time.Millisecond), orDash(r.Session))
-	}
-	return tw.Flush()
+		return fmt.Sprintf("%s\t%s\t%s\t%s", due, outcome, age(time.Duration(r.LateMS)*time.Millisecond), orDash(r.Session))
+	})
 }
 
 func (a *app) tasksRmCmd() *cobra.Command {

@@ -13,6 +13,7 @@ import (
 	"github.com/carapace-dev/carapace/core/manifest"
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/core/skills"
+	"github.com/carapace-dev/carapace/internal/textutil"
 	"github.com/carapace-dev/carapace/ipc"
 )
 
@@ -211,7 +212,7 @@ func compact(v any) string {
 	if err != nil {
 		return "?"
 	}
-	return clip(string(b), 500)
+	return textutil.Clip(string(b), 500)
 }
 
 // pluginName is the plugin's identity: its folder's name.

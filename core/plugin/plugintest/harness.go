@@ -345,10 +345,3 @@ func envelope(source string, req *plugin.Request, result json.RawMessage) []byte
 	}
 	return b
 }
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
-}

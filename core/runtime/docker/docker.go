@@ -62,6 +62,7 @@ import (
 	"time"
 
 	"github.com/carapace-dev/carapace/core/runtime"
+	"github.com/carapace-dev/carapace/internal/textutil"
 )
 
 // Options configure an Engine.
@@ -424,10 +425,7 @@ func (e *Engine) output(ctx context.Context, args ...string) (string, error) {
 	err := cmd.Run()
 	e.log.Debug("container engine call", "engine", e.Name(), "args", args, "err", err)
 	if err != nil {
-		msg := strings.Join(strings.Fields(stderr.String()), " ")
-		if len(msg) > 512 {
-			msg = msg[:512] + "…"
-		}
+		msg := textutil.Clip(textutil.OneLine(stderr.String()), 512)
 		if msg != "" {
 			return stdout.String(), fmt.Errorf("%s %s: %w: %s", e.Name(), args[0], err, msg)
 		}

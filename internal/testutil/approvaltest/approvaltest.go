@@ -25,6 +25,7 @@ import (
 
 	"github.com/carapace-dev/carapace/core/confirm"
 	"github.com/carapace-dev/carapace/core/control"
+	"github.com/carapace-dev/carapace/internal/textutil"
 )
 
 // Render is one approving surface: the text a person sees for c and
@@ -110,7 +111,7 @@ func Check(t testing.TB, s Surface) {
 			if missing := Missing(s, canonical, text); len(missing) > 0 {
 				errs++
 				t.Errorf("%s: offers Approve, but its text lacks %d of the values that run, first %q\n(hidden %v, omitted %v, raw %v)\narguments that run: %s\ntext shown:\n%s",
-					s.Name, len(missing), clip(missing[0], 200), c.Hidden, c.ArgumentsOmitted, c.Raw, clip(string(canonical), 2000), clip(text, 4000))
+					s.Name, len(missing), textutil.Clip(missing[0], 200), c.Hidden, c.ArgumentsOmitted, c.Raw, textutil.Clip(string(canonical), 2000), textutil.Clip(text, 4000))
 			}
 		}
 	}
@@ -279,11 +280,4 @@ func mustMarshal(t testing.TB, v any) json.RawMessage {
 		t.Fatalf("marshal random arguments: %v", err)
 	}
 	return b
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

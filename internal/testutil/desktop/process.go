@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -147,14 +146,6 @@ func (p *Process) WaitLine(t testing.TB, line string, n int) {
 	})
 }
 
-// Signal sends sig to the process.
-func (p *Process) Signal(t testing.TB, sig syscall.Signal) {
-	t.Helper()
-	if err := p.cmd.Process.Signal(sig); err != nil {
-		t.Fatalf("desktop: signal %s to %s: %v", sig, filepath.Base(p.cmd.Path), err)
-	}
-}
-
 // Wait waits until the process exits and returns how (nil for status 0);
 // it fails the test if the process still runs after Timeout.
 func (p *Process) Wait(t testing.TB) error {
@@ -167,15 +158,5 @@ func (p *Process) Wait(t testing.TB) error {
 	case <-timer.C:
 		t.Fatalf("desktop: %s still runs after %s; it wrote:\n%s", filepath.Base(p.cmd.Path), Timeout, p.Output())
 		return nil
-	}
-}
-
-// Exited reports whether the process has exited, without waiting.
-func (p *Process) Exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
 	}
 }

@@ -123,13 +123,6 @@ func (w *Watcher) UniqueName() string { return UniqueName(w.conn) }
 // are called from: the watcher's own unless SeparateHost.
 func (w *Watcher) HostName() string { return UniqueName(w.host) }
 
-// Items returns the items registered so far, in order, gone ones included.
-func (w *Watcher) Items() []*Item {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return slices.Clone(w.items)
-}
-
 // WaitItem waits until the process pid has registered an item from one of
 // its connections and returns it; pid 0 takes the first item of anyone.
 func (w *Watcher) WaitItem(t testing.TB, pid int) *Item {
@@ -145,15 +138,6 @@ func (w *Watcher) WaitItem(t testing.TB, pid int) *Item {
 		return false
 	})
 	return found
-}
-
-// Ignored returns the signals the watcher's connection received from
-// connections that registered no item (nor are the bus): signals it gave
-// no weight.
-func (w *Watcher) Ignored() []*dbus.Signal {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return slices.Clone(w.ignored)
 }
 
 // WaitIgnored waits until a signal named name (interface.Member) from
@@ -443,13 +427,6 @@ func (it *Item) AboutToShow(t testing.TB, id int32) bool {
 		t.Fatalf("desktop: AboutToShow(%d) on %s: %v", id, it.Service, err)
 	}
 	return update
-}
-
-// Gone reports whether the item's connection has left the bus.
-func (it *Item) Gone() bool {
-	it.w.mu.Lock()
-	defer it.w.mu.Unlock()
-	return it.gone
 }
 
 // WaitGone waits until the item's connection has left the bus.

@@ -9,9 +9,7 @@
 // recorded with its method and form parameters (Requests, Count, Counts),
 // sent messages are kept per chat (Messages), and getUpdates honours
 // offset as Telegram does — an update is confirmed, and never served
-// again, once a getUpdates asks for a higher offset (Confirmed); an
-// update may also be queued as raw JSON (AddRawUpdate), even one no
-// client can decode. Faults are injected per method for the next N calls,
+// again, once a getUpdates asks for a higher offset (Confirmed). Faults are injected per method for the next N calls,
 // or for every call until healed (FailAll, Heal): a 429 with retry_after
 // (TooManyRequests), "Bad Request: can't parse entities" (CantParseEntities),
 // any error (Fail), or a lost answer — the request is applied and the
@@ -47,7 +45,8 @@ import (
 
 // The bot the fake serves.
 const (
-	// Token is the default bot token; the bot's user id is its number.
+	// Token is the bot's token (the fake refuses any other); the bot's
+	// user id is its number.
 	Token = "123456789:AAFakeTokenForCarapaceTestsOnly_0123456"
 	// BotID is the bot's user id.
 	BotID int64 = 123456789
@@ -131,8 +130,7 @@ func CantParseEntities() Fault {
 
 // Server is a fake Bot API. Create it with New.
 type Server struct {
-	srv   *httptest.Server
-	token string
+	srv *httptest.Server
 
 	mu        sync.Mutex
 	changed   chan struct{} // closed and replaced when updates are added
@@ -149,29 +147,19 @@ type Server struct {
 	messages  map[int64][]*Message // chat → messages, in order
 	answered  []string             // callback query ids answered
 	callbacks int
-	pollCap   time.Duration
 	closeOnce sync.Once
 }
 
-// Option configures New.
-type Option func(*Server)
-
-// WithToken makes the fake accept another token.
-func WithToken(token string) Option { return func(s *Server) { s.token = token } }
-
-// WithPollCap bounds how long one getUpdates waits for an update, whatever
-// timeout it asks for (default 5 s), so that a forgotten poll never holds
-// a test up for long.
-func WithPollCap(d time.Duration) Option { return func(s *Server) { s.pollCap = d } }
+// pollCap bounds how long one getUpdates waits for an update, whatever
+// timeout it asks for, so that a forgotten poll never holds a test up for
+// long.
+const pollCap = 5 * time.Second
 
 // New starts a fake Bot API, closed at the end of the test.
-func New(t testing.TB, opts ...Option) *Server {
+func New(t testing.TB) *Server {
 	t.Helper()
-	s := &Server{token: Token, changed: make(chan struct{}), quit: make(chan struct{}), nextID: 1000,
-		faults: map[string][]Fault{}, down: map[string]Fault{}, messages: map[int64][]*Message{}, served: map[int64]time.Time{}, pollCap: 5 * time.Second}
-	for _, o := range opts {
-		o(s)
-	}
+	s := &Server{changed: make(chan struct{}), quit: make(chan struct{}), nextID: 1000,
+		faults: map[string][]Fault{}, down: map[string]Fault{}, messages: map[int64][]*Message{}, served: map[int64]time.Time{}}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.Close)
 	return s
@@ -211,31 +199,6 @@ func (s *Server) AddUpdate(body map[string]any) int64 {
 	return id
 }
 
-// AddRawUpdate queues an update given as raw JSON, as it is (it may lack
-// update_id, or hold what no client can decode; it must be JSON, or the
-// whole getUpdates answer would not be), and returns the id the fake
-// counts it under for offsets (increasing, like AddUpdate's).
-func (s *Server) AddRawUpdate(raw string) int64 {
-	if !json.Valid([]byte(raw)) {
-		panic("fakebot: AddRawUpdate: not JSON: " + raw)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.nextID++
-	s.updates = append(s.updates, json.RawMessage(raw))
-	s.ids = append(s.ids, s.nextID)
-	close(s.changed)
-	s.changed = make(chan struct{})
-	return s.nextID
-}
-
-// NextUpdateID returns the id the next queued update will get.
-func (s *Server) NextUpdateID() int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.nextID + 1
-}
-
 // ServedAt returns when a getUpdates first returned update id (false if
 // none has yet).
 func (s *Server) ServedAt(id int64) (time.Time, bool) {
@@ -243,15 +206,6 @@ func (s *Server) ServedAt(id int64) (time.Time, bool) {
 	defer s.mu.Unlock()
 	t, ok := s.served[id]
 	return t, ok
-}
-
-// Pending returns the ids of the updates not yet confirmed: like
-// Telegram, the fake serves each of them again at every getUpdates until
-// one asks for a higher offset.
-func (s *Server) Pending() []int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.ids)
 }
 
 // Confirmed returns the highest update id confirmed by a getUpdates with a
@@ -477,11 +431,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	idx := len(s.requests)
 	s.requests = append(s.requests, Request{Method: method, Params: params, At: time.Now()})
 	var fault *Fault
-	if q := s.faults[method]; len(q) > 0 && token == s.token {
+	if q := s.faults[method]; len(q) > 0 && token == Token {
 		f := q[0]
 		s.faults[method] = q[1:]
 		fault = &f
-	} else if f, ok := s.down[method]; ok && token == s.token {
+	} else if f, ok := s.down[method]; ok && token == Token {
 		fault = &f
 	}
 	s.mu.Unlock()
@@ -495,7 +449,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 // answer handles one request and returns the status it answered with (0
 // when the answer was lost on purpose).
 func (s *Server) answer(w http.ResponseWriter, r *http.Request, token, method string, p map[string]string, fault *Fault) int {
-	if token != s.token {
+	if token != Token {
 		return writeJSON(w, http.StatusUnauthorized, apiError{ErrorCode: 401, Description: "Unauthorized"})
 	}
 	if fault != nil && !fault.lose {
@@ -568,7 +522,7 @@ func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request, p map[string
 		limit = 100
 	}
 	timeout, _ := strconv.Atoi(p["timeout"])
-	wait := min(time.Duration(timeout)*time.Second, s.pollCap)
+	wait := min(time.Duration(timeout)*time.Second, pollCap)
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	for {
