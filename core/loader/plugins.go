@@ -67,7 +67,7 @@ type pluginState struct {
 	builtin  *Builtin
 	manifest *manifest.Manifest
 	config   map[string]any
-	groups   []string // config.toml's allowed_groups, replacing the manifest's when set
+	groups   []string // the groups it is granted (grant.go): config.toml's allowed_groups, else its manifest's; none: every group
 	surface  bool     // the surface capability: asked for in the manifest and granted in config.toml
 	sha256   string   // a bundled plugin's handler pin, fixed at build
 	skills   fs.FS
@@ -214,6 +214,9 @@ func (l *Loader) prepare(c *candidate, pc config.Plugin) *pluginState {
 	}
 	if err != nil {
 		return l.failed(st, plugin.CategoryConfig, err)
+	}
+	if st.groups == nil {
+		st.groups = st.manifest.AllowedGroups
 	}
 	st.config, err = normaliseConfig(pc.Config)
 	if err != nil {

@@ -123,9 +123,10 @@ func (v *services) ReadCredential(ctx context.Context, key string) (string, erro
 	return string(val), nil
 }
 
-// PublishEvent implements plugin.Services: channel plugins only. The core
-// stamps the source, id and time, audits the event (topic and group, never
-// the payload) and hands it to every healthy plugin subscribed to it.
+// PublishEvent implements plugin.Services: channel plugins only, for the
+// groups they are granted (grant.go). The core stamps the source, id and
+// time, audits the event (topic and group, never the payload) and hands
+// it to every healthy plugin subscribed to it and granted its group.
 func (v *services) PublishEvent(ctx context.Context, ev *plugin.Event) error {
 	if v.st.manifest == nil || len(v.st.manifest.Provides.Channels) == 0 {
 		return plugin.ErrNotChannel
@@ -135,6 +136,9 @@ func (v *services) PublishEvent(ctx context.Context, ev *plugin.Event) error {
 	}
 	if plugin.CoreTopic(ev.Topic) {
 		return fmt.Errorf("publish event %q: %w", textutil.Clip(ev.Topic, 64), plugin.ErrCoreTopic)
+	}
+	if !v.st.granted(ev.Group) {
+		return v.l.refuseGroup(v.st, ev)
 	}
 	e := *ev
 	e.Source, e.ID, e.Time = v.st.name, uuid.NewString(), time.Now().UTC()
@@ -277,7 +281,8 @@ func (v *services) Decide(ctx context.Context, d plugin.Decision) error {
 	return err
 }
 
-// CoreStatus implements plugin.Services.
+// CoreStatus implements plugin.Services: the tasks listed are those of
+// the plugin's groups.
 func (v *services) CoreStatus(ctx context.Context) (plugin.CoreStatus, error) {
 	core, err := v.surface(ctx)
 	if err != nil {
@@ -287,6 +292,9 @@ func (v *services) CoreStatus(ctx context.Context) (plugin.CoreStatus, error) {
 	out := plugin.CoreStatus{Version: st.Version, Started: st.Started, Paused: st.Paused, Sessions: st.Sessions, PendingConfirmations: st.PendingConfirmations}
 	if ts, err := core.Tasks(ctx); err == nil {
 		for _, t := range ts {
+			if !v.st.granted(t.Group) {
+				continue
+			}
 			ts := plugin.TaskSummary{ID: t.ID, Group: t.Group, Schedule: t.Schedule, Enabled: t.Enabled}
 			if t.Next != nil {
 				ts.Next = *t.Next

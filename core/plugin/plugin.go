@@ -181,8 +181,10 @@ type Services interface {
 	// `carapace auth set --plugin NAME --key KEY`). ErrNoCredential if unset.
 	ReadCredential(ctx context.Context, key string) (string, error)
 	// PublishEvent puts an event on the core's bus. Only channel plugins
-	// (provides.channels not empty) may; others get ErrNotChannel. The core
-	// stamps the source, id and time.
+	// (provides.channels not empty) may; others get ErrNotChannel. The
+	// event's group must be one the plugin is granted (allowed_groups);
+	// another gets ErrGroupNotGranted. The core stamps the source, id and
+	// time.
 	PublishEvent(ctx context.Context, ev *Event) error
 	// AuditDropped records in the core's audit log that this channel
 	// plugin dropped, unhandled and unanswered, something it received (a
@@ -314,6 +316,13 @@ var (
 	// stream shows people, the answers to channels, the agents' and
 	// plugins' lifecycle): no plugin may publish it.
 	ErrCoreTopic = errors.New("the topic is the core's own (confirmation.*, channel.*, session.*, core.*, plugin.*, agent.*, task.* but task.triggered): a plugin may not publish it")
+	// ErrGroupNotGranted: the event names a group the plugin is not
+	// granted. A plugin publishes (and receives) events only of its
+	// groups, as its tools serve only them: config.toml's [plugins.NAME]
+	// allowed_groups, else its manifest's; a plugin granted some groups
+	// must name one of them. The error says which group and which are
+	// granted.
+	ErrGroupNotGranted = errors.New("the plugin is not granted the event's group (config.toml [plugins.NAME] allowed_groups, else the manifest's allowed_groups, lists the groups it may publish for)")
 	// ErrNotSurface: the surface services need the "surface" capability,
 	// asked for in the manifest and granted in config.toml.
 	ErrNotSurface = errors.New(`only a plugin granted the surface capability ([plugins.NAME] surface = true) may do this`)

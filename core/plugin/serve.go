@@ -472,6 +472,8 @@ func coreError(method string, e *pluginproto.Error) error {
 		return ErrNotSurface
 	case pluginproto.KindDecided:
 		return fmt.Errorf("%w: %s", ErrAlreadyDecided, e.Message)
+	case pluginproto.KindGroupNotGranted:
+		return fmt.Errorf("%w: %s", ErrGroupNotGranted, e.Message)
 	}
 	return fmt.Errorf("carapace core: %s: %s", method, e.Message)
 }

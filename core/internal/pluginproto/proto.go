@@ -103,6 +103,9 @@ const (
 	KindNoCredential = "no_credential"
 	KindNotChannel   = "not_channel"
 	KindCoreTopic    = "core_topic" // plugin.ErrCoreTopic
+	// KindGroupNotGranted maps to plugin.ErrGroupNotGranted; Message
+	// names the group and the groups granted.
+	KindGroupNotGranted = "group_not_granted"
 	// KindNotSurface and KindDecided map to plugin.ErrNotSurface and
 	// plugin.ErrAlreadyDecided; Message says how the confirmation ended.
 	KindNotSurface = "not_surface"
