@@ -109,9 +109,9 @@ func TestMailboxScopedToGroups(t *testing.T) {
 
 	// Down, it keeps side's; restarted granted main only, it drops them.
 	close(stop)
-	put(control.WatchConfirmationRequested, "side", "side's second")
 	put(control.WatchConfirmationRequested, "main", "main's second")
-	waitPending(t, l, "phone", 1)
+	put(control.WatchConfirmationRequested, "side", "side's second")
+	waitPending(t, l, "phone", 1) // filed in order: main's was refused before
 	h2 := newScripted(nil)
 	l.deliverMail(&pluginState{name: "phone", groups: []string{"main"}}, h2, topics, make(chan struct{}))
 	put(control.WatchConfirmationRequested, "main", "main's third")

@@ -128,7 +128,7 @@ func (v *services) ReadCredential(ctx context.Context, key string) (string, erro
 // time, audits the event (topic and group, never the payload) and hands
 // it to every healthy plugin subscribed to it and granted its group.
 func (v *services) PublishEvent(ctx context.Context, ev *plugin.Event) error {
-	if v.st.manifest == nil || len(v.st.manifest.Provides.Channels) == 0 {
+	if !v.channel() {
 		return plugin.ErrNotChannel
 	}
 	if ev == nil || ev.Topic == "" {
@@ -149,7 +149,7 @@ func (v *services) PublishEvent(ctx context.Context, ev *plugin.Event) error {
 // of at most plugin.MaxAuditDropped bytes, at most dropRate a minute per
 // plugin; the ones over it are counted in the next entry written.
 func (v *services) AuditDropped(_ context.Context, what string) error {
-	if v.st.manifest == nil || len(v.st.manifest.Provides.Channels) == 0 {
+	if !v.channel() {
 		return plugin.ErrNotChannel
 	}
 	d := &v.st.dropped
@@ -222,11 +222,38 @@ func (l *Loader) publish(ctx context.Context, ev *plugin.Event) error {
 	return nil
 }
 
+// channel reports whether the plugin is a channel plugin (its manifest
+// provides channels): the services of channels are its.
+func (v *services) channel() bool {
+	return v.st.manifest != nil && len(v.st.manifest.Provides.Channels) > 0
+}
+
+// Paused implements plugin.Services: channel plugins only.
+func (v *services) Paused(ctx context.Context) (bool, error) {
+	if !v.channel() {
+		return false, plugin.ErrNotChannel
+	}
+	if v.l.opts.Core == nil {
+		return false, errNoCore
+	}
+	core, err := v.core(ctx)
+	if err != nil {
+		return false, err
+	}
+	return core.Paused(), nil
+}
+
 // surface returns the core for a surface service, or ErrNotSurface.
 func (v *services) surface(ctx context.Context) (Core, error) {
 	if !v.st.surface || v.l.opts.Core == nil {
 		return nil, plugin.ErrNotSurface
 	}
+	return v.core(ctx)
+}
+
+// core returns the core once it has started, waiting for it (CoreReady),
+// except from the plugin's Init; errCoreStopping once it stops.
+func (v *services) core(ctx context.Context) (Core, error) {
 	select {
 	case <-v.l.closing:
 		return nil, errCoreStopping
@@ -261,6 +288,7 @@ type inInitKey struct{}
 var (
 	errCoreStarting = errors.New("the core is still starting: ask again once Init has returned (the core answers as soon as every plugin has loaded)")
 	errCoreStopping = errors.New("the core is stopping")
+	errNoCore       = errors.New("this core was built without the state plugins may ask about")
 )
 
 // Decide implements plugin.Services: the surface recorded is the plugin's

@@ -205,6 +205,15 @@ type Services interface {
 	// menu and `carapace doctor`; its tools stay available. Each change is
 	// audited. A restart starts healthy.
 	ReportHealth(ctx context.Context, degraded bool, why string) error
+	// Paused reports whether the core is paused: while it is, it starts
+	// no session for events (a message.inbound published meanwhile is
+	// answered with a channel.reply saying so). It is the cheap question
+	// a channel asks before it hands a message over, so that the message
+	// can wait instead: one bit, where CoreStatus gathers the whole
+	// status, tasks included, and needs the surface capability. Channel
+	// plugins only; others get ErrNotChannel. Like the surface services it
+	// answers once the core has started.
+	Paused(ctx context.Context) (bool, error)
 
 	// The surface services, for a plugin whose manifest asks for the
 	// "surface" capability and to which config.toml grants it

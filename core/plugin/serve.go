@@ -526,6 +526,13 @@ func (s remoteServices) ReportHealth(ctx context.Context, degraded bool, why str
 	return s.c.callCore(ctx, pluginproto.MethodReportHealth, pluginproto.HealthParams{Degraded: degraded, Why: why}, nil)
 }
 
+// Paused implements Services.
+func (s remoteServices) Paused(ctx context.Context) (bool, error) {
+	var out pluginproto.PausedParams
+	err := s.c.callCore(ctx, pluginproto.MethodPaused, struct{}{}, &out)
+	return out.Paused, err
+}
+
 // Decide implements Services.
 func (s remoteServices) Decide(ctx context.Context, d Decision) error {
 	return s.c.callCore(ctx, pluginproto.MethodDecide, d, nil)

@@ -108,6 +108,10 @@ func (p *Process) service(m *pluginproto.Message) (any, *pluginproto.Error) {
 		}
 		err = svc.ReportHealth(ctx, hp.Degraded, hp.Why)
 		result = struct{}{}
+	case pluginproto.MethodPaused:
+		var paused bool
+		paused, err = svc.Paused(ctx)
+		result = pluginproto.PausedParams{Paused: paused}
 	case pluginproto.MethodDecide:
 		var d plugin.Decision
 		if perr := params(m.Params, &d); perr != nil {

@@ -62,6 +62,7 @@ const (
 	MethodPublishEvent   = "publish_event"   // Params: plugin.Event; Result: {}
 	MethodAuditDropped   = "audit_dropped"   // Params: DroppedParams; Result: {}
 	MethodReportHealth   = "report_health"   // Params: HealthParams; Result: {}
+	MethodPaused         = "paused"          // Params: {}; Result: PausedParams (channel plugins)
 	// The surface services (plugin.Services' Decide ... StopSession).
 	MethodDecide      = "decide"       // Params: plugin.Decision; Result: {}
 	MethodCoreStatus  = "core_status"  // Params: {}; Result: plugin.CoreStatus
@@ -80,7 +81,8 @@ type HealthParams struct {
 	Why      string `json:"why,omitempty"`
 }
 
-// PausedParams are the params of MethodSetPaused.
+// PausedParams are the params of MethodSetPaused and the result of
+// MethodPaused.
 type PausedParams struct {
 	Paused bool `json:"paused"`
 }
