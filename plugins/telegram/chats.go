@@ -98,7 +98,7 @@ func (h *Handler) kickAll() {
 // the two leaves it publishing, which recoverState turns into doubt (told
 // to the owner, never sent again) rather than a blind duplicate.
 func (h *Handler) publish(chat, id int64) {
-	if st, err := h.svc.CoreStatus(h.ctx); err == nil && st.Paused {
+	if paused, err := h.svc.Paused(h.ctx); err == nil && paused {
 		h.mu.Lock()
 		if c := h.chatLocked(chat); c.inflight == id {
 			c.inflight = 0
@@ -367,6 +367,7 @@ func (h *Handler) reconcile() {
 	}
 	h.mu.Unlock()
 	st, err := h.svc.CoreStatus(h.ctx)
+	h.learnSurface(err)
 	if errors.Is(err, plugin.ErrNotSurface) {
 		if len(busy) > 0 {
 			h.log.Info("telegram: prompts in flight from before the restart wait for their answers (without the surface capability the plugin cannot ask the core whether it restarted)")
