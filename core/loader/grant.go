@@ -1,11 +1,13 @@
 package loader
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/carapace-dev/carapace/core/audit"
+	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/internal/textutil"
 )
@@ -21,6 +23,7 @@ import (
 //   - the events it receives are those of its groups and those of no
 //     group: its bus subscription is scoped (events.Bus.SubscribeIn), and
 //     so is its mailbox (mailbox.go), confirmations included;
+//   - the confirmations a surface decides are its groups' (Decide);
 //   - the tasks CoreStatus lists are its groups'.
 //
 // The conversations its events name are its own: core/agent derives a
@@ -44,4 +47,19 @@ func (l *Loader) refuseGroup(st *pluginState, ev *plugin.Event) error {
 		what = "an event of no group"
 	}
 	return fmt.Errorf("%w: %s is not granted %s; it is granted %s", plugin.ErrGroupNotGranted, st.name, what, strings.Join(st.groups, ", "))
+}
+
+// decidable refuses, audited, a decision of st on confirmation id when
+// the confirmation is of a group st is not granted. An id the core does
+// not know is the core's to refuse.
+func (l *Loader) decidable(ctx context.Context, st *pluginState, core Core, id string) error {
+	for _, c := range core.Confirmations(ctx, true) {
+		if c.ID != id || st.granted(c.Group) {
+			continue
+		}
+		_ = l.audit.Write(&audit.Entry{Source: st.name, Session: c.Session, Group: c.Group, Topic: "tool.invoke." + c.Tool, Confirmation: c.ID,
+			Stage: audit.StageConfirm, Outcome: audit.OutcomeRejected, Reason: "decision refused: the surface is not granted the confirmation's group"})
+		return fmt.Errorf("%w: %s is not granted group %q of confirmation %s; it is granted %s", plugin.ErrGroupNotGranted, st.name, c.Group, control.ShortID(c.ID), strings.Join(st.groups, ", "))
+	}
+	return nil
 }

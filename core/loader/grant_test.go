@@ -24,13 +24,7 @@ func channelState(name string, groups ...string) *pluginState {
 // granted every group publishes for any.
 func TestPublishEventScopedToGroups(t *testing.T) {
 	l, bus := mailLoader(t)
-	path := filepath.Join(t.TempDir(), "audit.jsonl")
-	log, err := audit.Open(path, audit.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = log.Close() })
-	l.audit = log
+	path := auditTo(t, l)
 	sub, err := bus.Subscribe(plugin.TopicMessageInbound)
 	if err != nil {
 		t.Fatal(err)
@@ -71,19 +65,38 @@ func TestPublishEventScopedToGroups(t *testing.T) {
 		t.Fatalf("a refused event reached the bus: %+v", ev)
 	default:
 	}
+	if got := rejected(t, path, audit.StageEvent); got != "main," {
+		t.Errorf("refusals audited for groups %q, want main and no group", got)
+	}
+}
+
+// auditTo gives l an audit log and returns its path.
+func auditTo(t *testing.T, l *Loader) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	log, err := audit.Open(path, audit.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = log.Close() })
+	l.audit = log
+	return path
+}
+
+// rejected lists the groups of the audit log's rejections at stage.
+func rejected(t *testing.T, path, stage string) string {
+	t.Helper()
 	es, err := audit.Read(path, audit.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rejected []string
+	var groups []string
 	for _, e := range es {
-		if e.Outcome == audit.OutcomeRejected && e.Stage == audit.StageEvent && e.Source == "chat" {
-			rejected = append(rejected, e.Group)
+		if e.Outcome == audit.OutcomeRejected && e.Stage == stage {
+			groups = append(groups, e.Group)
 		}
 	}
-	if strings.Join(rejected, ",") != "main," {
-		t.Errorf("refusals audited for groups %q, want main and no group", rejected)
-	}
+	return strings.Join(groups, ",")
 }
 
 // TestMailboxScopedToGroups: a surface's confirmations and a channel's
@@ -133,5 +146,45 @@ func TestCoreStatusListsItsGroupsTasks(t *testing.T) {
 		if err != nil || len(cs.Tasks) != tt.want {
 			t.Errorf("granted %v: %d tasks (err %v), want %d", tt.groups, len(cs.Tasks), err, tt.want)
 		}
+	}
+}
+
+// decideCore is a core with one pending confirmation per group, which
+// records the decisions it is asked for.
+type decideCore struct {
+	fakeCore
+	decided *[]string
+}
+
+func (c decideCore) Confirmations(context.Context, bool) []control.Confirmation {
+	return []control.Confirmation{{ID: "conf-main", Group: "main"}, {ID: "conf-side", Group: "side"}}
+}
+
+func (c decideCore) Decide(_ context.Context, d control.Decision) (control.Confirmation, error) {
+	*c.decided = append(*c.decided, d.ID)
+	return control.Confirmation{ID: d.ID}, nil
+}
+
+// TestDecideOnlyItsGroups: a surface decides only the confirmations of
+// its groups; another group's reaches the core not at all.
+func TestDecideOnlyItsGroups(t *testing.T) {
+	var decided []string
+	l := New(Options{Core: decideCore{decided: &decided}})
+	path := auditTo(t, l)
+	l.CoreReady()
+	st := channelState("phone", "side")
+	st.surface = true
+	svc := &services{l: l, st: st}
+	if err := svc.Decide(t.Context(), plugin.Decision{ID: "conf-main", Approve: true, ArgsHash: "h"}); !errors.Is(err, plugin.ErrGroupNotGranted) {
+		t.Errorf("deciding main's confirmation: %v, want ErrGroupNotGranted", err)
+	}
+	if err := svc.Decide(t.Context(), plugin.Decision{ID: "conf-side", Approve: true, ArgsHash: "h"}); err != nil {
+		t.Errorf("deciding side's confirmation: %v", err)
+	}
+	if strings.Join(decided, ",") != "conf-side" {
+		t.Errorf("the core was asked to decide %q, want conf-side alone", decided)
+	}
+	if got := rejected(t, path, audit.StageConfirm); got != "main" {
+		t.Errorf("refused decisions audited for groups %q, want main", got)
 	}
 }

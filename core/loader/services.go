@@ -291,11 +291,15 @@ var (
 	errNoCore       = errors.New("this core was built without the state plugins may ask about")
 )
 
-// Decide implements plugin.Services: the surface recorded is the plugin's
-// name; the core checks the hash and that nobody decided first.
+// Decide implements plugin.Services: a confirmation of the plugin's
+// groups only (grant.go); the surface recorded is the plugin's name; the
+// core checks the hash and that nobody decided first.
 func (v *services) Decide(ctx context.Context, d plugin.Decision) error {
 	core, err := v.surface(ctx)
 	if err != nil {
+		return err
+	}
+	if err := v.l.decidable(ctx, v.st, core, d.ID); err != nil {
 		return err
 	}
 	cf, err := core.Decide(ctx, control.Decision{ID: d.ID, Approve: d.Approve, ArgsHash: d.ArgsHash,

@@ -226,7 +226,8 @@ type Services interface {
 	// surface: d.ArgsHash must be the one shown (the core refuses
 	// another), the surface recorded is the plugin's name, and d.Decider
 	// says who (e.g. a chat app's user id). A confirmation decided
-	// elsewhere first fails with an error wrapping ErrAlreadyDecided.
+	// elsewhere first fails with an error wrapping ErrAlreadyDecided; one
+	// of a group the plugin is not granted, with ErrGroupNotGranted.
 	Decide(ctx context.Context, d Decision) error
 	// CoreStatus reports the core's state.
 	CoreStatus(ctx context.Context) (CoreStatus, error)
@@ -326,12 +327,13 @@ var (
 	// plugins' lifecycle): no plugin may publish it.
 	ErrCoreTopic = errors.New("the topic is the core's own (confirmation.*, channel.*, session.*, core.*, plugin.*, agent.*, task.* but task.triggered): a plugin may not publish it")
 	// ErrGroupNotGranted: the event names a group the plugin is not
-	// granted. A plugin publishes (and receives) events only of its
-	// groups, as its tools serve only them: config.toml's [plugins.NAME]
+	// granted, or the confirmation to decide is of one. A plugin publishes
+	// and receives events, and decides confirmations, only of its groups,
+	// as its tools serve only them: config.toml's [plugins.NAME]
 	// allowed_groups, else its manifest's; a plugin granted some groups
 	// must name one of them. The error says which group and which are
 	// granted.
-	ErrGroupNotGranted = errors.New("the plugin is not granted the event's group (config.toml [plugins.NAME] allowed_groups, else the manifest's allowed_groups, lists the groups it may publish for)")
+	ErrGroupNotGranted = errors.New("the plugin is not granted the group (config.toml [plugins.NAME] allowed_groups, else the manifest's allowed_groups, lists its groups)")
 	// ErrNotSurface: the surface services need the "surface" capability,
 	// asked for in the manifest and granted in config.toml.
 	ErrNotSurface = errors.New(`only a plugin granted the surface capability ([plugins.NAME] surface = true) may do this`)
