@@ -140,8 +140,13 @@ func (h *Handler) publish(chat, id int64) {
 		if err := h.db.setPrompt(h.ctx, id, stFailed, "", h.clock.Now()); err != nil {
 			h.log.Error("telegram: record a prompt's failure", "prompt", id, "err", err)
 		}
+		note := "I could not hand your message to the agent (" + clip(perr.Error(), 200) + "). If no answer comes, send it again."
+		if errors.Is(perr, plugin.ErrGroupNotGranted) {
+			note = fmt.Sprintf("Carapace does not let the Telegram plugin talk to the group %q: add it to [plugins.telegram] allowed_groups in config.toml, "+
+				"then run carapace plugin restart telegram, and send your message again.", p.Group)
+		}
 		if h.ctx.Err() == nil {
-			h.notify(chat, "I could not hand your message to the agent ("+clip(perr.Error(), 200)+"). If no answer comes, send it again.")
+			h.notify(chat, note)
 		}
 		h.finish(chat, id)
 		return

@@ -3,6 +3,7 @@ package telegram
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,4 +51,22 @@ func (e *env) started() int {
 	e.t.Helper()
 	waitFor(e.t, "the start's one status", func() bool { return slices.Contains(e.svc.Calls(), "core_status") })
 	return len(e.svc.Calls())
+}
+
+// TestChatOfAGroupNotGranted: a chat bound to a group the core does not
+// grant the plugin tells the owner which group and the setting that
+// grants it; a chat of a granted group goes through.
+func TestChatOfAGroupNotGranted(t *testing.T) {
+	e := newEnv(t, func(e *env) { e.svc.Groups = []string{"main"} })
+	e.say(family, "hello family")
+	e.clock.waitTimer(t, DefaultDebounce)
+	e.clock.Advance(DefaultDebounce)
+	waitFor(t, "the note", func() bool { return len(e.fake.Texts(family)) == 1 })
+	if got := e.fake.Texts(family)[0]; !strings.Contains(got, `"family"`) || !strings.Contains(got, "[plugins.telegram] allowed_groups") {
+		t.Errorf("note = %q, want the group and the setting that grants it", got)
+	}
+	e.say(owner, "hello main")
+	if ev := e.flush(1); ev.Group != "main" {
+		t.Errorf("the owner's message went to %q", ev.Group)
+	}
 }
