@@ -163,8 +163,9 @@ const (
 	promptContainer = "/run/carapace/prompt"
 )
 
-// containerSpec is the container of session info.
-func (r *Runner) containerSpec(info session.Info, req control.SessionRequest) (runtime.Spec, error) {
+// containerSpec is the container of session info, which origin started
+// (openContainerSession).
+func (r *Runner) containerSpec(info session.Info, req control.SessionRequest, origin string) (runtime.Spec, error) {
 	workspace, claude, err := r.groupDirs(info.Group)
 	if err != nil {
 		return runtime.Spec{}, err
@@ -213,7 +214,7 @@ func (r *Runner) containerSpec(info session.Info, req control.SessionRequest) (r
 		spec.Env = append(spec.Env, "CARAPACE_PROMPT_FILE="+promptContainer)
 	}
 	if req.Conversation != "" {
-		id, resume := conversation(claude, info.Group, req.Conversation)
+		id, resume := conversation(claude, origin, info.Group, req.Conversation)
 		spec.Env = append(spec.Env, "CARAPACE_CONVERSATION="+id)
 		if !resume {
 			spec.Env = append(spec.Env, "CARAPACE_CONVERSATION_NEW=1")
@@ -226,13 +227,17 @@ func (r *Runner) containerSpec(info session.Info, req control.SessionRequest) (r
 var conversationNS = uuid.MustParse("7d3b2a1e-6c54-4f0e-9a43-2b8f1c0d5e61")
 
 // conversation returns the Claude Code session id of a group's named
-// conversation — derived from the group and the name, so nothing has to
-// be stored — and whether it exists already: Claude Code keeps its
+// conversation — derived from its origin (the plugin whose event names it,
+// OriginTask, or "" for the control API), the group and the name, so that
+// nothing has to be stored and no plugin can name another's conversation
+// into resuming it — and whether it exists already: Claude Code keeps its
 // transcript in the group's state as projects/-workspace/<id>.jsonl. The
 // image's entrypoint starts it with --session-id or continues it with
-// --resume (CARAPACE_CONVERSATION, CARAPACE_CONVERSATION_NEW).
-func conversation(claudeDir, group, name string) (id string, exists bool) {
-	id = uuid.NewSHA1(conversationNS, []byte(group+"\x00"+name)).String()
+// --resume (CARAPACE_CONVERSATION, CARAPACE_CONVERSATION_NEW). Neither
+// plugin names nor group names hold a NUL, so the three cannot run into
+// one another.
+func conversation(claudeDir, origin, group, name string) (id string, exists bool) {
+	id = uuid.NewSHA1(conversationNS, []byte(origin+"\x00"+group+"\x00"+name)).String()
 	_, err := os.Stat(filepath.Join(claudeDir, "projects", "-workspace", id+".jsonl"))
 	return id, err == nil
 }
@@ -241,7 +246,8 @@ func conversation(claudeDir, group, name string) (id string, exists bool) {
 // container of the engine req names, and starts it. origin, if not "",
 // names what started the session (SessionOrigin): it is recorded as soon
 // as the session exists, before its socket is mounted anywhere, so that
-// the agent's very first call is judged as that origin's.
+// the agent's very first call is judged as that origin's; and the
+// conversation req names is that origin's own (conversation).
 func (r *Runner) openContainerSession(ctx context.Context, req control.SessionRequest, origin string) (control.Session, *control.Agent, error) {
 	eng, err := r.engine(ctx, req.Runtime)
 	if err != nil {
@@ -270,7 +276,7 @@ func (r *Runner) openContainerSession(ctx context.Context, req control.SessionRe
 	if err := r.prepareAgent(ctx, info.ID, req.Group, info.Runtime, req.Prompt); err != nil {
 		return fail(err)
 	}
-	spec, err := r.containerSpec(info, req)
+	spec, err := r.containerSpec(info, req, origin)
 	if err != nil {
 		return fail(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	"github.com/google/uuid"
 	"golang.org/x/time/rate"
 
+	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/internal/sockfile"
 )
@@ -171,12 +173,21 @@ func (b *Bus) Publish(ctx context.Context, ev *plugin.Event) error {
 	return nil
 }
 
+// InGroups reports whether an event of group reaches a subscriber granted
+// groups: every group when groups is empty, and an event of no group
+// (plugin.ready) reaches every subscriber. It is the rule of SubscribeIn,
+// for those who deliver events apart from the bus (core/loader's
+// mailboxes).
+func InGroups(groups []string, group string) bool {
+	return len(groups) == 0 || group == "" || slices.Contains(groups, group)
+}
+
 // deliver hands ev to s unless its buffer is full. Called with b.mu held
 // for reading, so s's channel is open. A full buffer drops the event for s
 // alone; for a cut-off subscription it ends the subscription instead
 // (Subscription.Cut), and nothing more is delivered to it.
 func (b *Bus) deliver(s *Subscription, ev *plugin.Event) {
-	if s.cutOff && s.isCut() {
+	if !InGroups(s.groups, ev.Group) || s.cutOff && s.isCut() {
 		return
 	}
 	select {
@@ -200,7 +211,21 @@ func (b *Bus) deliver(s *Subscription, ev *plugin.Event) {
 // CheckTopic. An event the subscription has no room for is dropped for it
 // alone (counted and logged): for subscribers that may miss some.
 func (b *Bus) Subscribe(topics ...string) (*Subscription, error) {
-	return b.subscribe(false, topics)
+	return b.subscribe(false, nil, topics)
+}
+
+// SubscribeIn is Subscribe for a subscriber granted only some groups (a
+// plugin's allowed_groups): it gets the events of those groups and those
+// of no group, and no other group's, which never take room in its buffer
+// either. No groups means every group. Each group must pass
+// home.CheckGroup.
+func (b *Bus) SubscribeIn(groups []string, topics ...string) (*Subscription, error) {
+	for _, g := range groups {
+		if err := home.CheckGroup(g); err != nil {
+			return nil, fmt.Errorf("subscribe: %w", err)
+		}
+	}
+	return b.subscribe(false, slices.Clone(groups), topics)
 }
 
 // SubscribeCutOff is Subscribe for a subscriber that must not miss an
@@ -209,10 +234,10 @@ func (b *Bus) Subscribe(topics ...string) (*Subscription, error) {
 // then close, and start again from a fresh view of the state. The watch
 // stream of the control API is one.
 func (b *Bus) SubscribeCutOff(topics ...string) (*Subscription, error) {
-	return b.subscribe(true, topics)
+	return b.subscribe(true, nil, topics)
 }
 
-func (b *Bus) subscribe(cutOff bool, topics []string) (*Subscription, error) {
+func (b *Bus) subscribe(cutOff bool, groups, topics []string) (*Subscription, error) {
 	set := map[string]struct{}{}
 	for _, t := range topics {
 		if err := CheckTopic(t); err != nil {
@@ -232,7 +257,7 @@ func (b *Bus) subscribe(cutOff bool, topics []string) (*Subscription, error) {
 		return nil, fmt.Errorf("subscribe: %w", ErrClosed)
 	}
 	b.nextID++
-	s := &Subscription{b: b, id: b.nextID, topics: uniq, ch: make(chan *plugin.Event, b.opts.Buffer), cutOff: cutOff, cut: make(chan struct{})}
+	s := &Subscription{b: b, id: b.nextID, topics: uniq, groups: groups, ch: make(chan *plugin.Event, b.opts.Buffer), cutOff: cutOff, cut: make(chan struct{})}
 	if len(uniq) == 0 {
 		b.all = append(b.all, s)
 	}
@@ -352,6 +377,7 @@ type Subscription struct {
 	b       *Bus
 	id      uint64
 	topics  []string
+	groups  []string // SubscribeIn: the groups it is granted; none: every group
 	ch      chan *plugin.Event
 	dropped atomic.Uint64
 	closed  bool // guarded by b.mu

@@ -77,6 +77,49 @@ func TestSubscribeGetsExactlyItsTopics(t *testing.T) {
 	}
 }
 
+// A subscription scoped to groups gets the events of those groups and
+// those of no group, and never another group's: not even in its buffer,
+// so a flood of another group's events drops none of its own.
+func TestSubscribeInScopesByGroup(t *testing.T) {
+	b := openBus(t, events.Options{Buffer: 4})
+	side, err := b.SubscribeIn([]string{"side", "lab"}, events.TopicMessageInbound, events.TopicPluginReady)
+	if err != nil {
+		t.Fatal(err)
+	}
+	every, err := b.SubscribeIn(nil, events.TopicMessageInbound)
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish := func(topic, group string) {
+		t.Helper()
+		if err := b.Publish(context.Background(), &plugin.Event{Topic: topic, Group: group}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 10 { // more than the buffer
+		publish(events.TopicMessageInbound, "main")
+	}
+	publish(events.TopicMessageInbound, "side")
+	publish(events.TopicPluginReady, "")
+	publish(events.TopicMessageInbound, "lab")
+	for _, want := range []string{"side", "", "lab"} {
+		if ev := next(t, side); ev.Group != want {
+			t.Fatalf("the scoped subscription got group %q, want %q", ev.Group, want)
+		}
+	}
+	assertEmpty(t, side)
+	if side.Dropped() != 0 {
+		t.Errorf("the scoped subscription dropped %d events: another group's filled its buffer", side.Dropped())
+	}
+	// Positive control: unscoped, the same buffer overflows with main's.
+	if every.Dropped() == 0 {
+		t.Errorf("the unscoped subscription dropped nothing: the flood did not reach it")
+	}
+	if _, err := b.SubscribeIn([]string{"no/such"}, events.TopicMessageInbound); !errors.Is(err, home.ErrBadGroup) {
+		t.Errorf("SubscribeIn with a bad group name: %v, want home.ErrBadGroup", err)
+	}
+}
+
 func TestPublishStampsAndIsolates(t *testing.T) {
 	b := openBus(t, events.Options{})
 	s, err := b.Subscribe()

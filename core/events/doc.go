@@ -12,7 +12,10 @@
 //     event unknowingly (the control API's watch stream) subscribes with
 //     SubscribeCutOff instead: the first event it has no room for ends its
 //     subscription (Subscription.Cut), and it starts again from a fresh
-//     view of the state.
+//     view of the state. A subscriber granted only some groups (a plugin
+//     and its allowed_groups) subscribes with SubscribeIn: the bus hands it
+//     the events of those groups and of no group, and no other group's,
+//     which never take room in its buffer either.
 //
 // The bus is the core's one fan-out: the core's own events (agent.*,
 // plugin.*, session.*, confirmation.*), plugins' events and, next, the

@@ -13,26 +13,14 @@ import (
 	"time"
 
 	"github.com/carapace-dev/carapace/ipc/zmtp"
-	"github.com/go-zeromq/zmq4"
 	"github.com/go-zeromq/zmq4/transport"
 )
 
-// The PUB socket's transport: Unix sockets whose connections are filtered
-// as the package documentation describes. It is registered with zmq4 once,
-// on first use; the Bus it serves travels in the context zmq4 hands Listen
+// listenScheme is the PUB socket's transport, registered on first use:
+// Unix sockets whose connections are filtered as the package documentation
+// describes. The Bus it serves travels in the context zmq4 hands Listen
 // (the PUB socket's, derived from the one Open creates).
-const listenSchemeName = "carapace-events"
-
-var listenOnce sync.Once
-
-func listenScheme() string {
-	listenOnce.Do(func() {
-		if err := zmq4.RegisterTransport(listenSchemeName, listenTransport{}); err != nil {
-			panic(fmt.Sprintf("register the %s transport: %v", listenSchemeName, err)) // only a second registration can fail
-		}
-	})
-	return listenSchemeName
-}
+var listenScheme = zmtp.Lazy("carapace-events", listenTransport{})
 
 // busKey is the context key of the *Bus a PUB socket listens for.
 type busKey struct{}

@@ -16,22 +16,10 @@ import (
 	"github.com/carapace-dev/carapace/ipc/zmtp"
 )
 
-// The subscriber's transport: ipc/zmtp's hardened dialling side, with frame
-// bounds that fit events: no frame over MaxEventSize, no message over an
-// event and its topic.
-const dialSchemeName = "zipc-events"
-
-var dialOnce sync.Once
-
-func dialScheme() string {
-	dialOnce.Do(func() {
-		err := zmtp.Register(dialSchemeName, zmtp.Options{MaxFrame: MaxEventSize, MaxMessage: MaxEventSize + MaxTopicLen})
-		if err != nil {
-			panic(fmt.Sprintf("register the %s transport: %v", dialSchemeName, err)) // only a second registration can fail
-		}
-	})
-	return dialSchemeName
-}
+// dialScheme is the subscriber's transport, registered on first use:
+// ipc/zmtp's hardened dialling side, with frame bounds that fit events: no
+// frame over MaxEventSize, no message over an event and its topic.
+var dialScheme = zmtp.Lazy("zipc-events", zmtp.New(zmtp.Options{MaxFrame: MaxEventSize, MaxMessage: MaxEventSize + MaxTopicLen}))
 
 // dialTimeout bounds connecting to the bus's socket.
 const dialTimeout = 3 * time.Second

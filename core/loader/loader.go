@@ -49,8 +49,14 @@ type Options struct {
 // plugin's event started a session.
 type Core interface {
 	Decide(ctx context.Context, d control.Decision) (control.Confirmation, error)
+	// Confirmations lists the pending confirmations, and with recent the
+	// resolved ones still remembered.
+	Confirmations(ctx context.Context, recent bool) []control.Confirmation
 	Status(ctx context.Context) control.Status
 	Pause(ctx context.Context, paused bool) control.Status
+	// Paused reports whether sessions for events are paused: what
+	// Status(ctx).Paused says, without gathering the rest.
+	Paused() bool
 	CloseSession(ctx context.Context, id string) error
 	// SessionOrigin names the plugin whose event started session id; ""
 	// for any other session.

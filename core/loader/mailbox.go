@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/carapace-dev/carapace/core/control"
+	"github.com/carapace-dev/carapace/core/events"
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/core/pluginhost"
 )
@@ -23,7 +24,8 @@ import (
 // process, and delivers the mailbox in order while the plugin is healthy.
 // A channel answer goes to the plugin it names (plugin.ChannelReply's
 // Plugin) alone; a confirmation to every plugin that subscribes to it with
-// the surface capability granted. An event is taken out once the plugin
+// the surface capability granted. Either goes only to a plugin granted
+// its group (grant.go), as its bus subscription does. An event is taken out once the plugin
 // has handled it or refused it (an error of its own, or the event
 // timeout); one that came while the plugin was crashed or restarting, or
 // whose delivery the plugin's death cut short, goes to the next instance.
@@ -50,6 +52,7 @@ const mailboxCap = 256
 type mailbox struct {
 	mu     sync.Mutex
 	topics []string // the mail topics its plugin subscribes to (and may have)
+	groups []string // the groups its plugin is granted; none: every group
 	evs    []*plugin.Event
 	wake   chan struct{} // holds a value when evs may have grown
 }
@@ -124,10 +127,11 @@ func (l *Loader) stopMail() {
 	}
 }
 
-// put files ev, if its plugin subscribes to its topic.
+// put files ev, if its plugin subscribes to its topic and is granted its
+// group.
 func (mb *mailbox) put(l *Loader, name string, ev *plugin.Event) {
 	mb.mu.Lock()
-	if !slices.Contains(mb.topics, ev.Topic) {
+	if !mb.wants(ev) {
 		mb.mu.Unlock()
 		return
 	}
@@ -142,6 +146,12 @@ func (mb *mailbox) put(l *Loader, name string, ev *plugin.Event) {
 	case mb.wake <- struct{}{}:
 	default:
 	}
+}
+
+// wants reports whether ev is for mb's plugin: a topic it subscribes to,
+// of a group it is granted. mb.mu is held.
+func (mb *mailbox) wants(ev *plugin.Event) bool {
+	return slices.Contains(mb.topics, ev.Topic) && events.InGroups(mb.groups, ev.Group)
 }
 
 // next returns the oldest event, waiting for one until stop is closed;
@@ -183,8 +193,8 @@ func (mb *mailbox) done(ev *plugin.Event) {
 func (l *Loader) deliverMail(st *pluginState, eh plugin.EventHandler, topics []string, stop <-chan struct{}) {
 	mb := l.mailboxOf(st.name, true)
 	mb.mu.Lock()
-	mb.topics = topics // a restart may have changed them (surface granted or not)
-	mb.evs = slices.DeleteFunc(mb.evs, func(ev *plugin.Event) bool { return !slices.Contains(topics, ev.Topic) })
+	mb.topics, mb.groups = topics, st.groups // a restart may have changed them (surface granted or not, allowed_groups)
+	mb.evs = slices.DeleteFunc(mb.evs, func(ev *plugin.Event) bool { return !mb.wants(ev) })
 	mb.mu.Unlock()
 	go func() {
 		for {

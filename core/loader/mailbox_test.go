@@ -133,13 +133,7 @@ func TestMailboxStoppedInstance(t *testing.T) {
 	publish(t, bus, plugin.TopicChannelReply, "core", "tg", "a")
 	<-h1.got // handling "a"
 	publish(t, bus, plugin.TopicChannelReply, "core", "tg", "b")
-	deadline := time.Now().Add(10 * time.Second)
-	for len(l.mailboxOf("tg", false).pending()) < 2 {
-		if time.Now().After(deadline) {
-			t.Fatal("b was not filed")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitPending(t, l, "tg", 2)
 	close(stop1)
 	close(release)
 	want(t, h1)
@@ -168,13 +162,7 @@ func TestMailboxConfirmations(t *testing.T) {
 
 	close(stopS)
 	publish(t, bus, control.WatchConfirmationRequested, "core", "", "3")
-	deadline := time.Now().Add(10 * time.Second)
-	for len(l.mailboxOf("phone", false).pending()) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the confirmation was not filed while the surface was down")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitPending(t, l, "phone", 1)
 	// Restarted without the capability: it gets no confirmation, and the
 	// one it held is gone.
 	hs2 := newScripted(nil)
@@ -205,4 +193,16 @@ func (mb *mailbox) pending() []*plugin.Event {
 	mb.mu.Lock()
 	defer mb.mu.Unlock()
 	return append([]*plugin.Event(nil), mb.evs...)
+}
+
+// waitPending waits until plugin name's mailbox holds n events.
+func waitPending(t *testing.T, l *Loader, name string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(l.mailboxOf(name, false).pending()) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s's mailbox holds %d events, want %d", name, len(l.mailboxOf(name, false).pending()), n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

@@ -10,11 +10,13 @@ import (
 
 // Events reach plugins through the bus like every other subscriber: each
 // healthy plugin that handles events and subscribes to topics in its
-// manifest gets an in-process subscription of its own, drained by one
-// goroutine that calls HandleEvent in order, each call under EventTimeout.
-// The bus owns the topic filter (exact topics) and the backpressure rule: a
-// plugin that falls a buffer behind loses events, counted and logged by the
-// bus, and never slows a publisher or another subscriber.
+// manifest gets an in-process subscription of its own, scoped to its
+// groups (grant.go), drained by one goroutine that calls HandleEvent in
+// order, each call under EventTimeout. The bus owns the topic and group
+// filters (exact topics; the plugin's groups and no group) and the
+// backpressure rule: a plugin that falls a buffer behind loses events,
+// counted and logged by the bus, and never slows a publisher or another
+// subscriber.
 
 // Channel answers and confirmations come through the plugin's mailbox
 // instead (mailbox.go).
@@ -48,7 +50,7 @@ func (l *Loader) subscribePlugin(st *pluginState) {
 	if len(topics) == 0 {
 		return
 	}
-	sub, err := l.bus.Subscribe(topics...)
+	sub, err := l.bus.SubscribeIn(st.groups, topics...)
 	if err != nil {
 		l.log.Error("plugin cannot subscribe to its events", "plugin", st.name, "topics", topics, "err", err)
 		return

@@ -61,7 +61,7 @@ type pluginState struct {
 	builtin  *Builtin
 	manifest *manifest.Manifest
 	config   map[string]any
-	groups   []string // config.toml's allowed_groups, replacing the manifest's when set
+	groups   []string // the groups it is granted (grant.go): config.toml's allowed_groups, else its manifest's; none: every group
 	surface  bool     // the surface capability: asked for in the manifest and granted in config.toml
 	pin      install.Pin
 	pinErr   error // why an out-of-process plugin has no pin (plugindir.Plugin.PinErr)
@@ -167,6 +167,9 @@ func (l *Loader) prepare(c *candidate, pc config.Plugin) *pluginState {
 		return l.failed(st, plugin.CategoryConfig, err)
 	}
 	st.manifest = c.Manifest
+	if st.groups == nil {
+		st.groups = st.manifest.AllowedGroups
+	}
 	if c.builtin != nil {
 		st.skills = c.builtin.Skills
 	} else {

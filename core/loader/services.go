@@ -123,11 +123,12 @@ func (v *services) ReadCredential(ctx context.Context, key string) (string, erro
 	return string(val), nil
 }
 
-// PublishEvent implements plugin.Services: channel plugins only. The core
-// stamps the source, id and time, audits the event (topic and group, never
-// the payload) and hands it to every healthy plugin subscribed to it.
+// PublishEvent implements plugin.Services: channel plugins only, for the
+// groups they are granted (grant.go). The core stamps the source, id and
+// time, audits the event (topic and group, never the payload) and hands
+// it to every healthy plugin subscribed to it and granted its group.
 func (v *services) PublishEvent(ctx context.Context, ev *plugin.Event) error {
-	if v.st.manifest == nil || len(v.st.manifest.Provides.Channels) == 0 {
+	if !v.channel() {
 		return plugin.ErrNotChannel
 	}
 	if ev == nil || ev.Topic == "" {
@@ -135,6 +136,9 @@ func (v *services) PublishEvent(ctx context.Context, ev *plugin.Event) error {
 	}
 	if plugin.CoreTopic(ev.Topic) {
 		return fmt.Errorf("publish event %q: %w", textutil.Clip(ev.Topic, 64), plugin.ErrCoreTopic)
+	}
+	if !v.st.granted(ev.Group) {
+		return v.l.refuseGroup(v.st, ev)
 	}
 	e := *ev
 	e.Source, e.ID, e.Time = v.st.name, uuid.NewString(), time.Now().UTC()
@@ -145,7 +149,7 @@ func (v *services) PublishEvent(ctx context.Context, ev *plugin.Event) error {
 // of at most plugin.MaxAuditDropped bytes, at most dropRate a minute per
 // plugin; the ones over it are counted in the next entry written.
 func (v *services) AuditDropped(_ context.Context, what string) error {
-	if v.st.manifest == nil || len(v.st.manifest.Provides.Channels) == 0 {
+	if !v.channel() {
 		return plugin.ErrNotChannel
 	}
 	d := &v.st.dropped
@@ -218,11 +222,38 @@ func (l *Loader) publish(ctx context.Context, ev *plugin.Event) error {
 	return nil
 }
 
+// channel reports whether the plugin is a channel plugin (its manifest
+// provides channels): the services of channels are its.
+func (v *services) channel() bool {
+	return v.st.manifest != nil && len(v.st.manifest.Provides.Channels) > 0
+}
+
+// Paused implements plugin.Services: channel plugins only.
+func (v *services) Paused(ctx context.Context) (bool, error) {
+	if !v.channel() {
+		return false, plugin.ErrNotChannel
+	}
+	if v.l.opts.Core == nil {
+		return false, errNoCore
+	}
+	core, err := v.core(ctx)
+	if err != nil {
+		return false, err
+	}
+	return core.Paused(), nil
+}
+
 // surface returns the core for a surface service, or ErrNotSurface.
 func (v *services) surface(ctx context.Context) (Core, error) {
 	if !v.st.surface || v.l.opts.Core == nil {
 		return nil, plugin.ErrNotSurface
 	}
+	return v.core(ctx)
+}
+
+// core returns the core once it has started, waiting for it (CoreReady),
+// except from the plugin's Init; errCoreStopping once it stops.
+func (v *services) core(ctx context.Context) (Core, error) {
 	select {
 	case <-v.l.closing:
 		return nil, errCoreStopping
@@ -257,13 +288,18 @@ type inInitKey struct{}
 var (
 	errCoreStarting = errors.New("the core is still starting: ask again once Init has returned (the core answers as soon as every plugin has loaded)")
 	errCoreStopping = errors.New("the core is stopping")
+	errNoCore       = errors.New("this core was built without the state plugins may ask about")
 )
 
-// Decide implements plugin.Services: the surface recorded is the plugin's
-// name; the core checks the hash and that nobody decided first.
+// Decide implements plugin.Services: a confirmation of the plugin's
+// groups only (grant.go); the surface recorded is the plugin's name; the
+// core checks the hash and that nobody decided first.
 func (v *services) Decide(ctx context.Context, d plugin.Decision) error {
 	core, err := v.surface(ctx)
 	if err != nil {
+		return err
+	}
+	if err := v.l.decidable(ctx, v.st, core, d.ID); err != nil {
 		return err
 	}
 	cf, err := core.Decide(ctx, control.Decision{ID: d.ID, Approve: d.Approve, ArgsHash: d.ArgsHash,
@@ -277,7 +313,8 @@ func (v *services) Decide(ctx context.Context, d plugin.Decision) error {
 	return err
 }
 
-// CoreStatus implements plugin.Services.
+// CoreStatus implements plugin.Services: the tasks listed are those of
+// the plugin's groups.
 func (v *services) CoreStatus(ctx context.Context) (plugin.CoreStatus, error) {
 	core, err := v.surface(ctx)
 	if err != nil {
@@ -287,6 +324,9 @@ func (v *services) CoreStatus(ctx context.Context) (plugin.CoreStatus, error) {
 	out := plugin.CoreStatus{Version: st.Version, Started: st.Started, Paused: st.Paused, Sessions: st.Sessions, PendingConfirmations: st.PendingConfirmations}
 	if ts, err := core.Tasks(ctx); err == nil {
 		for _, t := range ts {
+			if !v.st.granted(t.Group) {
+				continue
+			}
 			ts := plugin.TaskSummary{ID: t.ID, Group: t.Group, Schedule: t.Schedule, Enabled: t.Enabled}
 			if t.Next != nil {
 				ts.Next = *t.Next

@@ -17,13 +17,37 @@ import (
 	"github.com/carapace-dev/carapace/core/plugin"
 )
 
-// fakeCore answers Status with when it started.
+// fakeCore answers Status with when it started, and Paused.
 type fakeCore struct {
 	Core
 	started time.Time
+	paused  bool
 }
 
 func (c fakeCore) Status(context.Context) control.Status { return control.Status{Started: c.started} }
+func (c fakeCore) Paused() bool                          { return c.paused }
+
+// TestPaused: the cheap question is a channel's, answered once the core
+// has started, from the core's Paused alone.
+func TestPaused(t *testing.T) {
+	l := New(Options{Core: fakeCore{paused: true}})
+	if _, err := (&services{l: l, st: &pluginState{name: "weather", manifest: &manifest.Manifest{}}}).Paused(t.Context()); !errors.Is(err, plugin.ErrNotChannel) {
+		t.Errorf("Paused of a plugin without channels: %v, want ErrNotChannel", err)
+	}
+	svc := &services{l: l, st: channelState("chat")}
+	if _, err := svc.Paused(context.WithValue(t.Context(), inInitKey{}, true)); !errors.Is(err, errCoreStarting) {
+		t.Errorf("Paused during Init: %v, want errCoreStarting", err)
+	}
+	l.CoreReady()
+	if paused, err := svc.Paused(t.Context()); err != nil || !paused {
+		t.Errorf("Paused = %v, %v; want true", paused, err)
+	}
+	running := New(Options{Core: fakeCore{}})
+	running.CoreReady()
+	if paused, err := (&services{l: running, st: channelState("chat")}).Paused(t.Context()); err != nil || paused {
+		t.Errorf("Paused of a running core = %v, %v; want false", paused, err)
+	}
+}
 
 // TestSurfaceServicesWaitForTheCore checks the surface services against
 // the core's start: a call from a plugin's Init is refused at once (Load

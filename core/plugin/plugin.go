@@ -181,8 +181,10 @@ type Services interface {
 	// `carapace auth set --plugin NAME --key KEY`). ErrNoCredential if unset.
 	ReadCredential(ctx context.Context, key string) (string, error)
 	// PublishEvent puts an event on the core's bus. Only channel plugins
-	// (provides.channels not empty) may; others get ErrNotChannel. The core
-	// stamps the source, id and time.
+	// (provides.channels not empty) may; others get ErrNotChannel. The
+	// event's group must be one the plugin is granted (allowed_groups);
+	// another gets ErrGroupNotGranted. The core stamps the source, id and
+	// time.
 	PublishEvent(ctx context.Context, ev *Event) error
 	// AuditDropped records in the core's audit log that this channel
 	// plugin dropped, unhandled and unanswered, something it received (a
@@ -203,6 +205,15 @@ type Services interface {
 	// menu and `carapace doctor`; its tools stay available. Each change is
 	// audited. A restart starts healthy.
 	ReportHealth(ctx context.Context, degraded bool, why string) error
+	// Paused reports whether the core is paused: while it is, it starts
+	// no session for events (a message.inbound published meanwhile is
+	// answered with a channel.reply saying so). It is the cheap question
+	// a channel asks before it hands a message over, so that the message
+	// can wait instead: one bit, where CoreStatus gathers the whole
+	// status, tasks included, and needs the surface capability. Channel
+	// plugins only; others get ErrNotChannel. Like the surface services it
+	// answers once the core has started.
+	Paused(ctx context.Context) (bool, error)
 
 	// The surface services, for a plugin whose manifest asks for the
 	// "surface" capability and to which config.toml grants it
@@ -215,7 +226,8 @@ type Services interface {
 	// surface: d.ArgsHash must be the one shown (the core refuses
 	// another), the surface recorded is the plugin's name, and d.Decider
 	// says who (e.g. a chat app's user id). A confirmation decided
-	// elsewhere first fails with an error wrapping ErrAlreadyDecided.
+	// elsewhere first fails with an error wrapping ErrAlreadyDecided; one
+	// of a group the plugin is not granted, with ErrGroupNotGranted.
 	Decide(ctx context.Context, d Decision) error
 	// CoreStatus reports the core's state.
 	CoreStatus(ctx context.Context) (CoreStatus, error)
@@ -314,6 +326,14 @@ var (
 	// stream shows people, the answers to channels, the agents' and
 	// plugins' lifecycle): no plugin may publish it.
 	ErrCoreTopic = errors.New("the topic is the core's own (confirmation.*, channel.*, session.*, core.*, plugin.*, agent.*, task.* but task.triggered): a plugin may not publish it")
+	// ErrGroupNotGranted: the event names a group the plugin is not
+	// granted, or the confirmation to decide is of one. A plugin publishes
+	// and receives events, and decides confirmations, only of its groups,
+	// as its tools serve only them: config.toml's [plugins.NAME]
+	// allowed_groups, else its manifest's; a plugin granted some groups
+	// must name one of them. The error says which group and which are
+	// granted.
+	ErrGroupNotGranted = errors.New("the plugin is not granted the group (config.toml [plugins.NAME] allowed_groups, else the manifest's allowed_groups, lists its groups)")
 	// ErrNotSurface: the surface services need the "surface" capability,
 	// asked for in the manifest and granted in config.toml.
 	ErrNotSurface = errors.New(`only a plugin granted the surface capability ([plugins.NAME] surface = true) may do this`)

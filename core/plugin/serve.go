@@ -472,6 +472,8 @@ func coreError(method string, e *pluginproto.Error) error {
 		return ErrNotSurface
 	case pluginproto.KindDecided:
 		return fmt.Errorf("%w: %s", ErrAlreadyDecided, e.Message)
+	case pluginproto.KindGroupNotGranted:
+		return fmt.Errorf("%w: %s", ErrGroupNotGranted, e.Message)
 	}
 	return fmt.Errorf("carapace core: %s: %s", method, e.Message)
 }
@@ -522,6 +524,13 @@ func (s remoteServices) AuditDropped(ctx context.Context, what string) error {
 // ReportHealth implements Services.
 func (s remoteServices) ReportHealth(ctx context.Context, degraded bool, why string) error {
 	return s.c.callCore(ctx, pluginproto.MethodReportHealth, pluginproto.HealthParams{Degraded: degraded, Why: why}, nil)
+}
+
+// Paused implements Services.
+func (s remoteServices) Paused(ctx context.Context) (bool, error) {
+	var out pluginproto.PausedParams
+	err := s.c.callCore(ctx, pluginproto.MethodPaused, struct{}{}, &out)
+	return out.Paused, err
 }
 
 // Decide implements Services.

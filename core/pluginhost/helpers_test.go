@@ -313,7 +313,15 @@ func (s *fakeServices) ReadCredential(ctx context.Context, key string) (string, 
 
 func (s *fakeServices) PublishEvent(ctx context.Context, ev *plugin.Event) error {
 	s.record(ctx, "PublishEvent")
+	if ev.Group != "" {
+		return fmt.Errorf("%w: test is not granted group %q; it is granted main", plugin.ErrGroupNotGranted, ev.Group)
+	}
 	return plugin.ErrNotChannel
+}
+
+func (s *fakeServices) Paused(ctx context.Context) (bool, error) {
+	s.record(ctx, "Paused")
+	return true, nil
 }
 
 func (s *fakeServices) AuditDropped(ctx context.Context, what string) error {

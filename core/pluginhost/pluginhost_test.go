@@ -569,6 +569,8 @@ func TestServiceCalls(t *testing.T) {
 		"catalog":               map[string]any{"names": []any{"echo"}, "err": ""},
 		"audit":                 map[string]any{"topics": []any{"tool.invoke.x"}, "err": ""},
 		"publish":               "ErrNotChannel",
+		"publish_elsewhere":     "ErrGroupNotGranted: " + plugin.ErrGroupNotGranted.Error() + `: test is not granted group "elsewhere"; it is granted main`,
+		"paused":                map[string]any{"paused": true, "err": ""},
 		"dropped":               "",
 		"health":                "",
 		"decide":                "",
@@ -582,7 +584,7 @@ func TestServiceCalls(t *testing.T) {
 	}
 	// The core's services ran with the call's ctx, or none.
 	wantSeen := []string{"GetSessionInfo@s-alpha", "ReadCredential@s-alpha", "ReadCredential@s-alpha", "ReadCredential@-",
-		"GetToolCatalog@s-alpha", "GetAuditLog@s-alpha", "PublishEvent@s-alpha", "AuditDropped:update 7 (message) from user 9@s-alpha",
+		"GetToolCatalog@s-alpha", "GetAuditLog@s-alpha", "PublishEvent@s-alpha", "PublishEvent@s-alpha", "Paused@s-alpha", "AuditDropped:update 7 (message) from user 9@s-alpha",
 		"ReportHealth:true:cannot reach the service@s-alpha",
 		"Decide@s-alpha", "Decide@s-alpha", "CoreStatus@s-alpha", "SetPaused@s-alpha", "StopSession@s-alpha"}
 	if got := svc.calls(); !slices.Equal(got, wantSeen) {

@@ -108,6 +108,10 @@ func (p *Process) service(m *pluginproto.Message) (any, *pluginproto.Error) {
 		}
 		err = svc.ReportHealth(ctx, hp.Degraded, hp.Why)
 		result = struct{}{}
+	case pluginproto.MethodPaused:
+		var paused bool
+		paused, err = svc.Paused(ctx)
+		result = pluginproto.PausedParams{Paused: paused}
 	case pluginproto.MethodDecide:
 		var d plugin.Decision
 		if perr := params(m.Params, &d); perr != nil {
@@ -155,22 +159,25 @@ func params(raw json.RawMessage, v any) *pluginproto.Error {
 // is internal.
 func serviceError(err error) *pluginproto.Error {
 	for _, k := range []struct {
-		err  error
-		kind string
+		err    error
+		kind   string
+		detail bool // the message says more than the sentinel: how the confirmation ended (the surface shows it), which group was refused
 	}{
-		{plugin.ErrNoRequest, pluginproto.KindNoRequest},
-		{plugin.ErrNoCredential, pluginproto.KindNoCredential},
-		{plugin.ErrNotChannel, pluginproto.KindNotChannel},
-		{plugin.ErrCoreTopic, pluginproto.KindCoreTopic},
-		{plugin.ErrNotSurface, pluginproto.KindNotSurface},
+		{plugin.ErrNoRequest, pluginproto.KindNoRequest, false},
+		{plugin.ErrNoCredential, pluginproto.KindNoCredential, false},
+		{plugin.ErrNotChannel, pluginproto.KindNotChannel, false},
+		{plugin.ErrCoreTopic, pluginproto.KindCoreTopic, false},
+		{plugin.ErrNotSurface, pluginproto.KindNotSurface, false},
+		{plugin.ErrAlreadyDecided, pluginproto.KindDecided, true},
+		{plugin.ErrGroupNotGranted, pluginproto.KindGroupNotGranted, true},
 	} {
-		if errors.Is(err, k.err) {
+		switch {
+		case !errors.Is(err, k.err):
+		case k.detail:
+			return &pluginproto.Error{Kind: k.kind, Message: strings.TrimPrefix(err.Error(), k.err.Error()+": ")}
+		default:
 			return &pluginproto.Error{Kind: k.kind, Message: k.err.Error()}
 		}
-	}
-	if errors.Is(err, plugin.ErrAlreadyDecided) {
-		// The message says how the confirmation ended: the surface shows it.
-		return &pluginproto.Error{Kind: pluginproto.KindDecided, Message: strings.TrimPrefix(err.Error(), plugin.ErrAlreadyDecided.Error()+": ")}
 	}
 	return &pluginproto.Error{Kind: pluginproto.KindInternal, Message: "internal error"}
 }

@@ -44,6 +44,10 @@ func (s *Server) Pause(ctx context.Context, paused bool) control.Status {
 	return s.Status(ctx)
 }
 
+// Paused reports whether sessions for events are paused (the loader's
+// Core, for plugins' Services.Paused).
+func (s *Server) Paused() bool { return s.agents.Paused() }
+
 // Stop implements control.Backend.
 func (s *Server) Stop() { s.once.Do(func() { close(s.stop) }) }
 

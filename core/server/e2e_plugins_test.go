@@ -31,7 +31,8 @@ var kitActions = []struct{ action, risk, schema string }{
 	{"flood", "low", `{"type":"object","additionalProperties":false,"properties":{}}`},
 	{"scope", "low", `{"type":"object","additionalProperties":false,"properties":{}}`},
 	{"spawn", "low", `{"type":"object","additionalProperties":false,"properties":{}}`},
-	{"publish", "low", `{"type":"object","additionalProperties":false,"required":["topic"],"properties":{"topic":{"type":"string","maxLength":64}}}`},
+	{"publish", "low", `{"type":"object","additionalProperties":false,"required":["topic"],"properties":{"topic":{"type":"string","maxLength":64},` +
+		`"group":{"type":"string","maxLength":64},"text":{"type":"string","maxLength":4000},"conversation":{"type":"string","maxLength":200}}}`},
 }
 
 // kitManifest is the manifest of an oopkit plugin called name, subscribed

@@ -263,7 +263,14 @@ func runCLI(t *testing.T, h home.Dir, args ...string) (stdout, stderr string, co
 // waitFor polls cond until it holds or 15s pass.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	waitWithin(t, 15*time.Second, what, cond)
+}
+
+// waitWithin is waitFor with a bound of the caller's: for a wait that
+// includes an agent container's run.
+func waitWithin(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)

@@ -64,41 +64,40 @@ const cardArgs = 1500
 // maxHiddenShown is how many hidden values a card lists one by one.
 const maxHiddenShown = 5
 
-// HandleEvent handles the events the plugin subscribes to. Only the core's
-// own events count: another plugin could publish the same topics.
-func (h *Handler) HandleEvent(ctx context.Context, ev *plugin.Event) error {
-	if ev.Source != "core" {
-		h.log.Warn("telegram: event not from the core ignored", "topic", ev.Topic, "source", ev.Source)
-		return nil
+// surface reports whether the core grants the plugin the surface
+// services: what the plugin learned (reconcile asks at start); if it has
+// not learned it yet, it asks now.
+func (h *Handler) surface(ctx context.Context) bool {
+	h.mu.Lock()
+	g := h.surf
+	h.mu.Unlock()
+	if g != surfaceUnknown {
+		return g == surfaceGranted
 	}
-	switch ev.Topic {
-	case plugin.TopicChannelStarted:
-		return h.onStarted(ctx, ev)
-	case plugin.TopicChannelReply:
-		return h.onReply(ctx, ev)
-	case "confirmation.requested":
-		return h.onRequested(ctx, ev)
-	case "confirmation.resolved":
-		return h.onResolved(ctx, ev)
-	}
-	return nil
+	_, err := h.svc.CoreStatus(ctx)
+	h.learnSurface(err)
+	return !errors.Is(err, plugin.ErrNotSurface)
 }
 
-// surface reports whether the core grants the plugin the surface
-// services; if not, it logs that once.
-func (h *Handler) surface(ctx context.Context) bool {
-	_, err := h.svc.CoreStatus(ctx)
-	if errors.Is(err, plugin.ErrNotSurface) {
-		h.mu.Lock()
-		first := !h.noSurf
-		h.noSurf = true
-		h.mu.Unlock()
-		if first {
-			h.log.Info("telegram: approvals on the phone are off: grant them with [plugins.telegram] surface = true in config.toml")
-		}
-		return false
+// learnSurface records what a surface service's answer says of the grant,
+// which the core fixes for the life of the plugin's instance (a restart,
+// which reads config.toml again, starts a new one): ErrNotSurface refuses
+// it, logged once; an answer grants it; another error says nothing.
+func (h *Handler) learnSurface(err error) {
+	g := surfaceGranted
+	switch {
+	case errors.Is(err, plugin.ErrNotSurface):
+		g = surfaceRefused
+	case err != nil:
+		return
 	}
-	return true
+	h.mu.Lock()
+	was := h.surf
+	h.surf = g
+	h.mu.Unlock()
+	if g == surfaceRefused && was != surfaceRefused {
+		h.log.Info("telegram: approvals on the phone are off: grant them with [plugins.telegram] surface = true in config.toml")
+	}
 }
 
 // onRequested sends the owner an approval card with Approve and Deny

@@ -98,7 +98,7 @@ func (h *Handler) kickAll() {
 // the two leaves it publishing, which recoverState turns into doubt (told
 // to the owner, never sent again) rather than a blind duplicate.
 func (h *Handler) publish(chat, id int64) {
-	if st, err := h.svc.CoreStatus(h.ctx); err == nil && st.Paused {
+	if paused, err := h.svc.Paused(h.ctx); err == nil && paused {
 		h.mu.Lock()
 		if c := h.chatLocked(chat); c.inflight == id {
 			c.inflight = 0
@@ -140,8 +140,13 @@ func (h *Handler) publish(chat, id int64) {
 		if err := h.db.setPrompt(h.ctx, id, stFailed, "", h.clock.Now()); err != nil {
 			h.log.Error("telegram: record a prompt's failure", "prompt", id, "err", err)
 		}
+		note := "I could not hand your message to the agent (" + clip(perr.Error(), 200) + "). If no answer comes, send it again."
+		if errors.Is(perr, plugin.ErrGroupNotGranted) {
+			note = fmt.Sprintf("Carapace does not let the Telegram plugin talk to the group %q: add it to [plugins.telegram] allowed_groups in config.toml, "+
+				"then run carapace plugin restart telegram, and send your message again.", p.Group)
+		}
 		if h.ctx.Err() == nil {
-			h.notify(chat, "I could not hand your message to the agent ("+clip(perr.Error(), 200)+"). If no answer comes, send it again.")
+			h.notify(chat, note)
 		}
 		h.finish(chat, id)
 		return
@@ -367,6 +372,7 @@ func (h *Handler) reconcile() {
 	}
 	h.mu.Unlock()
 	st, err := h.svc.CoreStatus(h.ctx)
+	h.learnSurface(err)
 	if errors.Is(err, plugin.ErrNotSurface) {
 		if len(busy) > 0 {
 			h.log.Info("telegram: prompts in flight from before the restart wait for their answers (without the surface capability the plugin cannot ask the core whether it restarted)")

@@ -107,10 +107,19 @@ type Handler struct {
 	chats    map[int64]*chatState
 	sessions map[string]int64 // session → chat, from channel.started
 	pausedTo map[int64]bool   // prompts the owner was told wait for /resume
-	noSurf   bool             // the surface services were refused once (logged)
+	surf     surfaceGrant     // what the plugin learned of its surface grant (learnSurface)
 
 	cardMu sync.Mutex // approval cards: sending one against resolving it
 }
+
+// surfaceGrant is what the plugin knows of its surface capability.
+type surfaceGrant uint8
+
+const (
+	surfaceUnknown surfaceGrant = iota // not asked yet
+	surfaceGranted
+	surfaceRefused
+)
 
 // chatState is what the plugin keeps in memory about one chat.
 type chatState struct {
@@ -373,6 +382,30 @@ func (h *Handler) Invoke(ctx context.Context, req *plugin.Request) (map[string]a
 		return h.sendTool(ctx, req)
 	}
 	return nil, plugin.NewToolError(fmt.Sprintf("the telegram plugin has no tool %q; it has send_telegram", clip(req.Tool, 64)), false)
+}
+
+// HandleEvent handles the events the plugin subscribes to (the manifest's
+// "subscribes"): a chat's session started and its answer (onStarted,
+// onReply in chats.go), and a confirmation to show on the phone or to
+// close there (onRequested, onResolved in approvals.go). The core delivers
+// them at least once, in order. Only the core's own events count: another
+// plugin could publish the same topics.
+func (h *Handler) HandleEvent(ctx context.Context, ev *plugin.Event) error {
+	if ev.Source != "core" {
+		h.log.Warn("telegram: event not from the core ignored", "topic", ev.Topic, "source", ev.Source)
+		return nil
+	}
+	switch ev.Topic {
+	case plugin.TopicChannelStarted:
+		return h.onStarted(ctx, ev)
+	case plugin.TopicChannelReply:
+		return h.onReply(ctx, ev)
+	case "confirmation.requested":
+		return h.onRequested(ctx, ev)
+	case "confirmation.resolved":
+		return h.onResolved(ctx, ev)
+	}
+	return nil
 }
 
 // sendTool sends the agent's text to a chat of the session's group.

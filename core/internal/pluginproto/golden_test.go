@@ -58,7 +58,7 @@ var (
 		pluginproto.MethodVerify, pluginproto.MethodBrief, pluginproto.MethodShutdown}
 	serviceCalls = []string{pluginproto.MethodAuditLog, pluginproto.MethodToolCatalog, pluginproto.MethodSessionInfo,
 		pluginproto.MethodReadCredential, pluginproto.MethodPublishEvent, pluginproto.MethodAuditDropped,
-		pluginproto.MethodReportHealth, pluginproto.MethodDecide, pluginproto.MethodCoreStatus,
+		pluginproto.MethodReportHealth, pluginproto.MethodPaused, pluginproto.MethodDecide, pluginproto.MethodCoreStatus,
 		pluginproto.MethodSetPaused, pluginproto.MethodStopSession}
 )
 
@@ -123,6 +123,8 @@ var frames = []golden{
 	{file: "plugin-call-report-health.json", msg: call(7, pluginproto.MethodReportHealth, 0),
 		body: pluginproto.HealthParams{Degraded: true, Why: "no answer from api.telegram.org for 300 s"}},
 	{file: "core-reply-report-health.json", msg: reply(7), body: empty},
+	{file: "plugin-call-paused.json", msg: call(12, pluginproto.MethodPaused, 0), body: empty},
+	{file: "core-reply-paused.json", msg: reply(12), body: pluginproto.PausedParams{Paused: false}},
 	{file: "plugin-call-decide.json", msg: call(8, pluginproto.MethodDecide, 0), body: plugin.Decision{ID: "c-5f3a9b21", Approve: true,
 		ArgsHash: "3ac0afa6e1f04b7c9d2e8a5b6c7d8e9f", Decider: "telegram user 42"}},
 	{file: "core-reply-decide.json", msg: reply(8), body: empty},
@@ -139,6 +141,7 @@ var frames = []golden{
 	{file: "core-reply-error-no-request.json", msg: replyErr(1, pluginproto.Error{Kind: pluginproto.KindNoRequest, Message: plugin.ErrNoRequest.Error()})},
 	{file: "core-reply-error-no-credential.json", msg: replyErr(4, pluginproto.Error{Kind: pluginproto.KindNoCredential, Message: plugin.ErrNoCredential.Error()})},
 	{file: "core-reply-error-not-channel.json", msg: replyErr(5, pluginproto.Error{Kind: pluginproto.KindNotChannel, Message: plugin.ErrNotChannel.Error()})},
+	{file: "core-reply-error-group-not-granted.json", msg: replyErr(5, pluginproto.Error{Kind: pluginproto.KindGroupNotGranted, Message: plugin.ErrGroupNotGranted.Error()})},
 	{file: "core-reply-error-core-topic.json", msg: replyErr(5, pluginproto.Error{Kind: pluginproto.KindCoreTopic, Message: plugin.ErrCoreTopic.Error()})},
 	{file: "core-reply-error-not-surface.json", msg: replyErr(8, pluginproto.Error{Kind: pluginproto.KindNotSurface, Message: plugin.ErrNotSurface.Error()})},
 	{file: "core-reply-error-decided.json", msg: replyErr(8, pluginproto.Error{Kind: pluginproto.KindDecided,

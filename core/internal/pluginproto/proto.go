@@ -71,6 +71,7 @@ const (
 	MethodPublishEvent   = "publish_event"   // Params: plugin.Event; Result: {}
 	MethodAuditDropped   = "audit_dropped"   // Params: DroppedParams; Result: {}
 	MethodReportHealth   = "report_health"   // Params: HealthParams; Result: {}
+	MethodPaused         = "paused"          // Params: {}; Result: PausedParams (channel plugins)
 	// The surface services (plugin.Services' Decide ... StopSession).
 	MethodDecide      = "decide"       // Params: plugin.Decision; Result: {}
 	MethodCoreStatus  = "core_status"  // Params: {}; Result: plugin.CoreStatus
@@ -89,7 +90,8 @@ type HealthParams struct {
 	Why      string `json:"why,omitempty"`
 }
 
-// PausedParams are the params of MethodSetPaused.
+// PausedParams are the params of MethodSetPaused and the result of
+// MethodPaused.
 type PausedParams struct {
 	Paused bool `json:"paused"`
 }
@@ -112,6 +114,9 @@ const (
 	KindNoCredential = "no_credential"
 	KindNotChannel   = "not_channel"
 	KindCoreTopic    = "core_topic" // plugin.ErrCoreTopic
+	// KindGroupNotGranted maps to plugin.ErrGroupNotGranted; Message
+	// names the group and the groups granted.
+	KindGroupNotGranted = "group_not_granted"
 	// KindNotSurface and KindDecided map to plugin.ErrNotSurface and
 	// plugin.ErrAlreadyDecided; Message says how the confirmation ended.
 	KindNotSurface = "not_surface"

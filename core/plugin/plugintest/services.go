@@ -7,9 +7,11 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/carapace-dev/carapace/core/internal/pluginproto"
 	"github.com/carapace-dev/carapace/core/plugin"
 )
 
@@ -125,22 +127,29 @@ type Services struct {
 	// Audit is the whole audit log; GetAuditLog returns the entries of the
 	// request's group that match the filter, oldest first.
 	Audit []plugin.AuditEntry
-	// Channel makes the plugin a channel plugin, which may publish events;
-	// otherwise PublishEvent fails with plugin.ErrNotChannel.
+	// Channel makes the plugin a channel plugin, which may publish events
+	// and ask Paused; otherwise they fail with plugin.ErrNotChannel.
 	Channel bool
+	// Groups are the groups the plugin is granted (allowed_groups); none
+	// means every group. PublishEvent refuses an event of another group,
+	// or of no group when some are granted, with
+	// plugin.ErrGroupNotGranted, as the core does.
+	Groups []string
 	// SessionStart is the session's start in GetSessionInfo; zero means the
 	// time of the request.
 	SessionStart time.Time
 	// Surface grants the surface capability: Decide, CoreStatus, SetPaused
 	// and StopSession work; otherwise they fail with plugin.ErrNotSurface.
 	Surface bool
-	// Status is what CoreStatus returns (Paused follows SetPaused).
+	// Status is what CoreStatus returns; Paused answers its Paused (and
+	// SetPaused sets it).
 	Status plugin.CoreStatus
 	// DecideFunc, if set, answers each decision (an error wrapping
 	// plugin.ErrAlreadyDecided, say); nil accepts them all.
 	DecideFunc func(plugin.Decision) error
 
 	mu        sync.Mutex
+	calls     []string // the methods called, in order (Calls)
 	events    []plugin.Event
 	dropped   []string
 	health    []Health
@@ -149,6 +158,24 @@ type Services struct {
 }
 
 var _ plugin.Services = (*Services)(nil)
+
+// called records a call of method (its protocol name, as Calls reports
+// it).
+func (s *Services) called(method string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls = append(s.calls, method)
+}
+
+// Calls returns the services the handler called, in order, by their
+// method names on the core↔plugin protocol ("publish_event", "paused",
+// "core_status", ...): what a test counts to learn what its plugin's work
+// costs in calls to the core.
+func (s *Services) Calls() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.calls)
+}
 
 func (s *Services) pluginName() string {
 	if s.Plugin == "" {
@@ -159,6 +186,7 @@ func (s *Services) pluginName() string {
 
 // GetAuditLog implements plugin.Services.
 func (s *Services) GetAuditLog(ctx context.Context, f plugin.AuditFilter) ([]plugin.AuditEntry, error) {
+	s.called(pluginproto.MethodAuditLog)
 	req, ok := requestFrom(ctx)
 	if !ok {
 		return nil, plugin.ErrNoRequest
@@ -188,11 +216,13 @@ func (s *Services) GetAuditLog(ctx context.Context, f plugin.AuditFilter) ([]plu
 
 // GetToolCatalog implements plugin.Services.
 func (s *Services) GetToolCatalog(context.Context) ([]plugin.ToolInfo, error) {
+	s.called(pluginproto.MethodToolCatalog)
 	return slices.Clone(s.Tools), nil
 }
 
 // GetSessionInfo implements plugin.Services.
 func (s *Services) GetSessionInfo(ctx context.Context) (plugin.SessionInfo, error) {
+	s.called(pluginproto.MethodSessionInfo)
 	req, ok := requestFrom(ctx)
 	if !ok {
 		return plugin.SessionInfo{}, plugin.ErrNoRequest
@@ -207,6 +237,7 @@ func (s *Services) GetSessionInfo(ctx context.Context) (plugin.SessionInfo, erro
 // ReadCredential implements plugin.Services: plugin.ErrNoCredential when
 // the key is not set.
 func (s *Services) ReadCredential(_ context.Context, key string) (string, error) {
+	s.called(pluginproto.MethodReadCredential)
 	v, ok := s.Credentials.Get(key)
 	if !ok {
 		return "", plugin.ErrNoCredential
@@ -218,6 +249,7 @@ func (s *Services) ReadCredential(_ context.Context, key string) (string, error)
 // stamped with the plugin's name as Source, an id and the time, as the core
 // does; plugin.ErrNotChannel unless Channel is set.
 func (s *Services) PublishEvent(_ context.Context, ev *plugin.Event) error {
+	s.called(pluginproto.MethodPublishEvent)
 	if !s.Channel {
 		return plugin.ErrNotChannel
 	}
@@ -226,6 +258,9 @@ func (s *Services) PublishEvent(_ context.Context, ev *plugin.Event) error {
 	}
 	if plugin.CoreTopic(ev.Topic) {
 		return fmt.Errorf("publish event %q: %w", ev.Topic, plugin.ErrCoreTopic)
+	}
+	if len(s.Groups) > 0 && !slices.Contains(s.Groups, ev.Group) {
+		return fmt.Errorf("%w: %s is not granted group %q; it is granted %s", plugin.ErrGroupNotGranted, s.pluginName(), ev.Group, strings.Join(s.Groups, ", "))
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -241,6 +276,7 @@ func (s *Services) PublishEvent(_ context.Context, ev *plugin.Event) error {
 // AuditDropped implements plugin.Services: it records what (see
 // Dropped); plugin.ErrNotChannel unless Channel is set.
 func (s *Services) AuditDropped(_ context.Context, what string) error {
+	s.called(pluginproto.MethodAuditDropped)
 	if !s.Channel {
 		return plugin.ErrNotChannel
 	}
@@ -259,6 +295,7 @@ type Health struct {
 // ReportHealth implements plugin.Services: it records the report (see
 // Reports).
 func (s *Services) ReportHealth(_ context.Context, degraded bool, why string) error {
+	s.called(pluginproto.MethodReportHealth)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.health = append(s.health, Health{Degraded: degraded, Why: why})
@@ -289,6 +326,7 @@ func (s *Services) Events() []plugin.Event {
 // Decide implements plugin.Services: it records the decision (see
 // Decisions) and answers with DecideFunc.
 func (s *Services) Decide(_ context.Context, d plugin.Decision) error {
+	s.called(pluginproto.MethodDecide)
 	if !s.Surface {
 		return plugin.ErrNotSurface
 	}
@@ -312,6 +350,7 @@ func (s *Services) Decisions() []plugin.Decision {
 
 // CoreStatus implements plugin.Services.
 func (s *Services) CoreStatus(context.Context) (plugin.CoreStatus, error) {
+	s.called(pluginproto.MethodCoreStatus)
 	if !s.Surface {
 		return plugin.CoreStatus{}, plugin.ErrNotSurface
 	}
@@ -320,8 +359,21 @@ func (s *Services) CoreStatus(context.Context) (plugin.CoreStatus, error) {
 	return s.Status, nil
 }
 
+// Paused implements plugin.Services: Status.Paused;
+// plugin.ErrNotChannel unless Channel is set.
+func (s *Services) Paused(context.Context) (bool, error) {
+	s.called(pluginproto.MethodPaused)
+	if !s.Channel {
+		return false, plugin.ErrNotChannel
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.Status.Paused, nil
+}
+
 // SetPaused implements plugin.Services: Status.Paused follows it.
 func (s *Services) SetPaused(_ context.Context, paused bool) error {
+	s.called(pluginproto.MethodSetPaused)
 	if !s.Surface {
 		return plugin.ErrNotSurface
 	}
@@ -334,6 +386,7 @@ func (s *Services) SetPaused(_ context.Context, paused bool) error {
 // StopSession implements plugin.Services: it records the session (see
 // Stopped).
 func (s *Services) StopSession(_ context.Context, id string) error {
+	s.called(pluginproto.MethodStopSession)
 	if !s.Surface {
 		return plugin.ErrNotSurface
 	}

@@ -225,6 +225,9 @@ func (h *handler) services(ctx context.Context) map[string]any {
 	out["audit"] = map[string]any{"topics": topics, "err": errText(err)}
 	err = h.svc.PublishEvent(ctx, &plugin.Event{Topic: "message.inbound", Payload: map[string]any{"text": "hi"}})
 	out["publish"] = errText(err)
+	out["publish_elsewhere"] = errText(h.svc.PublishEvent(ctx, &plugin.Event{Topic: "message.inbound", Group: "elsewhere"}))
+	paused, err := h.svc.Paused(ctx)
+	out["paused"] = map[string]any{"paused": paused, "err": errText(err)}
 	out["dropped"] = errText(h.svc.AuditDropped(ctx, "update 7 (message) from user 9"))
 	out["health"] = errText(h.svc.ReportHealth(ctx, true, "cannot reach the service"))
 	// The surface services, over the wire.
@@ -252,6 +255,8 @@ func errText(err error) string {
 		return "ErrNotSurface"
 	case errors.Is(err, plugin.ErrAlreadyDecided):
 		return "ErrAlreadyDecided: " + err.Error()
+	case errors.Is(err, plugin.ErrGroupNotGranted):
+		return "ErrGroupNotGranted: " + err.Error()
 	}
 	return err.Error()
 }

@@ -87,9 +87,22 @@ func (k *kit) Invoke(ctx context.Context, req *plugin.Request) (map[string]any, 
 		return map[string]any{"pid": cmd.Process.Pid}, nil
 	case "publish":
 		// Publishes an event on the topic asked for (a channel plugin's
-		// service), and says what the core answered.
+		// service), for the group asked for (default: the request's), and
+		// says what the core answered. With a text it is a channel's
+		// message: text, conversation and a reply_to.
 		topic, _ := req.Arguments["topic"].(string)
-		if err := k.svc.PublishEvent(ctx, &plugin.Event{Topic: topic, Group: req.Group, Payload: map[string]any{"id": "forged"}}); err != nil {
+		group := req.Group
+		if g, ok := req.Arguments["group"].(string); ok {
+			group = g
+		}
+		payload := map[string]any{"id": "forged"}
+		if text, ok := req.Arguments["text"].(string); ok {
+			payload = map[string]any{"text": text, "reply_to": map[string]any{"correlation": req.Correlation}}
+			if conv, ok := req.Arguments["conversation"].(string); ok {
+				payload["conversation"] = conv
+			}
+		}
+		if err := k.svc.PublishEvent(ctx, &plugin.Event{Topic: topic, Group: group, Payload: payload}); err != nil {
 			return map[string]any{"published": false, "error": err.Error()}, nil
 		}
 		return map[string]any{"published": true}, nil
