@@ -220,7 +220,7 @@ type scopeKey struct{}
 func (c *client) dispatch(m *pluginproto.Message) {
 	base := context.Background()
 	switch m.Method {
-	case pluginproto.MethodInvoke, pluginproto.MethodEvent, pluginproto.MethodVerify, pluginproto.MethodBrief:
+	case pluginproto.MethodInit, pluginproto.MethodInvoke, pluginproto.MethodEvent, pluginproto.MethodVerify, pluginproto.MethodBrief:
 		base = context.WithValue(base, scopeKey{}, m.ID)
 	}
 	ctx, cancel := context.WithCancel(base)

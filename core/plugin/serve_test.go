@@ -437,10 +437,10 @@ func TestServeServices(t *testing.T) {
 	th := newTestHandler()
 	c.serve(th)
 
-	// Init reads a credential: a service call with no scope.
+	// Init reads a credential: a service call scoped to the init call.
 	initID := c.call(pluginproto.MethodInit, pluginproto.InitParams{Config: map[string]any{"fail": "credential"}})
 	sc := c.recv()
-	if sc.Type != pluginproto.TypeCall || sc.Method != pluginproto.MethodReadCredential || sc.Scope != 0 || string(sc.Params) != `{"key":"token"}` {
+	if sc.Type != pluginproto.TypeCall || sc.Method != pluginproto.MethodReadCredential || sc.Scope != initID || string(sc.Params) != `{"key":"token"}` {
 		t.Fatalf("service call during init: %+v %s", sc, sc.Params)
 	}
 	c.send(&pluginproto.Message{Type: pluginproto.TypeReply, ID: sc.ID, Result: json.RawMessage(`{"value":"v"}`)})

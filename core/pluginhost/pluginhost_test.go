@@ -445,6 +445,21 @@ func TestInitErrors(t *testing.T) {
 			}
 		})
 	}
+	// A service call made within Init is scoped to the Init call, as one
+	// made within Invoke is to the Invoke: it carries the Init ctx's
+	// values (the core marks them so that a call that would wait for the
+	// core to finish starting fails at once instead).
+	t.Run("a call within init carries the init ctx", func(t *testing.T) {
+		f := newFixture(t, bin.plugin, "init")
+		p := f.start(t)
+		svc := &fakeServices{}
+		if err := p.Init(context.WithValue(hangCtx(t), sessionKey{}, "the-init-call"), map[string]any{"read_credential": "api_key"}, svc); err != nil {
+			t.Fatal(err)
+		}
+		if got := svc.calls(); !slices.Equal(got, []string{"ReadCredential@the-init-call"}) {
+			t.Fatalf("services saw %v, want the call scoped to Init", got)
+		}
+	})
 	t.Run("credential during init", func(t *testing.T) {
 		f := newFixture(t, bin.plugin, "init")
 		svc := &fakeServices{}
