@@ -10,6 +10,11 @@
 // surely as one imported directly, and the failure shows the import chain
 // that brings it in. Test-only imports are not part of a binary, so they are
 // not listed.
+//
+// A Checker may also check a whole folder of packages at once (a pattern
+// such as "github.com/carapace-dev/carapace/core/..."), which is how the
+// module's layers are pinned: each layer may link the layers below it
+// (Within) and nothing above (Forbidden).
 package deptest
 
 import (
@@ -27,13 +32,15 @@ import (
 	"testing"
 )
 
-// Checker describes what one package may link for one target. The zero
-// value of each field checks nothing; Check fails a Checker that checks
-// nothing at all.
+// Checker describes what one package, or every package of a pattern, may
+// link for one target. The zero value of each field checks nothing; Check
+// fails a Checker that checks nothing at all.
 type Checker struct {
 	// Package is the package to check: an import path, or a directory
 	// relative to the test's own (go test runs a test in its package's
-	// directory). "" means ".", the package under test.
+	// directory). "" means ".", the package under test. A pattern with
+	// "..." checks every package it matches, each against every rule
+	// below; a problem names the matched package it is found in.
 	Package string
 	// GOOS and GOARCH are the target; "" keeps the environment's (the
 	// host's, unless the test runs with GOOS or GOARCH set).
@@ -55,27 +62,38 @@ type Checker struct {
 	// import itself (with "/..." as in Forbidden): an allow-list for a
 	// package that must stay small, where a forbid-list would always lag.
 	AllowedImports []string
+	// Within, when not nil, lists the only packages of the checked
+	// package's own module that it may link, directly or not (with "/..."
+	// as in Forbidden): the rule of a layer, which may use the layers below
+	// it and nothing else of the module. Other modules are not limited.
+	Within []string
 	// Want lists packages that must be linked: a guard that the listing
 	// sees what it should (a Checker whose Package names nothing useful
 	// would otherwise pass).
 	Want []string
 	// NoCgo fails the check when any linked package has cgo files.
 	NoCgo bool
-	// MaxDeps is the most packages the package may link, itself included;
-	// 0 means no limit.
+	// NoMain fails the check when a checked package is a program (package
+	// main): for a folder that must hold libraries only.
+	NoMain bool
+	// MaxDeps is the most packages the package may link, itself included
+	// (for a pattern: all the matched packages link together); 0 means no
+	// limit.
 	MaxDeps int
 }
 
 // listed is the part of `go list -json` output a Checker reads.
 type listed struct {
 	ImportPath string
+	Name       string
 	Imports    []string
 	CgoFiles   []string
 	Module     *struct{ Path, Dir string }
+	DepOnly    bool // listed only as a dependency, not matched by the pattern
 }
 
 // listFields are the fields asked of go list: those of listed.
-const listFields = "ImportPath,Imports,CgoFiles,Module"
+const listFields = "ImportPath,Name,Imports,CgoFiles,Module,DepOnly"
 
 // Check runs the checks and reports every violation as an error of t, or
 // fails t at once when the packages cannot be listed.
@@ -94,35 +112,131 @@ func (c Checker) Check(t testing.TB) {
 // there is none. The error is for a check that could not run: go list
 // failed, or the Checker checks nothing.
 func (c Checker) Problems() ([]string, error) {
-	if len(c.Forbidden) == 0 && len(c.ForbiddenImports) == 0 && c.AllowedImports == nil && len(c.Want) == 0 && !c.NoCgo && c.MaxDeps == 0 {
+	if len(c.Forbidden) == 0 && len(c.ForbiddenImports) == 0 && c.AllowedImports == nil && c.Within == nil && len(c.Want) == 0 && !c.NoCgo && !c.NoMain && c.MaxDeps == 0 {
 		return nil, errors.New("deptest: the Checker checks nothing")
 	}
 	pkgs, err := c.list("-deps", c.pkg())
 	if err != nil {
 		return nil, err
 	}
-	if len(pkgs) == 0 {
+	g := newGraph(pkgs)
+	if len(g.roots) == 0 {
 		return nil, fmt.Errorf("deptest: go list -deps %s listed nothing", c.pkg())
 	}
-	// go list -deps lists dependencies before the packages that import them:
-	// the package checked comes last.
-	root := pkgs[len(pkgs)-1]
-	byPath := make(map[string]*listed, len(pkgs))
-	for i := range pkgs {
-		byPath[pkgs[i].ImportPath] = &pkgs[i]
-	}
 	target := sync.OnceValue(c.target) // go env runs only for a message
-	var problems []string
-	for _, p := range pkgs {
+	problems := c.linked(g, target)
+	for _, root := range g.roots {
+		problems = append(problems, c.own(root, target)...)
+	}
+	name := c.pkg()
+	if len(g.roots) == 1 {
+		name = g.roots[0].ImportPath
+	}
+	for _, w := range c.Want {
+		if g.byPath[w] == nil {
+			problems = append(problems, fmt.Sprintf("%s does not link %s (%s): the dependency check may not see what it should",
+				name, w, target()))
+		}
+	}
+	if c.MaxDeps > 0 && len(pkgs) > c.MaxDeps {
+		problems = append(problems, fmt.Sprintf("%s links %d packages (%s), more than the %d allowed",
+			name, len(pkgs), target(), c.MaxDeps))
+	}
+	return append(problems, c.missing(g.roots[0])...), nil
+}
+
+// graph is a listing: every package by path, and the packages checked.
+type graph struct {
+	pkgs   []listed // in go list's order: dependencies first
+	byPath map[string]*listed
+	// roots are the packages checked: those the pattern matched (go list
+	// -deps lists dependencies before the packages that import them: with
+	// a single package, it comes last).
+	roots []*listed
+}
+
+func newGraph(pkgs []listed) graph {
+	g := graph{pkgs: pkgs, byPath: make(map[string]*listed, len(pkgs))}
+	for i := range pkgs {
+		g.byPath[pkgs[i].ImportPath] = &pkgs[i]
+		if !pkgs[i].DepOnly {
+			g.roots = append(g.roots, &pkgs[i])
+		}
+	}
+	return g
+}
+
+// linked checks every package linked: Forbidden, Within and NoCgo. Each
+// problem names the checked package that links it, and a Forbidden one
+// the import chain.
+func (c Checker) linked(g graph, target func() string) []string {
+	problems := c.outside(g, target)
+	for _, p := range g.pkgs {
 		if why, bad := match(c.Forbidden, p.ImportPath); bad {
-			problems = append(problems, fmt.Sprintf("%s links %s (%s), which it must not: %s",
-				root.ImportPath, p.ImportPath, target(), why))
-			problems[len(problems)-1] += "\n\timported through " + strings.Join(chain(byPath, root.ImportPath, p.ImportPath), " -> ")
+			via := g.chain(p.ImportPath)
+			problems = append(problems, fmt.Sprintf("%s links %s (%s), which it must not: %s\n\timported through %s",
+				via[0], p.ImportPath, target(), why, strings.Join(via, " -> ")))
 		}
 		if c.NoCgo && len(p.CgoFiles) > 0 {
 			problems = append(problems, fmt.Sprintf("%s links %s (%s), which has cgo files: %s",
-				root.ImportPath, p.ImportPath, target(), strings.Join(p.CgoFiles, ", ")))
+				g.chain(p.ImportPath)[0], p.ImportPath, target(), strings.Join(p.CgoFiles, ", ")))
 		}
+	}
+	return problems
+}
+
+// outside checks Within: it walks the imports from the checked packages
+// through the packages the layer may link, and reports each import that
+// leaves the layer (with the chain to it), not every package linked
+// beyond it.
+func (c Checker) outside(g graph, target func() string) []string {
+	mod := g.roots[0].Module
+	if c.Within == nil || mod == nil {
+		return nil
+	}
+	var problems []string
+	prev := map[string]string{}
+	var queue []string
+	for _, r := range g.roots {
+		prev[r.ImportPath] = ""
+		queue = append(queue, r.ImportPath)
+		if !allowed(c.Within, r.ImportPath) {
+			problems = append(problems, fmt.Sprintf("%s is outside its layer (%s): it may be only %s of this module",
+				r.ImportPath, target(), strings.Join(c.Within, ", ")))
+		}
+	}
+	for len(queue) > 0 {
+		cur := g.byPath[queue[0]]
+		queue = queue[1:]
+		if cur == nil {
+			continue
+		}
+		for _, imp := range cur.Imports {
+			if inModule(mod.Path, imp) && !allowed(c.Within, imp) {
+				var via []string
+				for p := cur.ImportPath; p != ""; p = prev[p] {
+					via = append(via, p)
+				}
+				slices.Reverse(via)
+				problems = append(problems, fmt.Sprintf("%s links %s (%s), which is outside its layer (it may link %s of this module)\n\timported through %s -> %s",
+					via[0], imp, target(), strings.Join(c.Within, ", "), strings.Join(via, " -> "), imp))
+				continue // what lies beyond is reported by the way in
+			}
+			if _, seen := prev[imp]; !seen {
+				prev[imp] = cur.ImportPath
+				queue = append(queue, imp)
+			}
+		}
+	}
+	return problems
+}
+
+// own checks a checked package itself: NoMain, and its own imports
+// (ForbiddenImports and AllowedImports).
+func (c Checker) own(root *listed, target func() string) []string {
+	var problems []string
+	if c.NoMain && root.Name == "main" {
+		problems = append(problems, fmt.Sprintf("%s is a program (package main), and its folder holds libraries only", root.ImportPath))
 	}
 	for _, imp := range root.Imports {
 		if why, bad := match(c.ForbiddenImports, imp); bad {
@@ -132,37 +246,39 @@ func (c Checker) Problems() ([]string, error) {
 			problems = append(problems, fmt.Sprintf("%s imports %s (%s), which is not among its allowed imports", root.ImportPath, imp, target()))
 		}
 	}
-	for _, w := range c.Want {
-		if byPath[w] == nil {
-			problems = append(problems, fmt.Sprintf("%s does not link %s (%s): the dependency check may not see what it should",
-				root.ImportPath, w, target()))
-		}
-	}
-	if c.MaxDeps > 0 && len(pkgs) > c.MaxDeps {
-		problems = append(problems, fmt.Sprintf("%s links %d packages (%s), more than the %d allowed",
-			root.ImportPath, len(pkgs), target(), c.MaxDeps))
-	}
-	return append(problems, c.missing(root)...), nil
+	return problems
+}
+
+// inModule reports whether path is a package of module mod.
+func inModule(mod, path string) bool {
+	return path == mod || strings.HasPrefix(path, mod+"/")
 }
 
 // missing reports forbidden paths of the checked package's own module that
 // name no folder: after a rename, a check of the old name would pass for
 // ever. Paths of other modules are not checked: their source may not be on
 // the machine.
-func (c Checker) missing(root listed) []string {
+func (c Checker) missing(root *listed) []string {
 	if root.Module == nil || root.Module.Dir == "" {
 		return nil
 	}
 	var problems []string
+	named := map[string]string{}
 	for _, m := range []map[string]string{c.Forbidden, c.ForbiddenImports} {
 		for p := range m {
-			rel, ok := strings.CutPrefix(strings.TrimSuffix(p, "/..."), root.Module.Path+"/")
-			if !ok {
-				continue
-			}
-			if fi, err := os.Stat(filepath.Join(root.Module.Dir, filepath.FromSlash(rel))); err != nil || !fi.IsDir() {
-				problems = append(problems, fmt.Sprintf("forbidden package %s does not exist in %s: update the dependency test", p, root.Module.Dir))
-			}
+			named[p] = "forbidden"
+		}
+	}
+	for _, p := range c.Within {
+		named[p] = "allowed"
+	}
+	for p, kind := range named {
+		rel, ok := strings.CutPrefix(strings.TrimSuffix(p, "/..."), root.Module.Path+"/")
+		if !ok {
+			continue
+		}
+		if fi, err := os.Stat(filepath.Join(root.Module.Dir, filepath.FromSlash(rel))); err != nil || !fi.IsDir() {
+			problems = append(problems, fmt.Sprintf("%s package %s does not exist in %s: update the dependency test", kind, p, root.Module.Dir))
 		}
 	}
 	slices.Sort(problems)
@@ -267,11 +383,16 @@ func allowed(list []string, path string) bool {
 	return false
 }
 
-// chain returns a shortest import chain from one package to another, both
-// in byPath (breadth first, so the chain shown is the most direct one).
-func chain(byPath map[string]*listed, from, to string) []string {
-	prev := map[string]string{from: ""}
-	queue := []string{from}
+// chain returns a shortest import chain from a checked package to the
+// package to (breadth first from all of them at once, so the chain shown
+// is the most direct one).
+func (g graph) chain(to string) []string {
+	prev := map[string]string{}
+	var queue []string
+	for _, r := range g.roots {
+		prev[r.ImportPath] = ""
+		queue = append(queue, r.ImportPath)
+	}
 	for len(queue) > 0 {
 		cur := queue[0]
 		queue = queue[1:]
@@ -283,7 +404,7 @@ func chain(byPath map[string]*listed, from, to string) []string {
 			slices.Reverse(path)
 			return path
 		}
-		p := byPath[cur]
+		p := g.byPath[cur]
 		if p == nil {
 			continue
 		}
@@ -294,5 +415,5 @@ func chain(byPath map[string]*listed, from, to string) []string {
 			}
 		}
 	}
-	return []string{from, "?", to}
+	return []string{g.roots[0].ImportPath, "?", to}
 }
