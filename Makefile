@@ -56,7 +56,7 @@ endif
 # for make build, Contents/Resources/plugins/<name>/ in Carapace.app) and
 # prints the handlers' SHA-256 pins, which make links into carapace
 # (PINS_VAR); scripts/check-bundle.sh checks the result.
-PINS_VAR  := github.com/carapace-dev/carapace/cmd/carapace/wiring.bundledPins
+PINS_VAR  := github.com/carapace-dev/carapace/cmd/wiring.bundledPins
 
 ENGINE    ?= docker
 
@@ -157,7 +157,7 @@ check: $(STATICCHECK) lint ## static checks: gofmt, vet and staticcheck (linux a
 # a tag like v1.2.3 (0.0.0 otherwise); CarapaceVersion keeps VERSION.
 #
 # The bundled plugins go to Contents/Resources/plugins/<name>/, where the
-# core looks when it runs from Contents/MacOS (cmd/carapace/wiring), with
+# core looks when it runs from Contents/MacOS (cmd/wiring), with
 # their pins linked into carapace. The order matters, because codesign
 # rewrites what it signs: each handler is signed first and then pinned
 # (scripts/bundle-plugins.sh --darwin), carapace is built with those pins

@@ -18,13 +18,13 @@ import (
 	"github.com/carapace-dev/carapace/app/boot"
 	"github.com/carapace-dev/carapace/app/menu"
 	"github.com/carapace-dev/carapace/app/notify"
+	"github.com/carapace-dev/carapace/cmd/wiring/coretest"
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/control/controltest"
 	"github.com/carapace-dev/carapace/core/loader"
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/core/server"
 	"github.com/carapace-dev/carapace/internal/testutil"
-	"github.com/carapace-dev/carapace/internal/testutil/coretest"
 	"github.com/carapace-dev/carapace/plugins"
 )
 

@@ -1,6 +1,6 @@
 // Package plugins lists the built-in plugins: compiled into the core, run in
 // process behind the same Handler interface as external plugins. The
-// program that assembles the core (cmd/carapace/wiring) passes the list on.
+// program that assembles the core (cmd/wiring) passes the list on.
 package plugins
 
 import (

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the bundled plugins (plugins/<name>/handler/main.go) into OUT, one
-# folder each, as the core finds them beside carapace (cmd/carapace/wiring:
+# folder each, as the core finds them beside carapace (cmd/wiring:
 # bin/plugins/<name>, or Contents/Resources/plugins/<name> in Carapace.app):
 #
 #   OUT/<name>/handler        the handler, built here

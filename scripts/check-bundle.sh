@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Checks that a carapace binary carries the bundled plugins as the core
-# finds them (cmd/carapace/wiring): for each plugin of this tree with a
+# finds them (cmd/wiring): for each plugin of this tree with a
 # handler (plugins/<name>/handler/main.go), the folder beside carapace —
 # plugins/<name>/, or ../Resources/plugins/<name>/ when carapace is in
 # Contents/MacOS of Carapace.app — holds

@@ -8,7 +8,7 @@ import (
 	"os"
 
 	"github.com/carapace-dev/carapace/cmd/carapace/cli"
-	"github.com/carapace-dev/carapace/cmd/carapace/wiring"
+	"github.com/carapace-dev/carapace/cmd/wiring"
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/server"
 )
@@ -22,8 +22,9 @@ func main() {
 		Serve: func(ctx context.Context, home home.Dir, logger *slog.Logger) error {
 			return server.Run(ctx, wiring.Options(home, logger, version))
 		},
-		Stdout: os.Stdout,
-		Stderr: os.Stderr,
+		NewEngine: wiring.Engines(nil),
+		Stdout:    os.Stdout,
+		Stderr:    os.Stderr,
 	})
 	os.Exit(cli.Execute(context.Background(), root))
 }

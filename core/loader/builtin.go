@@ -14,7 +14,7 @@ import (
 
 // Builtin is a plugin compiled into the core, run in process behind the
 // same Handler interface as an external plugin. The list of them is
-// chosen by the program that assembles the core (cmd/carapace/wiring), so
+// chosen by the program that assembles the core (cmd/wiring), so
 // that the core itself builds without any plugin's dependencies.
 type Builtin struct {
 	Name     string

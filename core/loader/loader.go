@@ -33,7 +33,7 @@ type Options struct {
 	// Builtins are the plugins compiled into the core.
 	Builtins []Builtin
 	// Bundled are the first-party out-of-process plugins shipped beside
-	// the core (cmd/carapace/wiring finds them).
+	// the core (cmd/wiring finds them).
 	Bundled []Bundled
 	// InitTimeout bounds each plugin's start and Init; zero means
 	// InitTimeout.

@@ -7,11 +7,11 @@ import (
 )
 
 // TestDependencies: the core is given its built-in plugins and container
-// engines by cmd/carapace/wiring, so it builds without cgo and without the
+// engines by cmd/wiring, so it builds without cgo and without the
 // sqlite_fts5 tag (the memory plugin's SQLite needs both), for Linux and
 // macOS.
 func TestDependencies(t *testing.T) {
-	const wiring = "chosen by cmd/carapace/wiring, not linked by the core"
+	const wiring = "chosen by cmd/wiring, not linked by the core"
 	for _, target := range [][2]string{{"", ""}, {"darwin", "arm64"}} {
 		deptest.Checker{
 			GOOS:   target[0],

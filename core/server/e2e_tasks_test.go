@@ -13,12 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/carapace-dev/carapace/cmd/wiring/coretest"
 	"github.com/carapace-dev/carapace/core/audit"
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/runtime"
 	"github.com/carapace-dev/carapace/core/server"
-	"github.com/carapace-dev/carapace/internal/testutil/coretest"
 	"github.com/carapace-dev/carapace/ipc"
 )
 

@@ -92,7 +92,7 @@ func telegramServe(t *testing.T) string {
 	tgBundle.coreOnce.Do(func() {
 		tgBundle.core = filepath.Join(tgBundle.dir, "carapace")
 		cmd := exec.Command("go", "build", "-tags", "sqlite_fts5", "-ldflags",
-			"-X github.com/carapace-dev/carapace/cmd/carapace/wiring.bundledPins=telegram="+b.SHA256, "-o", tgBundle.core, "../../cmd/carapace")
+			"-X github.com/carapace-dev/carapace/cmd/wiring.bundledPins=telegram="+b.SHA256, "-o", tgBundle.core, "../../cmd/carapace")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			tgBundle.coreErr = fmt.Errorf("build carapace with the telegram pin: %v\n%s", err, out)

@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/carapace-dev/carapace/cmd/wiring/coretest"
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/runtime"
 	"github.com/carapace-dev/carapace/core/server"
-	"github.com/carapace-dev/carapace/internal/testutil/coretest"
 )
 
 // fakeEngine stands in for a container engine in the real core: its Run

@@ -16,12 +16,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/carapace-dev/carapace/cmd/wiring/coretest"
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/loader"
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/core/runtime"
 	"github.com/carapace-dev/carapace/core/server"
-	"github.com/carapace-dev/carapace/internal/testutil/coretest"
 	"github.com/carapace-dev/carapace/ipc"
 	"github.com/carapace-dev/carapace/plugins"
 )

@@ -17,7 +17,7 @@
 // stream (confirmations.go), the bus's opening and the spawner's
 // subscription (events.go), and the home's lock (lock.go). What the core
 // is assembled from — the built-in and bundled plugins and the container
-// engines — is chosen by the caller (cmd/carapace/wiring).
+// engines — is chosen by the caller (cmd/wiring).
 package server
 
 import (
@@ -56,10 +56,10 @@ type Options struct {
 	Logger  *slog.Logger
 	Version string
 	// Builtins are the plugins compiled into the core
-	// (cmd/carapace/wiring chooses them; tests add their own).
+	// (cmd/wiring chooses them; tests add their own).
 	Builtins []loader.Builtin
 	// Bundled are the first-party out-of-process plugins shipped with the
-	// build (cmd/carapace/wiring finds them beside the executable).
+	// build (cmd/wiring finds them beside the executable).
 	Bundled []loader.Bundled
 	// Ready, if set, is called once the core accepts requests.
 	Ready func(*Server)
@@ -73,7 +73,7 @@ type Options struct {
 	// means BriefTimeout (5 s).
 	BriefTimeout time.Duration
 	// NewEngine returns the container engine config.toml names ("docker",
-	// "podman", "apple"): cmd/carapace/wiring.Engines, or a test's. Nil
+	// "podman", "apple"): cmd/wiring.Engines, or a test's. Nil
 	// means the core has none, and container sessions are refused.
 	NewEngine func(name string) (runtime.Engine, error)
 	// NoShadows leaves out the empty read-only mounts over the places a

@@ -6,7 +6,7 @@
 // its own.
 //
 // It does not link the SQLite driver (mattn/go-sqlite3, cgo): the binary
-// does, with a blank import — cmd/carapace/wiring for the core, whose own
+// does, with a blank import — cmd/wiring for the core, whose own
 // packages build without cgo; the Telegram plugin for itself.
 package sqlitedb
 

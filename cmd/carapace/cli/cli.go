@@ -47,8 +47,10 @@ type Config struct {
 	// nil runs them (service.Exec).
 	ServiceRunner service.Runner
 	// NewEngine returns the container engine config.toml names ("docker",
-	// "podman", "apple") for doctor and setup; nil means the real ones
-	// (core/runtime/engines).
+	// "podman", "apple") for doctor and setup: main passes the real ones
+	// (cmd/wiring.Engines), so that the command line, a client of the
+	// core, links no composition of it. Nil: no engine is ready, and
+	// doctor and setup say the build has none.
 	NewEngine func(name string) (runtime.Engine, error)
 }
 

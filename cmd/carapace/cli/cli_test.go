@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/carapace-dev/carapace/cmd/carapace/cli"
+	"github.com/carapace-dev/carapace/cmd/wiring"
 	"github.com/carapace-dev/carapace/core/audit"
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/control/controltest"
@@ -47,6 +48,9 @@ func carapaceWith(t *testing.T, cfg cli.Config, h home.Dir, args ...string) resu
 	}
 	if cfg.Stdin == nil {
 		cfg.Stdin = strings.NewReader("")
+	}
+	if cfg.NewEngine == nil {
+		cfg.NewEngine = wiring.Engines(nil) // what main gives the command line
 	}
 	root := cli.New(cfg)
 	root.SetArgs(append([]string{"--home", string(h)}, args...))

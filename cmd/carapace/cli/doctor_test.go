@@ -303,3 +303,30 @@ func TestDoctorApp(t *testing.T) {
 		t.Errorf("all allowed: %+v %+v", checks["notifications"], checks["login item"])
 	}
 }
+
+// The command line is handed its container engines by its main
+// (cmd/wiring.Engines); built without them, doctor says so rather than
+// failing somewhere else.
+func TestDoctorWithoutEngines(t *testing.T) {
+	fc := newFakeCore(t)
+	if err := os.WriteFile(fc.home.Config(), []byte("[runtime]\nengine = \"docker\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb testutil.Buffer
+	root := cli.New(cli.Config{Version: "9.9.9", Stdout: &out, Stderr: &errb, Stdin: strings.NewReader("")})
+	root.SetArgs([]string{"--home", string(fc.home), "doctor", "--json"})
+	cli.Execute(t.Context(), root)
+	var checks []cli.Check
+	if err := json.Unmarshal([]byte(out.String()), &checks); err != nil {
+		t.Fatalf("doctor --json: %v\n%s\n%s", err, out.String(), errb.String())
+	}
+	for _, c := range checks {
+		if c.Name == "engine" {
+			if c.Status != "fail" || !strings.Contains(c.Message, "built without container engines, docker among them") {
+				t.Errorf("engine check without engines: %+v", c)
+			}
+			return
+		}
+	}
+	t.Errorf("doctor has no engine check: %+v", checks)
+}

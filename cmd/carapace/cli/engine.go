@@ -14,7 +14,6 @@ import (
 
 	"github.com/carapace-dev/carapace/applecontainer"
 	"github.com/carapace-dev/carapace/core/runtime"
-	"github.com/carapace-dev/carapace/core/runtime/engines"
 )
 
 // engineCheckTimeout bounds one engine's check (Apple container's takes
@@ -45,7 +44,7 @@ func (e readyEngine) bin() string {
 func (a *app) findEngine(ctx context.Context, setting string) (e readyEngine, fix string, err error) {
 	newEngine := a.cfg.NewEngine
 	if newEngine == nil {
-		newEngine = engines.New(nil)
+		newEngine = noEngines
 	}
 	var errs []error
 	for _, name := range runtime.Candidates(setting) {
@@ -69,6 +68,11 @@ func (a *app) findEngine(ctx context.Context, setting string) (e readyEngine, fi
 		return readyEngine{}, "carapace config set runtime.engine auto", errors.New(`runtime.engine is "none": agents would run without isolation (plugin development only)`)
 	}
 	return readyEngine{}, fix, errors.Join(errs...)
+}
+
+// noEngines stands for Config.NewEngine in a build given no engines.
+func noEngines(name string) (runtime.Engine, error) {
+	return nil, fmt.Errorf("this carapace was built without container engines, %s among them (cli.Config.NewEngine is nil): build it with make build", name)
 }
 
 // backticked finds the commands an error quotes in backticks.

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	_ "github.com/mattn/go-sqlite3" // the driver, which the carapace binary links (cmd/carapace/wiring)
+	_ "github.com/mattn/go-sqlite3" // the driver, which the carapace binary links (cmd/wiring)
 
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/control/controltest"

@@ -17,13 +17,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/carapace-dev/carapace/cmd/wiring/coretest"
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/runtime"
 	"github.com/carapace-dev/carapace/core/runtime/docker"
 	"github.com/carapace-dev/carapace/internal/agentimage"
 	"github.com/carapace-dev/carapace/internal/testutil"
-	"github.com/carapace-dev/carapace/internal/testutil/coretest"
 )
 
 // What TestMain prepares for every test.

@@ -14,7 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/carapace-dev/carapace/cmd/carapace/wiring"
+	"github.com/carapace-dev/carapace/cmd/wiring"
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/server"

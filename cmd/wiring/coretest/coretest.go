@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/carapace-dev/carapace/cmd/carapace/wiring"
+	"github.com/carapace-dev/carapace/cmd/wiring"
 	"github.com/carapace-dev/carapace/core/audit"
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/home"
@@ -39,7 +39,7 @@ type Options struct {
 	// Server holds the server options to pass on (Builtins, InitTimeout,
 	// BriefTimeout…); Home, Logger, Version and Ready are set by Start.
 	// Nil Builtins and NewEngine get the real ones
-	// (cmd/carapace/wiring); an empty Builtins means none.
+	// (cmd/wiring); an empty Builtins means none.
 	Server server.Options
 }
 

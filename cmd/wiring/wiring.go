@@ -1,12 +1,19 @@
-// Package wiring chooses what the core is assembled from: the built-in
-// plugins and the container engines. The core (core/...) knows neither; it
-// is given them, so that it builds without cgo and the sqlite_fts5 tag
-// (the memory plugin's SQLite needs both) and so that tests can give it
-// others. `carapace serve`, the in-process test harness and the benchmarks
-// all start the core through Options.
+// Package wiring is the composition: it chooses what the core is
+// assembled from — the built-in plugins, the bundled out-of-process ones
+// and the container engines. The core (core/...) knows none of them; it is
+// given them, so that it builds without cgo and the sqlite_fts5 tag (the
+// memory plugin's SQLite needs both) and so that tests can give it others.
+// `carapace serve`, the in-process test harness (coretest) and the
+// benchmarks (cmd/benchreport) all start the core through Options, and
+// the command line (doctor, setup) is handed Engines by its main: it is a
+// client of the core and links none of it.
+//
+// It is a library of the mains under cmd/, not part of one; nothing
+// outside cmd/ links it but tests (internal/layers pins that).
 package wiring
 
 import (
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -14,10 +21,11 @@ import (
 
 	_ "github.com/mattn/go-sqlite3" // the SQLite driver of the scheduler's database (core/tasks), linked here: the core's packages build without cgo
 
+	"github.com/carapace-dev/carapace/applecontainer"
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/loader"
 	"github.com/carapace-dev/carapace/core/runtime"
-	"github.com/carapace-dev/carapace/core/runtime/engines"
+	"github.com/carapace-dev/carapace/core/runtime/docker"
 	"github.com/carapace-dev/carapace/core/server"
 	"github.com/carapace-dev/carapace/plugins"
 )
@@ -70,8 +78,23 @@ func Bundled(logger *slog.Logger) []loader.Bundled {
 	return out
 }
 
-// Engines returns the container engines by the names config.toml uses
-// (core/runtime/engines).
+// Engines returns a constructor of the container engines by the names
+// config.toml uses: "docker" and "podman" (core/runtime/docker) and
+// "apple" (applecontainer). This is the one place the engines are named;
+// runtime.Candidates resolves "auto" to these names. The engines it
+// returns are unchecked.
 func Engines(logger *slog.Logger) func(name string) (runtime.Engine, error) {
-	return engines.New(logger)
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return func(name string) (runtime.Engine, error) {
+		log := logger.With("engine", name)
+		switch name {
+		case "docker", "podman":
+			return docker.New(docker.Options{Bin: name, Logger: log}), nil
+		case "apple":
+			return applecontainer.New(applecontainer.Options{Logger: log}), nil
+		}
+		return nil, fmt.Errorf("no container engine %q (use docker, podman or apple)", name)
+	}
 }
