@@ -62,11 +62,11 @@ ENGINE    ?= docker
 
 .PHONY: image-test
 image-test: build ## build the offline agent test image carapace-agent-test:dev (FROM scratch, no registry; needs busybox-static)
-	$(GO) run ./internal/agentimage/cmd/build-image -engine $(ENGINE) -version $(VERSION)
+	$(GO) run ./cmd/build-image -engine $(ENGINE) -version $(VERSION)
 
 .PHONY: image-agent
 image-agent: build ## build the real agent image carapace-agent:$(VERSION) with Claude Code (needs registry and npm access)
-	$(GO) run ./internal/agentimage/cmd/build-image -agent -engine $(ENGINE) -version $(VERSION)
+	$(GO) run ./cmd/build-image -agent -engine $(ENGINE) -version $(VERSION)
 
 .PHONY: test-agent
 test-agent: image-agent ## run real Claude Code in the real agent image against a scripted model API: planted instructions, hooks, the key (needs registry and npm access; not part of make test)

@@ -42,7 +42,7 @@ fi
 say "Docker $(docker version --format '{{.Server.Version}}'), /bin/busybox present"
 
 bold "the agent test image: FROM scratch, static busybox, bin/ipc, a scripted agent (no registry)"
-go run ./internal/agentimage/cmd/build-image -tag "$IMAGE" | sed 's/^/   /'
+go run ./cmd/build-image -tag "$IMAGE" | sed 's/^/   /'
 
 bold "a plugin: carapace plugin create, build, install"
 WORK=$HOME_DIR/src

@@ -1,6 +1,6 @@
 // Package agent holds the build files of Carapace's agent image — the
 // Containerfile and the entrypoint, carapace-agent — so that
-// internal/agentimage (and with it `carapace setup`) can build the image
+// core/agentimage (and with it `carapace setup`) can build the image
 // from any directory. The image's managed settings are core/claudemd's
 // (managed-settings.json here is a copy a test keeps equal). See the
 // Containerfile for what the image holds.

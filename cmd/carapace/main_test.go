@@ -8,7 +8,7 @@ import (
 	goruntime "runtime"
 	"testing"
 
-	"github.com/carapace-dev/carapace/internal/agentimage"
+	"github.com/carapace-dev/carapace/core/agentimage/agentimagetest"
 )
 
 // version is the version the test binary is built with.
@@ -35,7 +35,7 @@ func TestMain(m *testing.M) {
 			fmt.Fprintf(os.Stderr, "build carapace: %v\n%s", err, out)
 			return 1
 		}
-		if data, err := os.ReadFile(agentimage.DefaultBusybox); err == nil {
+		if data, err := os.ReadFile(agentimagetest.DefaultBusybox); err == nil {
 			ipc := filepath.Join(dir, "linux-"+goruntime.GOARCH, "ipc")
 			if err := os.MkdirAll(filepath.Dir(ipc), 0o755); err != nil || os.WriteFile(ipc, data, 0o755) != nil {
 				fmt.Fprintln(os.Stderr, "could not place the ipc stand-in")

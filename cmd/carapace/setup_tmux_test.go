@@ -11,9 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/carapace-dev/carapace/core/agentimage"
+	"github.com/carapace-dev/carapace/core/agentimage/agentimagetest"
 	"github.com/carapace-dev/carapace/core/config"
 	"github.com/carapace-dev/carapace/core/home"
-	"github.com/carapace-dev/carapace/internal/agentimage"
 	"github.com/carapace-dev/carapace/internal/testutil"
 	"github.com/carapace-dev/carapace/keychain"
 )
@@ -87,12 +88,12 @@ func TestSetupInteractive(t *testing.T) {
 		t.Skip("tmux and Docker")
 	}
 	testutil.RequireDocker(t, "setup builds and checks the image in the real engine")
-	testutil.RequireFile(t, agentimage.DefaultBusybox, "the test image is built with Debian's static busybox (apt-get install busybox-static)")
+	testutil.RequireFile(t, agentimagetest.DefaultBusybox, "the test image is built with Debian's static busybox (apt-get install busybox-static)")
 	// The image the build "makes": the test image's recipe, tagged as
 	// the agent image by a docker whose build prints the steps of the
 	// real one (offline, the real one cannot finish).
 	base := fmt.Sprintf("carapace-agent-test:tmux-%d", os.Getpid())
-	if err := agentimage.BuildTest(t.Context(), agentimage.Options{Tag: base, IPC: agentimage.DefaultBusybox}); err != nil {
+	if err := agentimagetest.BuildTest(t.Context(), agentimage.Options{Tag: base, IPC: agentimagetest.DefaultBusybox}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { exec.Command("docker", "image", "rm", "-f", base, "carapace-agent:"+version).Run() })

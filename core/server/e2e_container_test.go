@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/carapace-dev/carapace/core/agentimage"
+	"github.com/carapace-dev/carapace/core/agentimage/agentimagetest"
 	"github.com/carapace-dev/carapace/core/audit"
 	"github.com/carapace-dev/carapace/core/claudemd"
 	"github.com/carapace-dev/carapace/core/control"
@@ -19,7 +21,6 @@ import (
 	"github.com/carapace-dev/carapace/core/loader"
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/core/runtime"
-	"github.com/carapace-dev/carapace/internal/agentimage"
 	"github.com/carapace-dev/carapace/internal/testutil"
 )
 
@@ -38,11 +39,11 @@ var testImage = struct {
 func agentImage(t testing.TB) string {
 	t.Helper()
 	testutil.RequireDocker(t, "the test runs agents in containers")
-	testutil.RequireFile(t, agentimage.DefaultBusybox, "the test image is built with Debian's static busybox (apt-get install busybox-static)")
+	testutil.RequireFile(t, agentimagetest.DefaultBusybox, "the test image is built with Debian's static busybox (apt-get install busybox-static)")
 	testImage.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
-		testImage.err = agentimage.BuildTest(ctx, agentimage.Options{Engine: "docker", Tag: testImage.tag, IPC: bins.ipc})
+		testImage.err = agentimagetest.BuildTest(ctx, agentimage.Options{Engine: "docker", Tag: testImage.tag, IPC: bins.ipc})
 	})
 	if testImage.err != nil {
 		t.Fatalf("build the agent test image (needs a running Docker engine and busybox-static): %v", testImage.err)

@@ -179,7 +179,7 @@ func plural(n int) string {
 func containerMethod(b *strings.Builder, r *results) {
 	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	p("- **(k), (l)** a second core (`server.Run`, as for (b)) whose config adds `[runtime] engine = \"docker\"` and the offline test image (`Resources/agent/test`: busybox, the scripted `test-agent` and the static linux `ipc`), ")
-	p("built for the run under its own tag with `internal/agentimage.BuildTest` and removed at the end; the limits are the defaults (2 CPUs, 4096 MB, 256 pids), the `docker run` flags the core's hardened set. ")
+	p("built for the run under its own tag with `core/agentimage/agentimagetest.BuildTest` and removed at the end; the limits are the defaults (2 CPUs, 4096 MB, 256 pids), the `docker run` flags the core's hardened set. ")
 	p("Each session is opened with `control.Client.Open` for group `main`, as `carapace run` does; %d rounds are untimed (the first includes the core's one-time check of the engine, `docker version`), then %d timed, each a cold start, a teardown and a bare `docker run`. ", containerWarmup, len(r.Cold))
 	p("**(k)** opens a session whose agent is the image's scripted agent with the prompt `%s`, one cheap call through the real `ipc`. ", measure.ColdStartPrompt)
 	p("The clock starts when `Open` is called and stops at the `timestamp` of the audit log's `route` entry of the session's first request (outcome `routed`): the core's own record, written when the request has arrived and passed stages 1–5, which take microseconds ((b)). ")

@@ -1,6 +1,6 @@
 // Package agenttest holds the build files of Carapace's offline test agent
 // image — the Containerfile and the scripted agent, test-agent — so that
-// internal/agentimage can build it from any directory. See the
+// core/agentimage/agentimagetest can build it from any directory. See the
 // Containerfile for what the image holds.
 package agenttest
 

@@ -13,11 +13,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/carapace-dev/carapace/core/agentimage"
 	"github.com/carapace-dev/carapace/core/config"
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/llmproxy"
-	"github.com/carapace-dev/carapace/internal/agentimage"
 	"github.com/carapace-dev/carapace/internal/appstate"
 	"github.com/carapace-dev/carapace/keychain"
 	"github.com/carapace-dev/carapace/plugins/telegram/pairing"

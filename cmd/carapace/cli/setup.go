@@ -18,12 +18,12 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/carapace-dev/carapace/core/agentimage"
 	"github.com/carapace-dev/carapace/core/config"
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/llmproxy"
 	"github.com/carapace-dev/carapace/core/runtime"
-	"github.com/carapace-dev/carapace/internal/agentimage"
 	"github.com/carapace-dev/carapace/internal/atomicfile"
 	"github.com/carapace-dev/carapace/keychain"
 )

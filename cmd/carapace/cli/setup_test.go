@@ -15,12 +15,13 @@ import (
 
 	"github.com/carapace-dev/carapace/applecontainer"
 	"github.com/carapace-dev/carapace/cmd/carapace/cli"
+	"github.com/carapace-dev/carapace/core/agentimage"
+	"github.com/carapace-dev/carapace/core/agentimage/agentimagetest"
 	"github.com/carapace-dev/carapace/core/config"
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/runtime"
 	"github.com/carapace-dev/carapace/core/runtime/docker"
-	"github.com/carapace-dev/carapace/internal/agentimage"
 	"github.com/carapace-dev/carapace/internal/testutil"
 	"github.com/carapace-dev/carapace/keychain"
 	"github.com/carapace-dev/carapace/plugins/telegram"
@@ -78,9 +79,9 @@ func (s *serviceFake) run(_ context.Context, name string, args ...string) ([]byt
 func testImage(t *testing.T) string {
 	t.Helper()
 	testutil.RequireDocker(t, "setup and doctor check the image in the real engine")
-	testutil.RequireFile(t, agentimage.DefaultBusybox, "the test image is built with Debian's static busybox (apt-get install busybox-static)")
+	testutil.RequireFile(t, agentimagetest.DefaultBusybox, "the test image is built with Debian's static busybox (apt-get install busybox-static)")
 	tag := fmt.Sprintf("carapace-agent-test:setup-%d", os.Getpid())
-	if err := agentimage.BuildTest(t.Context(), agentimage.Options{Tag: tag, IPC: agentimage.DefaultBusybox}); err != nil {
+	if err := agentimagetest.BuildTest(t.Context(), agentimage.Options{Tag: tag, IPC: agentimagetest.DefaultBusybox}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { exec.Command("docker", "image", "rm", "-f", tag).Run() })
@@ -262,7 +263,7 @@ esac
 // The image missing, then built: the engine's output is shown as it
 // comes, and a build that cannot reach a registry says so and what to do.
 func TestSetupBuildImage(t *testing.T) {
-	testutil.RequireFile(t, agentimage.DefaultBusybox, "setup --build-image is given it as the static ipc (apt-get install busybox-static)")
+	testutil.RequireFile(t, agentimagetest.DefaultBusybox, "setup --build-image is given it as the static ipc (apt-get install busybox-static)")
 	for _, fail := range []bool{false, true} {
 		t.Run(fmt.Sprint("fail=", fail), func(t *testing.T) {
 			h := emptyHome(t)
@@ -277,7 +278,7 @@ func TestSetupBuildImage(t *testing.T) {
 				!strings.Contains(r.stdout, "fix: carapace setup --build-image") {
 				t.Fatalf("setup with the image missing: %+v", r)
 			}
-			r = run("setup", "--yes", "--build-image", "--ipc", agentimage.DefaultBusybox)
+			r = run("setup", "--yes", "--build-image", "--ipc", agentimagetest.DefaultBusybox)
 			if !strings.Contains(r.stdout, "│ #2 [1/5] FROM docker.io/library/node:22-bookworm-slim") {
 				t.Errorf("no progress:\n%s", r.stdout)
 			}

@@ -17,7 +17,7 @@
 // The tmpfs at $HOME belongs to the Spec's user, which must therefore be
 // numeric (uid or uid:gid). `--pull never` is not in RUNTIMES.md's list: an image
 // must already be in the engine's store (built or loaded, see
-// internal/agentimage), so a missing or mistyped image fails at once
+// core/agentimage), so a missing or mistyped image fails at once
 // instead of being fetched from a registry and run as the agent.
 //
 // What the package never does: it never mounts the engine's socket

@@ -18,11 +18,12 @@ import (
 	"time"
 
 	"github.com/carapace-dev/carapace/cmd/wiring/coretest"
+	"github.com/carapace-dev/carapace/core/agentimage"
+	"github.com/carapace-dev/carapace/core/agentimage/agentimagetest"
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/runtime"
 	"github.com/carapace-dev/carapace/core/runtime/docker"
-	"github.com/carapace-dev/carapace/internal/agentimage"
 	"github.com/carapace-dev/carapace/internal/testutil"
 )
 
@@ -51,7 +52,7 @@ func testMain(m *testing.M) int {
 	if engInfo, err = eng.Check(ctx); err != nil {
 		return testutil.MissingMain(fmt.Sprintf("the Docker engine is unreachable, and these tests run containers: %v", err))
 	}
-	if _, err := os.Stat(agentimage.DefaultBusybox); err != nil {
+	if _, err := os.Stat(agentimagetest.DefaultBusybox); err != nil {
 		return testutil.MissingMain(fmt.Sprintf("the test image is built with Debian's static busybox (apt-get install busybox-static): %v", err))
 	}
 	arch, err := agentimage.EngineArch(ctx, "docker")
@@ -75,7 +76,7 @@ func testMain(m *testing.M) int {
 	runID = "e2e-" + randHex(6)
 	testImage = "carapace-agent-test:" + runID
 	start := time.Now()
-	if err := agentimage.BuildTest(ctx, agentimage.Options{Engine: "docker", Tag: testImage, IPC: ipcBin}); err != nil {
+	if err := agentimagetest.BuildTest(ctx, agentimage.Options{Engine: "docker", Tag: testImage, IPC: ipcBin}); err != nil {
 		fmt.Fprintln(os.Stderr, "FAIL:", err)
 		return 1
 	}

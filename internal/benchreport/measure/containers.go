@@ -16,10 +16,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/carapace-dev/carapace/core/agentimage"
+	"github.com/carapace-dev/carapace/core/agentimage/agentimagetest"
 	"github.com/carapace-dev/carapace/core/audit"
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/runtime"
-	"github.com/carapace-dev/carapace/internal/agentimage"
 )
 
 // ColdStartPrompt is the prompt of every cold start: one cheap call, which
@@ -64,7 +65,7 @@ func StartContainers(bin string) (*Containers, error) {
 	c := &Containers{Image: fmt.Sprintf("carapace-agent-test:bench-%d-%d", os.Getpid(), time.Now().Unix()), logs: &logTimes{at: map[string]time.Time{}}}
 	c.Engine = engineDescription(ctx)
 	ipcBin := filepath.Join(bin, "linux-"+arch, "ipc")
-	if err := agentimage.BuildTest(ctx, agentimage.Options{Engine: "docker", Tag: c.Image, IPC: ipcBin, Version: "bench"}); err != nil {
+	if err := agentimagetest.BuildTest(ctx, agentimage.Options{Engine: "docker", Tag: c.Image, IPC: ipcBin, Version: "bench"}); err != nil {
 		c.removeImage()
 		return nil, err
 	}

@@ -3,7 +3,7 @@
 // needed) or, with -agent, the real agent image (Resources/agent, which
 // needs a registry and npm):
 //
-//	go run ./internal/agentimage/cmd/build-image [-agent] [-engine docker] [-tag TAG]
+//	go run ./cmd/build-image [-agent] [-engine docker] [-tag TAG]
 //	    [-ipc bin/linux-<arch>/ipc] [-busybox /bin/busybox] [-version dev]
 //
 // Run it from the repository's root after `make build`, which puts the
@@ -20,17 +20,18 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/carapace-dev/carapace/core/agentimage"
+	"github.com/carapace-dev/carapace/core/agentimage/agentimagetest"
 	"github.com/carapace-dev/carapace/core/runtime"
-	"github.com/carapace-dev/carapace/internal/agentimage"
 )
 
 func main() {
 	var o agentimage.Options
 	agent := flag.Bool("agent", false, "build the real agent image (Claude Code; needs a registry and npm) instead of the test image")
 	flag.StringVar(&o.Engine, "engine", "docker", "the engine's CLI: docker or podman")
-	flag.StringVar(&o.Tag, "tag", "", "the image's tag (default "+agentimage.TestTag+", or carapace-agent:VERSION with -agent)")
+	flag.StringVar(&o.Tag, "tag", "", "the image's tag (default "+agentimagetest.TestTag+", or carapace-agent:VERSION with -agent)")
 	flag.StringVar(&o.IPC, "ipc", "", "the static linux ipc binary (default bin/linux-<engine arch>/ipc)")
-	flag.StringVar(&o.Busybox, "busybox", agentimage.DefaultBusybox, "a static busybox, for the test image (apt-get install busybox-static)")
+	flag.StringVar(&o.Busybox, "busybox", agentimagetest.DefaultBusybox, "a static busybox, for the test image (apt-get install busybox-static)")
 	flag.StringVar(&o.Version, "version", "dev", "the Carapace version to label the image with")
 	flag.Parse()
 	if flag.NArg() != 0 {
@@ -54,7 +55,7 @@ func run(ctx context.Context, o agentimage.Options, agent bool) error {
 		o.IPC = filepath.Join("bin", "linux-"+arch, "ipc")
 	}
 	start := time.Now()
-	build := agentimage.BuildTest
+	build := agentimagetest.BuildTest
 	if agent {
 		o.Progress = os.Stdout
 		build = agentimage.BuildAgent
@@ -62,7 +63,7 @@ func run(ctx context.Context, o agentimage.Options, agent bool) error {
 			o.Tag = runtime.Image(o.Version)
 		}
 	} else if o.Tag == "" {
-		o.Tag = agentimage.TestTag
+		o.Tag = agentimagetest.TestTag
 	}
 	if err := build(ctx, o); err != nil {
 		return err

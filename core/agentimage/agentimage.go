@@ -1,19 +1,19 @@
-// Package agentimage builds Carapace's agent images without a registry.
-//
-// BuildTest builds the offline test image (Resources/agent/test): FROM
-// scratch, so that nothing is pulled, with a static busybox and the static
-// linux ipc binary copied in. It assembles a build context in a temporary
-// folder, checks that both binaries are static ELF executables of the
-// engine's architecture (a dynamically linked one would fail only inside
-// the container, with a confusing "not found"), and runs `docker build`
-// with the legacy builder (DOCKER_BUILDKIT=0): BuildKit may want to pull
-// its frontend image, and there may be no registry to pull it from.
-// `podman build` (buildah) needs no such switch.
+// Package agentimage builds Carapace's agent image with the engine's CLI
+// (docker, podman, container) and asks an engine whether it has one.
 //
 // BuildAgent builds the real agent image (Resources/agent): Claude Code on
 // Node.js, which needs a registry and npm. Exists asks the engine whether
-// it has an image. `make image-test`, `make image-agent` and `carapace
-// setup` build through this package.
+// it has an image. `carapace setup --build-image` and `make image-agent`
+// build through this package; `carapace doctor` asks Exists.
+//
+// Build is the machinery underneath: it assembles a build context in a
+// temporary folder from Files and runs the engine's build there, after
+// Prepare has checked that the ipc binary is a static ELF executable of
+// the engine's architecture (a dynamically linked one would fail only
+// inside the container, with a confusing "not found"). The offline test
+// image is built with it too, by agentimagetest, which only the tests,
+// `make image-test` and the benchmarks link: the shipping carapace does
+// not carry the test image (cmd/carapace's TestDeps).
 package agentimage
 
 import (
@@ -31,28 +31,24 @@ import (
 	"strings"
 
 	agentfiles "github.com/carapace-dev/carapace/Resources/agent"
-	agenttest "github.com/carapace-dev/carapace/Resources/agent/test"
 	"github.com/carapace-dev/carapace/core/claudemd"
 	"github.com/carapace-dev/carapace/core/runtime"
 )
 
-// TestTag is the tag of the test image that `make image-test` builds.
-const TestTag = "carapace-agent-test:dev"
-
-// DefaultBusybox is where Debian's busybox-static installs busybox.
-const DefaultBusybox = "/bin/busybox"
-
-// Options configure BuildTest.
+// Options configure a build.
 type Options struct {
 	// Engine is the CLI: "docker" (the default), "podman", or a path to
 	// either.
 	Engine string
-	// Tag names the image; empty means TestTag.
+	// Tag names the image; empty means the image's own (the agent
+	// image's is runtime.Image of Version).
 	Tag string
 	// IPC is the static linux ipc binary of the engine's architecture
 	// (make build puts it in bin/linux-<arch>/ipc). Required.
 	IPC string
-	// Busybox is a static busybox; empty means DefaultBusybox.
+	// Busybox is the static busybox of the offline test image
+	// (agentimagetest.BuildTest; empty means its DefaultBusybox). The
+	// agent image does not use it.
 	Busybox string
 	// Version is the Carapace version the image is labelled with
 	// (carapace.version, org.opencontainers.image.version); empty means
@@ -67,27 +63,6 @@ type Options struct {
 // executable of the engine's architecture.
 var ErrNotStatic = errors.New("not a static linux executable of the engine's architecture")
 
-// BuildTest builds the offline test image with the engine's CLI.
-func BuildTest(ctx context.Context, o Options) error {
-	arch, err := prepare(ctx, &o, "test image", TestTag)
-	if err != nil {
-		return err
-	}
-	if o.Busybox == "" {
-		o.Busybox = DefaultBusybox
-	}
-	if err := CheckStatic(o.Busybox, arch); err != nil {
-		return fmt.Errorf("build test image: busybox: %w (install Debian's static build: apt-get install busybox-static)", err)
-	}
-	return build(ctx, o, []file{
-		{name: "Containerfile", data: agenttest.Containerfile, mode: 0o644},
-		{name: "test-agent", data: agenttest.TestAgent, mode: 0o755},
-		{name: "managed-settings.json", data: claudemd.ManagedSettings(), mode: 0o644},
-		{name: "busybox", src: o.Busybox, mode: 0o755},
-		{name: "ipc", src: o.IPC, mode: 0o755},
-	}, "DOCKER_BUILDKIT=0")
-}
-
 // Registry is why building the agent image needs the network: its
 // Containerfile starts from a Node.js base image from a registry and
 // installs Claude Code with npm.
@@ -98,14 +73,14 @@ const Registry = "its base image, node:22-bookworm-slim, comes from a registry (
 // a registry and npm (see Registry); o.Busybox is not used. With
 // o.Progress, the engine's output is shown as it comes.
 func BuildAgent(ctx context.Context, o Options) error {
-	if _, err := prepare(ctx, &o, "agent image", runtime.Image(cmp.Or(o.Version, "dev"))); err != nil {
+	if _, err := Prepare(ctx, &o, "agent image", runtime.Image(cmp.Or(o.Version, "dev"))); err != nil {
 		return err
 	}
-	err := build(ctx, o, []file{
-		{name: "Containerfile", data: agentfiles.Containerfile, mode: 0o644},
-		{name: "entrypoint.sh", data: agentfiles.Entrypoint, mode: 0o755},
-		{name: "managed-settings.json", data: claudemd.ManagedSettings(), mode: 0o644},
-		{name: "ipc", src: o.IPC, mode: 0o755},
+	err := Build(ctx, o, []File{
+		{Name: "Containerfile", Data: agentfiles.Containerfile, Mode: 0o644},
+		{Name: "entrypoint.sh", Data: agentfiles.Entrypoint, Mode: 0o755},
+		{Name: "managed-settings.json", Data: claudemd.ManagedSettings(), Mode: 0o644},
+		{Name: "ipc", Src: o.IPC, Mode: 0o755},
 	}, "")
 	if err != nil {
 		return fmt.Errorf("%w (%s: check that the engine can pull images and reach npm, or pick an image you have: carapace config set runtime.image IMAGE)", err, Registry)
@@ -113,11 +88,11 @@ func BuildAgent(ctx context.Context, o Options) error {
 	return nil
 }
 
-// prepare fills in o's defaults (tag: tag) and checks it: a version and
+// Prepare fills in o's defaults (tag: tag) and checks it: a version and
 // a tag that are safe on a command line, and an ipc binary that is a
 // static executable of the engine's architecture, which it returns.
 // Its errors say what of the image (what) could not be built.
-func prepare(ctx context.Context, o *Options, what, tag string) (arch string, err error) {
+func Prepare(ctx context.Context, o *Options, what, tag string) (arch string, err error) {
 	o.Engine = cmp.Or(o.Engine, "docker")
 	o.Tag = cmp.Or(o.Tag, tag)
 	o.Version = cmp.Or(o.Version, "dev")
@@ -136,34 +111,36 @@ func prepare(ctx context.Context, o *Options, what, tag string) (arch string, er
 	return arch, nil
 }
 
-// file is one file of a build context: data, or the contents of src.
-type file struct {
-	name string
-	data []byte
-	src  string
-	mode os.FileMode
+// File is one file of a build context: Data, or the contents of the file
+// Src, written with Mode.
+type File struct {
+	Name string
+	Data []byte
+	Src  string
+	Mode os.FileMode
 }
 
-// build writes files to a temporary build context and runs the engine's
-// build in it, with env added to the environment (docker's only).
-func build(ctx context.Context, o Options, files []file, env string) error {
+// Build writes files to a temporary build context and runs the engine's
+// build in it (o as Prepare filled it in), with env added to the
+// environment (docker's only).
+func Build(ctx context.Context, o Options, files []File, env string) error {
 	dir, err := os.MkdirTemp("", "carapace-image-")
 	if err != nil {
 		return fmt.Errorf("build image: %w", err)
 	}
 	defer os.RemoveAll(dir)
 	for _, f := range files {
-		data := f.data
-		if f.src != "" {
-			if data, err = os.ReadFile(f.src); err != nil {
+		data := f.Data
+		if f.Src != "" {
+			if data, err = os.ReadFile(f.Src); err != nil {
 				return fmt.Errorf("build image: %w", err)
 			}
 		}
-		p := filepath.Join(dir, f.name)
-		if err := os.WriteFile(p, data, f.mode); err != nil {
+		p := filepath.Join(dir, f.Name)
+		if err := os.WriteFile(p, data, f.Mode); err != nil {
 			return fmt.Errorf("build image: %w", err)
 		}
-		if err := os.Chmod(p, f.mode); err != nil { // past the umask
+		if err := os.Chmod(p, f.Mode); err != nil { // past the umask
 			return fmt.Errorf("build image: %w", err)
 		}
 	}

@@ -11,32 +11,13 @@ import (
 	"testing"
 
 	agentfiles "github.com/carapace-dev/carapace/Resources/agent"
-	agenttest "github.com/carapace-dev/carapace/Resources/agent/test"
-	"github.com/carapace-dev/carapace/internal/agentimage"
+	"github.com/carapace-dev/carapace/core/agentimage"
+	"github.com/carapace-dev/carapace/core/agentimage/agentimagetest"
 	"github.com/carapace-dev/carapace/internal/testutil"
 )
 
-// staticBusybox is Debian's busybox-static, which CI installs.
-func staticBusybox(t *testing.T) string {
-	t.Helper()
-	testutil.RequireFile(t, agentimage.DefaultBusybox, "the image is built with it (apt-get install busybox-static)")
-	return agentimage.DefaultBusybox
-}
-
-// dynamicBinary returns a dynamically linked executable of this machine.
-func dynamicBinary(t *testing.T) string {
-	t.Helper()
-	for _, p := range []string{"/usr/bin/ls", "/bin/ls", "/usr/bin/env"} {
-		if err := agentimage.CheckStatic(p, goruntime.GOARCH); errors.Is(err, agentimage.ErrNotStatic) && strings.Contains(err.Error(), "dynamically linked") {
-			return p
-		}
-	}
-	t.Fatal("no dynamically linked executable found")
-	return ""
-}
-
 func TestCheckStatic(t *testing.T) {
-	bb := staticBusybox(t)
+	bb := agentimagetest.StaticBusybox(t)
 	if err := agentimage.CheckStatic(bb, goruntime.GOARCH); err != nil {
 		t.Fatalf("busybox-static: %v", err)
 	}
@@ -46,7 +27,7 @@ func TestCheckStatic(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, tc := range map[string]struct{ path, arch, want string }{
-		"dynamic":    {dynamicBinary(t), goruntime.GOARCH, "dynamically linked (interpreter /"},
+		"dynamic":    {agentimagetest.DynamicBinary(t), goruntime.GOARCH, "dynamically linked (interpreter /"},
 		"other arch": {bb, other, "the engine runs " + other},
 		"not ELF":    {script, goruntime.GOARCH, "not an ELF executable"},
 	} {
@@ -62,95 +43,8 @@ func TestCheckStatic(t *testing.T) {
 	}
 }
 
-// fakeEngine is a docker CLI that reports this machine's architecture and,
-// for build, records its arguments, its DOCKER_BUILDKIT and a listing of
-// the build context.
-func fakeEngine(t *testing.T) (bin, record string) {
-	t.Helper()
-	dir := t.TempDir()
-	bin, record = filepath.Join(dir, "docker"), filepath.Join(dir, "record")
-	script := `#!/bin/sh
-case $1 in
-version) echo ` + goruntime.GOARCH + ` ;;
-build)
-	for last; do :; done
-	{ printf '%s\n' "$@"; echo "DOCKER_BUILDKIT=$DOCKER_BUILDKIT"; ls -l "$last" | awk 'NR > 1 {print $1, $NF}'; } > ` + record + `
-	cmp -s "$last/Containerfile" ` + filepath.Join(dir, "want-containerfile") + ` || { echo "Containerfile differs" >&2; exit 1; }
-	;;
-*) exit 1 ;;
-esac
-`
-	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "want-containerfile"), agenttest.Containerfile, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return bin, record
-}
-
-func TestBuildTestAssemblesTheContext(t *testing.T) {
-	bb := staticBusybox(t)
-	bin, record := fakeEngine(t)
-	err := agentimage.BuildTest(context.Background(), agentimage.Options{Engine: bin, Tag: "carapace-agent-test:unit", IPC: bb, Version: "1.2.3"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := os.ReadFile(record)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{
-		"build\n--quiet\n", "--build-arg\nCARAPACE_VERSION=1.2.3\n", "--tag\ncarapace-agent-test:unit\n",
-		"DOCKER_BUILDKIT=0\n", // the legacy builder: BuildKit may pull its frontend
-		"-rw-r--r-- Containerfile\n", "-rw-r--r-- managed-settings.json\n", "-rwxr-xr-x busybox\n", "-rwxr-xr-x ipc\n", "-rwxr-xr-x test-agent\n",
-	} {
-		if !strings.Contains(string(got), want) {
-			t.Errorf("build lacks %q:\n%s", want, got)
-		}
-	}
-}
-
-func TestBuildTestRefusesDynamicBinaries(t *testing.T) {
-	bb := staticBusybox(t)
-	dyn := dynamicBinary(t)
-	bin, record := fakeEngine(t)
-	ctx := context.Background()
-	for name, tc := range map[string]struct {
-		o    agentimage.Options
-		want string
-	}{
-		"dynamic busybox": {agentimage.Options{Engine: bin, IPC: bb, Busybox: dyn}, "apt-get install busybox-static"},
-		"dynamic ipc":     {agentimage.Options{Engine: bin, IPC: dyn, Busybox: bb}, "CGO_ENABLED=0 GOOS=linux"},
-		"no ipc":          {agentimage.Options{Engine: bin, Busybox: bb}, "no ipc binary"},
-		"bad version":     {agentimage.Options{Engine: bin, IPC: bb, Busybox: bb, Version: "1 2"}, "bad version"},
-	} {
-		t.Run(name, func(t *testing.T) {
-			err := agentimage.BuildTest(ctx, tc.o)
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("BuildTest: %v; want an error saying %q", err, tc.want)
-			}
-			if _, err := os.Stat(record); err == nil {
-				t.Fatal("the engine was asked to build")
-			}
-		})
-	}
-}
-
-// The scripted agent is POSIX sh that busybox accepts.
-func TestTestAgentParses(t *testing.T) {
-	bb := staticBusybox(t)
-	p := filepath.Join(t.TempDir(), "test-agent")
-	if err := os.WriteFile(p, agenttest.TestAgent, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command(bb, "sh", "-n", p).CombinedOutput(); err != nil {
-		t.Fatalf("busybox sh -n test-agent: %v\n%s", err, out)
-	}
-}
-
 func TestEngineArch(t *testing.T) {
-	bin, _ := fakeEngine(t)
+	bin, _ := agentEngine(t, false)
 	arch, err := agentimage.EngineArch(context.Background(), bin)
 	if err != nil || arch != goruntime.GOARCH {
 		t.Fatalf("EngineArch: %q, %v", arch, err)
@@ -191,7 +85,7 @@ esac
 }
 
 func TestBuildAgent(t *testing.T) {
-	bb := staticBusybox(t) // a static binary of this machine, as ipc is
+	bb := agentimagetest.StaticBusybox(t) // a static binary of this machine, as ipc is
 	bin, record := agentEngine(t, false)
 	var progress strings.Builder
 	err := agentimage.BuildAgent(context.Background(), agentimage.Options{Engine: bin, IPC: bb, Version: "1.2.3", Progress: &progress})
@@ -221,7 +115,7 @@ func TestBuildAgent(t *testing.T) {
 }
 
 func TestBuildAgentWithoutRegistry(t *testing.T) {
-	bb := staticBusybox(t)
+	bb := agentimagetest.StaticBusybox(t)
 	bin, _ := agentEngine(t, true)
 	err := agentimage.BuildAgent(context.Background(), agentimage.Options{Engine: bin, IPC: bb, Tag: "carapace-agent:unit"})
 	if err == nil {
@@ -232,7 +126,7 @@ func TestBuildAgentWithoutRegistry(t *testing.T) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
 	}
-	dyn := dynamicBinary(t)
+	dyn := agentimagetest.DynamicBinary(t)
 	if err := agentimage.BuildAgent(context.Background(), agentimage.Options{Engine: bin, IPC: dyn}); err == nil || !strings.Contains(err.Error(), "make build") {
 		t.Errorf("a dynamic ipc: %v", err)
 	}
@@ -244,7 +138,7 @@ func TestBuildAgentWithoutRegistry(t *testing.T) {
 func TestExists(t *testing.T) {
 	testutil.RequireDocker(t, "Exists asks the real engine")
 	ctx := context.Background()
-	bb := staticBusybox(t)
+	bb := agentimagetest.StaticBusybox(t)
 	arch, err := agentimage.EngineArch(ctx, "docker")
 	if err != nil {
 		t.Fatal(err)
@@ -262,7 +156,7 @@ func TestExists(t *testing.T) {
 	if goruntime.GOARCH != arch {
 		t.Fatalf("the engine runs %s, this test %s", arch, goruntime.GOARCH)
 	}
-	if err := agentimage.BuildTest(ctx, agentimage.Options{Tag: tag, IPC: ipc}); err != nil {
+	if err := agentimagetest.BuildTest(ctx, agentimage.Options{Tag: tag, IPC: ipc}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { exec.Command("docker", "image", "rm", "-f", tag).Run() })
