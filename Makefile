@@ -78,7 +78,7 @@ test: build ## run every test: gofmt, vet, darwin type-check (cgo files included
 	$(GO) vet $(PKGS)
 	$(GO) vet -tags '$(TAGS) agentimage' ./core/server
 	GOOS=darwin GOARCH=arm64 $(GO) vet $(PKGS)
-	$(GO) run ./internal/darwincheck $(PKGS)
+	$(GO) run ./cmd/darwincheck $(PKGS)
 	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 15m $(PKGS)
 	$(MAKE) --no-print-directory fuzz
 
@@ -96,7 +96,7 @@ fuzz: ## run each fuzz target briefly (FUZZTIME=40000x runs; a count, not a dura
 
 .PHONY: bench
 bench: build ## run the benchmarks (Docker too; minutes, not part of make test), print a table and write docs/PERFORMANCE.md; then the Telegram round trip (docs/TELEGRAM.md#speed) and the scheduler (docs/TASKS.md#speed)
-	CGO_ENABLED=1 $(GO) run ./internal/benchreport -out docs/PERFORMANCE.md
+	CGO_ENABLED=1 $(GO) run ./cmd/benchreport -out docs/PERFORMANCE.md
 	CGO_ENABLED=1 $(GO) test -run '^$$' -bench '^BenchmarkTelegramRoundTrip$$' -benchtime 15x ./core/server
 	CGO_ENABLED=1 $(GO) test -run '^$$' -bench '^BenchmarkTaskFireAccuracy$$' -benchtime 60x ./core/server
 	CGO_ENABLED=1 $(GO) test -run '^$$' -bench . -benchtime 5x ./core/tasks
@@ -142,7 +142,7 @@ check: $(STATICCHECK) lint ## static checks: gofmt, vet and staticcheck (linux a
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	$(GO) vet $(PKGS)
 	GOOS=darwin GOARCH=arm64 $(GO) vet $(PKGS)
-	$(GO) run ./internal/darwincheck $(PKGS)
+	$(GO) run ./cmd/darwincheck $(PKGS)
 	CGO_ENABLED=1 $(STATICCHECK) -tags $(TAGS) $(PKGS)
 	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(STATICCHECK) -tags $(TAGS) $(PKGS)
 	$(GO) test -count=1 -run '^(TestDeps|TestDependencies|TestImports)$$' ./cmd/... ./core/plugin/plugintest ./ipc/zmtp

@@ -22,7 +22,7 @@ const Service = "dev.carapace.credentials"
 // an item and may ask the user.
 //
 // This file is built only on macOS with cgo. On the project's Linux
-// machines it is type-checked (go run ./internal/darwincheck), not run;
+// machines it is type-checked (go run ./cmd/darwincheck), not run;
 // keychain_darwin_test.go exercises it against the real Keychain on macOS
 // (the macOS CI workflow).
 type KeychainStore struct{}

@@ -1,4 +1,4 @@
-// Package icons holds Carapace's icons, drawn by internal/appicon (never
+// Package icons holds Carapace's icons, drawn by cmd/appicon (never
 // edit the PNGs by hand: change the drawing and run go generate here):
 //
 //   - Carapace.iconset: the bundle icon; `make app-bundle` turns it into
@@ -13,7 +13,7 @@ package icons
 
 import "embed"
 
-//go:generate go run ../../internal/appicon/cmd/gen -out .
+//go:generate go run ../../cmd/appicon -out .
 
 // FS holds every image above, by the paths listed there
 // ("menubar/CarapaceTemplate.png", ...).

@@ -6,7 +6,7 @@ package loginitem
 // rules are in mac.go (tested on every platform); this file binds them.
 //
 // Only compiled on macOS with cgo. On the project's Linux machines it is
-// type-checked (go run ./internal/darwincheck), not run;
+// type-checked (go run ./cmd/darwincheck), not run;
 // loginitem_darwin_test.go runs on macOS (the macOS CI workflow), outside
 // a bundle, where nothing may be registered.
 

@@ -6,7 +6,7 @@ package notify
 // in mac.go (tested on every platform); this file binds it.
 //
 // Only compiled on macOS with cgo. On the project's Linux machines it is
-// type-checked (go run ./internal/darwincheck), not run;
+// type-checked (go run ./cmd/darwincheck), not run;
 // notify_darwin_test.go runs on macOS (the macOS CI workflow), outside a
 // bundle, where New must refuse.
 

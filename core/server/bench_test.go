@@ -1,7 +1,7 @@
 package server_test
 
 // Benchmarks of the spine, on the measurements `make bench` reports
-// (internal/benchreport/measure), in `go test -bench` form:
+// (cmd/benchreport/measure), in `go test -bench` form:
 //
 //	go test -run '^$' -bench . ./core/server
 //	go test -run '^$' -bench PipelineEcho -benchtime 3000x -count 5 -cpuprofile cpu.out ./core/server
@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/carapace-dev/carapace/internal/benchreport/measure"
+	"github.com/carapace-dev/carapace/cmd/benchreport/measure"
 	"github.com/carapace-dev/carapace/ipc/zmtp"
 )
 

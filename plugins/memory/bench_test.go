@@ -19,7 +19,7 @@ import (
 )
 
 // The benchmarks run on one group of benchEntries entries seeded by
-// memorytest, the corpus `make bench` (internal/benchreport) measures too.
+// memorytest, the corpus `make bench` (cmd/benchreport) measures too.
 const (
 	benchEntries = 10000
 	benchGroup   = "bench"

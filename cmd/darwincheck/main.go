@@ -3,7 +3,7 @@
 // that Linux development and CI catch a broken macOS file (the Keychain
 // store, the menu-bar app) before a Mac does.
 //
-//	go run ./internal/darwincheck [-os darwin] [-arch arm64] [-test=true] [-v] [packages]
+//	go run ./cmd/darwincheck [-os darwin] [-arch arm64] [-test=true] [-v] [packages]
 //
 // `GOOS=darwin go vet` cannot do this: with cgo on it needs a C compiler
 // for darwin, and with cgo off it silently skips every file built only
@@ -70,7 +70,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&opts.Tests, "test", true, "also check the packages' _test.go files")
 	verbose := fs.Bool("v", false, "print errors in dependencies and timings")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: go run ./internal/darwincheck [-os darwin] [-arch arm64] [-test=true] [-v] [packages]")
+		fmt.Fprintln(stderr, "usage: go run ./cmd/darwincheck [-os darwin] [-arch arm64] [-test=true] [-v] [packages]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

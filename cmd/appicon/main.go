@@ -1,10 +1,14 @@
-// Command gen writes the Carapace icons (package appicon) as PNG files
-// under a directory, Resources/icons by default:
+// Command appicon draws the Carapace mark — a shield whose face is a
+// turtle's shell: a hexagonal plate in the middle and seams to the rim —
+// into the PNG images the menu-bar app and its macOS bundle need, and
+// writes them under a directory, Resources/icons by default:
 //
-//	go run ./internal/appicon/cmd/gen [-out Resources/icons]
+//	go run ./cmd/appicon [-out Resources/icons]
 //
-// Run it after changing the drawing, and commit what it writes; the
-// appicon test fails until the committed files match.
+// (or go generate ./Resources/icons). Run it after changing the drawing
+// (appicon.go), and commit what it writes: its test checks that the
+// committed files are what Draw makes, so the pictures never drift from
+// their source.
 package main
 
 import (
@@ -12,23 +16,21 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-
-	"github.com/carapace-dev/carapace/internal/appicon"
 )
 
 func main() {
 	out := flag.String("out", "Resources/icons", "the directory to write the images under")
 	flag.Parse()
 	if err := write(*out); err != nil {
-		fmt.Fprintln(os.Stderr, "gen:", err)
+		fmt.Fprintln(os.Stderr, "appicon:", err)
 		os.Exit(1)
 	}
 }
 
 // write draws every image and writes it under dir.
 func write(dir string) error {
-	for _, im := range appicon.Images() {
-		data, err := appicon.Encode(im)
+	for _, im := range Images() {
+		data, err := Encode(im)
 		if err != nil {
 			return err
 		}

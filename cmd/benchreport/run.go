@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/carapace-dev/carapace/cmd/benchreport/measure"
 	"github.com/carapace-dev/carapace/core/home"
-	"github.com/carapace-dev/carapace/internal/benchreport/measure"
 )
 
 // params are the command's flags.

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/carapace-dev/carapace/internal/benchreport/measure"
+	"github.com/carapace-dev/carapace/cmd/benchreport/measure"
 )
 
 // share returns the cumulative share of prof's CPU time in the functions

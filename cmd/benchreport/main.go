@@ -4,11 +4,11 @@
 // Docker (-ctrreps 0 leaves those out) — prints a table and writes the report
 // (docs/PERFORMANCE.md under `make bench`):
 //
-//	go run ./internal/benchreport -out docs/PERFORMANCE.md
+//	go run ./cmd/benchreport -out docs/PERFORMANCE.md
 //
 // It runs after `make build`, whose bin/ipc and bin/linux-<arch>/ipc it
 // measures and puts in the agent image. The measurements live in
-// internal/benchreport/measure, which the Go benchmarks of core/server use
+// cmd/benchreport/measure, which the Go benchmarks of core/server use
 // as well (go test -bench). This command's tests measure nothing: they
 // render a recorded run (testdata/results.json), so `make test` needs no
 // engine and stays quick.
@@ -20,7 +20,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/carapace-dev/carapace/internal/benchreport/measure"
+	"github.com/carapace-dev/carapace/cmd/benchreport/measure"
 )
 
 func main() {

@@ -18,10 +18,10 @@ import (
 const OOPEchoTopic = "tool.invoke.oop_echo"
 
 // BuildEchoPlugin builds the out-of-process echo handler
-// (internal/benchreport/oopecho) into dst, statically, as `carapace plugin
+// (cmd/benchreport/oopecho) into dst, statically, as `carapace plugin
 // build` does.
 func BuildEchoPlugin(dst string) error {
-	cmd := exec.Command("go", "build", "-trimpath", "-o", dst, "github.com/carapace-dev/carapace/internal/benchreport/oopecho")
+	cmd := exec.Command("go", "build", "-trimpath", "-o", dst, "github.com/carapace-dev/carapace/cmd/benchreport/oopecho")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("build oopecho: %w\n%s", err, out)

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/carapace-dev/carapace/internal/benchreport/measure"
+	"github.com/carapace-dev/carapace/cmd/benchreport/measure"
 	"github.com/carapace-dev/carapace/internal/testutil"
 )
 
@@ -18,10 +18,10 @@ import (
 // build`); record again when the results change shape, then rewrite the
 // golden files:
 //
-//	go run ./internal/benchreport -json internal/benchreport/testdata/results.json \
+//	go run ./cmd/benchreport -json cmd/benchreport/testdata/results.json \
 //	    -reps 1 -latreps 2 -samples 300 -dur 300ms -ipcruns 5 -stagetime 5ms \
 //	    -memrows 300 -memops 5 -llmops 20 -ctrreps 2
-//	go test ./internal/benchreport -update
+//	go test ./cmd/benchreport -update
 
 // recorded returns the recorded run's results.
 func recorded(t *testing.T) *results {

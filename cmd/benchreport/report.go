@@ -9,7 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/carapace-dev/carapace/internal/benchreport/measure"
+	"github.com/carapace-dev/carapace/cmd/benchreport/measure"
 )
 
 // Targets of issue item 12, for the 2-core reference machine.

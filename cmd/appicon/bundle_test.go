@@ -1,4 +1,4 @@
-package appicon
+package main
 
 import (
 	"os"

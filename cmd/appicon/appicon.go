@@ -1,14 +1,9 @@
-// Package appicon draws the Carapace mark — a shield whose face is a
-// turtle's shell: a hexagonal plate in the middle and seams to the rim —
-// into the PNG images the menu-bar app and its macOS bundle need. The
-// images are committed under Resources/icons; cmd/gen writes them and the
-// package's test checks that the committed files are what Draw makes, so
-// the pictures never drift from their source.
-//
-// Drawing is plain Go: each shape is a predicate on the unit square,
-// sampled on a grid inside every pixel (more samples on small images, and
-// only where a pixel straddles an edge on large ones) for smooth edges.
-package appicon
+package main
+
+// The drawing. It is plain Go: each shape is a predicate on the unit
+// square, sampled on a grid inside every pixel (more samples on small
+// images, and only where a pixel straddles an edge on large ones) for
+// smooth edges.
 
 import (
 	"bytes"

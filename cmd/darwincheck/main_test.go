@@ -142,7 +142,7 @@ func TestRun(t *testing.T) {
 		{"clean", good, []string{"-test=false", "-v", "./..."}, 0, "darwincheck: 1 packages of example.com/dc type-checked for darwin/arm64 (1 files with cgo)\n", "errors in dependencies; go list"},
 		{"amd64", good, []string{"-test=false", "-arch", "amd64"}, 0, "type-checked for darwin/amd64", ""},
 		{"type error", bad, []string{"-test=false"}, 1, "darwincheck: 1 packages", "c_darwin.go:12:18: cannot use"},
-		{"bad flag", good, []string{"-bogus"}, 2, "", "usage: go run ./internal/darwincheck"},
+		{"bad flag", good, []string{"-bogus"}, 2, "", "usage: go run ./cmd/darwincheck"},
 		{"bad arch", good, []string{"-arch", "vax"}, 2, "", `unknown GOARCH "vax"`},
 	}
 	for _, tt := range tests {

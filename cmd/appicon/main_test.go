@@ -8,19 +8,18 @@ import (
 	"testing"
 
 	"github.com/carapace-dev/carapace/Resources/icons"
-	"github.com/carapace-dev/carapace/internal/appicon"
 )
 
 // TestWrite writes the images into a new directory and finds each at its
 // path, a PNG of its size. Whether the committed files match the drawing
-// is the appicon test's business; a difference is logged here.
+// is TestCommittedImagesAreDrawn's business; a difference is logged here.
 func TestWrite(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	if err := write(dir); err != nil {
 		t.Fatal(err)
 	}
-	for _, im := range appicon.Images() {
+	for _, im := range Images() {
 		got, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(im.Path)))
 		if err != nil {
 			t.Fatal(err)
