@@ -7,8 +7,8 @@ import (
 	"github.com/carapace-dev/carapace/app"
 	"github.com/carapace-dev/carapace/app/menu"
 	"github.com/carapace-dev/carapace/app/notify"
+	"github.com/carapace-dev/carapace/core/confirm/approvaltest"
 	"github.com/carapace-dev/carapace/core/control"
-	"github.com/carapace-dev/carapace/internal/testutil/approvaltest"
 )
 
 // A notification offers Approve only where its body shows every argument

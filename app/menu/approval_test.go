@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/carapace-dev/carapace/core/confirm/approvaltest"
 	"github.com/carapace-dev/carapace/core/control"
-	"github.com/carapace-dev/carapace/internal/testutil/approvaltest"
 )
 
 // The menu offers Approve only where its submenu shows every argument that

@@ -17,12 +17,12 @@ import (
 	"github.com/godbus/dbus/v5"
 	"go.uber.org/goleak"
 
-	"github.com/carapace-dev/carapace/internal/testutil/desktop"
+	"github.com/carapace-dev/carapace/app/desktoptest"
 	"github.com/carapace-dev/carapace/internal/testutil/leaktest"
 )
 
 // The tests run the Notifier against the fake notification server of
-// internal/testutil/desktop on a private dbus-daemon. Negative checks
+// app/desktoptest on a private dbus-daemon. Negative checks
 // ("this press is ignored") are made without waiting for time to pass:
 // the forged or foreign signal is sent first and routed by the bus
 // (desktop's senders return only then), then a genuine press is sent; the
@@ -42,13 +42,13 @@ func TestShowInvokeWithdraw(t *testing.T) {
 		{"deny", false},
 	} {
 		t.Run(tc.press, func(t *testing.T) {
-			f := start(t, desktop.NotificationServerOptions{}, Options{Icon: "dialog-warning"})
+			f := start(t, desktoptest.NotificationServerOptions{}, Options{Icon: "dialog-warning"})
 			if ok, why := f.n.Permission(); !ok {
 				t.Fatalf("Permission() = false, %q; want true", why)
 			}
 			id := f.show(t, Notification{Approve: true, Key: "c1", Title: "Approve send_email?", Body: "send_email · main · 3f2a9c01 · to=bob"})
 			got := f.server.Recorded().Notifications[0]
-			want := desktop.Notification{
+			want := desktoptest.Notification{
 				ID: id, Sender: got.Sender, AppName: "Carapace", Icon: "dialog-warning",
 				Summary: "Approve send_email?", Body: "send_email · main · 3f2a9c01 · to=bob", Actions: wantButtons,
 			}
@@ -93,42 +93,42 @@ func TestForgedSignalsIgnored(t *testing.T) {
 		name string
 		// forge sends the forged signal about notification id, shown to
 		// notifier (its unique name).
-		forge func(t *testing.T, forger *desktop.Forger, notifier string, id uint32)
+		forge func(t *testing.T, forger *desktoptest.Forger, notifier string, id uint32)
 		// reaches says whether the forged signal reaches the Notifier's
 		// connection: a broadcast is kept away by the match rule, an
 		// addressed signal is not.
 		reaches bool
 	}{
-		{"ActionInvoked to everyone", func(t *testing.T, f *desktop.Forger, _ string, id uint32) {
+		{"ActionInvoked to everyone", func(t *testing.T, f *desktoptest.Forger, _ string, id uint32) {
 			f.ActionInvoked(t, "", id, "approve")
 		}, false},
-		{"ActionInvoked to the notifier", func(t *testing.T, f *desktop.Forger, notifier string, id uint32) {
+		{"ActionInvoked to the notifier", func(t *testing.T, f *desktoptest.Forger, notifier string, id uint32) {
 			f.ActionInvoked(t, notifier, id, "approve")
 		}, true},
-		{"NotificationClosed to the notifier", func(t *testing.T, f *desktop.Forger, notifier string, id uint32) {
+		{"NotificationClosed to the notifier", func(t *testing.T, f *desktoptest.Forger, notifier string, id uint32) {
 			f.NotificationClosed(t, notifier, id, 2) // were it believed, the press below would be ignored
 		}, true},
-		{"a forged change of owner, then ActionInvoked", func(t *testing.T, f *desktop.Forger, notifier string, id uint32) {
-			server := desktop.NameOwner(t, f.Conn(), serviceName)
+		{"a forged change of owner, then ActionInvoked", func(t *testing.T, f *desktoptest.Forger, notifier string, id uint32) {
+			server := desktoptest.NameOwner(t, f.Conn(), serviceName)
 			f.Signal(t, notifier, busDriverPath, sigNameOwnerChanged, serviceName, server, f.UniqueName())
 			f.ActionInvoked(t, notifier, id, "approve")
 		}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := start(t, desktop.NotificationServerOptions{}, Options{})
+			f := start(t, desktoptest.NotificationServerOptions{}, Options{})
 			id := f.show(t, Notification{Approve: true, Key: "c1", Title: "Approve?", Body: "b"})
 			notifier := f.server.Recorded().Notifications[0].Sender
 
 			// An observer that listens to every ActionInvoked: the proof
 			// that a broadcast forgery really went out on the bus.
-			observer := desktop.Connect(t, f.addr)
+			observer := desktoptest.Connect(t, f.addr)
 			seen := make(chan *dbus.Signal, 8)
 			observer.Signal(seen)
 			if err := observer.AddMatchSignal(dbus.WithMatchInterface(serviceName)); err != nil {
 				t.Fatal(err)
 			}
 
-			forger := desktop.NewForger(t, f.addr)
+			forger := desktoptest.NewForger(t, f.addr)
 			tc.forge(t, forger, notifier, id)
 			f.server.Invoke(t, id, "deny") // the genuine press, after the forgery
 			if a := nextAction(t, f.n); a != (Action{Key: "c1", Approve: false}) {
@@ -160,7 +160,7 @@ func TestForeignNotificationsIgnored(t *testing.T) {
 		before func(t *testing.T, f *fixture, id uint32)
 	}{
 		{"another client's notification", func(t *testing.T, f *fixture, _ uint32) {
-			other := desktop.Connect(t, f.addr)
+			other := desktoptest.Connect(t, f.addr)
 			var theirs uint32
 			if err := other.Object(serviceName, servicePath).Call(serviceName+".Notify", 0, "other app", uint32(0), "", "hi", "", wantButtons,
 				map[string]dbus.Variant{}, int32(0)).Store(&theirs); err != nil {
@@ -194,7 +194,7 @@ func TestForeignNotificationsIgnored(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := start(t, desktop.NotificationServerOptions{}, Options{})
+			f := start(t, desktoptest.NotificationServerOptions{}, Options{})
 			id := f.show(t, Notification{Approve: true, Key: "c1", Title: "Approve?", Body: "b"})
 			tc.before(t, f, id)
 			id2 := f.show(t, Notification{Approve: true, Key: "c2", Title: "Approve?", Body: "b"})
@@ -223,10 +223,10 @@ func TestPermission(t *testing.T) {
 		{name: "no server", noServer: true, why: []string{"no notification service", "Carapace menu"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			addr := desktop.StartBus(t)
-			var server *desktop.NotificationServer
+			addr := desktoptest.StartBus(t)
+			var server *desktoptest.NotificationServer
 			if !tc.noServer {
-				server = desktop.StartNotificationServer(t, addr, desktop.NotificationServerOptions{Capabilities: tc.caps, Version: "7"})
+				server = desktoptest.StartNotificationServer(t, addr, desktoptest.NotificationServerOptions{Capabilities: tc.caps, Version: "7"})
 			}
 			n := newNotifier(t, Options{BusAddress: addr}, nil)
 			ok, why := n.Permission()
@@ -298,7 +298,7 @@ func TestHostileBodies(t *testing.T) {
 			if tc.markup {
 				caps = append(caps, "body-markup", "body-hyperlinks", "body-images")
 			}
-			f := start(t, desktop.NotificationServerOptions{Capabilities: caps}, Options{Icon: "dialog-warning"})
+			f := start(t, desktoptest.NotificationServerOptions{Capabilities: caps}, Options{Icon: "dialog-warning"})
 			id := f.show(t, Notification{Key: "c1", Title: "Approve echo?", Body: tc.body, Approve: tc.approve})
 			got := f.server.Recorded().Notifications[0]
 			if got.Body != tc.wantBody {
@@ -336,11 +336,11 @@ func TestHostileBodies(t *testing.T) {
 // rule moves to the new owner, the old owner's notifications are
 // forgotten (the new one cannot press them), and the new owner's count.
 func TestServerChanges(t *testing.T) {
-	f := start(t, desktop.NotificationServerOptions{}, Options{})
+	f := start(t, desktoptest.NotificationServerOptions{}, Options{})
 	old := f.server
 	oldID := f.show(t, Notification{Approve: true, Key: "c1", Title: "Approve?", Body: "b"})
 	notifier := old.Recorded().Notifications[0].Sender
-	probe := desktop.Connect(t, f.addr)
+	probe := desktoptest.Connect(t, f.addr)
 	if rules := serverRules(t, probe, notifier); !slices.Equal(rules, []string{old.UniqueName()}) {
 		t.Fatalf("the notifier's rules for the service's signals are from %q; want only %s", rules, old.UniqueName())
 	}
@@ -356,7 +356,7 @@ func TestServerChanges(t *testing.T) {
 
 	// The new server numbers its notifications from 100: were the old
 	// server's id still known, the new owner's press of it would count.
-	replacement := desktop.StartNotificationServer(t, f.addr, desktop.NotificationServerOptions{FirstID: 100})
+	replacement := desktoptest.StartNotificationServer(t, f.addr, desktoptest.NotificationServerOptions{FirstID: 100})
 	f.log.wait(t, msgServer, "owner", replacement.UniqueName())
 	if rules := serverRules(t, probe, notifier); !slices.Equal(rules, []string{replacement.UniqueName()}) {
 		t.Fatalf("after the change, the rules are from %q; want only %s", rules, replacement.UniqueName())
@@ -380,7 +380,7 @@ func TestServerChanges(t *testing.T) {
 // TestActionsNeverBlock: presses the app does not read are dropped, and
 // logged, once the buffer is full; the Notifier keeps working.
 func TestActionsNeverBlock(t *testing.T) {
-	f := start(t, desktop.NotificationServerOptions{}, Options{})
+	f := start(t, desktoptest.NotificationServerOptions{}, Options{})
 	var ids []uint32
 	for i := range actionBuffer + 1 {
 		ids = append(ids, f.show(t, Notification{Approve: true, Key: fmt.Sprint("c", i), Title: "Approve?", Body: "b"}))
@@ -408,8 +408,8 @@ func TestActionsNeverBlock(t *testing.T) {
 // TestClose: Close withdraws what is shown, closes Actions, refuses
 // further use, and leaves no goroutine behind.
 func TestClose(t *testing.T) {
-	addr := desktop.StartBus(t)
-	server := desktop.StartNotificationServer(t, addr, desktop.NotificationServerOptions{})
+	addr := desktoptest.StartBus(t)
+	server := desktoptest.StartNotificationServer(t, addr, desktoptest.NotificationServerOptions{})
 	ignore := goleak.IgnoreCurrent()
 	n, err := New(nil, Options{BusAddress: addr})
 	if err != nil {
@@ -453,7 +453,7 @@ func TestActivatedServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := desktop.StartBusWith(t, desktop.BusOptions{Services: map[string][]string{
+	addr := desktoptest.StartBusWith(t, desktoptest.BusOptions{Services: map[string][]string{
 		serviceName: {self, "-test.run=^TestHelperActivatedServer$"},
 	}})
 	log := &logRecorder{}
@@ -464,8 +464,8 @@ func TestActivatedServer(t *testing.T) {
 	if err := n.Show(Notification{Approve: true, Key: "c1", Title: "Approve?", Body: "b"}); err != nil {
 		t.Fatal(err)
 	}
-	probe := desktop.Connect(t, addr)
-	owner := desktop.NameOwner(t, probe, serviceName)
+	probe := desktoptest.Connect(t, addr)
+	owner := desktoptest.NameOwner(t, probe, serviceName)
 	var pid uint32
 	if err := probe.BusObject().Call("org.freedesktop.DBus.GetConnectionUnixProcessID", 0, owner).Store(&pid); err != nil {
 		t.Fatal(err)
@@ -487,17 +487,17 @@ func TestHelperActivatedServer(t *testing.T) {
 	if addr == "" || os.Getenv("DBUS_STARTER_BUS_TYPE") != "session" {
 		return
 	}
-	server := desktop.StartNotificationServer(t, addr, desktop.NotificationServerOptions{})
+	server := desktoptest.StartNotificationServer(t, addr, desktoptest.NotificationServerOptions{})
 	<-server.Done() // until the bus goes away at the end of TestActivatedServer
 }
 
 // TestBusLost: when the bus goes away, Actions closes and Permission says
 // so; Close still succeeds.
 func TestBusLost(t *testing.T) {
-	f := start(t, desktop.NotificationServerOptions{}, Options{})
+	f := start(t, desktoptest.NotificationServerOptions{}, Options{})
 	f.show(t, Notification{Approve: true, Key: "c1", Title: "Approve?", Body: "b"})
 	var pid uint32
-	if err := desktop.Connect(t, f.addr).BusObject().Call("org.freedesktop.DBus.GetConnectionUnixProcessID", 0, "org.freedesktop.DBus").Store(&pid); err != nil {
+	if err := desktoptest.Connect(t, f.addr).BusObject().Call("org.freedesktop.DBus.GetConnectionUnixProcessID", 0, "org.freedesktop.DBus").Store(&pid); err != nil {
 		t.Fatal(err)
 	}
 	daemon, err := os.FindProcess(int(pid))
@@ -512,8 +512,8 @@ func TestBusLost(t *testing.T) {
 		if open {
 			t.Fatalf("an action %+v arrived from a dead bus", a)
 		}
-	case <-time.After(desktop.Timeout):
-		t.Fatalf("Actions still open %s after the bus died", desktop.Timeout)
+	case <-time.After(desktoptest.Timeout):
+		t.Fatalf("Actions still open %s after the bus died", desktoptest.Timeout)
 	}
 	if ok, why := f.n.Permission(); ok || !strings.Contains(why, "lost the connection") {
 		t.Errorf("Permission() = %v, %q; want false, saying the connection was lost", ok, why)
@@ -526,7 +526,7 @@ func TestBusLost(t *testing.T) {
 // TestNoBus: without a bus to connect to, New fails with ErrUnavailable
 // and never launches one; with one, found the same ways, it succeeds.
 func TestNoBus(t *testing.T) {
-	live := desktop.StartBus(t)
+	live := desktoptest.StartBus(t)
 	socket := strings.TrimPrefix(strings.Split(live, ",")[0], "unix:path=")
 	runtimeWithBus := t.TempDir()
 	if err := os.Symlink(socket, filepath.Join(runtimeWithBus, "bus")); err != nil {
@@ -583,16 +583,16 @@ func TestNoBus(t *testing.T) {
 // fixture is a bus, a notification server and a Notifier on it.
 type fixture struct {
 	addr   string
-	server *desktop.NotificationServer
+	server *desktoptest.NotificationServer
 	n      Notifier
 	log    *logRecorder
 }
 
 // start starts a bus and a server, and a Notifier with opts on them.
-func start(t *testing.T, server desktop.NotificationServerOptions, opts Options) *fixture {
+func start(t *testing.T, server desktoptest.NotificationServerOptions, opts Options) *fixture {
 	t.Helper()
-	f := &fixture{addr: desktop.StartBus(t), log: &logRecorder{}}
-	f.server = desktop.StartNotificationServer(t, f.addr, server)
+	f := &fixture{addr: desktoptest.StartBus(t), log: &logRecorder{}}
+	f.server = desktoptest.StartNotificationServer(t, f.addr, server)
 	opts.BusAddress = f.addr
 	f.n = newNotifier(t, opts, f.log)
 	return f
@@ -627,7 +627,7 @@ func (f *fixture) show(t *testing.T, note Notification) uint32 {
 }
 
 // nextAction returns the next Action, failing the test after
-// desktop.Timeout.
+// desktoptest.Timeout.
 func nextAction(t *testing.T, n Notifier) Action {
 	t.Helper()
 	select {
@@ -636,17 +636,17 @@ func nextAction(t *testing.T, n Notifier) Action {
 			t.Fatal("Actions closed")
 		}
 		return a
-	case <-time.After(desktop.Timeout):
-		t.Fatalf("no action within %s", desktop.Timeout)
+	case <-time.After(desktoptest.Timeout):
+		t.Fatalf("no action within %s", desktoptest.Timeout)
 	}
 	return Action{}
 }
 
 // receiveSignal returns the next signal of the notification service's
-// interface from sigs, failing the test after desktop.Timeout.
+// interface from sigs, failing the test after desktoptest.Timeout.
 func receiveSignal(t *testing.T, sigs <-chan *dbus.Signal) *dbus.Signal {
 	t.Helper()
-	timeout := time.After(desktop.Timeout)
+	timeout := time.After(desktoptest.Timeout)
 	for {
 		select {
 		case sig := <-sigs:
@@ -654,7 +654,7 @@ func receiveSignal(t *testing.T, sigs <-chan *dbus.Signal) *dbus.Signal {
 				return sig
 			}
 		case <-timeout:
-			t.Fatalf("no signal within %s", desktop.Timeout)
+			t.Fatalf("no signal within %s", desktoptest.Timeout)
 			return nil
 		}
 	}
@@ -725,7 +725,7 @@ func (h *logRecorder) has(msg, key, value string) bool {
 // has been logged.
 func (h *logRecorder) wait(t *testing.T, msg, key, value string) {
 	t.Helper()
-	timeout := time.After(desktop.Timeout)
+	timeout := time.After(desktoptest.Timeout)
 	for {
 		h.mu.Lock()
 		found := slices.ContainsFunc(h.records, func(r map[string]string) bool { return r["msg"] == msg && r[key] == value })
@@ -740,7 +740,7 @@ func (h *logRecorder) wait(t *testing.T, msg, key, value string) {
 		select {
 		case <-changed:
 		case <-timeout:
-			t.Fatalf("no log %q with %s=%s within %s; the log: %v", msg, key, value, desktop.Timeout, records)
+			t.Fatalf("no log %q with %s=%s within %s; the log: %v", msg, key, value, desktoptest.Timeout, records)
 		}
 	}
 }

@@ -11,8 +11,8 @@ import (
 
 	"github.com/godbus/dbus/v5"
 
+	"github.com/carapace-dev/carapace/app/desktoptest"
 	"github.com/carapace-dev/carapace/app/menu"
-	"github.com/carapace-dev/carapace/internal/testutil/desktop"
 )
 
 // menuOnBus serves a dbusMenu on its own connection to a private bus and
@@ -21,11 +21,11 @@ func menuOnBus(t *testing.T, addr string) (*dbusMenu, string, <-chan menu.Click)
 	t.Helper()
 	clicks := make(chan menu.Click, 16)
 	m := newDBusMenu(nil, func(c menu.Click) { clicks <- c })
-	conn := desktop.Connect(t, addr)
+	conn := desktoptest.Connect(t, addr)
 	if err := m.attach(conn); err != nil {
 		t.Fatal(err)
 	}
-	return m, desktop.UniqueName(conn), clicks
+	return m, desktoptest.UniqueName(conn), clicks
 }
 
 // reader is a connection that reads and clicks the menu at service.
@@ -38,7 +38,7 @@ type reader struct {
 
 func newReader(t *testing.T, addr, service string) *reader {
 	t.Helper()
-	r := &reader{t: t, conn: desktop.Connect(t, addr), service: service, signals: make(chan *dbus.Signal, 64)}
+	r := &reader{t: t, conn: desktoptest.Connect(t, addr), service: service, signals: make(chan *dbus.Signal, 64)}
 	r.conn.Signal(r.signals)
 	if err := r.conn.AddMatchSignal(dbus.WithMatchSender(service), dbus.WithMatchInterface(menuInterface)); err != nil {
 		t.Fatal(err)
@@ -64,7 +64,7 @@ func (r *reader) layout() (uint32, layout) {
 // waitLayoutUpdated waits for the next LayoutUpdated.
 func (r *reader) waitLayoutUpdated() {
 	r.t.Helper()
-	timeout := time.After(desktop.Timeout)
+	timeout := time.After(desktoptest.Timeout)
 	for {
 		select {
 		case s := <-r.signals:
@@ -72,7 +72,7 @@ func (r *reader) waitLayoutUpdated() {
 				return
 			}
 		case <-timeout:
-			r.t.Fatalf("no LayoutUpdated within %s", desktop.Timeout)
+			r.t.Fatalf("no LayoutUpdated within %s", desktoptest.Timeout)
 		}
 	}
 }
@@ -146,7 +146,7 @@ func want(items []menu.Item) string {
 // an item keeps its entry id while it is shown, and a gone one's id is
 // never given to another.
 func TestDBusMenuLayout(t *testing.T) {
-	addr := desktop.StartBus(t)
+	addr := desktoptest.StartBus(t)
 	m, service, _ := menuOnBus(t, addr)
 	a, b := conf("aaaa"), conf("bbbb")
 	a.Tool = "echo_confirm"
@@ -233,7 +233,7 @@ func TestDBusMenuLayout(t *testing.T) {
 // reported unvouched, with its sender. Clicks on entries with nothing to
 // do, and events other than clicked, report nothing.
 func TestDBusMenuClicks(t *testing.T) {
-	addr := desktop.StartBus(t)
+	addr := desktoptest.StartBus(t)
 	m, service, clicks := menuOnBus(t, addr)
 	a := conf("aaaa")
 	m.show(menu.Render(menu.State{}.Apply(snapshot(a)), t0).Items)
@@ -248,7 +248,7 @@ func TestDBusMenuClicks(t *testing.T) {
 		select {
 		case c := <-clicks:
 			return c
-		case <-time.After(desktop.Timeout):
+		case <-time.After(desktoptest.Timeout):
 			t.Fatalf("no click reported for %s", what)
 			return menu.Click{}
 		}
@@ -287,8 +287,8 @@ func TestDBusMenuClicks(t *testing.T) {
 	} {
 		tc.from.click(tc.id)
 		c := next(tc.name)
-		if c.Kind != tc.kind || c.Target != "aaaa" || c.ArgsHash != a.ArgsHash || c.Vouched != tc.vouched || c.From != desktop.UniqueName(tc.from.conn) {
-			t.Errorf("%s: %+v; want %s of aaaa, vouched %v, from %s", tc.name, c, tc.kind, tc.vouched, desktop.UniqueName(tc.from.conn))
+		if c.Kind != tc.kind || c.Target != "aaaa" || c.ArgsHash != a.ArgsHash || c.Vouched != tc.vouched || c.From != desktoptest.UniqueName(tc.from.conn) {
+			t.Errorf("%s: %+v; want %s of aaaa, vouched %v, from %s", tc.name, c, tc.kind, tc.vouched, desktoptest.UniqueName(tc.from.conn))
 		}
 	}
 

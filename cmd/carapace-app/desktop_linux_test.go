@@ -14,9 +14,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/carapace-dev/carapace/app/desktoptest"
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/home"
-	"github.com/carapace-dev/carapace/internal/testutil/desktop"
 )
 
 // built holds the binaries the desktop tests run, built once for all of
@@ -73,9 +73,9 @@ func binaries(t *testing.T) string {
 // appOptions configure startApp.
 type appOptions struct {
 	// Notifications is the fake notification server's options.
-	Notifications desktop.NotificationServerOptions
+	Notifications desktoptest.NotificationServerOptions
 	// Watcher is the StatusNotifierWatcher's (and the panel's) options.
-	Watcher desktop.WatcherOptions
+	Watcher desktoptest.WatcherOptions
 }
 
 // desktopApp is the real carapace-app on a private session bus, with a
@@ -85,10 +85,10 @@ type desktopApp struct {
 	bin, addr, xdg string
 	home           home.Dir
 	client         *control.Client
-	notes          *desktop.NotificationServer
-	watcher        *desktop.Watcher
-	item           *desktop.Item
-	proc           *desktop.Process
+	notes          *desktoptest.NotificationServer
+	watcher        *desktoptest.Watcher
+	item           *desktoptest.Item
+	proc           *desktoptest.Process
 }
 
 // startApp starts the app and waits until its menu shows the core it
@@ -108,12 +108,12 @@ func startApp(t *testing.T, o appOptions) *desktopApp {
 	if err := os.WriteFile(a.home.Config(), []byte("[confirm]\ntimeout = \"2m\"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	a.addr = desktop.StartBus(t)
-	a.notes = desktop.StartNotificationServer(t, a.addr, o.Notifications)
-	a.watcher = desktop.StartWatcherWith(t, a.addr, o.Watcher)
+	a.addr = desktoptest.StartBus(t)
+	a.notes = desktoptest.StartNotificationServer(t, a.addr, o.Notifications)
+	a.watcher = desktoptest.StartWatcherWith(t, a.addr, o.Watcher)
 	cmd := exec.Command(filepath.Join(a.bin, "carapace-app"), "--home", dir, "--log-level", "debug")
 	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+a.xdg)
-	a.proc = desktop.StartProcess(t, a.addr, cmd)
+	a.proc = desktoptest.StartProcess(t, a.addr, cmd)
 	a.item = a.watcher.WaitItem(t, a.proc.PID())
 
 	// No core was running: the app started one.
@@ -123,7 +123,7 @@ func startApp(t *testing.T, o appOptions) *desktopApp {
 		return err == nil
 	})
 	t.Cleanup(func() { _ = a.client.Stop(context.Background()) })
-	a.item.WaitMenu(t, "the running core in the menu", func(m desktop.Menu) bool { return m.Find("Carapace: running") != nil })
+	a.item.WaitMenu(t, "the running core in the menu", func(m desktoptest.Menu) bool { return m.Find("Carapace: running") != nil })
 	return a
 }
 
@@ -164,8 +164,8 @@ func (a *desktopApp) decisions(t *testing.T, id string) map[string]int {
 
 // entryOf finds the enabled entry labelled label in the submenu of the
 // confirmation whose title names the digest prefix of argsHash.
-func entryOf(m desktop.Menu, argsHash, label string) *desktop.MenuNode {
-	approvals := m.FindFunc(func(n *desktop.MenuNode) bool { return strings.HasPrefix(n.Label, "Pending approvals") })
+func entryOf(m desktoptest.Menu, argsHash, label string) *desktoptest.MenuNode {
+	approvals := m.FindFunc(func(n *desktoptest.MenuNode) bool { return strings.HasPrefix(n.Label, "Pending approvals") })
 	if approvals == nil {
 		return nil
 	}
@@ -185,10 +185,12 @@ func entryOf(m desktop.Menu, argsHash, label string) *desktop.MenuNode {
 }
 
 // denyOf finds the enabled Deny entry of the confirmation with argsHash.
-func denyOf(m desktop.Menu, argsHash string) *desktop.MenuNode { return entryOf(m, argsHash, "Deny") }
+func denyOf(m desktoptest.Menu, argsHash string) *desktoptest.MenuNode {
+	return entryOf(m, argsHash, "Deny")
+}
 
 // approveOf finds the enabled Approve entry of the confirmation with
 // argsHash.
-func approveOf(m desktop.Menu, argsHash string) *desktop.MenuNode {
+func approveOf(m desktoptest.Menu, argsHash string) *desktoptest.MenuNode {
 	return entryOf(m, argsHash, "Approve")
 }

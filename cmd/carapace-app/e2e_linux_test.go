@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/carapace-dev/carapace/app/desktoptest"
 	"github.com/carapace-dev/carapace/core/control"
-	"github.com/carapace-dev/carapace/internal/testutil/desktop"
 )
 
 // The menu-bar app, the real binary, on a private session bus with a fake
@@ -34,14 +34,14 @@ func TestAppOnADesktop(t *testing.T) {
 	sess := a.session(t)
 	first := startIPC(t, bin, sess.Info().Socket, `{"message":"approved by notification"}`)
 	c1 := pendingOne(t, client, "")
-	rec := notes.Wait(t, "a notification for the call", func(r desktop.Recorded) bool { return len(r.Open) > 0 })
+	rec := notes.Wait(t, "a notification for the call", func(r desktoptest.Recorded) bool { return len(r.Open) > 0 })
 	n := rec.Notifications[len(rec.Notifications)-1]
 	if !strings.Contains(n.Summary+n.Body, "echo_confirm") || !strings.Contains(n.Body, c1.ArgsHash[:12]) {
 		t.Fatalf("the notification does not name the tool and the digest prefix %s: %q / %q", c1.ArgsHash[:12], n.Summary, n.Body)
 	}
 	// A forged click from another connection first: it must change nothing
 	// (the genuine click that follows is what decides).
-	desktop.NewForger(t, addr).ActionInvoked(t, n.Sender, n.ID, "deny")
+	desktoptest.NewForger(t, addr).ActionInvoked(t, n.Sender, n.ID, "deny")
 	notes.Invoke(t, n.ID, "approve")
 	if out := first.wait(t); !strings.Contains(out, "approved by notification") {
 		t.Fatalf("the approved call answered %q", out)
@@ -53,7 +53,7 @@ func TestAppOnADesktop(t *testing.T) {
 	// 2. A second call is denied from the tray menu.
 	second := startIPC(t, bin, sess.Info().Socket, `{"message":"denied from the menu"}`)
 	c2 := pendingOne(t, client, c1.ID)
-	m := item.WaitMenu(t, "the second call's Deny", func(m desktop.Menu) bool { return denyOf(m, c2.ArgsHash) != nil })
+	m := item.WaitMenu(t, "the second call's Deny", func(m desktoptest.Menu) bool { return denyOf(m, c2.ArgsHash) != nil })
 	item.Click(t, denyOf(m, c2.ArgsHash).ID)
 	if out := second.wait(t); !strings.Contains(out, "CONFIRMATION_DENIED") {
 		t.Fatalf("the call denied from the menu answered %q", out)
@@ -66,16 +66,16 @@ func TestAppOnADesktop(t *testing.T) {
 	// menu item.
 	third := startIPC(t, bin, sess.Info().Socket, `{"message":"approved by the cli"}`)
 	c3 := pendingOne(t, client, c1.ID, c2.ID)
-	rec = notes.Wait(t, "the third notification", func(r desktop.Recorded) bool { return len(r.Open) > 0 })
+	rec = notes.Wait(t, "the third notification", func(r desktoptest.Recorded) bool { return len(r.Open) > 0 })
 	openID := rec.Open[len(rec.Open)-1]
-	item.WaitMenu(t, "the third call in the menu", func(m desktop.Menu) bool { return denyOf(m, c3.ArgsHash) != nil })
+	item.WaitMenu(t, "the third call in the menu", func(m desktoptest.Menu) bool { return denyOf(m, c3.ArgsHash) != nil })
 	if _, err := client.Decide(context.Background(), control.Decision{ID: c3.ID, Approve: true, ArgsHash: c3.ArgsHash, Surface: "cli"}); err != nil {
 		t.Fatal(err)
 	}
 	if out := third.wait(t); !strings.Contains(out, "approved by the cli") {
 		t.Fatalf("the CLI-approved call answered %q", out)
 	}
-	notes.Wait(t, "the notification withdrawn", func(r desktop.Recorded) bool {
+	notes.Wait(t, "the notification withdrawn", func(r desktoptest.Recorded) bool {
 		for _, c := range r.Closes {
 			if c.ID == openID {
 				return true
@@ -83,19 +83,19 @@ func TestAppOnADesktop(t *testing.T) {
 		}
 		return false
 	})
-	item.WaitMenu(t, "the menu item withdrawn", func(m desktop.Menu) bool { return denyOf(m, c3.ArgsHash) == nil })
+	item.WaitMenu(t, "the menu item withdrawn", func(m desktoptest.Menu) bool { return denyOf(m, c3.ArgsHash) == nil })
 
 	// 4. The login-item checkbox writes and removes the autostart file.
 	autostart := filepath.Join(xdg, "autostart", "carapace.desktop")
 	for _, want := range []bool{true, false} {
-		m = item.WaitMenu(t, "the Start at login item", func(m desktop.Menu) bool { return m.Find("Start at login") != nil })
+		m = item.WaitMenu(t, "the Start at login item", func(m desktoptest.Menu) bool { return m.Find("Start at login") != nil })
 		item.Click(t, m.Find("Start at login").ID)
 		waitUntil(t, "the autostart file to follow the checkbox", func() bool {
 			raw, err := os.ReadFile(autostart)
 			on := err == nil && !bytes.Contains(raw, []byte("Hidden=true"))
 			return on == want
 		})
-		item.WaitMenu(t, "the checkbox to show it", func(m desktop.Menu) bool {
+		item.WaitMenu(t, "the checkbox to show it", func(m desktoptest.Menu) bool {
 			n := m.Find("Start at login")
 			return n != nil && n.Checked() == want
 		})
@@ -105,7 +105,7 @@ func TestAppOnADesktop(t *testing.T) {
 	}
 
 	// 5. Quit stops the core the app started.
-	m = item.WaitMenu(t, "Quit", func(m desktop.Menu) bool { return m.Find("Quit Carapace") != nil })
+	m = item.WaitMenu(t, "Quit", func(m desktoptest.Menu) bool { return m.Find("Quit Carapace") != nil })
 	item.Click(t, m.Find("Quit Carapace").ID)
 	if err := proc.Wait(t); err != nil {
 		t.Fatalf("the app did not quit cleanly: %v\n%s", err, proc.Output())
@@ -177,17 +177,17 @@ func (b *bgIPC) wait(t *testing.T) string {
 	t.Helper()
 	select {
 	case <-b.done:
-	case <-time.After(desktop.Timeout):
-		t.Fatalf("bin/ipc did not end within %s: %s", desktop.Timeout, b.out.String())
+	case <-time.After(desktoptest.Timeout):
+		t.Fatalf("bin/ipc did not end within %s: %s", desktoptest.Timeout, b.out.String())
 	}
 	return b.out.String()
 }
 
 // waitUntil polls cond until it holds, or fails the test after
-// desktop.Timeout.
+// desktoptest.Timeout.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(desktop.Timeout)
+	deadline := time.Now().Add(desktoptest.Timeout)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
@@ -207,11 +207,11 @@ func TestForgedMenuClickApprovesNothing(t *testing.T) {
 	sess := a.session(t)
 	call := startIPC(t, a.bin, sess.Info().Socket, `{"message":"approve me only if I asked"}`)
 	c := pendingOne(t, a.client, "")
-	m := a.item.WaitMenu(t, "the call's Approve", func(m desktop.Menu) bool { return approveOf(m, c.ArgsHash) != nil })
+	m := a.item.WaitMenu(t, "the call's Approve", func(m desktoptest.Menu) bool { return approveOf(m, c.ArgsHash) != nil })
 	approve := approveOf(m, c.ArgsHash).ID
-	shown := len(a.notes.Wait(t, "the call's notification", func(r desktop.Recorded) bool { return len(r.Notifications) > 0 }).Notifications)
+	shown := len(a.notes.Wait(t, "the call's notification", func(r desktoptest.Recorded) bool { return len(r.Notifications) > 0 }).Notifications)
 
-	forger := desktop.NewForger(t, a.addr)
+	forger := desktoptest.NewForger(t, a.addr)
 	menuPath := a.item.MenuPath(t)
 	if err := forger.MenuEvent(t, a.item.Service, menuPath, approve, "clicked"); err != nil {
 		t.Fatalf("the forged Event was answered with an error: %v", err)
@@ -255,24 +255,24 @@ func TestForgedMenuClickApprovesNothing(t *testing.T) {
 // nothing, says so in the menu, and raises the approval's notification
 // again, whose Approve — sent by the notification server — decides.
 func TestMenuApproveWithAPanelApartFromTheWatcher(t *testing.T) {
-	a := startApp(t, appOptions{Watcher: desktop.WatcherOptions{SeparateHost: true}})
+	a := startApp(t, appOptions{Watcher: desktoptest.WatcherOptions{SeparateHost: true}})
 	if a.watcher.HostName() == a.watcher.UniqueName() {
 		t.Fatal("the test host reads the menu from the watcher's connection")
 	}
 	sess := a.session(t)
 	call := startIPC(t, a.bin, sess.Info().Socket, `{"message":"approved in the second step"}`)
 	c := pendingOne(t, a.client, "")
-	m := a.item.WaitMenu(t, "the call's Approve", func(m desktop.Menu) bool { return approveOf(m, c.ArgsHash) != nil })
-	first := a.notes.Wait(t, "the call's notification", func(r desktop.Recorded) bool { return len(r.Notifications) > 0 }).Notifications[0]
+	m := a.item.WaitMenu(t, "the call's Approve", func(m desktoptest.Menu) bool { return approveOf(m, c.ArgsHash) != nil })
+	first := a.notes.Wait(t, "the call's notification", func(r desktoptest.Recorded) bool { return len(r.Notifications) > 0 }).Notifications[0]
 
 	a.item.Click(t, approveOf(m, c.ArgsHash).ID)
-	rec := a.notes.Wait(t, "the notification raised again", func(r desktop.Recorded) bool { return len(r.Notifications) > 1 })
+	rec := a.notes.Wait(t, "the notification raised again", func(r desktoptest.Recorded) bool { return len(r.Notifications) > 1 })
 	again := rec.Notifications[1]
 	if again.ReplacesID != first.ID || !strings.Contains(again.Body, "Confirm here") || !slices.Contains(again.Actions, "approve") {
 		t.Fatalf("the notification raised again: %+v; want it to replace %d, say why, and carry Approve", again, first.ID)
 	}
-	a.item.WaitMenu(t, "the menu saying where to approve", func(m desktop.Menu) bool {
-		return m.FindFunc(func(n *desktop.MenuNode) bool { return strings.Contains(n.Label, "did not count") }) != nil
+	a.item.WaitMenu(t, "the menu saying where to approve", func(m desktoptest.Menu) bool {
+		return m.FindFunc(func(n *desktoptest.MenuNode) bool { return strings.Contains(n.Label, "did not count") }) != nil
 	})
 	if got, err := a.client.Confirmation(context.Background(), c.ID); err != nil || !got.Pending() {
 		t.Fatalf("after the host's Approve in the menu the confirmation is %+v (%v); want it pending", got, err)
@@ -307,12 +307,12 @@ func TestNotificationsShowAgentTextAsWritten(t *testing.T) {
 		{"markup server", []string{"actions", "body", "body-markup", "body-hyperlinks", "body-images"}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a := startApp(t, appOptions{Notifications: desktop.NotificationServerOptions{Capabilities: tc.caps}})
+			a := startApp(t, appOptions{Notifications: desktoptest.NotificationServerOptions{Capabilities: tc.caps}})
 			sess := a.session(t)
 			args, _ := json.Marshal(map[string]string{"message": hostile})
 			startIPC(t, a.bin, sess.Info().Socket, string(args))
 			c := pendingOne(t, a.client, "")
-			n := a.notes.Wait(t, "the hostile call's notification", func(r desktop.Recorded) bool { return len(r.Notifications) > 0 }).Notifications[0]
+			n := a.notes.Wait(t, "the hostile call's notification", func(r desktoptest.Recorded) bool { return len(r.Notifications) > 0 }).Notifications[0]
 			if !strings.Contains(n.Body, c.ArgsHash[:12]) {
 				t.Fatalf("the notification is not the call's: %q", n.Body)
 			}
@@ -341,10 +341,10 @@ func TestNotificationsShowAgentTextAsWritten(t *testing.T) {
 			}
 			startIPC(t, a.bin, sess.Info().Socket, `{"message":"hello"}`)
 			c2 := pendingOne(t, a.client, c.ID)
-			r := a.notes.Wait(t, "the clean call's notification", func(r desktop.Recorded) bool {
-				return slices.ContainsFunc(r.Notifications, func(n desktop.Notification) bool { return strings.Contains(n.Body, c2.ArgsHash[:12]) })
+			r := a.notes.Wait(t, "the clean call's notification", func(r desktoptest.Recorded) bool {
+				return slices.ContainsFunc(r.Notifications, func(n desktoptest.Notification) bool { return strings.Contains(n.Body, c2.ArgsHash[:12]) })
 			})
-			i := slices.IndexFunc(r.Notifications, func(n desktop.Notification) bool { return strings.Contains(n.Body, c2.ArgsHash[:12]) })
+			i := slices.IndexFunc(r.Notifications, func(n desktoptest.Notification) bool { return strings.Contains(n.Body, c2.ArgsHash[:12]) })
 			if !slices.Contains(r.Notifications[i].Actions, "approve") {
 				t.Errorf("a clean call's notification offers no Approve: %+v", r.Notifications[i])
 			}
@@ -362,15 +362,15 @@ func TestCutNotificationOffersDenyOnly(t *testing.T) {
 	long := strings.Repeat("all work and no play ", 12) // 252 characters
 	for _, separate := range []bool{false, true} {
 		t.Run(fmt.Sprint("separate host ", separate), func(t *testing.T) {
-			a := startApp(t, appOptions{Watcher: desktop.WatcherOptions{SeparateHost: separate}})
+			a := startApp(t, appOptions{Watcher: desktoptest.WatcherOptions{SeparateHost: separate}})
 			sess := a.session(t)
 			call := startIPC(t, a.bin, sess.Info().Socket, `{"message":"`+long+`"}`)
 			c := pendingOne(t, a.client, "")
-			n := a.notes.Wait(t, "the call's notification", func(r desktop.Recorded) bool { return len(r.Notifications) > 0 }).Notifications[0]
+			n := a.notes.Wait(t, "the call's notification", func(r desktoptest.Recorded) bool { return len(r.Notifications) > 0 }).Notifications[0]
 			if !slices.Equal(n.Actions, []string{"deny", "Deny"}) || !strings.Contains(n.Body, "review it in the Carapace menu") || !strings.Contains(n.Body, "…") {
 				t.Fatalf("a cut notification: actions %q, body %q; want Deny only, and where to review", n.Actions, n.Body)
 			}
-			m := a.item.WaitMenu(t, "the call's Approve", func(m desktop.Menu) bool { return approveOf(m, c.ArgsHash) != nil })
+			m := a.item.WaitMenu(t, "the call's Approve", func(m desktoptest.Menu) bool { return approveOf(m, c.ArgsHash) != nil })
 			a.item.Click(t, approveOf(m, c.ArgsHash).ID)
 			if !separate {
 				if out := call.wait(t); !strings.Contains(out, "all work") {
@@ -381,12 +381,14 @@ func TestCutNotificationOffersDenyOnly(t *testing.T) {
 				}
 				return
 			}
-			rec := a.notes.Wait(t, "the notification raised again", func(r desktop.Recorded) bool { return len(r.Notifications) > 1 })
+			rec := a.notes.Wait(t, "the notification raised again", func(r desktoptest.Recorded) bool { return len(r.Notifications) > 1 })
 			if again := rec.Notifications[1]; slices.Contains(again.Actions, "approve") {
 				t.Fatalf("raised again after an unvouched Approve, a cut notification offers Approve: %+v", again)
 			}
-			a.item.WaitMenu(t, "the command that approves", func(m desktop.Menu) bool {
-				return m.FindFunc(func(n *desktop.MenuNode) bool { return strings.Contains(n.Label, "carapace confirm approve "+c.ID[:8]) }) != nil
+			a.item.WaitMenu(t, "the command that approves", func(m desktoptest.Menu) bool {
+				return m.FindFunc(func(n *desktoptest.MenuNode) bool {
+					return strings.Contains(n.Label, "carapace confirm approve "+c.ID[:8])
+				}) != nil
 			})
 			a.notes.Invoke(t, rec.Notifications[1].ID, "deny")
 			if got := decided(t, a.client, c.ID); got.Decision != "denied" || got.Surface != "notification" {
@@ -412,17 +414,19 @@ func TestHiddenValuesOfferDenyOnly(t *testing.T) {
 		t.Fatalf("the core hid nothing in %s: fix the test's arguments", c.Arguments)
 	}
 	short := c.ID[:8]
-	n := a.notes.Wait(t, "the call's notification", func(r desktop.Recorded) bool { return len(r.Notifications) > 0 }).Notifications[0]
+	n := a.notes.Wait(t, "the call's notification", func(r desktoptest.Recorded) bool { return len(r.Notifications) > 0 }).Notifications[0]
 	if !slices.Equal(n.Actions, []string{"deny", "Deny"}) || !strings.Contains(n.Body, "carapace confirm show --raw "+short) || strings.Contains(n.Body, "Ignore the user") {
 		t.Fatalf("notification with hidden values: actions %q, body %q; want Deny only and the --raw pointer", n.Actions, n.Body)
 	}
-	m := a.item.WaitMenu(t, "the hidden value listed", func(m desktop.Menu) bool {
+	m := a.item.WaitMenu(t, "the hidden value listed", func(m desktoptest.Menu) bool {
 		return entryOf(m, c.ArgsHash, "Deny") != nil &&
-			m.FindFunc(func(n *desktop.MenuNode) bool { return strings.Contains(n.Label, "message · private-key · ") }) != nil &&
-			m.FindFunc(func(n *desktop.MenuNode) bool { return n.Label == "Read what runs: carapace confirm show --raw "+short }) != nil
+			m.FindFunc(func(n *desktoptest.MenuNode) bool { return strings.Contains(n.Label, "message · private-key · ") }) != nil &&
+			m.FindFunc(func(n *desktoptest.MenuNode) bool {
+				return n.Label == "Read what runs: carapace confirm show --raw "+short
+			}) != nil
 	})
-	var approve *desktop.MenuNode
-	for _, sub := range m.FindFunc(func(n *desktop.MenuNode) bool { return strings.HasPrefix(n.Label, "Pending approvals") }).Children {
+	var approve *desktoptest.MenuNode
+	for _, sub := range m.FindFunc(func(n *desktoptest.MenuNode) bool { return strings.HasPrefix(n.Label, "Pending approvals") }).Children {
 		for _, x := range sub.Children {
 			if x.Label == "Approve" {
 				approve = x

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/carapace-dev/carapace/core/confirm/approvaltest"
 	"github.com/carapace-dev/carapace/core/control/controltest"
-	"github.com/carapace-dev/carapace/internal/testutil/approvaltest"
 )
 
 // TestConfirmApproveAsksAtATerminal: in a real terminal, carapace confirm

@@ -13,7 +13,7 @@ import (
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/loader"
 	"github.com/carapace-dev/carapace/core/plugin"
-	"github.com/carapace-dev/carapace/internal/testutil/fakebot"
+	"github.com/carapace-dev/carapace/plugins/telegram/fakebot"
 )
 
 // BenchmarkTelegramRoundTrip is the phone's round trip: from the moment

@@ -21,8 +21,8 @@ import (
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/loader"
-	"github.com/carapace-dev/carapace/internal/testutil/fakebot"
 	"github.com/carapace-dev/carapace/keychain"
+	"github.com/carapace-dev/carapace/plugins/telegram/fakebot"
 )
 
 // The Telegram channel end to end: the real core, the real plugin process

@@ -9,7 +9,7 @@ import (
 
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/plugin"
-	"github.com/carapace-dev/carapace/internal/testutil/fakebot"
+	"github.com/carapace-dev/carapace/plugins/telegram/fakebot"
 )
 
 const (

@@ -9,9 +9,9 @@ import (
 	"time"
 	"unicode/utf16"
 
+	"github.com/carapace-dev/carapace/core/confirm/approvaltest"
 	"github.com/carapace-dev/carapace/core/control"
-	"github.com/carapace-dev/carapace/internal/testutil/approvaltest"
-	"github.com/carapace-dev/carapace/internal/testutil/fakebot"
+	"github.com/carapace-dev/carapace/plugins/telegram/fakebot"
 )
 
 // requestedConf delivers confirmation.requested for c and returns the card.

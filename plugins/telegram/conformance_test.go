@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/carapace-dev/carapace/core/plugin/plugintest"
-	"github.com/carapace-dev/carapace/internal/testutil/fakebot"
+	"github.com/carapace-dev/carapace/plugins/telegram/fakebot"
 )
 
 // TestConformance loads the manifest and skills as the core does, checks

@@ -12,7 +12,7 @@ import (
 
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/core/plugin/plugintest"
-	"github.com/carapace-dev/carapace/internal/testutil/fakebot"
+	"github.com/carapace-dev/carapace/plugins/telegram/fakebot"
 	"github.com/carapace-dev/carapace/plugins/telegram/pairing"
 )
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/core/plugin/plugintest"
-	"github.com/carapace-dev/carapace/internal/testutil/fakebot"
+	"github.com/carapace-dev/carapace/plugins/telegram/fakebot"
 )
 
 // dieAt makes the handler's goroutine stop dead at point, once, as if the

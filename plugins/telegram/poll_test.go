@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/carapace-dev/carapace/internal/testutil/fakebot"
+	"github.com/carapace-dev/carapace/plugins/telegram/fakebot"
 )
 
 // futureForward is a stranger's message forwarded from an origin of a

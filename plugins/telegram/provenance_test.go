@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/carapace-dev/carapace/internal/testutil/fakebot"
+	"github.com/carapace-dev/carapace/plugins/telegram/fakebot"
 )
 
 // ownerMessage queues a message of the owner in chat with text and the

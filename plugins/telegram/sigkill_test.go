@@ -19,7 +19,7 @@ import (
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/core/plugin/plugintest"
-	"github.com/carapace-dev/carapace/internal/testutil/fakebot"
+	"github.com/carapace-dev/carapace/plugins/telegram/fakebot"
 )
 
 // The helper process: the test binary re-executed as a plugin process that

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/carapace-dev/carapace/core/confirm/approvaltest"
 	"github.com/carapace-dev/carapace/core/control"
-	"github.com/carapace-dev/carapace/internal/testutil/approvaltest"
 )
 
 // TestApproveShowsWhatRuns: carapace confirm approve approves only what it

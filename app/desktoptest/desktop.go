@@ -1,4 +1,4 @@
-// Package desktop is a Linux desktop session for tests, made of real
+// Package desktoptest is a Linux desktop session for tests, made of real
 // parts: a private dbus-daemon, and, on that bus, the two services the
 // menu-bar app talks to, written here in Go so that a test can see and
 // drive everything the app does.
@@ -23,13 +23,13 @@
 //
 // A typical test:
 //
-//	addr := desktop.StartBus(t)
-//	notes := desktop.StartNotificationServer(t, addr, desktop.NotificationServerOptions{})
-//	tray := desktop.StartWatcher(t, addr)
-//	app := desktop.StartProcess(t, addr, exec.Command(desktop.Build(t, "../../cmd/carapace-app")))
+//	addr := desktoptest.StartBus(t)
+//	notes := desktoptest.StartNotificationServer(t, addr, desktoptest.NotificationServerOptions{})
+//	tray := desktoptest.StartWatcher(t, addr)
+//	app := desktoptest.StartProcess(t, addr, exec.Command(desktoptest.Build(t, "../../cmd/carapace-app")))
 //	item := tray.WaitItem(t, app.PID())
-//	menu := item.WaitMenu(t, "a pending approval", func(m desktop.Menu) bool {
-//		return m.FindFunc(func(n *desktop.MenuNode) bool { return n.Label == "Deny" }) != nil
+//	menu := item.WaitMenu(t, "a pending approval", func(m desktoptest.Menu) bool {
+//		return m.FindFunc(func(n *desktoptest.MenuNode) bool { return n.Label == "Deny" }) != nil
 //	})
 //
 // Programs using fyne.io/systray run as subprocesses, never inside a test
@@ -42,7 +42,7 @@
 // elsewhere, with the command that installs it (testutil.Require); every
 // other problem fails the test. Waits for something to happen
 // are bounded by Timeout; no test here measures time.
-package desktop
+package desktoptest
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package desktop_test
+package desktoptest_test
 
 import (
 	"errors"
@@ -11,18 +11,18 @@ import (
 
 	"github.com/godbus/dbus/v5"
 
-	"github.com/carapace-dev/carapace/internal/testutil/desktop"
+	"github.com/carapace-dev/carapace/app/desktoptest"
 )
 
 // TestBusStartsNothing: the private bus answers, and a call to a name
 // nobody owns fails instead of starting a service — whatever the machine
 // has installed (org.freedesktop.Notifications often is activatable).
 func TestBusStartsNothing(t *testing.T) {
-	addr := desktop.StartBus(t)
-	conn := desktop.Connect(t, addr)
-	desktop.Barrier(t, conn) // the bus answers: the positive control
+	addr := desktoptest.StartBus(t)
+	conn := desktoptest.Connect(t, addr)
+	desktoptest.Barrier(t, conn) // the bus answers: the positive control
 
-	for _, name := range []string{desktop.NotificationsName, desktop.WatcherName, "org.freedesktop.secrets"} {
+	for _, name := range []string{desktoptest.NotificationsName, desktoptest.WatcherName, "org.freedesktop.secrets"} {
 		t.Run(name, func(t *testing.T) {
 			var started uint32
 			err := conn.BusObject().Call("org.freedesktop.DBus.StartServiceByName", 0, name, uint32(0)).Store(&started)
@@ -30,7 +30,7 @@ func TestBusStartsNothing(t *testing.T) {
 			if !errors.As(err, &dbusErr) || dbusErr.Name != "org.freedesktop.DBus.Error.ServiceUnknown" {
 				t.Fatalf("StartServiceByName(%s) = %d, %v; want org.freedesktop.DBus.Error.ServiceUnknown", name, started, err)
 			}
-			if owner := desktop.NameOwner(t, conn, name); owner != "" {
+			if owner := desktoptest.NameOwner(t, conn, name); owner != "" {
 				t.Fatalf("%s is owned by %s", name, owner)
 			}
 		})
@@ -41,22 +41,22 @@ func TestBusStartsNothing(t *testing.T) {
 // signals carry its own unique name as sender while a forger's carry the
 // forger's — the difference a notifier must check.
 func TestNotificationServer(t *testing.T) {
-	addr := desktop.StartBus(t)
-	server := desktop.StartNotificationServer(t, addr, desktop.NotificationServerOptions{Capabilities: []string{"body"}})
-	client := desktop.Connect(t, addr)
+	addr := desktoptest.StartBus(t)
+	server := desktoptest.StartNotificationServer(t, addr, desktoptest.NotificationServerOptions{Capabilities: []string{"body"}})
+	client := desktoptest.Connect(t, addr)
 	sigs := make(chan *dbus.Signal, 16)
 	client.Signal(sigs)
-	if err := client.AddMatchSignal(dbus.WithMatchInterface(desktop.NotificationsName)); err != nil {
+	if err := client.AddMatchSignal(dbus.WithMatchInterface(desktoptest.NotificationsName)); err != nil {
 		t.Fatal(err)
 	}
-	obj := client.Object(desktop.NotificationsName, desktop.NotificationsPath)
+	obj := client.Object(desktoptest.NotificationsName, desktoptest.NotificationsPath)
 
 	var caps []string
-	if err := obj.Call(desktop.NotificationsName+".GetCapabilities", 0).Store(&caps); err != nil || !slices.Equal(caps, []string{"body"}) {
+	if err := obj.Call(desktoptest.NotificationsName+".GetCapabilities", 0).Store(&caps); err != nil || !slices.Equal(caps, []string{"body"}) {
 		t.Fatalf("GetCapabilities = %q, %v; want [body]", caps, err)
 	}
 	var name, vendor, version, spec string
-	if err := obj.Call(desktop.NotificationsName+".GetServerInformation", 0).Store(&name, &vendor, &version, &spec); err != nil || name != "carapace-test-notifications" || spec != "1.2" {
+	if err := obj.Call(desktoptest.NotificationsName+".GetServerInformation", 0).Store(&name, &vendor, &version, &spec); err != nil || name != "carapace-test-notifications" || spec != "1.2" {
 		t.Fatalf("GetServerInformation = %q %q %q %q, %v", name, vendor, version, spec, err)
 	}
 
@@ -64,7 +64,7 @@ func TestNotificationServer(t *testing.T) {
 		t.Helper()
 		var id uint32
 		hints := map[string]dbus.Variant{"urgency": dbus.MakeVariant(byte(2))}
-		if err := obj.Call(desktop.NotificationsName+".Notify", 0, "app", replaces, "icon", summary, "body",
+		if err := obj.Call(desktoptest.NotificationsName+".Notify", 0, "app", replaces, "icon", summary, "body",
 			[]string{"approve", "Approve"}, hints, int32(0)).Store(&id); err != nil {
 			t.Fatalf("Notify: %v", err)
 		}
@@ -78,7 +78,7 @@ func TestNotificationServer(t *testing.T) {
 	}
 	r := server.Recorded()
 	if len(r.Notifications) != 3 || r.Notifications[2].Summary != "one again" || r.Notifications[2].ReplacesID != first ||
-		r.Notifications[0].Sender != desktop.UniqueName(client) || r.Notifications[0].Urgency() != 2 ||
+		r.Notifications[0].Sender != desktoptest.UniqueName(client) || r.Notifications[0].Urgency() != 2 ||
 		!slices.Equal(r.Notifications[0].Actions, []string{"approve", "Approve"}) {
 		t.Fatalf("recorded %+v", r.Notifications)
 	}
@@ -87,7 +87,7 @@ func TestNotificationServer(t *testing.T) {
 	}
 
 	// Each signal's sender is the connection that sent it.
-	forger := desktop.NewForger(t, addr)
+	forger := desktoptest.NewForger(t, addr)
 	for _, tc := range []struct {
 		name   string
 		send   func()
@@ -95,14 +95,14 @@ func TestNotificationServer(t *testing.T) {
 		signal string
 		body   []any
 	}{
-		{"server invokes", func() { server.Invoke(t, second, "approve") }, server.UniqueName(), desktop.SignalActionInvoked, []any{second, "approve"}},
-		{"forger invokes", func() { forger.ActionInvoked(t, "", second, "approve") }, forger.UniqueName(), desktop.SignalActionInvoked, []any{second, "approve"}},
+		{"server invokes", func() { server.Invoke(t, second, "approve") }, server.UniqueName(), desktoptest.SignalActionInvoked, []any{second, "approve"}},
+		{"forger invokes", func() { forger.ActionInvoked(t, "", second, "approve") }, forger.UniqueName(), desktoptest.SignalActionInvoked, []any{second, "approve"}},
 		{"client closes", func() {
-			if err := obj.Call(desktop.NotificationsName+".CloseNotification", 0, first).Err; err != nil {
+			if err := obj.Call(desktoptest.NotificationsName+".CloseNotification", 0, first).Err; err != nil {
 				t.Fatal(err)
 			}
-		}, server.UniqueName(), desktop.SignalNotificationClosed, []any{first, uint32(3)}},
-		{"server dismisses", func() { server.Dismiss(t, second, 2) }, server.UniqueName(), desktop.SignalNotificationClosed, []any{second, uint32(2)}},
+		}, server.UniqueName(), desktoptest.SignalNotificationClosed, []any{first, uint32(3)}},
+		{"server dismisses", func() { server.Dismiss(t, second, 2) }, server.UniqueName(), desktoptest.SignalNotificationClosed, []any{second, uint32(2)}},
 	} {
 		tc.send()
 		sig := receive(t, sigs)
@@ -110,15 +110,15 @@ func TestNotificationServer(t *testing.T) {
 			t.Errorf("%s: got %s from %s %v; want %s from %s %v", tc.name, sig.Name, sig.Sender, sig.Body, tc.signal, tc.sender, tc.body)
 		}
 	}
-	r = server.Wait(t, "all closed", func(r desktop.Recorded) bool { return len(r.Open) == 0 })
+	r = server.Wait(t, "all closed", func(r desktoptest.Recorded) bool { return len(r.Open) == 0 })
 	if len(r.Closes) != 1 || r.Closes[0].ID != first {
 		t.Fatalf("closes %+v; want one for %d", r.Closes, first)
 	}
 
 	// Stop hands the name back.
 	server.Stop(t)
-	if owner := desktop.NameOwner(t, client, desktop.NotificationsName); owner != "" {
-		t.Fatalf("after Stop, %s is owned by %s", desktop.NotificationsName, owner)
+	if owner := desktoptest.NameOwner(t, client, desktoptest.NotificationsName); owner != "" {
+		t.Fatalf("after Stop, %s is owned by %s", desktoptest.NotificationsName, owner)
 	}
 }
 
@@ -127,15 +127,15 @@ func TestNotificationServer(t *testing.T) {
 // (nested ones too), its menu changes are seen, and a forged registration
 // or menu signal from another connection is told apart from it.
 func TestTrayApp(t *testing.T) {
-	addr := desktop.StartBus(t)
-	watcher := desktop.StartWatcher(t, addr)
-	app := desktop.StartProcess(t, addr, exec.Command(desktop.Build(t, "./trayapp")))
+	addr := desktoptest.StartBus(t)
+	watcher := desktoptest.StartWatcher(t, addr)
+	app := desktoptest.StartProcess(t, addr, exec.Command(desktoptest.Build(t, "./trayapp")))
 	app.WaitLine(t, "ready", 1)
 
 	// A forger registers an item of its own, on the same path.
-	forger := desktop.NewForger(t, addr)
-	if err := forger.Conn().Object(desktop.WatcherName, desktop.WatcherPath).
-		Call(desktop.WatcherName+".RegisterStatusNotifierItem", 0, "/StatusNotifierItem").Err; err != nil {
+	forger := desktoptest.NewForger(t, addr)
+	if err := forger.Conn().Object(desktoptest.WatcherName, desktoptest.WatcherPath).
+		Call(desktoptest.WatcherName+".RegisterStatusNotifierItem", 0, "/StatusNotifierItem").Err; err != nil {
 		t.Fatal(err)
 	}
 	item := watcher.WaitItem(t, app.PID())
@@ -148,8 +148,8 @@ func TestTrayApp(t *testing.T) {
 
 	// The watcher's own properties, read like a panel would.
 	var registered []string
-	if err := forger.Conn().Object(desktop.WatcherName, desktop.WatcherPath).
-		Call("org.freedesktop.DBus.Properties.Get", 0, desktop.WatcherName, "RegisteredStatusNotifierItems").Store(&registered); err != nil {
+	if err := forger.Conn().Object(desktoptest.WatcherName, desktoptest.WatcherPath).
+		Call("org.freedesktop.DBus.Properties.Get", 0, desktoptest.WatcherName, "RegisteredStatusNotifierItems").Store(&registered); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Contains(registered, item.Service+"/StatusNotifierItem") {
@@ -179,7 +179,7 @@ func TestTrayApp(t *testing.T) {
 	if more := first.Find("More"); more.ChildrenDisplay != "submenu" || len(more.Children) != 0 {
 		t.Errorf("in the first layout, More = %+v; want a submenu announced but not sent (fyne.io/systray v1.12.2 sends depth 1 first)", *more)
 	}
-	menu := item.WaitMenu(t, "the submenu", func(m desktop.Menu) bool { return len(m.Find("More").Children) == 2 })
+	menu := item.WaitMenu(t, "the submenu", func(m desktoptest.Menu) bool { return len(m.Find("More").Children) == 2 })
 	for _, c := range []struct {
 		path            []string
 		typ             string
@@ -211,22 +211,22 @@ func TestTrayApp(t *testing.T) {
 	// A menu signal from a connection that registered no item is nobody's
 	// (the first forger's would count for its own item, not the app's).
 	updates := item.Updates()
-	stranger := desktop.NewForger(t, addr)
-	stranger.Signal(t, watcher.UniqueName(), "/StatusNotifierItem/menu", desktop.MenuInterface+".LayoutUpdated", uint32(999), int32(0))
-	watcher.WaitIgnored(t, stranger.UniqueName(), desktop.MenuInterface+".LayoutUpdated")
+	stranger := desktoptest.NewForger(t, addr)
+	stranger.Signal(t, watcher.UniqueName(), "/StatusNotifierItem/menu", desktoptest.MenuInterface+".LayoutUpdated", uint32(999), int32(0))
+	watcher.WaitIgnored(t, stranger.UniqueName(), desktoptest.MenuInterface+".LayoutUpdated")
 
 	// Clicks, top level and nested, and what they change.
 	for _, c := range []struct {
 		path  []string
 		line  string
-		check func(desktop.Menu) bool
+		check func(desktoptest.Menu) bool
 	}{
-		{[]string{"Approve"}, "clicked approve", func(m desktop.Menu) bool { return m.Find("Status: approved") != nil }},
-		{[]string{"More", "Deny"}, "clicked deny", func(m desktop.Menu) bool { return m.Find("Status: denied") != nil }},
-		{[]string{"More", "Start at login"}, "toggled true", func(m desktop.Menu) bool { return m.Find("More", "Start at login").Checked() }},
-		{[]string{"More", "Start at login"}, "toggled false", func(m desktop.Menu) bool { return !m.Find("More", "Start at login").Checked() }},
+		{[]string{"Approve"}, "clicked approve", func(m desktoptest.Menu) bool { return m.Find("Status: approved") != nil }},
+		{[]string{"More", "Deny"}, "clicked deny", func(m desktoptest.Menu) bool { return m.Find("Status: denied") != nil }},
+		{[]string{"More", "Start at login"}, "toggled true", func(m desktoptest.Menu) bool { return m.Find("More", "Start at login").Checked() }},
+		{[]string{"More", "Start at login"}, "toggled false", func(m desktoptest.Menu) bool { return !m.Find("More", "Start at login").Checked() }},
 	} {
-		m := item.WaitMenu(t, "the entry "+c.path[len(c.path)-1], func(m desktop.Menu) bool { return m.Find(c.path...) != nil })
+		m := item.WaitMenu(t, "the entry "+c.path[len(c.path)-1], func(m desktoptest.Menu) bool { return m.Find(c.path...) != nil })
 		item.Click(t, m.Find(c.path...).ID)
 		app.WaitLine(t, c.line, 1)
 		item.WaitMenu(t, "the effect of "+c.line, c.check)
@@ -245,18 +245,18 @@ func TestTrayApp(t *testing.T) {
 }
 
 // receive returns the next signal of the notification service's
-// interface, failing the test after desktop.Timeout.
+// interface, failing the test after desktoptest.Timeout.
 func receive(t *testing.T, sigs <-chan *dbus.Signal) *dbus.Signal {
 	t.Helper()
-	timeout := time.After(desktop.Timeout)
+	timeout := time.After(desktoptest.Timeout)
 	for {
 		select {
 		case sig := <-sigs:
-			if strings.HasPrefix(sig.Name, desktop.NotificationsName+".") {
+			if strings.HasPrefix(sig.Name, desktoptest.NotificationsName+".") {
 				return sig
 			}
 		case <-timeout:
-			t.Fatalf("no signal within %s", desktop.Timeout)
+			t.Fatalf("no signal within %s", desktoptest.Timeout)
 			return nil
 		}
 	}

@@ -1,4 +1,4 @@
-package desktop_test
+package desktoptest_test
 
 import (
 	"testing"

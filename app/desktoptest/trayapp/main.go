@@ -12,7 +12,7 @@
 //	toggled true|false    "More" → "Start at login" was clicked, and is now on or off
 //	clicked quit          "Quit" was clicked; the program then exits with status 0
 //
-// It runs only as a subprocess (desktop.Build, desktop.StartProcess):
+// It runs only as a subprocess (desktoptest.Build, desktoptest.StartProcess):
 // fyne.io/systray has global state and a data race the race detector
 // reports, and must stay out of test binaries.
 package main
