@@ -61,7 +61,7 @@ PINS_VAR  := github.com/carapace-dev/carapace/cmd/wiring.bundledPins
 ENGINE    ?= docker
 
 .PHONY: image-test
-image-test: build ## build the offline agent test image carapace-agent-test:dev (FROM scratch, no registry; needs busybox-static)
+image-test: build ## build the offline agent test image carapace-agent-test:dev with cmd/build-image (FROM scratch, no registry; needs busybox-static)
 	$(GO) run ./cmd/build-image -engine $(ENGINE) -version $(VERSION)
 
 .PHONY: image-agent
@@ -138,14 +138,14 @@ lint: $(ACTIONLINT) ## lint the GitHub workflows (actionlint, with shellcheck on
 	shellcheck -x $(SHELL_SCRIPTS)
 
 .PHONY: check
-check: $(STATICCHECK) lint ## static checks: gofmt, vet and staticcheck (linux and darwin), the workflows and scripts (make lint), dependency tests, cross builds
+check: $(STATICCHECK) lint ## static checks: gofmt, vet and staticcheck (linux and darwin), the workflows and scripts (make lint), dependency tests (the layers: internal/layers; the binaries: cmd/...), cross builds
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	$(GO) vet $(PKGS)
 	GOOS=darwin GOARCH=arm64 $(GO) vet $(PKGS)
 	$(GO) run ./cmd/darwincheck $(PKGS)
 	CGO_ENABLED=1 $(STATICCHECK) -tags $(TAGS) $(PKGS)
 	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(STATICCHECK) -tags $(TAGS) $(PKGS)
-	$(GO) test -count=1 -run '^(TestDeps|TestDependencies|TestImports)$$' ./cmd/... ./core/plugin/plugintest ./ipc/zmtp
+	$(GO) test -count=1 -run '^(TestDeps|TestDependencies|TestImports|TestLayers)$$' ./cmd/... ./core/plugin/plugintest ./ipc/zmtp ./internal/layers
 	GOOS=darwin GOARCH=arm64 $(GO) build -o /dev/null ./cmd/...
 	GOOS=linux GOARCH=arm64 $(GO) build -o /dev/null ./cmd/...
 
