@@ -32,72 +32,56 @@ const mod = "github.com/carapace-dev/carapace/"
 // and macOS.
 var targets = [][2]string{{"", ""}, {"darwin", "arm64"}}
 
-// above is the rule of every layer below cmd/: it may link none of these.
-func above(why string, more ...string) map[string]string {
-	m := map[string]string{mod + "cmd/...": why}
-	for _, p := range more {
-		m[mod+p] = why
+// within is the rule of a layer that may link only the given folders of
+// the module (its own among them), as import paths below mod.
+func within(pattern string, allowed ...string) deptest.Checker {
+	c := deptest.Checker{Package: mod + pattern}
+	for _, a := range allowed {
+		c.Within = append(c.Within, mod+a)
 	}
-	return m
+	return c
+}
+
+// below is the rule of a layer under cmd/: it may link none of the given
+// folders of the module, nor cmd/, and must link want (the positive
+// control: the listing sees what it should).
+func below(pattern, why, want string, forbidden ...string) deptest.Checker {
+	c := deptest.Checker{Package: mod + pattern, Forbidden: map[string]string{mod + "cmd/...": why}, Want: []string{mod + want}}
+	for _, p := range forbidden {
+		c.Forbidden[mod+p] = why
+	}
+	return c
 }
 
 func TestLayers(t *testing.T) {
+	internal := within("internal/...", "internal/...", "Resources/...", "core/home")
+	internal.NoMain = true // tools are programs: they live under cmd/
+	composition := deptest.Checker{
+		Package:   mod + "cmd/wiring",
+		Forbidden: map[string]string{mod + "cmd/carapace/...": "the composition is the mains' library, not part of one"},
+		Want:      []string{mod + "core/server", mod + "plugins", mod + "core/runtime/docker", mod + "applecontainer"},
+	}
 	layers := []struct {
 		name string
 		c    deptest.Checker
 	}{
-		{"Resources: data", deptest.Checker{
-			Package: mod + "Resources/...",
-			Within:  []string{mod + "Resources/..."},
-		}},
-		{"internal: leaf helpers", deptest.Checker{
-			// core/home, the home's layout, is a leaf too (its own rule
-			// below): internal/appstate keeps the app's state file in the
-			// home's run folder.
-			Package: mod + "internal/...",
-			Within:  []string{mod + "internal/...", mod + "Resources/...", mod + "core/home"},
-			NoMain:  true, // tools are programs: they live under cmd/
-		}},
-		{"core/home: the home's layout", deptest.Checker{
-			Package: mod + "core/home",
-			Within:  []string{mod + "core/home"},
-		}},
-		{"ipc: the boundary protocol", deptest.Checker{
-			Package: mod + "ipc/...",
-			Within:  []string{mod + "ipc/...", mod + "internal/..."},
-		}},
-		{"keychain: the credential store", deptest.Checker{
-			Package: mod + "keychain/...",
-			Within:  []string{mod + "keychain/...", mod + "internal/..."},
-		}},
-		{"core: the host", deptest.Checker{
-			Package:   mod + "core/...",
-			Forbidden: above("the core is given its engines and built-in plugins by cmd/wiring", "applecontainer/...", "plugins/...", "app/..."),
-			Want:      []string{mod + "core/server", mod + "core/runtime/docker"},
-		}},
-		{"core/runtime/docker: the Docker and Podman engine", deptest.Checker{
-			Package: mod + "core/runtime/docker/...",
-			Within:  []string{mod + "core/runtime/...", mod + "internal/..."},
-		}},
-		{"applecontainer: the Apple engine", deptest.Checker{
-			Package: mod + "applecontainer/...",
-			Within:  []string{mod + "applecontainer/...", mod + "core/runtime", mod + "internal/..."},
-		}},
-		{"plugins: run inside the core", deptest.Checker{
-			Package:   mod + "plugins/...",
-			Forbidden: above("a plugin runs inside the core and knows neither its assembly nor its containers", "app/...", "applecontainer/...", "core/server", "core/runtime/..."),
-			Want:      []string{mod + "core/plugin"},
-		}},
-		{"app: a client of the core", deptest.Checker{
-			Package:   mod + "app/...",
-			Forbidden: above("the menu-bar app reaches the core through core/control's client", "plugins/...", "applecontainer/...", "core/server", "core/runtime/..."),
-			Want:      []string{mod + "core/control"},
-		}},
-		{"cmd/wiring: the composition", deptest.Checker{
-			Package:   mod + "cmd/wiring",
-			Forbidden: map[string]string{mod + "cmd/carapace/...": "the composition is the mains' library, not part of one"},
-			Want:      []string{mod + "core/server", mod + "plugins", mod + "core/runtime/docker", mod + "applecontainer"},
-		}},
+		{"Resources: data", within("Resources/...", "Resources/...")},
+		// core/home, the home's layout, is a leaf too (its own rule
+		// below): internal/appstate keeps the app's state file in the
+		// home's run folder.
+		{"internal: leaf helpers", internal},
+		{"core/home: the home's layout", within("core/home", "core/home")},
+		{"ipc: the boundary protocol", within("ipc/...", "ipc/...", "internal/...")},
+		{"keychain: the credential store", within("keychain/...", "keychain/...", "internal/...")},
+		{"core: the host", below("core/...", "the core is given its engines and built-in plugins by cmd/wiring", "core/server",
+			"applecontainer/...", "plugins/...", "app/...")},
+		{"core/runtime/docker: the Docker and Podman engine", within("core/runtime/docker/...", "core/runtime/...", "internal/...")},
+		{"applecontainer: the Apple engine", within("applecontainer/...", "applecontainer/...", "core/runtime", "internal/...")},
+		{"plugins: run inside the core", below("plugins/...", "a plugin runs inside the core and knows neither its assembly nor its containers", "core/plugin",
+			"app/...", "applecontainer/...", "core/server", "core/runtime/...")},
+		{"app: a client of the core", below("app/...", "the menu-bar app reaches the core through core/control's client", "core/control",
+			"plugins/...", "applecontainer/...", "core/server", "core/runtime/...")},
+		{"cmd/wiring: the composition", composition},
 	}
 	for _, l := range layers {
 		t.Run(l.name, func(t *testing.T) {
