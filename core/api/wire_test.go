@@ -1,4 +1,4 @@
-package control_test
+package api_test
 
 import (
 	"bytes"
@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/carapace-dev/carapace/core/control"
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/internal/testutil"
 )
 
@@ -26,24 +26,24 @@ var (
 )
 
 var (
-	wirePlugin = control.PluginStatus{Name: "telegram", Healthy: false, Category: "NETWORK_ERROR", State: "degraded", Source: "user",
+	wirePlugin = api.PluginStatus{Name: "telegram", Healthy: false, Category: "NETWORK_ERROR", State: "degraded", Source: "user",
 		Dir: "/home/u/.carapace/plugins/telegram", Version: "1.2.0", Tools: []string{"telegram_send", "telegram_status"}, PID: 4242,
 		Problem: "getUpdates: connection refused"}
-	wireEngine  = control.EngineStatus{Name: "docker", Version: "27.3.1", Bin: "/opt/homebrew/bin/docker", BinFrom: "Homebrew, not on PATH"}
-	wireSession = control.Session{ID: "s-r35umrvqcw3sw", Group: "main", Socket: "/home/u/.carapace/run/s-r35umrvqcw3sw.sock",
+	wireEngine  = api.EngineStatus{Name: "docker", Version: "27.3.1", Bin: "/opt/homebrew/bin/docker", BinFrom: "Homebrew, not on PATH"}
+	wireSession = api.Session{ID: "s-r35umrvqcw3sw", Group: "main", Socket: "/home/u/.carapace/run/s-r35umrvqcw3sw.sock",
 		Runtime: "docker", Started: wireTime, Skills: "/home/u/.carapace/run/s-r35umrvqcw3sw/skills", ClaudeMD: "/home/u/.carapace/run/s-r35umrvqcw3sw/CLAUDE.md"}
-	wireStatus = control.Status{Version: "v0.23.0", PID: 31337, Started: wireTime, Home: "/home/u/.carapace", Sessions: 2,
-		PendingConfirmations: 1, Tools: 17, Plugins: []control.PluginStatus{wirePlugin, {Name: "echo", Healthy: true, State: "healthy", Source: "builtin"}},
-		Draining: true, Paused: true, Engines: []control.EngineStatus{wireEngine}, ConfigDigest: "sha256:5e884898da28047151d0e56f8dc62927"}
-	wireConfirmation = control.Confirmation{ID: "9f1c2a7e4b3d4c1f8e2a6b5d7c9e0f11", Tool: "send_email", Group: "main", Session: "s-r35umrvqcw3sw",
+	wireStatus = api.Status{Version: "v0.23.0", PID: 31337, Started: wireTime, Home: "/home/u/.carapace", Sessions: 2,
+		PendingConfirmations: 1, Tools: 17, Plugins: []api.PluginStatus{wirePlugin, {Name: "echo", Healthy: true, State: "healthy", Source: "builtin"}},
+		Draining: true, Paused: true, Engines: []api.EngineStatus{wireEngine}, ConfigDigest: "sha256:5e884898da28047151d0e56f8dc62927"}
+	wireConfirmation = api.Confirmation{ID: "9f1c2a7e4b3d4c1f8e2a6b5d7c9e0f11", Tool: "send_email", Group: "main", Session: "s-r35umrvqcw3sw",
 		Correlation: "0b6f3c525d7e4b8a9a512f7d3e9c1a44", ArgsHash: "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
 		Arguments: json.RawMessage(`{"to":"a@example.com","body":"[REDACTED]"}`), ArgumentsOmitted: true,
-		Hidden: []control.Hidden{{Path: "body", Kind: "bearer", Chars: 41}, {Path: "", Kind: "private-key", Chars: 0}}, Raw: true,
+		Hidden: []api.Hidden{{Path: "body", Kind: "bearer", Chars: 41}, {Path: "", Kind: "private-key", Chars: 0}}, Raw: true,
 		Summary: "every day at 09:00", CreatedAt: wireTime, ExpiresAt: wireZone, Decision: "approved", Surface: "telegram", Decider: "12345",
 		DecidedAt: &wireZone, Reason: "the session ended"}
-	wireRun = control.TaskRun{ID: 7, Task: "t-ab12cd34", Scheduled: wireTime, Manual: true, Until: &wireZone, Count: 3, State: "skipped",
+	wireRun = api.TaskRun{ID: 7, Task: "t-ab12cd34", Scheduled: wireTime, Manual: true, Until: &wireZone, Count: 3, State: "skipped",
 		Reason: "missed", LateMS: 1500, Session: "s-r35umrvqcw3sw", Started: &wireTime, Ended: &wireZone}
-	wireTask = control.Task{ID: "t-ab12cd34", Group: "main", Kind: "cron", Expr: "0 9 * * *", Zone: "Europe/Lisbon", Schedule: "every day at 09:00",
+	wireTask = api.Task{ID: "t-ab12cd34", Group: "main", Kind: "cron", Expr: "0 9 * * *", Zone: "Europe/Lisbon", Schedule: "every day at 09:00",
 		Prompt: "summarise my mail", Creator: "agent", CreatorSession: "s-r35umrvqcw3sw", CreatorConfirmation: "9f1c2a7e4b3d4c1f8e2a6b5d7c9e0f11",
 		Misfire: "skip", Enabled: true, PausedReason: "3 failed runs", CreatedAt: wireTime, Next: &wireZone, NextFires: []time.Time{wireTime, wireZone},
 		Last: &wireRun, RemovedAt: &wireTime, RemovedBy: "agent", RemovedSession: "s-r35umrvqcw3sw", RemovedConfirmation: "9f1c2a7e4b3d4c1f8e2a6b5d7c9e0f11"}
@@ -52,39 +52,39 @@ var (
 // wireValues are the golden values by file: a value with every field set,
 // and the zero value (what omitempty leaves out).
 var wireValues = map[string][]any{
-	"status.json":        {wireStatus, control.Status{}},
-	"engine-status.json": {wireEngine, control.EngineStatus{}},
-	"plugin-status.json": {wirePlugin, control.PluginStatus{}},
-	"session.json":       {wireSession, control.Session{}},
-	"session-request.json": {control.SessionRequest{Group: "main", Runtime: "docker", Command: []string{"sh", "-c", "echo hi"},
-		Prompt: "hello", Conversation: "chat-42"}, control.SessionRequest{}},
-	"output.json": {control.Output{Stream: "stderr", Data: "line\n", Exit: &exit3, Error: "the agent was stopped"}, control.Output{}},
-	"confirmation.json": {wireConfirmation, control.Confirmation{},
-		control.Confirmation{ID: "9f1c2a7e4b3d4c1f8e2a6b5d7c9e0f11", Tool: "t", Arguments: json.RawMessage(`[1,2]`), CreatedAt: wireTime, ExpiresAt: wireTime}},
-	"hidden.json": {control.Hidden{Path: "a.b[2]", Kind: "sensitive-key", Chars: 12}, control.Hidden{}},
-	"decision.json": {control.Decision{ID: "9f1c2a7e4b3d4c1f8e2a6b5d7c9e0f11", Approve: true, ArgsHash: "e3b0c442", Surface: "cli", Decider: "alice", Raw: true},
-		control.Decision{}},
-	"task.json":         {wireTask, control.Task{}},
-	"task-run.json":     {wireRun, control.TaskRun{}},
-	"task-request.json": {control.TaskRequest{Group: "main", Kind: "every", Expr: "1h", Zone: "UTC", Misfire: "catch-up-once", Prompt: "check"}, control.TaskRequest{}},
+	"status.json":        {wireStatus, api.Status{}},
+	"engine-status.json": {wireEngine, api.EngineStatus{}},
+	"plugin-status.json": {wirePlugin, api.PluginStatus{}},
+	"session.json":       {wireSession, api.Session{}},
+	"session-request.json": {api.SessionRequest{Group: "main", Runtime: "docker", Command: []string{"sh", "-c", "echo hi"},
+		Prompt: "hello", Conversation: "chat-42"}, api.SessionRequest{}},
+	"output.json": {api.Output{Stream: "stderr", Data: "line\n", Exit: &exit3, Error: "the agent was stopped"}, api.Output{}},
+	"confirmation.json": {wireConfirmation, api.Confirmation{},
+		api.Confirmation{ID: "9f1c2a7e4b3d4c1f8e2a6b5d7c9e0f11", Tool: "t", Arguments: json.RawMessage(`[1,2]`), CreatedAt: wireTime, ExpiresAt: wireTime}},
+	"hidden.json": {api.Hidden{Path: "a.b[2]", Kind: "sensitive-key", Chars: 12}, api.Hidden{}},
+	"decision.json": {api.Decision{ID: "9f1c2a7e4b3d4c1f8e2a6b5d7c9e0f11", Approve: true, ArgsHash: "e3b0c442", Surface: "cli", Decider: "alice", Raw: true},
+		api.Decision{}},
+	"task.json":         {wireTask, api.Task{}},
+	"task-run.json":     {wireRun, api.TaskRun{}},
+	"task-request.json": {api.TaskRequest{Group: "main", Kind: "every", Expr: "1h", Zone: "UTC", Misfire: "catch-up-once", Prompt: "check"}, api.TaskRequest{}},
 	"watch-event.json": {
-		control.WatchEvent{Type: control.WatchSnapshot, Time: wireTime, Status: &wireStatus, Sessions: []control.Session{wireSession},
-			Confirmations: []control.Confirmation{wireConfirmation}, Plugins: []control.PluginStatus{wirePlugin}, Tasks: []control.Task{wireTask}},
-		control.WatchEvent{Type: control.WatchConfirmationRequested, Time: wireTime, Confirmation: &wireConfirmation},
-		control.WatchEvent{Type: control.WatchSessionOpened, Time: wireTime, Session: &wireSession},
-		control.WatchEvent{Type: control.WatchPluginHealth, Time: wireTime, Plugin: &wirePlugin},
-		control.WatchEvent{Type: control.WatchTaskFired, Time: wireTime, Task: &wireTask, TaskRun: &wireRun},
-		control.WatchEvent{Type: control.WatchEnd, Time: wireTime, Error: "the core is stopping"},
-		control.WatchEvent{},
+		api.WatchEvent{Type: api.WatchSnapshot, Time: wireTime, Status: &wireStatus, Sessions: []api.Session{wireSession},
+			Confirmations: []api.Confirmation{wireConfirmation}, Plugins: []api.PluginStatus{wirePlugin}, Tasks: []api.Task{wireTask}},
+		api.WatchEvent{Type: api.WatchConfirmationRequested, Time: wireTime, Confirmation: &wireConfirmation},
+		api.WatchEvent{Type: api.WatchSessionOpened, Time: wireTime, Session: &wireSession},
+		api.WatchEvent{Type: api.WatchPluginHealth, Time: wireTime, Plugin: &wirePlugin},
+		api.WatchEvent{Type: api.WatchTaskFired, Time: wireTime, Task: &wireTask, TaskRun: &wireRun},
+		api.WatchEvent{Type: api.WatchEnd, Time: wireTime, Error: "the core is stopping"},
+		api.WatchEvent{},
 	},
 	// The names on the wire: the watch's line types, the topics it
 	// follows, and the runtimes a session may ask for.
 	"names.json": {
-		[]string{control.WatchSnapshot, control.WatchConfirmationRequested, control.WatchConfirmationResolved, control.WatchSessionOpened,
-			control.WatchSessionClosed, control.WatchPluginHealth, control.WatchStatus, control.WatchTaskCreated, control.WatchTaskChanged,
-			control.WatchTaskFired, control.WatchTaskFinished, control.WatchTaskRemoved, control.WatchEnd},
-		control.WatchTopics,
-		control.Runtimes,
+		[]string{api.WatchSnapshot, api.WatchConfirmationRequested, api.WatchConfirmationResolved, api.WatchSessionOpened,
+			api.WatchSessionClosed, api.WatchPluginHealth, api.WatchStatus, api.WatchTaskCreated, api.WatchTaskChanged,
+			api.WatchTaskFired, api.WatchTaskFinished, api.WatchTaskRemoved, api.WatchEnd},
+		api.WatchTopics,
+		api.Runtimes,
 	},
 }
 

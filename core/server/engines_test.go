@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/carapace-dev/carapace/core/control"
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/runtime"
 	"github.com/carapace-dev/carapace/core/server"
 	"github.com/carapace-dev/carapace/internal/testutil/coretest"
@@ -116,7 +116,7 @@ func TestStatusNamesTheEngineBinary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []control.EngineStatus{{Name: "apple", Version: "1.2.2", Bin: "/opt/homebrew/bin/container", BinFrom: "Homebrew, not on PATH"}}
+	want := []api.EngineStatus{{Name: "apple", Version: "1.2.2", Bin: "/opt/homebrew/bin/container", BinFrom: "Homebrew, not on PATH"}}
 	if !slices.Equal(st.Engines, want) {
 		t.Errorf("engines %+v, want %+v", st.Engines, want)
 	}
