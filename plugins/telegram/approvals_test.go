@@ -1,6 +1,7 @@
 package telegram
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -236,19 +237,23 @@ func TestNoCardsWithoutTheSurfaceGrant(t *testing.T) {
 	}
 }
 
-func TestConfirmationPayloadMatchesTheCore(t *testing.T) {
-	// The plugin decodes the core's api.Confirmation by JSON name.
+// TestConfirmationPayloadSurvivesTheBus: the plugin reads the core's
+// api.Confirmation from the event's payload (a JSON object the bus hands
+// it as a map) with every field the core sent, times, raw arguments and
+// hidden values included.
+func TestConfirmationPayloadSurvivesTheBus(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	in := api.Confirmation{ID: confID, Tool: "t", Group: "g", Session: "s", ArgsHash: argsHash, Arguments: json.RawMessage(`{"a":1}`),
-		ArgumentsOmitted: true, CreatedAt: now, ExpiresAt: now, Decision: "denied", Surface: "cli", Decider: "d", Reason: "r"}
-	var out confirmation
+	later := now.Add(90 * time.Second).In(time.FixedZone("CET", 3600))
+	in := api.Confirmation{ID: confID, Tool: "t", Group: "g", Session: "s", Correlation: "c", ArgsHash: argsHash,
+		Arguments: json.RawMessage(`{"a":1.50,"b":[true,null]}`), ArgumentsOmitted: true,
+		Hidden: []api.Hidden{{Path: "b[0]", Kind: "bearer", Chars: 40}}, Summary: "every day", CreatedAt: now, ExpiresAt: later,
+		Decision: "denied", Surface: "cli", Decider: "d", DecidedAt: &later, Reason: "r"}
+	var out api.Confirmation
 	if err := remarshal(payloadOf(t, in), &out); err != nil {
 		t.Fatal(err)
 	}
-	want := confirmation{ID: confID, Tool: "t", Group: "g", Session: "s", ArgsHash: argsHash, Arguments: json.RawMessage(`{"a":1}`),
-		ArgumentsOmitted: true, CreatedAt: now, ExpiresAt: now, Decision: "denied", Surface: "cli", Decider: "d", Reason: "r"}
-	if fmt.Sprint(out) != fmt.Sprint(want) {
-		t.Errorf("decoded %+v\nwant    %+v", out, want)
+	if got, want := mustJSON(out), mustJSON(in); !bytes.Equal(got, want) {
+		t.Errorf("decoded %s\nwant    %s", got, want)
 	}
 }
 

@@ -129,7 +129,7 @@ func TestCardShowsWhatRuns(t *testing.T) {
 	approvaltest.Check(t, approvaltest.Surface{
 		Name: "telegram card",
 		Render: func(c api.Confirmation) (string, bool) {
-			var pc confirmation
+			var pc api.Confirmation
 			if err := remarshal(payloadOf(t, c), &pc); err != nil { // as the event brings it
 				t.Fatal(err)
 			}
