@@ -8,7 +8,7 @@ import (
 
 	"github.com/carapace-dev/carapace/app/menu"
 	"github.com/carapace-dev/carapace/app/notify"
-	"github.com/carapace-dev/carapace/core/control"
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/internal/textutil"
 )
 
@@ -39,7 +39,7 @@ func (r *runner) menuAction(ctx context.Context, click menu.Click) {
 		r.goBG(func() {
 			cctx, cancel := context.WithTimeout(ctx, requestTimeout)
 			defer cancel()
-			if err := r.client.CloseSession(cctx, id); errors.Is(err, control.ErrNotFound) {
+			if err := r.client.CloseSession(cctx, id); errors.Is(err, api.ErrNotFound) {
 				r.log.Info("app: the session had closed already", "session", id)
 			} else if err != nil {
 				r.log.Warn("app: stop a session", "session", id, "err", err)
@@ -57,7 +57,7 @@ func (r *runner) menuAction(ctx context.Context, click menu.Click) {
 				return
 			}
 			// The stream says so too; this shows it at once.
-			r.post(func() { r.apply(gen, control.WatchEvent{Type: control.WatchStatus, Status: &st}, nil) })
+			r.post(func() { r.apply(gen, api.WatchEvent{Type: api.WatchStatus, Status: &st}, nil) })
 		})
 	case menu.ActionOpenAuditLog:
 		path := r.o.Home.AuditLog()
@@ -115,7 +115,7 @@ func (r *runner) menuAction(ctx context.Context, click menu.Click) {
 // instead, and the approval's notification is raised again: its Approve
 // counts only from the notification server, and only where the
 // notification shows every argument (notify.Notification.Approve).
-func (r *runner) askAgain(c control.Confirmation, from string) {
+func (r *runner) askAgain(c api.Confirmation, from string) {
 	r.log.Warn("app: not approved: the menu's Approve was clicked by a click the tray cannot tell from another program's; approve in the notification or with carapace confirm",
 		"confirmation", c.ID, "from", from)
 	r.state = r.state.WithReconfirm(c.ID)
@@ -143,7 +143,7 @@ func (r *runner) notificationAction(ctx context.Context, a notify.Action) {
 // decide sends a decision on c with the hash of the arguments shown. The
 // first decision wins on every surface: "already decided" is no error
 // for the user (the watch stream shows how it ended), only logged.
-func (r *runner) decide(ctx context.Context, c control.Confirmation, approve bool, surface string) {
+func (r *runner) decide(ctx context.Context, c api.Confirmation, approve bool, surface string) {
 	switch {
 	case approve && c.ArgumentsOmitted:
 		r.log.Warn("app: not approved: its arguments could not be shown", "confirmation", c.ID)
@@ -158,13 +158,13 @@ func (r *runner) decide(ctx context.Context, c control.Confirmation, approve boo
 		r.log.Warn("app: not decided: the core is not reached", "confirmation", c.ID)
 		return
 	}
-	d := control.Decision{ID: c.ID, Approve: approve, ArgsHash: c.ArgsHash, Surface: surface, Decider: r.o.Decider}
+	d := api.Decision{ID: c.ID, Approve: approve, ArgsHash: c.ArgsHash, Surface: surface, Decider: r.o.Decider}
 	r.goBG(func() {
 		cctx, cancel := context.WithTimeout(ctx, requestTimeout)
 		defer cancel()
 		got, err := r.client.Decide(cctx, d)
 		switch {
-		case errors.Is(err, control.ErrConflict):
+		case errors.Is(err, api.ErrConflict):
 			r.log.Info("app: the confirmation was already decided", "confirmation", d.ID, "surface", surface, "err", err)
 		case err != nil:
 			r.log.Warn("app: decide", "confirmation", d.ID, "surface", surface, "err", err)
@@ -209,7 +209,7 @@ func (r *runner) syncNotifications() {
 // arguments in the body; all of it escaped. It offers Approve only when
 // the summary shows every argument in full (menu.Summary); else Deny, and
 // the body says where to review the whole of it.
-func Notification(c control.Confirmation) notify.Notification {
+func Notification(c api.Confirmation) notify.Notification {
 	digest := c.ArgsHash
 	if len(digest) > menu.DigestPrefix {
 		digest = digest[:menu.DigestPrefix]
@@ -224,9 +224,9 @@ func Notification(c control.Confirmation) notify.Notification {
 	switch {
 	case len(c.Hidden) > 0 && !c.Raw:
 		fmt.Fprintf(&b, "\n%d %s hidden here ([REDACTED]): read what runs with carapace confirm show --raw %s, and approve it there",
-			len(c.Hidden), plural(len(c.Hidden), "value", "values"), control.ShortID(c.ID))
+			len(c.Hidden), plural(len(c.Hidden), "value", "values"), api.ShortID(c.ID))
 	case !complete:
-		b.WriteString("\n" + reviewInMenu + control.ShortID(c.ID))
+		b.WriteString("\n" + reviewInMenu + api.ShortID(c.ID))
 	}
 	return notify.Notification{
 		Key:     c.ID,
@@ -242,7 +242,7 @@ const reviewInMenu = "Not all of it is shown here: review it in the Carapace men
 
 // reconfirmation is the notification raised again for c after an
 // Approve in the menu that the tray could not vouch for.
-func reconfirmation(c control.Confirmation) notify.Notification {
+func reconfirmation(c api.Confirmation) notify.Notification {
 	n := Notification(c)
 	n.Body = "Confirm here: a click in the Carapace menu is not proof enough on this desktop.\n" + n.Body
 	return n

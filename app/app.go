@@ -32,6 +32,7 @@ import (
 	"github.com/carapace-dev/carapace/app/loginitem"
 	"github.com/carapace-dev/carapace/app/menu"
 	"github.com/carapace-dev/carapace/app/notify"
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/internal/appstate"
@@ -334,7 +335,7 @@ func (r *runner) gone(gen int, why string) {
 }
 
 // apply applies one line of core gen's watch stream.
-func (r *runner) apply(gen int, ev control.WatchEvent, full *control.Confirmation) {
+func (r *runner) apply(gen int, ev api.WatchEvent, full *api.Confirmation) {
 	if gen != r.gen {
 		return
 	}
@@ -342,7 +343,7 @@ func (r *runner) apply(gen int, ev control.WatchEvent, full *control.Confirmatio
 	if full != nil {
 		r.state = r.state.WithArguments(*full)
 	}
-	if ev.Type == control.WatchSnapshot {
+	if ev.Type == api.WatchSnapshot {
 		r.state.Notifications = r.permission()
 	}
 	r.syncNotifications()
@@ -422,11 +423,11 @@ func (r *runner) watchOnce(ctx context.Context, gen int, live func()) error {
 		if err != nil {
 			return err
 		}
-		if ev.Type == control.WatchSnapshot {
+		if ev.Type == api.WatchSnapshot {
 			live()
 		}
-		var full *control.Confirmation
-		if ev.Type == control.WatchConfirmationRequested && ev.Confirmation != nil && ev.Confirmation.ArgumentsOmitted {
+		var full *api.Confirmation
+		if ev.Type == api.WatchConfirmationRequested && ev.Confirmation != nil && ev.Confirmation.ArgumentsOmitted {
 			// Too large for the stream: fetch them before showing it, so
 			// that the menu can show every argument.
 			fctx, cancel := context.WithTimeout(ctx, requestTimeout)
@@ -441,7 +442,7 @@ func (r *runner) watchOnce(ctx context.Context, gen int, live func()) error {
 		if !r.post(func() { r.apply(gen, ev, full) }) {
 			return context.Canceled
 		}
-		if ev.Type == control.WatchEnd {
+		if ev.Type == api.WatchEnd {
 			return fmt.Errorf("the core ended the watch: %s", ev.Error)
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/carapace-dev/carapace/app/loginitem"
 	"github.com/carapace-dev/carapace/app/menu"
 	"github.com/carapace-dev/carapace/app/notify"
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/control/controltest"
 	"github.com/carapace-dev/carapace/core/home"
@@ -43,7 +44,7 @@ func (o omitting) Watch(ctx context.Context) (*control.Watch, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make(chan control.WatchEvent)
+	out := make(chan api.WatchEvent)
 	in := w.Events
 	go func() {
 		defer close(out)
@@ -77,8 +78,8 @@ func fakeCore(t *testing.T, wrap func(*controltest.Backend) control.Backend) (ho
 	return h, b
 }
 
-func confirmation(id, args string) control.Confirmation {
-	return control.Confirmation{ID: id, Tool: "send_email", Group: "main", Session: "s1",
+func confirmation(id, args string) api.Confirmation {
+	return api.Confirmation{ID: id, Tool: "send_email", Group: "main", Session: "s1",
 		ArgsHash: strings.Repeat("ab", 32), Arguments: json.RawMessage(args),
 		CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Hour)}
 }
@@ -123,7 +124,7 @@ func TestDecisions(t *testing.T) {
 			}
 			a.tray.waitFor(t, "the approval gone", hasNot("confirm/"+idA))
 			n.waitWithdrawn(t, idA)
-			want := control.Decision{ID: idA, Approve: tt.approve, ArgsHash: c.ArgsHash, Surface: tt.surface, Decider: "tester"}
+			want := api.Decision{ID: idA, Approve: tt.approve, ArgsHash: c.ArgsHash, Surface: tt.surface, Decider: "tester"}
 			if got := b.Decisions(); len(got) != 1 || got[0] != want {
 				t.Errorf("decisions %+v, want [%+v]", got, want)
 			}
@@ -191,7 +192,7 @@ func TestHiddenValuesApproveNothing(t *testing.T) {
 	n := newFakeNotifier()
 	a := startApp(t, h, func(o *app.Options) { o.Notifier = n })
 	c := confirmation(idA, `{"prompt":"-----BEGIN RSA PRIVATE KEY-----[REDACTED]"}`)
-	c.Hidden = []control.Hidden{{Path: "prompt", Kind: "private-key", Chars: 52}}
+	c.Hidden = []api.Hidden{{Path: "prompt", Kind: "private-key", Chars: 52}}
 	b.AddConfirmation(c)
 	tr := a.tray.waitFor(t, "the approval", has("confirm/"+idA+"/hidden/0"))
 	if it, _ := tr.Find("confirm/" + idA + "/approve"); it.Enabled {
@@ -221,7 +222,7 @@ func TestLateClicks(t *testing.T) {
 	tr := a.tray.waitFor(t, "the approval", has("confirm/"+idA+"/approve"))
 	n.waitShown(t, idA)
 	// Decided on the CLI.
-	if _, err := control.NewClient(h.ControlSocket()).Decide(t.Context(), control.Decision{ID: idA, Approve: false, ArgsHash: strings.Repeat("ab", 32), Surface: "cli"}); err != nil {
+	if _, err := control.NewClient(h.ControlSocket()).Decide(t.Context(), api.Decision{ID: idA, Approve: false, ArgsHash: strings.Repeat("ab", 32), Surface: "cli"}); err != nil {
 		t.Fatal(err)
 	}
 	n.waitWithdrawn(t, idA)
@@ -272,7 +273,7 @@ func TestArgumentsLeftOut(t *testing.T) {
 	// without arguments, which cannot be fetched.
 	ghost := confirmation(idB, `{}`)
 	ghost.Arguments, ghost.ArgumentsOmitted = nil, true
-	b.Emit(control.WatchEvent{Type: control.WatchConfirmationRequested, Confirmation: &ghost})
+	b.Emit(api.WatchEvent{Type: api.WatchConfirmationRequested, Confirmation: &ghost})
 	tr = a.tray.waitFor(t, "the unfetched approval", has("confirm/"+idB+"/deny"))
 	if it, _ := tr.Find("confirm/" + idB + "/approve"); it.Enabled {
 		t.Error("Approve offered for arguments never shown")
@@ -322,16 +323,16 @@ func TestSessionsPauseAuditAndLogin(t *testing.T) {
 		}
 		defer sh.Close()
 		s := sh.Info()
-		b.Emit(control.WatchEvent{Type: control.WatchSessionOpened, Session: &s})
+		b.Emit(api.WatchEvent{Type: api.WatchSessionOpened, Session: &s})
 		tr := a.tray.waitFor(t, "the session", has("session/"+s.ID+"/stop"))
 		a.tray.click(t, tr, "session/"+s.ID+"/stop")
 		b.WaitClosed(t, s.ID)
 	})
 	t.Run("run and pause a task", func(t *testing.T) {
 		next := time.Now().Add(time.Hour)
-		task := control.Task{ID: "t-abc12345", Group: "main", Schedule: "every hour", Enabled: true, Next: &next}
+		task := api.Task{ID: "t-abc12345", Group: "main", Schedule: "every hour", Enabled: true, Next: &next}
 		b.AddTaskView(task)
-		b.Emit(control.WatchEvent{Type: control.WatchTaskCreated, Task: &task})
+		b.Emit(api.WatchEvent{Type: api.WatchTaskCreated, Task: &task})
 		tr := a.tray.waitFor(t, "the task", has("task/t-abc12345/run"))
 		a.tray.click(t, tr, "task/t-abc12345/run")
 		a.tray.click(t, tr, "task/t-abc12345/pause")

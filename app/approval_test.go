@@ -7,8 +7,8 @@ import (
 	"github.com/carapace-dev/carapace/app"
 	"github.com/carapace-dev/carapace/app/menu"
 	"github.com/carapace-dev/carapace/app/notify"
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/confirm/approvaltest"
-	"github.com/carapace-dev/carapace/core/control"
 )
 
 // A notification offers Approve only where its body shows every argument
@@ -22,7 +22,7 @@ func TestNotificationApprovalProperty(t *testing.T) {
 	}{
 		{"notification (Linux, plain body)", freedesktop(false)},
 		{"notification (Linux, body-markup)", freedesktop(true)},
-		{"notification (macOS)", func(c control.Confirmation) (string, bool) {
+		{"notification (macOS)", func(c api.Confirmation) (string, bool) {
 			n := app.Notification(c)
 			return n.Title + "\n" + n.Body, n.Approve
 		}},
@@ -37,7 +37,7 @@ func TestNotificationApprovalProperty(t *testing.T) {
 // the body the notifier sends, unescaped when the server reads markup,
 // and whether Approve is among its buttons.
 func freedesktop(markup bool) approvaltest.Render {
-	return func(c control.Confirmation) (string, bool) {
+	return func(c api.Confirmation) (string, bool) {
 		n := app.Notification(c)
 		body, approve := notify.FreedesktopBody(n, markup)
 		if markup {

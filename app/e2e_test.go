@@ -19,6 +19,7 @@ import (
 	"github.com/carapace-dev/carapace/app/menu"
 	"github.com/carapace-dev/carapace/app/notify"
 	"github.com/carapace-dev/carapace/cmd/wiring/coretest"
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/control/controltest"
 	"github.com/carapace-dev/carapace/core/loader"
@@ -183,7 +184,7 @@ func TestApprovalsThroughTheRealCore(t *testing.T) {
 	})
 	a.tray.waitFor(t, "the core running", titled("status", "Carapace: running"))
 	a.tray.waitFor(t, "the session", has("session/"+s.ID+"/stop"))
-	info := func(id string) control.Confirmation {
+	info := func(id string) api.Confirmation {
 		t.Helper()
 		got, err := c.Client.Confirmation(t.Context(), id)
 		if err != nil {
@@ -241,7 +242,7 @@ func TestApprovalsThroughTheRealCore(t *testing.T) {
 		id := bg.waitPending(t)
 		a.tray.waitFor(t, "the approval", has("confirm/"+id+"/approve"))
 		n.waitShown(t, id)
-		if _, err := c.Client.Decide(t.Context(), control.Decision{ID: id, Approve: true, ArgsHash: info(id).ArgsHash, Surface: "cli", Decider: "someone"}); err != nil {
+		if _, err := c.Client.Decide(t.Context(), api.Decision{ID: id, Approve: true, ArgsHash: info(id).ArgsHash, Surface: "cli", Decider: "someone"}); err != nil {
 			t.Fatal(err)
 		}
 		if code, out := bg.wait(t); code != 0 {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/carapace-dev/carapace/app"
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/control/controltest"
 )
@@ -26,7 +27,7 @@ func (c *cutting) Watch(ctx context.Context) (*control.Watch, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, stop := make(chan control.WatchEvent), make(chan struct{})
+	out, stop := make(chan api.WatchEvent), make(chan struct{})
 	var once sync.Once
 	in := w.Events
 	go func() {

@@ -26,6 +26,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/internal/textutil"
@@ -209,7 +210,7 @@ func (c *Core) locked() bool {
 }
 
 // status asks the core for its status, bounded.
-func (c *Core) status(ctx context.Context) (control.Status, error) {
+func (c *Core) status(ctx context.Context) (api.Status, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	return c.client.Status(ctx)

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/confirm/approvaltest"
-	"github.com/carapace-dev/carapace/core/control"
 )
 
 // The menu offers Approve only where its submenu shows every argument that
@@ -19,8 +19,8 @@ func TestApprovalProperty(t *testing.T) {
 // renderMenu is the menu as approvaltest sees it: the confirmation's
 // submenu as text, one item a line with wrapped lines joined again, and
 // whether its Approve is enabled.
-func renderMenu(c control.Confirmation) (string, bool) {
-	s := State{}.Apply(control.WatchEvent{Type: control.WatchSnapshot, Status: &control.Status{}, Confirmations: []control.Confirmation{c}})
+func renderMenu(c api.Confirmation) (string, bool) {
+	s := State{}.Apply(api.WatchEvent{Type: api.WatchSnapshot, Status: &api.Status{}, Confirmations: []api.Confirmation{c}})
 	sub, ok := Render(s, c.CreatedAt).Find("confirm/" + c.ID)
 	if !ok {
 		return "(no submenu for the confirmation)", false

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/carapace-dev/carapace/core/control"
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/internal/textutil"
 )
 
@@ -187,7 +187,7 @@ func cut(r []rune, limit int) int {
 // escaped. complete says it shows every argument in full, as it runs —
 // nothing cut, left out, unreadable or hidden (Hidden) —, the condition for
 // offering Approve beside it. The full arguments are in the menu.
-func Summary(c control.Confirmation, width int) (s string, complete bool) {
+func Summary(c api.Confirmation, width int) (s string, complete bool) {
 	switch {
 	case c.ArgumentsOmitted:
 		return "arguments too large for a notification: see the menu", false

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/carapace-dev/carapace/core/control"
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/internal/textutil"
 )
 
@@ -98,7 +98,7 @@ func TestSummary(t *testing.T) {
 	long := strings.Repeat("x", 10<<10)
 	tests := []struct {
 		name     string
-		c        control.Confirmation
+		c        api.Confirmation
 		width    int
 		want     string
 		complete bool

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/carapace-dev/carapace/core/control"
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/internal/textutil"
 )
 
@@ -119,7 +119,7 @@ func statusItems(s State) []Item {
 	return items
 }
 
-func engines(es []control.EngineStatus) string {
+func engines(es []api.EngineStatus) string {
 	if len(es) == 0 {
 		return "no container engine checked yet"
 	}
@@ -130,7 +130,7 @@ func engines(es []control.EngineStatus) string {
 	return strings.Join(parts, ", ")
 }
 
-func plugins(ps []control.PluginStatus) string {
+func plugins(ps []api.PluginStatus) string {
 	if len(ps) == 0 {
 		return ""
 	}
@@ -162,7 +162,7 @@ func approvals(s State, now time.Time) Item {
 // confirmation is one confirmation's submenu: what it is, every argument,
 // then Approve and Deny. reconfirm says an Approve clicked here did not
 // count (State.Reconfirm).
-func confirmation(c control.Confirmation, live, reconfirm bool, now time.Time) Item {
+func confirmation(c api.Confirmation, live, reconfirm bool, now time.Time) Item {
 	id := "confirm/" + c.ID
 	digest := digestPrefix(c.ArgsHash)
 	it := Item{ID: id, Title: textutil.Printable(textutil.ClipRunes(c.Tool, 32)) + " · " + textutil.Printable(textutil.ClipRunes(c.Group, 24)) + " · " + digest,
@@ -195,13 +195,13 @@ func confirmation(c control.Confirmation, live, reconfirm bool, now time.Time) I
 	it.Children = append(it.Children, Item{ID: id + "/sep/decide", Separator: true})
 	if reconfirm {
 		info("reconfirm", "Approve here did not count: this desktop's panel cannot prove a click in this menu is yours. "+
-			"Approve in the notification, or with: carapace confirm approve "+control.ShortID(c.ID))
+			"Approve in the notification, or with: carapace confirm approve "+api.ShortID(c.ID))
 	}
 	approve := Item{ID: id + "/approve", Title: "Approve", Enabled: live && readable && !hidden,
 		Action: Action{Kind: ActionApprove, Target: c.ID, ArgsHash: c.ArgsHash}}
 	switch {
 	case hidden:
-		approve.Tooltip = "Values are hidden above: approve with carapace confirm approve --raw " + control.ShortID(c.ID) + " after reading them"
+		approve.Tooltip = "Values are hidden above: approve with carapace confirm approve --raw " + api.ShortID(c.ID) + " after reading them"
 	case !readable:
 		approve.Tooltip = "The arguments cannot all be shown here: decide with carapace confirm"
 	}
@@ -215,7 +215,7 @@ func confirmation(c control.Confirmation, live, reconfirm bool, now time.Time) I
 // hiddenItems say what the arguments shown do not show as it runs — each
 // value the core's sanitiser hid, where, what it looked like and how
 // much — and where to read and approve it: the menu offers Deny only.
-func hiddenItems(id string, c control.Confirmation) []Item {
+func hiddenItems(id string, c api.Confirmation) []Item {
 	var items []Item
 	info := func(sub, title string) { items = append(items, lines(id+"/hidden/"+sub, title)...) }
 	info("head", "Hidden, shown above as [REDACTED] — maybe not a secret:")
@@ -230,14 +230,14 @@ func hiddenItems(id string, c control.Confirmation) []Item {
 		}
 		info(strconv.Itoa(i), "• "+where+" · "+textutil.Printable(orText(h.Kind, "secret"))+" · "+chars)
 	}
-	info("show", "Read what runs: carapace confirm show --raw "+control.ShortID(c.ID))
-	info("approve", "and approve it there: carapace confirm approve --raw "+control.ShortID(c.ID))
+	info("show", "Read what runs: carapace confirm show --raw "+api.ShortID(c.ID))
+	info("approve", "and approve it there: carapace confirm approve --raw "+api.ShortID(c.ID))
 	return items
 }
 
 // argumentLines are the argument lines of c's submenu, each leaf wrapped
 // to Width, and whether they show every argument (else no Approve).
-func argumentLines(c control.Confirmation) ([]string, bool) {
+func argumentLines(c api.Confirmation) ([]string, bool) {
 	if c.ArgumentsOmitted {
 		return []string{"(not loaded yet: too large for the watch stream)"}, false
 	}

@@ -8,16 +8,16 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/carapace-dev/carapace/core/control"
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/internal/textutil"
 )
 
 const fullHash = "b58921601d60d0fd8716d963de97b59a34af8caaf50ef411bc3fae1fdd97f2d5"
 
 // running is a core as the first snapshot shows it.
-func running(cs []control.Confirmation, ss []control.Session) State {
-	st := control.Status{Version: "1.2.3", Engines: []control.EngineStatus{{Name: "docker", Version: "27.1"}},
-		Plugins: []control.PluginStatus{{Name: "echo", Healthy: true, State: "healthy"}, {Name: "memory", State: "crashed"}}}
+func running(cs []api.Confirmation, ss []api.Session) State {
+	st := api.Status{Version: "1.2.3", Engines: []api.EngineStatus{{Name: "docker", Version: "27.1"}},
+		Plugins: []api.PluginStatus{{Name: "echo", Healthy: true, State: "healthy"}, {Name: "memory", State: "crashed"}}}
 	s := State{Notifications: Permission{OK: true}, LoginItem: LoginItem{Supported: true}}
 	return s.Apply(snapshot(st, cs, ss))
 }
@@ -49,7 +49,7 @@ Open audit log -> open-audit-log
 Quit Carapace -> quit
 `},
 		{"running with an approval and a session", func() State {
-			s := running([]control.Confirmation{email}, []control.Session{sess("s-abc", "main")})
+			s := running([]api.Confirmation{email}, []api.Session{sess("s-abc", "main")})
 			s.LoginItem.Enabled, s.StartedCore = true, true
 			return s
 		}(), `icon attention badge 1
@@ -88,7 +88,7 @@ Quit Carapace -> quit
 `},
 		{"paused, notifications denied", func() State {
 			s := running(nil, nil)
-			s = s.Apply(statusEv(control.Status{Version: "1.2.3", Paused: true}))
+			s = s.Apply(statusEv(api.Status{Version: "1.2.3", Paused: true}))
 			s.Notifications = Permission{Why: "denied in System Settings › Notifications"}
 			return s
 		}(), `icon normal
@@ -110,7 +110,7 @@ Open audit log -> open-audit-log
 ---
 Quit Carapace -> quit
 `},
-		{"the core died", running([]control.Confirmation{email}, nil).NotRunning("the core exited: exit status 1\nerror: config.toml: line 3"), `icon attention
+		{"the core died", running([]api.Confirmation{email}, nil).NotRunning("the core exited: exit status 1\nerror: config.toml: line 3"), `icon attention
 Carapace: not running (off)
 the core exited: exit status 1 error: config.toml: line 3 (off)
 Notifications: on (off)
@@ -129,7 +129,7 @@ Open audit log -> open-audit-log
 ---
 Quit Carapace -> quit
 `},
-		{"reconnecting: shown but not decidable", running([]control.Confirmation{email}, []control.Session{sess("s-abc", "main")}).Connecting("the core ended the watch: cut off"), `icon attention badge 1
+		{"reconnecting: shown but not decidable", running([]api.Confirmation{email}, []api.Session{sess("s-abc", "main")}).Connecting("the core ended the watch: cut off"), `icon attention badge 1
 Carapace: reconnecting… (off)
 the core ended the watch: cut off (off)
 Version: 1.2.3 (off)
@@ -223,7 +223,7 @@ func TestRenderHostileArguments(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			args, _ := json.Marshal(map[string]any{"m": tt.value, "k": []string{tt.value}})
 			c := conf("abcdef0123456789abcdef0123456789", "echo_confirm", string(args))
-			tree := Render(running([]control.Confirmation{c}, nil), t0)
+			tree := Render(running([]api.Confirmation{c}, nil), t0)
 			checkTree(t, tree)
 			sub, ok := tree.Find("confirm/" + c.ID)
 			if !ok {
@@ -283,24 +283,24 @@ func TestRenderWhenToApprove(t *testing.T) {
 	}
 	manyJSON, _ := json.Marshal(many)
 	base := conf("abcdef0123456789abcdef0123456789", "t", `{"m":"x"}`)
-	with := func(f func(*control.Confirmation)) control.Confirmation { c := base; f(&c); return c }
+	with := func(f func(*api.Confirmation)) api.Confirmation { c := base; f(&c); return c }
 	tests := []struct {
 		name             string
-		state            func(control.Confirmation) State
-		c                control.Confirmation
+		state            func(api.Confirmation) State
+		c                api.Confirmation
 		approve, deny    bool
 		line0, lastTitle string
 	}{
 		{"shown whole", live, base, true, true, `m = "x"`, ""},
-		{"no arguments", live, with(func(c *control.Confirmation) { c.Arguments = nil }), true, true, "(none)", ""},
+		{"no arguments", live, with(func(c *api.Confirmation) { c.Arguments = nil }), true, true, "(none)", ""},
 		{"left out of the event", live, omitted(base), false, true, "(not loaded yet: too large for the watch stream)", ""},
-		{"not JSON", live, with(func(c *control.Confirmation) { c.Arguments = json.RawMessage(`{"m":`) }), false, true, "(cannot be shown: read the arguments: unexpected EOF)", ""},
-		{"more lines than the menu shows", live, with(func(c *control.Confirmation) { c.Arguments = manyJSON }), false, true, "k0000 = 0",
+		{"not JSON", live, with(func(c *api.Confirmation) { c.Arguments = json.RawMessage(`{"m":`) }), false, true, "(cannot be shown: read the arguments: unexpected EOF)", ""},
+		{"more lines than the menu shows", live, with(func(c *api.Confirmation) { c.Arguments = manyJSON }), false, true, "k0000 = 0",
 			"… 1 more arguments not shown: see carapace confirm list --json"},
-		{"reconnecting", func(c control.Confirmation) State { return live(c).Connecting("x") }, base, false, false, `m = "x"`, ""},
-		{"a value hidden", live, with(func(c *control.Confirmation) {
+		{"reconnecting", func(c api.Confirmation) State { return live(c).Connecting("x") }, base, false, false, `m = "x"`, ""},
+		{"a value hidden", live, with(func(c *api.Confirmation) {
 			c.Arguments = json.RawMessage(`{"m":"-----BEGIN RSA PRIVATE KEY-----[REDACTED]"}`)
-			c.Hidden = []control.Hidden{{Path: "m", Kind: "private-key", Chars: 52}}
+			c.Hidden = []api.Hidden{{Path: "m", Kind: "private-key", Chars: 52}}
 		}), false, true, `m = "-----BEGIN RSA PRIVATE KEY-----[REDACTED]"`, ""},
 	}
 	for _, tt := range tests {
@@ -331,7 +331,7 @@ func TestRenderWhenToApprove(t *testing.T) {
 	}
 }
 
-func live(c control.Confirmation) State { return running([]control.Confirmation{c}, nil) }
+func live(c api.Confirmation) State { return running([]api.Confirmation{c}, nil) }
 
 // An item's ID names the same thing in every render, whatever else
 // changed, so a tray updates it in place and a click means what it showed.
@@ -340,7 +340,7 @@ func live(c control.Confirmation) State { return running([]control.Confirmation{
 // it is done instead. An Approve that did not count says so too.
 func TestRenderHiddenAndReconfirm(t *testing.T) {
 	c := conf("abcdef0123456789abcdef0123456789", "schedule_task", `{"prompt":"[REDACTED]","x":["a", "[REDACTED]"]}`)
-	c.Hidden = []control.Hidden{{Path: "prompt", Kind: "private-key", Chars: 52}, {Path: "x[1]", Kind: "sensitive-key"}, {Path: "", Kind: ""}}
+	c.Hidden = []api.Hidden{{Path: "prompt", Kind: "private-key", Chars: 52}, {Path: "x[1]", Kind: "sensitive-key"}, {Path: "", Kind: ""}}
 	s := live(c).WithReconfirm(c.ID)
 	tree := Render(s, t0)
 	sub, _ := tree.Find("confirm/" + c.ID)
@@ -367,7 +367,7 @@ func TestRenderHiddenAndReconfirm(t *testing.T) {
 		t.Errorf("approve %+v; want it disabled, saying where to approve", approve)
 	}
 	// Once it is decided elsewhere, nothing of it stays.
-	if s = s.Apply(control.WatchEvent{Type: control.WatchConfirmationResolved, Confirmation: &c}); len(s.Reconfirm) != 0 {
+	if s = s.Apply(api.WatchEvent{Type: api.WatchConfirmationResolved, Confirmation: &c}); len(s.Reconfirm) != 0 {
 		t.Errorf("Reconfirm %v after the confirmation was resolved", s.Reconfirm)
 	}
 }
@@ -375,8 +375,8 @@ func TestRenderHiddenAndReconfirm(t *testing.T) {
 func TestRenderStableIDs(t *testing.T) {
 	a := conf("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "send_email", `{"to":"x","body":"`+strings.Repeat("y", 300)+`"}`)
 	b := conf("bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", "rm", `{"path":"/"}`)
-	s1 := running([]control.Confirmation{a}, []control.Session{sess("s-1", "main")})
-	s2 := s1.Apply(requested(b)).Apply(opened(sess("s-2", "work"))).Apply(statusEv(control.Status{Paused: true}))
+	s1 := running([]api.Confirmation{a}, []api.Session{sess("s-1", "main")})
+	s2 := s1.Apply(requested(b)).Apply(opened(sess("s-2", "work"))).Apply(statusEv(api.Status{Paused: true}))
 	before, after := Render(s1, t0), Render(s2, t0.Add(time.Hour))
 	ids := map[string]Item{}
 	before.Walk(func(it Item, _ int) { ids[it.ID] = it })
@@ -418,13 +418,13 @@ func TestRenderQuitSaysWhatHappensToTheCore(t *testing.T) {
 // (the last run), paused (Resume offered), removed.
 func TestTasksMenu(t *testing.T) {
 	next := t0.Add(3 * time.Hour)
-	task := control.Task{ID: "t-abc12345", Group: "main", Schedule: "every day at 07:00 (Europe/Berlin)", Prompt: "Summarise\nmy calendar",
+	task := api.Task{ID: "t-abc12345", Group: "main", Schedule: "every day at 07:00 (Europe/Berlin)", Prompt: "Summarise\nmy calendar",
 		Enabled: true, Next: &next}
 	s := running(nil, nil)
-	s = s.Apply(control.WatchEvent{Type: control.WatchTaskCreated, Task: &task})
+	s = s.Apply(api.WatchEvent{Type: api.WatchTaskCreated, Task: &task})
 	done := task
-	done.Last = &control.TaskRun{ID: 1, State: "failed", Reason: "the agent exited with status 1", Scheduled: t0}
-	s = s.Apply(control.WatchEvent{Type: control.WatchTaskFinished, Task: &done, TaskRun: done.Last})
+	done.Last = &api.TaskRun{ID: 1, State: "failed", Reason: "the agent exited with status 1", Scheduled: t0}
+	s = s.Apply(api.WatchEvent{Type: api.WatchTaskFinished, Task: &done, TaskRun: done.Last})
 	tree := Render(s, t0)
 	checkTree(t, tree)
 	got := tree.String()
@@ -446,7 +446,7 @@ func TestTasksMenu(t *testing.T) {
 
 	paused := done
 	paused.Enabled, paused.Next, paused.PausedReason = false, nil, "paused after 3 failed runs in a row"
-	s = s.Apply(control.WatchEvent{Type: control.WatchTaskChanged, Task: &paused})
+	s = s.Apply(api.WatchEvent{Type: api.WatchTaskChanged, Task: &paused})
 	tree = Render(s, t0)
 	if it, ok := tree.Find("task/t-abc12345/resume"); !ok || it.Action.Kind != ActionResumeTask {
 		t.Errorf("a paused task offers no Resume:\n%s", tree)
@@ -454,12 +454,12 @@ func TestTasksMenu(t *testing.T) {
 	if !strings.Contains(tree.String(), "main · paused itself") || !strings.Contains(tree.String(), "Paused: paused after 3 failed runs") {
 		t.Errorf("a task that paused itself:\n%s", tree)
 	}
-	s = s.Apply(control.WatchEvent{Type: control.WatchTaskRemoved, Task: &paused})
+	s = s.Apply(api.WatchEvent{Type: api.WatchTaskRemoved, Task: &paused})
 	if len(s.Tasks) != 0 || !strings.Contains(Render(s, t0).String(), "Tasks (0)") {
 		t.Errorf("after task.removed: %+v", s.Tasks)
 	}
 	// A fresh snapshot replaces the list.
-	s = s.Apply(control.WatchEvent{Type: control.WatchSnapshot, Tasks: []control.Task{task}})
+	s = s.Apply(api.WatchEvent{Type: api.WatchSnapshot, Tasks: []api.Task{task}})
 	if len(s.Tasks) != 1 {
 		t.Errorf("snapshot tasks: %+v", s.Tasks)
 	}
@@ -469,7 +469,7 @@ func TestTasksMenu(t *testing.T) {
 // nothing from Telegram) shows on the Plugins line, as it arrives on the
 // watch stream, and leaves it when it recovers.
 func TestRenderDegradedPlugin(t *testing.T) {
-	s := running(nil, nil).Apply(health(control.PluginStatus{Name: "memory", Healthy: true, State: "healthy"}))
+	s := running(nil, nil).Apply(health(api.PluginStatus{Name: "memory", Healthy: true, State: "healthy"}))
 	line := func(s State) string {
 		for _, it := range Render(s, t0).Items {
 			if strings.HasPrefix(it.Title, "Plugins:") {
@@ -481,11 +481,11 @@ func TestRenderDegradedPlugin(t *testing.T) {
 	if got := line(s); got != "Plugins: 2 healthy" {
 		t.Fatalf("before: %q", got)
 	}
-	s = s.Apply(health(control.PluginStatus{Name: "telegram", State: "degraded", Problem: "no message from Telegram can arrive"}))
+	s = s.Apply(health(api.PluginStatus{Name: "telegram", State: "degraded", Problem: "no message from Telegram can arrive"}))
 	if got, want := line(s), "Plugins: 2 healthy, not: telegram (degraded)"; got != want {
 		t.Errorf("degraded: %q, want %q", got, want)
 	}
-	s = s.Apply(health(control.PluginStatus{Name: "telegram", Healthy: true, State: "healthy"}))
+	s = s.Apply(health(api.PluginStatus{Name: "telegram", Healthy: true, State: "healthy"}))
 	if got := line(s); got != "Plugins: 3 healthy" {
 		t.Errorf("recovered: %q", got)
 	}

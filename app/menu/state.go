@@ -3,7 +3,7 @@ package menu
 import (
 	"slices"
 
-	"github.com/carapace-dev/carapace/core/control"
+	"github.com/carapace-dev/carapace/core/api"
 )
 
 // State is what the menu knows: the core as the watch stream last showed
@@ -17,13 +17,13 @@ type State struct {
 	// a watch, a start-up that failed, the core's exit. "" while running.
 	Problem string
 	// Status is the core's status as last reported.
-	Status control.Status
+	Status api.Status
 	// Confirmations are the pending confirmations, oldest first. One whose
 	// arguments the watch event left out (ArgumentsOmitted) keeps it set
 	// until the app has fetched them; the menu offers no Approve for it.
-	Confirmations []control.Confirmation
-	Sessions      []control.Session // the live sessions, in the order they opened
-	Tasks         []control.Task    // the scheduled tasks, oldest first
+	Confirmations []api.Confirmation
+	Sessions      []api.Session // the live sessions, in the order they opened
+	Tasks         []api.Task    // the scheduled tasks, oldest first
 	// StartedCore says the app started the core it shows, so that Quit
 	// stops it; a core the app found running keeps running.
 	StartedCore   bool
@@ -64,9 +64,9 @@ type LoginItem struct {
 // lines are states, not deltas (a change may show both in the snapshot and
 // after it), so applying a line twice changes nothing. Unknown types, from
 // newer cores, change nothing.
-func (s State) Apply(ev control.WatchEvent) State {
+func (s State) Apply(ev api.WatchEvent) State {
 	switch ev.Type {
-	case control.WatchSnapshot:
+	case api.WatchSnapshot:
 		s.Core, s.Problem = CoreRunning, ""
 		if ev.Status != nil {
 			s.Status = *ev.Status
@@ -83,15 +83,15 @@ func (s State) Apply(ev control.WatchEvent) State {
 		}
 		s.Sessions = slices.Clone(ev.Sessions)
 		s.Tasks = slices.Clone(ev.Tasks)
-	case control.WatchTaskCreated, control.WatchTaskChanged, control.WatchTaskFired, control.WatchTaskFinished:
+	case api.WatchTaskCreated, api.WatchTaskChanged, api.WatchTaskFired, api.WatchTaskFinished:
 		if ev.Task != nil {
-			s.Tasks = upsert(s.Tasks, *ev.Task, func(t control.Task) bool { return t.ID == ev.Task.ID })
+			s.Tasks = upsert(s.Tasks, *ev.Task, func(t api.Task) bool { return t.ID == ev.Task.ID })
 		}
-	case control.WatchTaskRemoved:
+	case api.WatchTaskRemoved:
 		if ev.Task != nil {
-			s.Tasks = slices.DeleteFunc(slices.Clone(s.Tasks), func(t control.Task) bool { return t.ID == ev.Task.ID })
+			s.Tasks = slices.DeleteFunc(slices.Clone(s.Tasks), func(t api.Task) bool { return t.ID == ev.Task.ID })
 		}
-	case control.WatchConfirmationRequested:
+	case api.WatchConfirmationRequested:
 		if ev.Confirmation == nil {
 			break
 		}
@@ -101,27 +101,27 @@ func (s State) Apply(ev control.WatchEvent) State {
 			break
 		}
 		s.Confirmations = upsertConfirmation(s.Confirmations, c)
-	case control.WatchConfirmationResolved:
+	case api.WatchConfirmationResolved:
 		if ev.Confirmation != nil {
 			s.Confirmations = withoutConfirmation(s.Confirmations, ev.Confirmation.ID)
 		}
-	case control.WatchSessionOpened:
+	case api.WatchSessionOpened:
 		if ev.Session != nil {
-			s.Sessions = upsert(s.Sessions, *ev.Session, func(x control.Session) bool { return x.ID == ev.Session.ID })
+			s.Sessions = upsert(s.Sessions, *ev.Session, func(x api.Session) bool { return x.ID == ev.Session.ID })
 		}
-	case control.WatchSessionClosed:
+	case api.WatchSessionClosed:
 		if ev.Session != nil {
-			s.Sessions = slices.DeleteFunc(slices.Clone(s.Sessions), func(x control.Session) bool { return x.ID == ev.Session.ID })
+			s.Sessions = slices.DeleteFunc(slices.Clone(s.Sessions), func(x api.Session) bool { return x.ID == ev.Session.ID })
 		}
-	case control.WatchPluginHealth:
+	case api.WatchPluginHealth:
 		if ev.Plugin != nil {
-			s.Status.Plugins = upsert(s.Status.Plugins, *ev.Plugin, func(p control.PluginStatus) bool { return p.Name == ev.Plugin.Name })
+			s.Status.Plugins = upsert(s.Status.Plugins, *ev.Plugin, func(p api.PluginStatus) bool { return p.Name == ev.Plugin.Name })
 		}
-	case control.WatchStatus:
+	case api.WatchStatus:
 		if ev.Status != nil {
 			s.Status = *ev.Status
 		}
-	case control.WatchEnd:
+	case api.WatchEnd:
 		s.Core, s.Problem = CoreConnecting, "the core ended the watch: "+orUnknown(ev.Error)
 	}
 	s.Status.PendingConfirmations, s.Status.Sessions = len(s.Confirmations), len(s.Sessions)
@@ -172,8 +172,8 @@ func (s State) Starting() State {
 // control.Client.Confirmation). They replace nothing else, and only if
 // the hash is the one the menu shows: the user must decide what they
 // read.
-func (s State) WithArguments(full control.Confirmation) State {
-	i := slices.IndexFunc(s.Confirmations, func(c control.Confirmation) bool { return c.ID == full.ID })
+func (s State) WithArguments(full api.Confirmation) State {
+	i := slices.IndexFunc(s.Confirmations, func(c api.Confirmation) bool { return c.ID == full.ID })
 	if i < 0 || s.Confirmations[i].ArgsHash != full.ArgsHash || full.ArgumentsOmitted {
 		return s
 	}
@@ -184,24 +184,24 @@ func (s State) WithArguments(full control.Confirmation) State {
 }
 
 // Confirmation returns the pending confirmation with id.
-func (s State) Confirmation(id string) (control.Confirmation, bool) {
-	i := slices.IndexFunc(s.Confirmations, func(c control.Confirmation) bool { return c.ID == id })
+func (s State) Confirmation(id string) (api.Confirmation, bool) {
+	i := slices.IndexFunc(s.Confirmations, func(c api.Confirmation) bool { return c.ID == id })
 	if i < 0 {
-		return control.Confirmation{}, false
+		return api.Confirmation{}, false
 	}
 	return s.Confirmations[i], true
 }
 
 // upsertConfirmation replaces or appends c, keeping arguments already
 // loaded for the same hash when c left them out.
-func upsertConfirmation(list []control.Confirmation, c control.Confirmation) []control.Confirmation {
+func upsertConfirmation(list []api.Confirmation, c api.Confirmation) []api.Confirmation {
 	c = keepLoaded(list, c)
-	return upsert(list, c, func(x control.Confirmation) bool { return x.ID == c.ID })
+	return upsert(list, c, func(x api.Confirmation) bool { return x.ID == c.ID })
 }
 
 // keepLoaded returns c with the arguments of its namesake in old, when c
 // left them out and old has them for the same hash.
-func keepLoaded(old []control.Confirmation, c control.Confirmation) control.Confirmation {
+func keepLoaded(old []api.Confirmation, c api.Confirmation) api.Confirmation {
 	if !c.ArgumentsOmitted {
 		return c
 	}
@@ -213,8 +213,8 @@ func keepLoaded(old []control.Confirmation, c control.Confirmation) control.Conf
 	return c
 }
 
-func withoutConfirmation(list []control.Confirmation, id string) []control.Confirmation {
-	return slices.DeleteFunc(slices.Clone(list), func(c control.Confirmation) bool { return c.ID == id })
+func withoutConfirmation(list []api.Confirmation, id string) []api.Confirmation {
+	return slices.DeleteFunc(slices.Clone(list), func(c api.Confirmation) bool { return c.ID == id })
 }
 
 // upsert returns a copy of list with v in place of the element same

@@ -6,13 +6,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/carapace-dev/carapace/core/control"
+	"github.com/carapace-dev/carapace/core/api"
 )
 
 var t0 = time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC)
 
-func conf(id, tool, args string) control.Confirmation {
-	c := control.Confirmation{ID: id, Tool: tool, Group: "main", Session: "s-1", ArgsHash: hash(id),
+func conf(id, tool, args string) api.Confirmation {
+	c := api.Confirmation{ID: id, Tool: tool, Group: "main", Session: "s-1", ArgsHash: hash(id),
 		CreatedAt: t0, ExpiresAt: t0.Add(5 * time.Minute)}
 	if args != "" {
 		c.Arguments = json.RawMessage(args)
@@ -27,62 +27,62 @@ func hash(id string) string {
 	return string(h)
 }
 
-func sess(id, group string) control.Session {
-	return control.Session{ID: id, Group: group, Runtime: "docker", Started: t0}
+func sess(id, group string) api.Session {
+	return api.Session{ID: id, Group: group, Runtime: "docker", Started: t0}
 }
 
-func resolved(c control.Confirmation, decision string) control.Confirmation {
+func resolved(c api.Confirmation, decision string) api.Confirmation {
 	c.Decision, c.Surface = decision, "cli"
 	return c
 }
 
-func omitted(c control.Confirmation) control.Confirmation {
+func omitted(c api.Confirmation) api.Confirmation {
 	c.Arguments, c.ArgumentsOmitted = nil, true
 	return c
 }
 
-func ev(typ string, f func(*control.WatchEvent)) control.WatchEvent {
-	e := control.WatchEvent{Type: typ, Time: t0}
+func ev(typ string, f func(*api.WatchEvent)) api.WatchEvent {
+	e := api.WatchEvent{Type: typ, Time: t0}
 	if f != nil {
 		f(&e)
 	}
 	return e
 }
 
-func snapshot(st control.Status, cs []control.Confirmation, ss []control.Session) control.WatchEvent {
-	return ev(control.WatchSnapshot, func(e *control.WatchEvent) {
+func snapshot(st api.Status, cs []api.Confirmation, ss []api.Session) api.WatchEvent {
+	return ev(api.WatchSnapshot, func(e *api.WatchEvent) {
 		e.Status, e.Confirmations, e.Sessions, e.Plugins = &st, cs, ss, st.Plugins
 	})
 }
 
-func requested(c control.Confirmation) control.WatchEvent {
-	return ev(control.WatchConfirmationRequested, func(e *control.WatchEvent) { e.Confirmation = &c })
+func requested(c api.Confirmation) api.WatchEvent {
+	return ev(api.WatchConfirmationRequested, func(e *api.WatchEvent) { e.Confirmation = &c })
 }
 
-func resolvedEv(c control.Confirmation) control.WatchEvent {
-	return ev(control.WatchConfirmationResolved, func(e *control.WatchEvent) { e.Confirmation = &c })
+func resolvedEv(c api.Confirmation) api.WatchEvent {
+	return ev(api.WatchConfirmationResolved, func(e *api.WatchEvent) { e.Confirmation = &c })
 }
 
-func opened(s control.Session) control.WatchEvent {
-	return ev(control.WatchSessionOpened, func(e *control.WatchEvent) { e.Session = &s })
+func opened(s api.Session) api.WatchEvent {
+	return ev(api.WatchSessionOpened, func(e *api.WatchEvent) { e.Session = &s })
 }
 
-func closed(s control.Session) control.WatchEvent {
-	return ev(control.WatchSessionClosed, func(e *control.WatchEvent) { e.Session = &s })
+func closed(s api.Session) api.WatchEvent {
+	return ev(api.WatchSessionClosed, func(e *api.WatchEvent) { e.Session = &s })
 }
 
-func statusEv(st control.Status) control.WatchEvent {
-	return ev(control.WatchStatus, func(e *control.WatchEvent) { e.Status = &st })
+func statusEv(st api.Status) api.WatchEvent {
+	return ev(api.WatchStatus, func(e *api.WatchEvent) { e.Status = &st })
 }
 
-func health(p control.PluginStatus) control.WatchEvent {
-	return ev(control.WatchPluginHealth, func(e *control.WatchEvent) { e.Plugin = &p })
+func health(p api.PluginStatus) api.WatchEvent {
+	return ev(api.WatchPluginHealth, func(e *api.WatchEvent) { e.Plugin = &p })
 }
 
 // step is one transition of a State.
 type step func(State) State
 
-func apply(e control.WatchEvent) step { return func(s State) State { return s.Apply(e) } }
+func apply(e api.WatchEvent) step { return func(s State) State { return s.Apply(e) } }
 
 // summary is the part of a State the reducer tests compare.
 type summary struct {
@@ -120,24 +120,24 @@ func summarize(s State) summary {
 func TestApply(t *testing.T) {
 	a, b, c := conf("aaaa", "send_email", `{"to":"x"}`), conf("bbbb", "echo_confirm", `{"message":"y"}`), conf("cccc", "rm", `{}`)
 	s1, s2 := sess("s-1", "main"), sess("s-2", "work")
-	st := control.Status{Version: "1.2.3", Plugins: []control.PluginStatus{{Name: "echo", Healthy: true, State: "healthy"}}}
+	st := api.Status{Version: "1.2.3", Plugins: []api.PluginStatus{{Name: "echo", Healthy: true, State: "healthy"}}}
 	tests := []struct {
 		name  string
 		steps []step
 		want  summary
 	}{
 		{"nothing yet", nil, summary{Core: CoreStarting}},
-		{"snapshot", []step{apply(snapshot(st, []control.Confirmation{a, b}, []control.Session{s1}))},
+		{"snapshot", []step{apply(snapshot(st, []api.Confirmation{a, b}, []api.Session{s1}))},
 			summary{Core: CoreRunning, Confirmations: []string{"aaaa", "bbbb"}, Sessions: []string{"s-1"}, Plugins: []string{"echo:healthy"}, Pending: 2, Live: 1, Version: "1.2.3"}},
-		{"a snapshot's resolved confirmations are not pending", []step{apply(snapshot(st, []control.Confirmation{a, resolved(b, "approved")}, nil))},
+		{"a snapshot's resolved confirmations are not pending", []step{apply(snapshot(st, []api.Confirmation{a, resolved(b, "approved")}, nil))},
 			summary{Core: CoreRunning, Confirmations: []string{"aaaa"}, Plugins: []string{"echo:healthy"}, Pending: 1, Version: "1.2.3"}},
 		{"requested appends in order", []step{apply(snapshot(st, nil, nil)), apply(requested(a)), apply(requested(b)), apply(requested(c))},
 			summary{Core: CoreRunning, Confirmations: []string{"aaaa", "bbbb", "cccc"}, Plugins: []string{"echo:healthy"}, Pending: 3, Version: "1.2.3"}},
-		{"a change seen in the snapshot and after it counts once", []step{apply(snapshot(st, []control.Confirmation{a}, []control.Session{s1})), apply(requested(a)), apply(opened(s1))},
+		{"a change seen in the snapshot and after it counts once", []step{apply(snapshot(st, []api.Confirmation{a}, []api.Session{s1})), apply(requested(a)), apply(opened(s1))},
 			summary{Core: CoreRunning, Confirmations: []string{"aaaa"}, Sessions: []string{"s-1"}, Plugins: []string{"echo:healthy"}, Pending: 1, Live: 1, Version: "1.2.3"}},
-		{"resolved removes", []step{apply(snapshot(st, []control.Confirmation{a, b}, nil)), apply(resolvedEv(resolved(a, "denied")))},
+		{"resolved removes", []step{apply(snapshot(st, []api.Confirmation{a, b}, nil)), apply(resolvedEv(resolved(a, "denied")))},
 			summary{Core: CoreRunning, Confirmations: []string{"bbbb"}, Plugins: []string{"echo:healthy"}, Pending: 1, Version: "1.2.3"}},
-		{"a resolved one never seen changes nothing", []step{apply(snapshot(st, []control.Confirmation{a}, nil)), apply(resolvedEv(resolved(c, "expired")))},
+		{"a resolved one never seen changes nothing", []step{apply(snapshot(st, []api.Confirmation{a}, nil)), apply(resolvedEv(resolved(c, "expired")))},
 			summary{Core: CoreRunning, Confirmations: []string{"aaaa"}, Plugins: []string{"echo:healthy"}, Pending: 1, Version: "1.2.3"}},
 		{"requested after resolved does not resurrect", []step{apply(snapshot(st, nil, nil)), apply(requested(resolved(a, "approved")))},
 			summary{Core: CoreRunning, Plugins: []string{"echo:healthy"}, Version: "1.2.3"}},
@@ -154,25 +154,25 @@ func TestApply(t *testing.T) {
 			summary{Core: CoreRunning, Confirmations: []string{"aaaa"}, Plugins: []string{"echo:healthy"}, Pending: 1, Version: "1.2.3"}},
 		{"sessions open and close", []step{apply(snapshot(st, nil, nil)), apply(opened(s1)), apply(opened(s2)), apply(closed(s1))},
 			summary{Core: CoreRunning, Sessions: []string{"s-2"}, Plugins: []string{"echo:healthy"}, Live: 1, Version: "1.2.3"}},
-		{"paused", []step{apply(snapshot(st, nil, nil)), apply(statusEv(control.Status{Version: "1.2.3", Paused: true, Plugins: st.Plugins}))},
+		{"paused", []step{apply(snapshot(st, nil, nil)), apply(statusEv(api.Status{Version: "1.2.3", Paused: true, Plugins: st.Plugins}))},
 			summary{Core: CoreRunning, Paused: true, Plugins: []string{"echo:healthy"}, Version: "1.2.3"}},
-		{"draining", []step{apply(snapshot(st, nil, nil)), apply(statusEv(control.Status{Version: "1.2.3", Draining: true}))},
+		{"draining", []step{apply(snapshot(st, nil, nil)), apply(statusEv(api.Status{Version: "1.2.3", Draining: true}))},
 			summary{Core: CoreRunning, Draining: true, Version: "1.2.3"}},
 		{"plugin health replaces by name and appends new ones", []step{apply(snapshot(st, nil, nil)),
-			apply(health(control.PluginStatus{Name: "echo", State: "crashed"})), apply(health(control.PluginStatus{Name: "memory", Healthy: true, State: "healthy"}))},
+			apply(health(api.PluginStatus{Name: "echo", State: "crashed"})), apply(health(api.PluginStatus{Name: "memory", Healthy: true, State: "healthy"}))},
 			summary{Core: CoreRunning, Plugins: []string{"echo:crashed", "memory:healthy"}, Version: "1.2.3"}},
-		{"end keeps what was shown and says why", []step{apply(snapshot(st, []control.Confirmation{a}, []control.Session{s1})), apply(ev(control.WatchEnd, func(e *control.WatchEvent) { e.Error = "cut off" }))},
+		{"end keeps what was shown and says why", []step{apply(snapshot(st, []api.Confirmation{a}, []api.Session{s1})), apply(ev(api.WatchEnd, func(e *api.WatchEvent) { e.Error = "cut off" }))},
 			summary{Core: CoreConnecting, Problem: "the core ended the watch: cut off", Confirmations: []string{"aaaa"}, Sessions: []string{"s-1"}, Plugins: []string{"echo:healthy"}, Pending: 1, Live: 1, Version: "1.2.3"}},
-		{"end without a reason", []step{apply(snapshot(st, nil, nil)), apply(ev(control.WatchEnd, nil))},
+		{"end without a reason", []step{apply(snapshot(st, nil, nil)), apply(ev(api.WatchEnd, nil))},
 			summary{Core: CoreConnecting, Problem: "the core ended the watch: no reason given", Plugins: []string{"echo:healthy"}, Version: "1.2.3"}},
-		{"a fresh snapshot after an end replaces everything", []step{apply(snapshot(st, []control.Confirmation{a}, []control.Session{s1})), apply(ev(control.WatchEnd, nil)),
-			apply(snapshot(st, []control.Confirmation{b}, nil))},
+		{"a fresh snapshot after an end replaces everything", []step{apply(snapshot(st, []api.Confirmation{a}, []api.Session{s1})), apply(ev(api.WatchEnd, nil)),
+			apply(snapshot(st, []api.Confirmation{b}, nil))},
 			summary{Core: CoreRunning, Confirmations: []string{"bbbb"}, Plugins: []string{"echo:healthy"}, Pending: 1, Version: "1.2.3"}},
-		{"the core died: nothing approvable remains", []step{apply(snapshot(st, []control.Confirmation{a}, []control.Session{s1})), apply(statusEv(control.Status{Version: "1.2.3", Paused: true})),
+		{"the core died: nothing approvable remains", []step{apply(snapshot(st, []api.Confirmation{a}, []api.Session{s1})), apply(statusEv(api.Status{Version: "1.2.3", Paused: true})),
 			func(s State) State { return s.NotRunning("the core exited: signal: killed") }},
 			summary{Core: CoreNotRunning, Problem: "the core exited: signal: killed", Version: "1.2.3"}},
-		{"unknown types and empty events change nothing", []step{apply(snapshot(st, []control.Confirmation{a}, nil)), apply(ev("task.fired", nil)),
-			apply(ev(control.WatchConfirmationRequested, nil)), apply(ev(control.WatchSessionOpened, nil)), apply(ev(control.WatchStatus, nil))},
+		{"unknown types and empty events change nothing", []step{apply(snapshot(st, []api.Confirmation{a}, nil)), apply(ev("task.fired", nil)),
+			apply(ev(api.WatchConfirmationRequested, nil)), apply(ev(api.WatchSessionOpened, nil)), apply(ev(api.WatchStatus, nil))},
 			summary{Core: CoreRunning, Confirmations: []string{"aaaa"}, Plugins: []string{"echo:healthy"}, Pending: 1, Version: "1.2.3"}},
 	}
 	for _, tt := range tests {
@@ -198,12 +198,12 @@ func equalSummary(a, b summary) bool {
 // goroutine may hold, is never changed.
 func TestApplyDoesNotChangeItsReceiver(t *testing.T) {
 	a, b := conf("aaaa", "t", `{"k":1}`), conf("bbbb", "t", `{"k":2}`)
-	base := State{}.Apply(snapshot(control.Status{Plugins: []control.PluginStatus{{Name: "p", State: "healthy"}}},
-		[]control.Confirmation{omitted(a), b}, []control.Session{sess("s-1", "main"), sess("s-2", "main")}))
+	base := State{}.Apply(snapshot(api.Status{Plugins: []api.PluginStatus{{Name: "p", State: "healthy"}}},
+		[]api.Confirmation{omitted(a), b}, []api.Session{sess("s-1", "main"), sess("s-2", "main")}))
 	before := summarize(base)
-	for _, e := range []control.WatchEvent{
+	for _, e := range []api.WatchEvent{
 		requested(conf("cccc", "t", "")), resolvedEv(resolved(b, "approved")), resolvedEv(resolved(a, "approved")),
-		closed(sess("s-1", "main")), opened(sess("s-1", "other")), health(control.PluginStatus{Name: "p", State: "crashed"}),
+		closed(sess("s-1", "main")), opened(sess("s-1", "other")), health(api.PluginStatus{Name: "p", State: "crashed"}),
 	} {
 		_ = base.Apply(e)
 	}

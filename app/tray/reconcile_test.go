@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/carapace-dev/carapace/app/menu"
-	"github.com/carapace-dev/carapace/core/control"
+	"github.com/carapace-dev/carapace/core/api"
 )
 
 // fakeItem is an item of fakeBackend's menu.
@@ -119,26 +119,26 @@ func treeText(t menu.Tree) string {
 
 var t0 = time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC)
 
-func conf(id string) control.Confirmation {
-	return control.Confirmation{ID: id, Tool: "echo_confirm", Group: "main", ArgsHash: strings.Repeat("ab", 32),
+func conf(id string) api.Confirmation {
+	return api.Confirmation{ID: id, Tool: "echo_confirm", Group: "main", ArgsHash: strings.Repeat("ab", 32),
 		Arguments: []byte(`{"message":"` + id + `"}`), ExpiresAt: t0.Add(time.Hour)}
 }
 
-func snapshot(cs ...control.Confirmation) control.WatchEvent {
-	return control.WatchEvent{Type: control.WatchSnapshot, Status: &control.Status{Version: "1"}, Confirmations: cs}
+func snapshot(cs ...api.Confirmation) api.WatchEvent {
+	return api.WatchEvent{Type: api.WatchSnapshot, Status: &api.Status{Version: "1"}, Confirmations: cs}
 }
 
-func requested(c control.Confirmation) control.WatchEvent {
-	return control.WatchEvent{Type: control.WatchConfirmationRequested, Confirmation: &c}
+func requested(c api.Confirmation) api.WatchEvent {
+	return api.WatchEvent{Type: api.WatchConfirmationRequested, Confirmation: &c}
 }
 
-func resolved(c control.Confirmation) control.WatchEvent {
+func resolved(c api.Confirmation) api.WatchEvent {
 	c.Decision = "approved"
-	return control.WatchEvent{Type: control.WatchConfirmationResolved, Confirmation: &c}
+	return api.WatchEvent{Type: api.WatchConfirmationResolved, Confirmation: &c}
 }
 
-func session(id string) control.WatchEvent {
-	return control.WatchEvent{Type: control.WatchSessionOpened, Session: &control.Session{ID: id, Group: "main", Runtime: "none", Started: t0}}
+func session(id string) api.WatchEvent {
+	return api.WatchEvent{Type: api.WatchSessionOpened, Session: &api.Session{ID: id, Group: "main", Runtime: "none", Started: t0}}
 }
 
 // The backend always shows the tree last applied, and common changes are
@@ -154,7 +154,7 @@ func TestReconcile(t *testing.T) {
 		rebuild       bool
 		adds, removes int
 	}
-	apply := func(evs ...control.WatchEvent) func(menu.State) menu.State {
+	apply := func(evs ...api.WatchEvent) func(menu.State) menu.State {
 		return func(s menu.State) menu.State {
 			for _, e := range evs {
 				s = s.Apply(e)
@@ -171,7 +171,7 @@ func TestReconcile(t *testing.T) {
 		{"the first is decided: removed in place", apply(resolved(a)), time.Minute, false, 0, 1},
 		{"a third after the second", apply(requested(c)), time.Minute, false, -1, 0},
 		{"a session", apply(session("s-1")), time.Minute, false, -1, 1},
-		{"paused: the item changes in place", apply(control.WatchEvent{Type: control.WatchStatus, Status: &control.Status{Version: "1", Paused: true}}), time.Minute, false, 0, 0},
+		{"paused: the item changes in place", apply(api.WatchEvent{Type: api.WatchStatus, Status: &api.Status{Version: "1", Paused: true}}), time.Minute, false, 0, 0},
 		{"the core dies: rebuilt", func(s menu.State) menu.State { return s.NotRunning("killed") }, time.Minute, true, -1, -1},
 		{"back", apply(snapshot(b)), time.Minute, true, -1, -1},
 		{"the same again: nothing to do", nil, time.Minute, false, 0, 0},

@@ -26,31 +26,29 @@ const mod = "github.com/carapace-dev/carapace/"
 func TestDeps(t *testing.T) {
 	t.Run("the app is a client of the core", testClient)
 	t.Run("the app's logic has no GUI", testNoGUI)
+	t.Run("the menu model has no transport", testModel)
 }
 
 // testClient: the app reaches the core through core/control's client and
-// starts `carapace serve` as a separate program, so it must never link
-// the core's server side, the plugins, the event bus or SQLite.
+// starts `carapace serve` as a separate program, so of the core it links
+// only the control API — its transport (core/control), its vocabulary
+// (core/api) — and the home's layout (core/home, to find the socket and
+// the logs): never the core's server side, the plugins, the event bus or
+// SQLite.
 func testClient(t *testing.T) {
 	const why = "the menu-bar app reaches the core only through core/control's client"
 	for _, tg := range targets {
 		deptest.Checker{
 			GOOS: tg.goos, GOARCH: tg.goarch, CGO: tg.cgo,
 			Forbidden: map[string]string{
-				mod + "core/server":                                 why,
-				mod + "core/agent":                                  why,
-				mod + "core/loader":                                 why,
-				mod + "core/pipeline":                               why,
-				mod + "core/session":                                why,
-				mod + "core/pluginhost":                             why,
-				mod + "core/events":                                 why + " (the bus is the core's)",
-				mod + "core/runtime/...":                            why + " (the core runs the containers)",
+				mod + "core/...":                                    why + ": of the core it links core/control, core/api and core/home",
 				mod + "plugins/...":                                 why + " (plugins run in the core)",
 				"github.com/mattn/go-sqlite3":                       why + " (the core's memory plugin has the database)",
 				"github.com/go-zeromq/zmq4":                         why + " (the bus is the core's)",
 				"github.com/carapace-dev/carapace/cmd/carapace/cli": "the app shares helpers with the CLI through small packages, not the CLI itself",
 			},
-			Want: []string{mod + "core/control", mod + "app", "fyne.io/systray"},
+			Except: []string{mod + "core/control", mod + "core/api", mod + "core/home"},
+			Want:   []string{mod + "core/control", mod + "core/api", mod + "app", "fyne.io/systray"},
 		}.Check(t)
 	}
 }
@@ -72,8 +70,23 @@ func testNoGUI(t *testing.T) {
 				Package: pkg,
 				GOOS:    tg.goos, GOARCH: tg.goarch, CGO: tg.cgo,
 				Forbidden: forbidden,
-				Want:      []string{mod + "core/control"},
+				Want:      []string{mod + "core/api"},
 			}.Check(t)
 		}
+	}
+}
+
+// testModel keeps the menu model (app/menu) to the control API's
+// vocabulary: it renders core/api's values, and the glue (app) fetches
+// them through core/control's client.
+func testModel(t *testing.T) {
+	const why = "the menu model renders core/api's values; app fetches them"
+	for _, tg := range targets {
+		deptest.Checker{
+			Package: mod + "app/menu",
+			GOOS:    tg.goos, GOARCH: tg.goarch, CGO: tg.cgo,
+			Forbidden: map[string]string{"net/http": why, mod + "core/control": why},
+			Want:      []string{mod + "core/api"},
+		}.Check(t)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/carapace-dev/carapace/app/desktoptest"
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/control"
 )
 
@@ -69,7 +70,7 @@ func TestAppOnADesktop(t *testing.T) {
 	rec = notes.Wait(t, "the third notification", func(r desktoptest.Recorded) bool { return len(r.Open) > 0 })
 	openID := rec.Open[len(rec.Open)-1]
 	item.WaitMenu(t, "the third call in the menu", func(m desktoptest.Menu) bool { return denyOf(m, c3.ArgsHash) != nil })
-	if _, err := client.Decide(context.Background(), control.Decision{ID: c3.ID, Approve: true, ArgsHash: c3.ArgsHash, Surface: "cli"}); err != nil {
+	if _, err := client.Decide(context.Background(), api.Decision{ID: c3.ID, Approve: true, ArgsHash: c3.ArgsHash, Surface: "cli"}); err != nil {
 		t.Fatal(err)
 	}
 	if out := third.wait(t); !strings.Contains(out, "approved by the cli") {
@@ -118,9 +119,9 @@ func TestAppOnADesktop(t *testing.T) {
 
 // pendingOne waits for the one pending confirmation that is not one of
 // seen.
-func pendingOne(t *testing.T, c *control.Client, seen ...string) control.Confirmation {
+func pendingOne(t *testing.T, c *control.Client, seen ...string) api.Confirmation {
 	t.Helper()
-	var found control.Confirmation
+	var found api.Confirmation
 	waitUntil(t, "a pending confirmation", func() bool {
 		list, err := c.Confirmations(context.Background(), false)
 		if err != nil {
@@ -142,9 +143,9 @@ func pendingOne(t *testing.T, c *control.Client, seen ...string) control.Confirm
 }
 
 // decided waits for confirmation id to be resolved and returns it.
-func decided(t *testing.T, c *control.Client, id string) control.Confirmation {
+func decided(t *testing.T, c *control.Client, id string) api.Confirmation {
 	t.Helper()
-	var cf control.Confirmation
+	var cf api.Confirmation
 	waitUntil(t, "the decision", func() bool {
 		var err error
 		cf, err = c.Confirmation(context.Background(), id)
@@ -336,7 +337,7 @@ func TestNotificationsShowAgentTextAsWritten(t *testing.T) {
 			}
 
 			// The positive control: a clean call offers Approve.
-			if _, err := a.client.Decide(context.Background(), control.Decision{ID: c.ID, ArgsHash: c.ArgsHash, Surface: "cli"}); err != nil {
+			if _, err := a.client.Decide(context.Background(), api.Decision{ID: c.ID, ArgsHash: c.ArgsHash, Surface: "cli"}); err != nil {
 				t.Fatal(err)
 			}
 			startIPC(t, a.bin, sess.Info().Socket, `{"message":"hello"}`)

@@ -14,8 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/claudemd"
-	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/runtime"
 	"github.com/carapace-dev/carapace/core/session"
 	"github.com/carapace-dev/carapace/internal/textutil"
@@ -61,7 +61,7 @@ func (r *Runner) engine(ctx context.Context, name string) (runtime.Engine, error
 		name = r.cfg.Runtime.Engine
 	}
 	if name == "none" {
-		return nil, fmt.Errorf("%w: config.toml sets runtime.engine = \"none\": no container engine is configured (set it to \"auto\", \"docker\", \"podman\" or \"apple\")", control.ErrInvalid)
+		return nil, fmt.Errorf("%w: config.toml sets runtime.engine = \"none\": no container engine is configured (set it to \"auto\", \"docker\", \"podman\" or \"apple\")", api.ErrInvalid)
 	}
 	candidates := runtime.Candidates(name)
 	r.ctrs.mu.Lock()
@@ -73,7 +73,7 @@ func (r *Runner) engine(ctx context.Context, name string) (runtime.Engine, error
 		}
 		e, err := r.newEngine(c)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w", control.ErrInvalid, err)
+			return nil, fmt.Errorf("%w: %w", api.ErrInvalid, err)
 		}
 		cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 		info, err := e.Check(cctx)
@@ -87,7 +87,7 @@ func (r *Runner) engine(ctx context.Context, name string) (runtime.Engine, error
 		r.rememberEngine(c, info)
 		return e, nil
 	}
-	return nil, fmt.Errorf("%w: no container engine is ready: %w", control.ErrConflict, errors.Join(errs...))
+	return nil, fmt.Errorf("%w: no container engine is ready: %w", api.ErrConflict, errors.Join(errs...))
 }
 
 // instanceID tells this core's containers from another core's on the same
@@ -165,7 +165,7 @@ const (
 
 // containerSpec is the container of session info, which origin started
 // (openContainerSession).
-func (r *Runner) containerSpec(info session.Info, req control.SessionRequest, origin string) (runtime.Spec, error) {
+func (r *Runner) containerSpec(info session.Info, req api.SessionRequest, origin string) (runtime.Spec, error) {
 	workspace, claude, err := r.groupDirs(info.Group)
 	if err != nil {
 		return runtime.Spec{}, err
@@ -248,30 +248,30 @@ func conversation(claudeDir, origin, group, name string) (id string, exists bool
 // as the session exists, before its socket is mounted anywhere, so that
 // the agent's very first call is judged as that origin's; and the
 // conversation req names is that origin's own (conversation).
-func (r *Runner) openContainerSession(ctx context.Context, req control.SessionRequest, origin string) (control.Session, *control.Agent, error) {
+func (r *Runner) openContainerSession(ctx context.Context, req api.SessionRequest, origin string) (api.Session, *api.Agent, error) {
 	eng, err := r.engine(ctx, req.Runtime)
 	if err != nil {
-		return control.Session{}, nil, err
+		return api.Session{}, nil, err
 	}
 	release, err := r.ctrs.slots.acquire(ctx, req.Group)
 	if err != nil {
 		if errors.Is(err, errQueueFull) {
 			r.log.Warn("agent session refused: the group's queue is full", "group", req.Group, "err", err)
 		}
-		return control.Session{}, nil, err
+		return api.Session{}, nil, err
 	}
 	info, err := r.sessions.Open(req.Group, eng.Name())
 	if err != nil {
 		release()
-		return control.Session{}, nil, fmt.Errorf("%w: %w", control.ErrInvalid, err)
+		return api.Session{}, nil, fmt.Errorf("%w: %w", api.ErrInvalid, err)
 	}
 	r.setOrigin(info.ID, origin)
-	fail := func(err error) (control.Session, *control.Agent, error) {
+	fail := func(err error) (api.Session, *api.Agent, error) {
 		release()
 		_ = r.sessions.Close(info.ID)
 		r.removeAgent(info.ID)
 		r.setOrigin(info.ID, "")
-		return control.Session{}, nil, err
+		return api.Session{}, nil, err
 	}
 	if err := r.prepareAgent(ctx, info.ID, req.Group, info.Runtime, req.Prompt); err != nil {
 		return fail(err)
@@ -290,7 +290,7 @@ func (r *Runner) openContainerSession(ctx context.Context, req control.SessionRe
 		cancel(err)
 		return fail(err)
 	}
-	out := make(chan control.Output, 64)
+	out := make(chan api.Output, 64)
 	run := &agentRun{cancel: cancel, done: make(chan struct{}), closed: make(chan struct{})}
 	r.ctrs.mu.Lock()
 	r.ctrs.live[info.ID] = run
@@ -308,15 +308,15 @@ func (r *Runner) openContainerSession(ctx context.Context, req control.SessionRe
 			Stdout: &outputWriter{stream: "stdout", ch: out, closed: run.closed},
 			Stderr: &outputWriter{stream: "stderr", ch: out, closed: run.closed},
 		})
-		last := control.Output{Exit: &exit}
+		last := api.Output{Exit: &exit}
 		switch {
 		case errors.Is(err, runtime.ErrNoImage):
-			last = control.Output{Error: fmt.Sprintf("the agent image %s is not in %s's images (it is never pulled): build it with `carapace setup --build-image`, "+
+			last = api.Output{Error: fmt.Sprintf("the agent image %s is not in %s's images (it is never pulled): build it with `carapace setup --build-image`, "+
 				"or use one you have with `carapace setup --image IMAGE`; `carapace doctor` checks it", spec.Image, eng.Name())}
 			r.log.Warn("the agent image is missing", "session", info.ID, "image", spec.Image, "engine", eng.Name(), "err", err)
 			r.agentEvent("agent.error", info.ID, info.Group, map[string]any{"error": last.Error})
 		case err != nil:
-			last = control.Output{Error: textutil.OneLine(err.Error())}
+			last = api.Output{Error: textutil.OneLine(err.Error())}
 			r.log.Warn("agent container ended with an error", "session", info.ID, "err", err, "took", time.Since(began).Round(time.Millisecond))
 			r.agentEvent("agent.error", info.ID, info.Group, map[string]any{"error": last.Error})
 		case exit != 0:
@@ -331,7 +331,7 @@ func (r *Runner) openContainerSession(ctx context.Context, req control.SessionRe
 		case <-run.closed:
 		}
 	}()
-	return r.View(info), &control.Agent{Output: out}, nil
+	return r.View(info), &api.Agent{Output: out}, nil
 }
 
 // stopContainer stops the agent container of session id, if it has one,
@@ -386,7 +386,7 @@ func (r *Runner) stopAllContainers() {
 // of at most maxOutputChunk bytes; once the session is closed it drops it.
 type outputWriter struct {
 	stream string
-	ch     chan<- control.Output
+	ch     chan<- api.Output
 	closed <-chan struct{}
 }
 
@@ -396,7 +396,7 @@ func (w *outputWriter) Write(p []byte) (int, error) {
 	for rest := p; len(rest) > 0; {
 		n := min(len(rest), maxOutputChunk)
 		select {
-		case w.ch <- control.Output{Stream: w.stream, Data: string(rest[:n])}:
+		case w.ch <- api.Output{Stream: w.stream, Data: string(rest[:n])}:
 		case <-w.closed:
 			return len(p), nil
 		}

@@ -4,7 +4,7 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/carapace-dev/carapace/core/control"
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/runtime"
 )
 
@@ -21,13 +21,13 @@ func (r *Runner) rememberEngine(name string, info runtime.Info) {
 // name: which version, and which binary the core runs (on a Mac, the
 // Apple container CLI may be Homebrew's or MacPorts' when the login
 // item's PATH has neither).
-func (r *Runner) engineStatus() []control.EngineStatus {
+func (r *Runner) engineStatus() []api.EngineStatus {
 	r.ctrs.mu.Lock()
 	defer r.ctrs.mu.Unlock()
-	var out []control.EngineStatus
+	var out []api.EngineStatus
 	for _, name := range slices.Sorted(maps.Keys(r.ctrs.infos)) {
 		i := r.ctrs.infos[name]
-		out = append(out, control.EngineStatus{Name: name, Version: i.Version, Bin: i.Bin, BinFrom: i.BinFrom})
+		out = append(out, api.EngineStatus{Name: name, Version: i.Version, Bin: i.Bin, BinFrom: i.BinFrom})
 	}
 	return out
 }

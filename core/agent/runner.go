@@ -34,10 +34,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/audit"
 	"github.com/carapace-dev/carapace/core/catalog"
 	"github.com/carapace-dev/carapace/core/config"
-	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/events"
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/plugin"
@@ -150,28 +150,28 @@ func (r *Runner) Start(ctx context.Context) {
 // Open opens a session for req.Group, whose name the caller has checked.
 // With the runtime "none" the caller runs the agent and Agent is nil;
 // otherwise the agent runs in a container and Agent carries its output.
-func (r *Runner) Open(ctx context.Context, req control.SessionRequest) (control.Session, *control.Agent, error) {
+func (r *Runner) Open(ctx context.Context, req api.SessionRequest) (api.Session, *api.Agent, error) {
 	if req.Runtime != "" && req.Runtime != "none" {
 		return r.openContainerSession(ctx, req, "")
 	}
 	info, err := r.sessions.Open(req.Group, "none")
 	if err != nil {
-		return control.Session{}, nil, fmt.Errorf("%w: %w", control.ErrInvalid, err)
+		return api.Session{}, nil, fmt.Errorf("%w: %w", api.ErrInvalid, err)
 	}
 	if err := r.prepareAgent(ctx, info.ID, req.Group, info.Runtime, ""); err != nil {
 		_ = r.sessions.Close(info.ID)
-		return control.Session{}, nil, err
+		return api.Session{}, nil, err
 	}
 	return r.View(info), nil, nil
 }
 
 // Close ends session id: its container, its socket, its files;
-// ErrNotFound (wrapped in control.ErrNotFound) if there is no such session.
+// ErrNotFound (wrapped in api.ErrNotFound) if there is no such session.
 func (r *Runner) Close(_ context.Context, id string) error {
 	r.stopContainer(id)
 	if err := r.sessions.Close(id); err != nil {
 		if errors.Is(err, session.ErrNotFound) {
-			return fmt.Errorf("%w: %w", control.ErrNotFound, err)
+			return fmt.Errorf("%w: %w", api.ErrNotFound, err)
 		}
 		return err
 	}
@@ -190,13 +190,13 @@ func (r *Runner) Stop() {
 func (r *Runner) Clear() { r.clearAgents() }
 
 // View is the control API's view of a session.
-func (r *Runner) View(i session.Info) control.Session {
-	return control.Session{ID: i.ID, Group: i.Group, Socket: i.Socket, Runtime: i.Runtime, Started: i.Started,
+func (r *Runner) View(i session.Info) api.Session {
+	return api.Session{ID: i.ID, Group: i.Group, Socket: i.Socket, Runtime: i.Runtime, Started: i.Started,
 		Skills: filepath.Join(r.agentDir(i.ID), "skills"), ClaudeMD: filepath.Join(r.agentDir(i.ID), claudeFile)}
 }
 
 // Engines are the container engines checked and found ready.
-func (r *Runner) Engines() []control.EngineStatus { return r.engineStatus() }
+func (r *Runner) Engines() []api.EngineStatus { return r.engineStatus() }
 
 // agentEvent publishes agent.started, or agent.completed / agent.error
 // with the exit status or the error.
@@ -327,7 +327,7 @@ func (r *Runner) runForEvent(ev *plugin.Event, text string) {
 	if _, ok := taskRun(ev); ok {
 		origin = tasks.OriginTask
 	}
-	sess, agent, err := r.openContainerSession(ctx, control.SessionRequest{Group: ev.Group, Runtime: "container", Prompt: text,
+	sess, agent, err := r.openContainerSession(ctx, api.SessionRequest{Group: ev.Group, Runtime: "container", Prompt: text,
 		Conversation: textutil.Clip(conversation, 200)}, origin)
 	if err != nil {
 		r.log.Warn("event dropped: no agent session could start", "topic", ev.Topic, "group", ev.Group, "event", ev.ID, "err", err)

@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/audit"
-	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/session"
 )
 
@@ -49,7 +49,7 @@ func (g *groupSlots) acquire(ctx context.Context, group string) (release func(),
 		running, waiting := sl.running, len(sl.waiting)
 		g.mu.Unlock()
 		return nil, fmt.Errorf("%w: group %s has %d agent sessions running and %d waiting, the most [sessions] allows; try again when one ends: %w",
-			control.ErrConflict, group, running, waiting, errQueueFull)
+			api.ErrConflict, group, running, waiting, errQueueFull)
 	}
 	ready := make(chan struct{})
 	sl.waiting = append(sl.waiting, ready)

@@ -5,7 +5,7 @@
 // A call waits for the user's decision on a Confirmation bound to the
 // exact tool and the SHA-256 of its canonical arguments (ArgsHash). Its id
 // has 128 random bits, so that it cannot be guessed (people may type a
-// unique prefix: control.FindConfirmation).
+// unique prefix: api.FindConfirmation).
 //
 // Every decision names the confirmation and the args_hash the deciding
 // surface showed; the gate applies exactly one: the first decision that

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/carapace-dev/carapace/core/api"
 )
 
 // maxResponse bounds a response body the client decodes.
@@ -81,8 +83,9 @@ func (e *NotRunningError) Error() string {
 // Unwrap returns ErrNotRunning.
 func (e *NotRunningError) Unwrap() error { return ErrNotRunning }
 
-// APIError is an error answer from the control API. It wraps ErrNotFound,
-// ErrInvalid or ErrConflict according to its status code.
+// APIError is an error answer from the control API. It wraps
+// api.ErrNotFound, api.ErrInvalid or api.ErrConflict according to its
+// status code.
 type APIError struct {
 	StatusCode int    // the HTTP status
 	Message    string // the server's message
@@ -95,11 +98,11 @@ func (e *APIError) Error() string { return e.Message }
 func (e *APIError) Unwrap() error {
 	switch e.StatusCode {
 	case http.StatusNotFound:
-		return ErrNotFound
+		return api.ErrNotFound
 	case http.StatusBadRequest:
-		return ErrInvalid
+		return api.ErrInvalid
 	case http.StatusConflict:
-		return ErrConflict
+		return api.ErrConflict
 	}
 	return nil
 }
@@ -110,8 +113,8 @@ func (e *APIError) Unwrap() error {
 func (c *Client) CloseIdleConnections() { c.hc.CloseIdleConnections() }
 
 // Status returns the core's status.
-func (c *Client) Status(ctx context.Context) (Status, error) {
-	var st Status
+func (c *Client) Status(ctx context.Context) (api.Status, error) {
+	var st api.Status
 	err := c.do(ctx, http.MethodGet, "/v1/status", nil, &st)
 	return st, err
 }
@@ -124,26 +127,26 @@ func (c *Client) Stop(ctx context.Context) error {
 
 // Pause stops (paused) or resumes starting sessions for events, and
 // returns the core's status.
-func (c *Client) Pause(ctx context.Context, paused bool) (Status, error) {
+func (c *Client) Pause(ctx context.Context, paused bool) (api.Status, error) {
 	path := "/v1/resume"
 	if paused {
 		path = "/v1/pause"
 	}
-	var st Status
+	var st api.Status
 	err := c.do(ctx, http.MethodPost, path, nil, &st)
 	return st, err
 }
 
 // Sessions lists the live sessions.
-func (c *Client) Sessions(ctx context.Context) ([]Session, error) {
-	var list []Session
+func (c *Client) Sessions(ctx context.Context) ([]api.Session, error) {
+	var list []api.Session
 	err := c.do(ctx, http.MethodGet, "/v1/sessions", nil, &list)
 	return list, err
 }
 
 // CloseSession closes session id, whoever opened it (DELETE
 // /v1/sessions/{id}): the menu-bar app's Stop. The session's own stream
-// then ends. An error wrapping ErrNotFound says the core has no such
+// then ends. An error wrapping api.ErrNotFound says the core has no such
 // session (it closed already).
 func (c *Client) CloseSession(ctx context.Context, id string) error {
 	if err := c.do(ctx, http.MethodDelete, "/v1/sessions/"+url.PathEscape(id), nil, nil); err != nil {
@@ -153,8 +156,8 @@ func (c *Client) CloseSession(ctx context.Context, id string) error {
 }
 
 // RestartPlugin reloads plugin name from disk in the running core.
-func (c *Client) RestartPlugin(ctx context.Context, name string) (PluginStatus, error) {
-	var st PluginStatus
+func (c *Client) RestartPlugin(ctx context.Context, name string) (api.PluginStatus, error) {
+	var st api.PluginStatus
 	err := c.do(ctx, http.MethodPost, "/v1/plugins/"+url.PathEscape(name)+"/restart", nil, &st)
 	return st, err
 }
@@ -165,13 +168,13 @@ func (c *Client) RestartPlugin(ctx context.Context, name string) (PluginStatus, 
 // ends). ctx therefore governs the session's whole life, not just the call:
 // do not pass a context with a short timeout.
 func (c *Client) OpenSession(ctx context.Context, group string) (*SessionHandle, error) {
-	return c.Open(ctx, SessionRequest{Group: group})
+	return c.Open(ctx, api.SessionRequest{Group: group})
 }
 
 // Open opens a session as req asks; OpenSession's notes apply. For a
 // container runtime the core runs the agent: read its output from
 // SessionHandle.Output.
-func (c *Client) Open(ctx context.Context, req SessionRequest) (*SessionHandle, error) {
+func (c *Client) Open(ctx context.Context, req api.SessionRequest) (*SessionHandle, error) {
 	body, err := json.Marshal(req)
 	if err != nil {
 		return nil, err
@@ -194,7 +197,7 @@ func (c *Client) Open(ctx context.Context, req SessionRequest) (*SessionHandle, 
 		return nil, readAPIError(resp)
 	}
 	dec := json.NewDecoder(resp.Body)
-	var info Session
+	var info api.Session
 	if err := dec.Decode(&info); err != nil {
 		cancel()
 		resp.Body.Close()
@@ -209,13 +212,13 @@ func (c *Client) Open(ctx context.Context, req SessionRequest) (*SessionHandle, 
 		}()
 		return h, nil
 	}
-	out := make(chan Output, 64)
+	out := make(chan api.Output, 64)
 	h.output = out
 	go func() {
 		defer close(h.done)
 		defer close(out)
 		for {
-			var o Output
+			var o api.Output
 			if err := dec.Decode(&o); err != nil {
 				return
 			}
@@ -232,24 +235,24 @@ func (c *Client) Open(ctx context.Context, req SessionRequest) (*SessionHandle, 
 // SessionHandle is an open session whose stream the client holds.
 type SessionHandle struct {
 	c      *Client
-	info   Session
+	info   api.Session
 	cancel context.CancelFunc
 	body   io.ReadCloser
 	done   chan struct{}
-	output chan Output   // container runtimes only
-	stop   chan struct{} // closed by Close
+	output chan api.Output // container runtimes only
+	stop   chan struct{}   // closed by Close
 
 	closeOnce sync.Once
 	closeErr  error
 }
 
 // Info returns the session as the core opened it.
-func (h *SessionHandle) Info() Session { return h.info }
+func (h *SessionHandle) Info() api.Session { return h.info }
 
-// Output carries a container agent's output, ending with an Output whose
+// Output carries a container agent's output, ending with an api.Output whose
 // Exit or Error is set; it is closed when the stream ends. Nil for the
 // runtime "none". Read it until it is closed: the stream waits for it.
-func (h *SessionHandle) Output() <-chan Output {
+func (h *SessionHandle) Output() <-chan api.Output {
 	if h.output == nil {
 		return nil
 	}
@@ -269,7 +272,7 @@ func (h *SessionHandle) Close() error {
 		ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 		defer cancel()
 		err := h.c.do(ctx, http.MethodDelete, "/v1/sessions/"+url.PathEscape(h.info.ID), nil, nil)
-		if errors.Is(err, ErrNotFound) || errors.Is(err, ErrNotRunning) {
+		if errors.Is(err, api.ErrNotFound) || errors.Is(err, ErrNotRunning) {
 			err = nil
 		}
 		close(h.stop)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/control/controltest"
 )
@@ -30,8 +31,8 @@ func TestClientCloseSession(t *testing.T) {
 		wantErr error
 	}{
 		{"a live session", id, nil},
-		{"the same again", id, control.ErrNotFound},
-		{"no such session", "s-nothere", control.ErrNotFound},
+		{"the same again", id, api.ErrNotFound},
+		{"no such session", "s-nothere", api.ErrNotFound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

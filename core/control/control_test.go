@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/control/controltest"
 	"github.com/carapace-dev/carapace/internal/testutil"
@@ -83,20 +84,20 @@ func newFixture(t *testing.T) *fixture {
 
 func TestEndpoints(t *testing.T) {
 	const c1 = "c1c1c1c1aaaaaaaaaaaaaaaaaaaaaaaa"
-	confirmation := control.Confirmation{
+	confirmation := api.Confirmation{
 		ID: c1, Session: "s9", Group: "main", Tool: "send_email", Correlation: "corr",
 		ArgsHash: "sha256:abc", Arguments: json.RawMessage(`{"to":"a@example.com"}`),
 		CreatedAt: time.Now(), ExpiresAt: time.Now().Add(5 * time.Minute),
 	}
 	approve := func(id, hash string) func(ctx context.Context, c *control.Client) error {
 		return func(ctx context.Context, c *control.Client) error {
-			_, err := c.Decide(ctx, control.Decision{ID: id, Approve: true, ArgsHash: hash, Surface: "cli", Decider: "alice"})
+			_, err := c.Decide(ctx, api.Decision{ID: id, Approve: true, ArgsHash: hash, Surface: "cli", Decider: "alice"})
 			return err
 		}
 	}
 	deny := func(id string) func(ctx context.Context, c *control.Client) error {
 		return func(ctx context.Context, c *control.Client) error {
-			_, err := c.Decide(ctx, control.Decision{ID: id, ArgsHash: "sha256:abc", Surface: "cli"})
+			_, err := c.Decide(ctx, api.Decision{ID: id, ArgsHash: "sha256:abc", Surface: "cli"})
 			return err
 		}
 	}
@@ -111,7 +112,7 @@ func TestEndpoints(t *testing.T) {
 		{
 			name: "status",
 			setup: func(b *controltest.Backend) {
-				b.SetStatus(control.Status{Version: "1.2.3", PID: 42, Tools: 7, Plugins: []control.PluginStatus{
+				b.SetStatus(api.Status{Version: "1.2.3", PID: 42, Tools: 7, Plugins: []api.PluginStatus{
 					{Name: "telegram", Healthy: true}, {Name: "weather", Category: "NETWORK_ERROR"},
 				}})
 				b.AddConfirmation(confirmation)
@@ -202,7 +203,7 @@ func TestEndpoints(t *testing.T) {
 				}
 				return deny(c1)(ctx, c)
 			},
-			wantErr: control.ErrConflict,
+			wantErr: api.ErrConflict,
 			wantMsg: "already decided: approved (cli)",
 		},
 		{
@@ -228,7 +229,7 @@ func TestEndpoints(t *testing.T) {
 				_, err := c.Confirmation(ctx, "c1c1c1")
 				return err
 			},
-			wantErr: control.ErrInvalid,
+			wantErr: api.ErrInvalid,
 			wantMsg: "ambiguous",
 		},
 		{
@@ -238,54 +239,54 @@ func TestEndpoints(t *testing.T) {
 				_, err := c.Confirmation(ctx, "c1c1")
 				return err
 			},
-			wantErr: control.ErrInvalid,
+			wantErr: api.ErrInvalid,
 			wantMsg: "at least 6",
 		},
 		{
 			name:  "a decision needs a surface",
 			setup: func(b *controltest.Backend) { b.AddConfirmation(confirmation) },
 			call: func(ctx context.Context, c *control.Client) error {
-				_, err := c.Decide(ctx, control.Decision{ID: c1, ArgsHash: "sha256:abc"})
+				_, err := c.Decide(ctx, api.Decision{ID: c1, ArgsHash: "sha256:abc"})
 				return err
 			},
-			wantErr: control.ErrInvalid,
+			wantErr: api.ErrInvalid,
 			wantMsg: "surface",
 		},
 		{
 			name:  "a long surface is quoted cut between characters",
 			setup: func(b *controltest.Backend) { b.AddConfirmation(confirmation) },
 			call: func(ctx context.Context, c *control.Client) error {
-				_, err := c.Decide(ctx, control.Decision{ID: c1, ArgsHash: "sha256:abc", Surface: strings.Repeat("€", 30)})
+				_, err := c.Decide(ctx, api.Decision{ID: c1, ArgsHash: "sha256:abc", Surface: strings.Repeat("€", 30)})
 				return err
 			},
-			wantErr: control.ErrInvalid,
+			wantErr: api.ErrInvalid,
 			wantMsg: `surface "` + strings.Repeat("€", 21) + `…"`,
 		},
 		{
 			name:    "a decision names a full id",
 			setup:   func(b *controltest.Backend) { b.AddConfirmation(confirmation) },
 			call:    approve("c1c1c1", "sha256:abc"),
-			wantErr: control.ErrInvalid,
+			wantErr: api.ErrInvalid,
 			wantMsg: "not a confirmation id",
 		},
 		{
 			name:    "approve with another hash",
 			setup:   func(b *controltest.Backend) { b.AddConfirmation(confirmation) },
 			call:    approve(c1, "sha256:other"),
-			wantErr: control.ErrConflict,
+			wantErr: api.ErrConflict,
 			wantMsg: "arguments changed",
 		},
 		{
 			name:    "approve without a hash",
 			setup:   func(b *controltest.Backend) { b.AddConfirmation(confirmation) },
 			call:    approve(c1, ""),
-			wantErr: control.ErrInvalid,
+			wantErr: api.ErrInvalid,
 			wantMsg: "args_hash",
 		},
 		{
 			name:    "approve unknown",
 			call:    approve("0123456789abcdef0123456789abcdef", "h"),
-			wantErr: control.ErrNotFound,
+			wantErr: api.ErrNotFound,
 			wantMsg: "confirmation 0123456789abcdef0123456789abcdef",
 		},
 		{
@@ -301,7 +302,7 @@ func TestEndpoints(t *testing.T) {
 		{
 			name:    "deny unknown",
 			call:    deny("0123456789abcdef0123456789abcdef"),
-			wantErr: control.ErrNotFound,
+			wantErr: api.ErrNotFound,
 		},
 		{
 			name: "open session with a bad group",
@@ -309,19 +310,19 @@ func TestEndpoints(t *testing.T) {
 				_, err := c.OpenSession(ctx, "../etc")
 				return err
 			},
-			wantErr: control.ErrInvalid,
+			wantErr: api.ErrInvalid,
 			wantMsg: "group names are",
 		},
 		{
 			name: "backend conflict on open",
 			setup: func(b *controltest.Backend) {
-				b.Fail = failWith("OpenSession", fmt.Errorf("draining: %w", control.ErrConflict))
+				b.Fail = failWith("OpenSession", fmt.Errorf("draining: %w", api.ErrConflict))
 			},
 			call: func(ctx context.Context, c *control.Client) error {
 				_, err := c.OpenSession(ctx, "main")
 				return err
 			},
-			wantErr: control.ErrConflict,
+			wantErr: api.ErrConflict,
 			wantMsg: "draining",
 		},
 		{
@@ -454,7 +455,7 @@ func TestSessionStream(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var s control.Session
+		var s api.Session
 		if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
 			t.Fatal(err)
 		}
@@ -778,15 +779,15 @@ func TestShutdownClosesSilentConnections(t *testing.T) {
 // reports it, and an "end" line when the core stops.
 func TestWatch(t *testing.T) {
 	f := newFixture(t)
-	f.b.SetStatus(control.Status{Version: "1.2.3", Plugins: []control.PluginStatus{{Name: "echo", Healthy: true}}})
-	pending := control.Confirmation{ID: "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", Tool: "send", Group: "main", ArgsHash: "h1"}
+	f.b.SetStatus(api.Status{Version: "1.2.3", Plugins: []api.PluginStatus{{Name: "echo", Healthy: true}}})
+	pending := api.Confirmation{ID: "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", Tool: "send", Group: "main", ArgsHash: "h1"}
 	f.b.AddConfirmation(pending)
 	ws, err := f.c.Watch(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ws.Close()
-	next := func() control.WatchEvent {
+	next := func() api.WatchEvent {
 		t.Helper()
 		ev, err := ws.Next()
 		if err != nil {
@@ -795,26 +796,26 @@ func TestWatch(t *testing.T) {
 		return ev
 	}
 	snap := next()
-	if snap.Type != control.WatchSnapshot || snap.Status == nil || snap.Status.Version != "1.2.3" ||
+	if snap.Type != api.WatchSnapshot || snap.Status == nil || snap.Status.Version != "1.2.3" ||
 		len(snap.Confirmations) != 1 || snap.Confirmations[0].ID != pending.ID || len(snap.Plugins) != 1 {
 		t.Fatalf("snapshot %+v", snap)
 	}
 	second := pending
 	second.ID = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
 	f.b.AddConfirmation(second)
-	if ev := next(); ev.Type != control.WatchConfirmationRequested || ev.Confirmation == nil || ev.Confirmation.ID != second.ID {
+	if ev := next(); ev.Type != api.WatchConfirmationRequested || ev.Confirmation == nil || ev.Confirmation.ID != second.ID {
 		t.Fatalf("after a request: %+v", ev)
 	}
-	if _, err := f.c.Decide(t.Context(), control.Decision{ID: second.ID, Approve: true, ArgsHash: "h1", Surface: "cli"}); err != nil {
+	if _, err := f.c.Decide(t.Context(), api.Decision{ID: second.ID, Approve: true, ArgsHash: "h1", Surface: "cli"}); err != nil {
 		t.Fatal(err)
 	}
-	if ev := next(); ev.Type != control.WatchConfirmationResolved || ev.Confirmation.Decision != "approved" || ev.Confirmation.Surface != "cli" {
+	if ev := next(); ev.Type != api.WatchConfirmationResolved || ev.Confirmation.Decision != "approved" || ev.Confirmation.Surface != "cli" {
 		t.Fatalf("after a decision: %+v", ev)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	go func() { _ = f.srv.Shutdown(ctx) }()
-	if ev := next(); ev.Type != control.WatchEnd || !strings.Contains(ev.Error, "stopping") {
+	if ev := next(); ev.Type != api.WatchEnd || !strings.Contains(ev.Error, "stopping") {
 		t.Fatalf("at shutdown: %+v", ev)
 	}
 	if _, err := ws.Next(); !errors.Is(err, io.EOF) {

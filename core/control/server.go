@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/internal/textutil"
 )
@@ -75,7 +76,7 @@ func NewServer(b Backend, logger *slog.Logger) *Server {
 	mux.HandleFunc("POST /v1/plugins/{name}/restart", s.handleRestartPlugin)
 	s.registerTasks(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		s.writeError(w, r, fmt.Errorf("%s %s: no such endpoint: %w", r.Method, r.URL.Path, ErrNotFound))
+		s.writeError(w, r, fmt.Errorf("%s %s: no such endpoint: %w", r.Method, r.URL.Path, api.ErrNotFound))
 	})
 	s.hs = &http.Server{
 		Handler: mux,
@@ -147,7 +148,7 @@ func (s *Server) closeFresh() {
 func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
 	st := s.b.Status(r.Context())
 	if st.Plugins == nil {
-		st.Plugins = []PluginStatus{}
+		st.Plugins = []api.PluginStatus{}
 	}
 	writeJSON(w, http.StatusOK, st)
 }
@@ -170,17 +171,17 @@ func (s *Server) pause(w http.ResponseWriter, r *http.Request, paused bool) {
 // away, when the session is closed through DELETE, or when the server
 // shuts down.
 func (s *Server) handleOpenSession(w http.ResponseWriter, r *http.Request) {
-	var req SessionRequest
+	var req api.SessionRequest
 	if err := decodeBody(w, r, &req); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	if err := home.CheckGroup(req.Group); err != nil {
-		s.writeError(w, r, fmt.Errorf("%w: %w", ErrInvalid, err))
+		s.writeError(w, r, fmt.Errorf("%w: %w", api.ErrInvalid, err))
 		return
 	}
-	if err := req.check(); err != nil {
-		s.writeError(w, r, fmt.Errorf("%w: %w", ErrInvalid, err))
+	if err := req.Check(); err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	sess, agent, err := s.b.OpenSession(r.Context(), req)
@@ -210,7 +211,7 @@ func (s *Server) handleOpenSession(w http.ResponseWriter, r *http.Request) {
 	// net/http cancels r.Context when the client's connection closes: it
 	// watches the connection once the request body has been read to EOF,
 	// which decodeBody guarantees.
-	var output <-chan Output
+	var output <-chan api.Output
 	if agent != nil {
 		output = agent.Output
 	}
@@ -247,7 +248,7 @@ func (s *Server) endStream(r *http.Request, id string, st *stream) {
 	switch {
 	case err == nil:
 		s.logger.Info("control: session stream ended; session closed", "session", id)
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, api.ErrNotFound):
 		// Already gone: the core ended it.
 	default:
 		s.logger.Error("control: close session after its stream ended", "session", id, "err", err)
@@ -257,7 +258,7 @@ func (s *Server) endStream(r *http.Request, id string, st *stream) {
 func (s *Server) handleSessions(w http.ResponseWriter, r *http.Request) {
 	list := s.b.Sessions(r.Context())
 	if list == nil {
-		list = []Session{}
+		list = []api.Session{}
 	}
 	writeJSON(w, http.StatusOK, list)
 }
@@ -284,15 +285,15 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		if errors.Is(err, io.EOF) {
-			return fmt.Errorf("%w: the request body is empty", ErrInvalid)
+			return fmt.Errorf("%w: the request body is empty", api.ErrInvalid)
 		}
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return fmt.Errorf("%w: the request body is larger than %d bytes", ErrInvalid, maxRequestBody)
+			return fmt.Errorf("%w: the request body is larger than %d bytes", api.ErrInvalid, maxRequestBody)
 		}
-		return fmt.Errorf("%w: request body: %v", ErrInvalid, err)
+		return fmt.Errorf("%w: request body: %v", api.ErrInvalid, err)
 	}
 	if err := dec.Decode(&struct{}{}); !errors.Is(err, io.EOF) {
-		return fmt.Errorf("%w: request body: data after the JSON object", ErrInvalid)
+		return fmt.Errorf("%w: request body: data after the JSON object", api.ErrInvalid)
 	}
 	return nil
 }
@@ -308,11 +309,11 @@ type errorBody struct {
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	status, msg := http.StatusInternalServerError, internalMessage
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, api.ErrNotFound):
 		status, msg = http.StatusNotFound, err.Error()
-	case errors.Is(err, ErrInvalid):
+	case errors.Is(err, api.ErrInvalid):
 		status, msg = http.StatusBadRequest, err.Error()
-	case errors.Is(err, ErrConflict):
+	case errors.Is(err, api.ErrConflict):
 		status, msg = http.StatusConflict, err.Error()
 	default:
 		s.logger.Error("control: request failed", "method", r.Method, "path", r.URL.Path, "err", err)
@@ -330,7 +331,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func (s *Server) handleRestartPlugin(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	if !pluginNameRE.MatchString(name) {
-		s.writeError(w, r, fmt.Errorf("plugin name %q: names are kebab-case (a-z, 0-9, single dashes): %w", clipName(name), ErrInvalid))
+		s.writeError(w, r, fmt.Errorf("plugin name %q: names are kebab-case (a-z, 0-9, single dashes): %w", clipName(name), api.ErrInvalid))
 		return
 	}
 	st, err := s.b.RestartPlugin(r.Context(), name)

@@ -7,7 +7,8 @@ import (
 	"net/url"
 	"regexp"
 	"strconv"
-	"time"
+
+	"github.com/carapace-dev/carapace/core/api"
 )
 
 // Scheduled tasks (core/tasks) over the control API:
@@ -22,88 +23,27 @@ import (
 //	                                  ?purge=1: delete it and its runs for good
 //	GET    /v1/tasks/{id}/history     ?limit=N (default 50, at most 1000) → []TaskRun, newest first
 //
-// A Backend serves them by also implementing TaskBackend.
-
-// Task is a scheduled task as the control API shows it.
-type Task struct {
-	ID       string `json:"id"`
-	Group    string `json:"group"`
-	Kind     string `json:"kind"` // cron, every, at
-	Expr     string `json:"expr"`
-	Zone     string `json:"zone"`
-	Schedule string `json:"schedule"` // the schedule in words
-	Prompt   string `json:"prompt"`
-	Creator  string `json:"creator"` // user, or agent
-	// CreatorSession and CreatorConfirmation name the session and the
-	// approval of a task the agent created.
-	CreatorSession      string `json:"creator_session,omitempty"`
-	CreatorConfirmation string `json:"creator_confirmation,omitempty"`
-	Misfire             string `json:"misfire"` // catch-up-once, skip
-	Enabled             bool   `json:"enabled"`
-	// PausedReason says why the task paused itself (failed runs).
-	PausedReason string     `json:"paused_reason,omitempty"`
-	CreatedAt    time.Time  `json:"created_at"`
-	Next         *time.Time `json:"next,omitempty"` // its next fire; none when paused or done
-	// NextFires are its next three fires (on creation).
-	NextFires []time.Time `json:"next_fires,omitempty"`
-	Last      *TaskRun    `json:"last,omitempty"` // its newest run
-	// RemovedAt is when the task was removed (cancelled): it fires no
-	// more, and is kept, with its runs, for tasks history. RemovedBy is
-	// user or agent; an agent's removal names its session and, when the
-	// user confirmed it, the confirmation.
-	RemovedAt           *time.Time `json:"removed_at,omitempty"`
-	RemovedBy           string     `json:"removed_by,omitempty"`
-	RemovedSession      string     `json:"removed_session,omitempty"`
-	RemovedConfirmation string     `json:"removed_confirmation,omitempty"`
-}
-
-// TaskRun is one occurrence of a task, or a range of missed ones.
-type TaskRun struct {
-	ID        int64      `json:"id"`
-	Task      string     `json:"task"`
-	Scheduled time.Time  `json:"scheduled"`
-	Manual    bool       `json:"manual,omitempty"` // `carapace tasks run`
-	Until     *time.Time `json:"until,omitempty"`  // a range of missed slots: the last
-	Count     int        `json:"count"`            // slots the row stands for
-	State     string     `json:"state"`            // claimed, running, ok, failed, skipped, unknown
-	Reason    string     `json:"reason,omitempty"` // skipped: missed, overlap, paused; failed: why
-	LateMS    int64      `json:"late_ms"`
-	Session   string     `json:"session,omitempty"`
-	Started   *time.Time `json:"started,omitempty"`
-	Ended     *time.Time `json:"ended,omitempty"`
-}
-
-// TaskRequest creates a task.
-type TaskRequest struct {
-	Group   string `json:"group"`
-	Kind    string `json:"kind"` // cron, every, at
-	Expr    string `json:"expr"`
-	Zone    string `json:"zone,omitempty"`    // an IANA zone; default UTC
-	Misfire string `json:"misfire,omitempty"` // default catch-up-once
-	Prompt  string `json:"prompt"`
-}
+// The types are core/api's. A Backend serves them by also implementing
+// TaskBackend.
 
 // TaskBackend is what a Backend implements to serve the scheduled tasks.
-// Errors wrap ErrNotFound (no such task), ErrInvalid (a bad task) or
-// ErrConflict (a run still works, or the task was removed).
+// Errors wrap api.ErrNotFound (no such task), api.ErrInvalid (a bad task) or
+// api.ErrConflict (a run still works, or the task was removed).
 type TaskBackend interface {
-	Tasks(ctx context.Context) ([]Task, error) // the live ones
-	AddTask(ctx context.Context, req TaskRequest) (Task, error)
-	PauseTask(ctx context.Context, id string) (Task, error)
-	ResumeTask(ctx context.Context, id string) (Task, error)
-	RunTask(ctx context.Context, id string) (TaskRun, error)
+	Tasks(ctx context.Context) ([]api.Task, error) // the live ones
+	AddTask(ctx context.Context, req api.TaskRequest) (api.Task, error)
+	PauseTask(ctx context.Context, id string) (api.Task, error)
+	ResumeTask(ctx context.Context, id string) (api.Task, error)
+	RunTask(ctx context.Context, id string) (api.TaskRun, error)
 	// RemoveTask removes a task for the user: it fires no more and is
 	// kept, with its runs.
 	RemoveTask(ctx context.Context, id string) error
-	TaskHistory(ctx context.Context, id string, limit int) ([]TaskRun, error)
-	AllTasks(ctx context.Context) ([]Task, error) // live and removed
-	Task(ctx context.Context, id string) (Task, error)
+	TaskHistory(ctx context.Context, id string, limit int) ([]api.TaskRun, error)
+	AllTasks(ctx context.Context) ([]api.Task, error) // live and removed
+	Task(ctx context.Context, id string) (api.Task, error)
 	// PurgeTask deletes a task, live or removed, and its runs for good.
 	PurgeTask(ctx context.Context, id string) error
 }
-
-// MaxTaskHistory bounds one history answer.
-const MaxTaskHistory = 1000
 
 var taskIDRE = regexp.MustCompile(`^t-[a-z0-9]{1,32}$`)
 
@@ -125,7 +65,7 @@ func (s *Server) registerTasks(mux *http.ServeMux) {
 		s.withTask(w, r, func(tb TaskBackend, id string) (any, error) { return tb.Task(r.Context(), id) })
 	})
 	mux.HandleFunc("POST /v1/tasks", func(w http.ResponseWriter, r *http.Request) {
-		var req TaskRequest
+		var req api.TaskRequest
 		if err := decodeBody(w, r, &req); err != nil {
 			s.writeError(w, r, err)
 			return
@@ -158,8 +98,8 @@ func (s *Server) registerTasks(mux *http.ServeMux) {
 		limit := 50
 		if v := r.URL.Query().Get("limit"); v != "" {
 			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 || n > MaxTaskHistory {
-				s.writeError(w, r, fmt.Errorf("%w: limit %q: a number from 1 to %d", ErrInvalid, clipName(v), MaxTaskHistory))
+			if err != nil || n < 1 || n > api.MaxTaskHistory {
+				s.writeError(w, r, fmt.Errorf("%w: limit %q: a number from 1 to %d", api.ErrInvalid, clipName(v), api.MaxTaskHistory))
 				return
 			}
 			limit = n
@@ -176,7 +116,7 @@ func queryFlag(r *http.Request, name string) (bool, error) {
 	case "1":
 		return true, nil
 	default:
-		return false, fmt.Errorf("%w: %s=%q: use %s=1", ErrInvalid, name, clipName(v), name)
+		return false, fmt.Errorf("%w: %s=%q: use %s=1", api.ErrInvalid, name, clipName(v), name)
 	}
 }
 
@@ -184,7 +124,7 @@ func queryFlag(r *http.Request, name string) (bool, error) {
 func (s *Server) withTasks(w http.ResponseWriter, r *http.Request, f func(TaskBackend) (any, error)) {
 	tb, ok := s.b.(TaskBackend)
 	if !ok {
-		s.writeError(w, r, fmt.Errorf("%w: this core has no scheduled tasks", ErrNotFound))
+		s.writeError(w, r, fmt.Errorf("%w: this core has no scheduled tasks", api.ErrNotFound))
 		return
 	}
 	v, err := f(tb)
@@ -203,29 +143,29 @@ func (s *Server) withTasks(w http.ResponseWriter, r *http.Request, f func(TaskBa
 func (s *Server) withTask(w http.ResponseWriter, r *http.Request, f func(TaskBackend, string) (any, error)) {
 	id := r.PathValue("id")
 	if !taskIDRE.MatchString(id) {
-		s.writeError(w, r, fmt.Errorf("%w: task id %q: ids look like t-ab12cd34 (carapace tasks list)", ErrInvalid, clipName(id)))
+		s.writeError(w, r, fmt.Errorf("%w: task id %q: ids look like t-ab12cd34 (carapace tasks list)", api.ErrInvalid, clipName(id)))
 		return
 	}
 	s.withTasks(w, r, func(tb TaskBackend) (any, error) { return f(tb, id) })
 }
 
 // Tasks lists every live task.
-func (c *Client) Tasks(ctx context.Context) ([]Task, error) {
-	var out []Task
+func (c *Client) Tasks(ctx context.Context) ([]api.Task, error) {
+	var out []api.Task
 	err := c.do(ctx, http.MethodGet, "/v1/tasks", nil, &out)
 	return out, err
 }
 
 // AllTasks lists every task, the removed ones too.
-func (c *Client) AllTasks(ctx context.Context) ([]Task, error) {
-	var out []Task
+func (c *Client) AllTasks(ctx context.Context) ([]api.Task, error) {
+	var out []api.Task
 	err := c.do(ctx, http.MethodGet, "/v1/tasks?all=1", nil, &out)
 	return out, err
 }
 
 // Task returns task id, live or removed.
-func (c *Client) Task(ctx context.Context, id string) (Task, error) {
-	var out Task
+func (c *Client) Task(ctx context.Context, id string) (api.Task, error) {
+	var out api.Task
 	err := c.do(ctx, http.MethodGet, "/v1/tasks/"+url.PathEscape(id), nil, &out)
 	return out, err
 }
@@ -236,29 +176,29 @@ func (c *Client) PurgeTask(ctx context.Context, id string) error {
 }
 
 // AddTask creates a task.
-func (c *Client) AddTask(ctx context.Context, req TaskRequest) (Task, error) {
-	var out Task
+func (c *Client) AddTask(ctx context.Context, req api.TaskRequest) (api.Task, error) {
+	var out api.Task
 	err := c.do(ctx, http.MethodPost, "/v1/tasks", req, &out)
 	return out, err
 }
 
 // PauseTask stops task id from firing.
-func (c *Client) PauseTask(ctx context.Context, id string) (Task, error) {
-	var out Task
+func (c *Client) PauseTask(ctx context.Context, id string) (api.Task, error) {
+	var out api.Task
 	err := c.do(ctx, http.MethodPost, "/v1/tasks/"+url.PathEscape(id)+"/pause", nil, &out)
 	return out, err
 }
 
 // ResumeTask starts task id again, from now.
-func (c *Client) ResumeTask(ctx context.Context, id string) (Task, error) {
-	var out Task
+func (c *Client) ResumeTask(ctx context.Context, id string) (api.Task, error) {
+	var out api.Task
 	err := c.do(ctx, http.MethodPost, "/v1/tasks/"+url.PathEscape(id)+"/resume", nil, &out)
 	return out, err
 }
 
 // RunTask runs task id once now, without shifting its schedule.
-func (c *Client) RunTask(ctx context.Context, id string) (TaskRun, error) {
-	var out TaskRun
+func (c *Client) RunTask(ctx context.Context, id string) (api.TaskRun, error) {
+	var out api.TaskRun
 	err := c.do(ctx, http.MethodPost, "/v1/tasks/"+url.PathEscape(id)+"/run", nil, &out)
 	return out, err
 }
@@ -269,8 +209,8 @@ func (c *Client) RemoveTask(ctx context.Context, id string) error {
 }
 
 // TaskHistory returns task id's runs, newest first, at most limit.
-func (c *Client) TaskHistory(ctx context.Context, id string, limit int) ([]TaskRun, error) {
-	var out []TaskRun
+func (c *Client) TaskHistory(ctx context.Context, id string, limit int) ([]api.TaskRun, error) {
+	var out []api.TaskRun
 	err := c.do(ctx, http.MethodGet, "/v1/tasks/"+url.PathEscape(id)+"/history?limit="+strconv.Itoa(limit), nil, &out)
 	return out, err
 }

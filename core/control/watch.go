@@ -8,26 +8,15 @@ import (
 	"io"
 	"net/http"
 	"time"
+
+	"github.com/carapace-dev/carapace/core/api"
 )
 
 // The watch stream, GET /v1/watch, is how the CLI (`carapace watch`), the
 // menu-bar app and tests follow the core without polling (the shape of
-// tailscale's WatchIPNBus). The answer is JSON lines (WatchEvent): first
-// one "snapshot" with the status, the sessions, the pending confirmations
-// and the plugins, then one line per change, in order:
-//
-//	confirmation.requested  {"confirmation": Confirmation}
-//	confirmation.resolved   {"confirmation": Confirmation} with decision, surface, decider
-//	session.opened          {"session": Session}
-//	session.closed          {"session": Session}
-//	plugin.health           {"plugin": PluginStatus}
-//	core.status             {"status": Status}: paused or resumed, draining
-//	task.created            {"task": Task}
-//	task.changed            {"task": Task}: paused (by the user, or itself after failures) or resumed
-//	task.fired              {"task": Task, "task_run": TaskRun}: a run started
-//	task.finished           {"task": Task, "task_run": TaskRun}: how it ended
-//	task.removed            {"task": Task}
-//	end                     {"error": why}: the core ended the stream; read a new snapshot
+// tailscale's WatchIPNBus). The answer is JSON lines of api.WatchEvent: a
+// snapshot, then one line per change, in order (core/api's watch.go lists
+// the lines).
 //
 // The changes come from the core's event bus, subscribed before the
 // snapshot is taken, so nothing falls between them (a change may show in
@@ -36,51 +25,10 @@ import (
 // closes — and never slows the core: watch again. Unknown types are for
 // newer cores: skip them.
 
-// Types of WatchEvent.
-const (
-	WatchSnapshot              = "snapshot"
-	WatchConfirmationRequested = "confirmation.requested"
-	WatchConfirmationResolved  = "confirmation.resolved"
-	WatchSessionOpened         = "session.opened"
-	WatchSessionClosed         = "session.closed"
-	WatchPluginHealth          = "plugin.health"
-	WatchStatus                = "core.status"
-	WatchTaskCreated           = "task.created"
-	WatchTaskChanged           = "task.changed"
-	WatchTaskFired             = "task.fired"
-	WatchTaskFinished          = "task.finished"
-	WatchTaskRemoved           = "task.removed"
-	WatchEnd                   = "end"
-)
-
-// WatchTopics are the bus topics a watch follows, one per change type.
-var WatchTopics = []string{WatchConfirmationRequested, WatchConfirmationResolved, WatchSessionOpened, WatchSessionClosed, WatchPluginHealth, WatchStatus,
-	WatchTaskCreated, WatchTaskChanged, WatchTaskFired, WatchTaskFinished, WatchTaskRemoved}
-
-// WatchEvent is one line of the watch stream.
-type WatchEvent struct {
-	Type string    `json:"type"`
-	Time time.Time `json:"time"`
-	// The snapshot; with core.status, the status alone.
-	Status        *Status        `json:"status,omitempty"`
-	Sessions      []Session      `json:"sessions,omitempty"`
-	Confirmations []Confirmation `json:"confirmations,omitempty"`
-	Plugins       []PluginStatus `json:"plugins,omitempty"`
-	Tasks         []Task         `json:"tasks,omitempty"`
-	// The changes.
-	Confirmation *Confirmation `json:"confirmation,omitempty"`
-	Session      *Session      `json:"session,omitempty"`
-	Plugin       *PluginStatus `json:"plugin,omitempty"`
-	Task         *Task         `json:"task,omitempty"`
-	TaskRun      *TaskRun      `json:"task_run,omitempty"`
-	// End: why the core ended the stream.
-	Error string `json:"error,omitempty"`
-}
-
 // Watch is a watch a Backend started.
 type Watch struct {
-	Snapshot WatchEvent        // the first line
-	Events   <-chan WatchEvent // the changes; closed when the watch ends
+	Snapshot api.WatchEvent        // the first line
+	Events   <-chan api.WatchEvent // the changes; closed when the watch ends
 	// Ended says, once Events is closed, why the core ended the watch
 	// ("" when it did not).
 	Ended func() string
@@ -103,14 +51,14 @@ func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
 	enc := json.NewEncoder(w)
-	write := func(ev WatchEvent) bool {
+	write := func(ev api.WatchEvent) bool {
 		_ = rc.SetWriteDeadline(time.Now().Add(watchWriteTimeout))
 		if err := enc.Encode(ev); err != nil {
 			return false
 		}
 		return rc.Flush() == nil
 	}
-	end := func(why string) { write(WatchEvent{Type: WatchEnd, Time: time.Now().UTC(), Error: why}) }
+	end := func(why string) { write(api.WatchEvent{Type: api.WatchEnd, Time: time.Now().UTC(), Error: why}) }
 	if !write(wt.Snapshot) {
 		return
 	}
@@ -165,16 +113,16 @@ func (c *Client) Watch(ctx context.Context) (*WatchStream, error) {
 
 // Next returns the next line: the snapshot first. It returns an error
 // when the stream ends (io.EOF when it ended cleanly).
-func (ws *WatchStream) Next() (WatchEvent, error) {
+func (ws *WatchStream) Next() (api.WatchEvent, error) {
 	if !ws.sc.Scan() {
 		if err := ws.sc.Err(); err != nil {
-			return WatchEvent{}, fmt.Errorf("watch: %w", err)
+			return api.WatchEvent{}, fmt.Errorf("watch: %w", err)
 		}
-		return WatchEvent{}, fmt.Errorf("watch: the core ended the stream: %w", io.EOF)
+		return api.WatchEvent{}, fmt.Errorf("watch: the core ended the stream: %w", io.EOF)
 	}
-	var ev WatchEvent
+	var ev api.WatchEvent
 	if err := json.Unmarshal(ws.sc.Bytes(), &ev); err != nil {
-		return WatchEvent{}, fmt.Errorf("watch: decode a line: %w", err)
+		return api.WatchEvent{}, fmt.Errorf("watch: decode a line: %w", err)
 	}
 	return ev, nil
 }

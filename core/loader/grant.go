@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/audit"
-	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/internal/textutil"
 )
@@ -59,7 +59,7 @@ func (l *Loader) decidable(ctx context.Context, st *pluginState, core Core, id s
 		}
 		_ = l.audit.Write(&audit.Entry{Source: st.name, Session: c.Session, Group: c.Group, Topic: "tool.invoke." + c.Tool, Confirmation: c.ID,
 			Stage: audit.StageConfirm, Outcome: audit.OutcomeRejected, Reason: "decision refused: the surface is not granted the confirmation's group"})
-		return fmt.Errorf("%w: %s is not granted group %q of confirmation %s; it is granted %s", plugin.ErrGroupNotGranted, st.name, c.Group, control.ShortID(c.ID), strings.Join(st.groups, ", "))
+		return fmt.Errorf("%w: %s is not granted group %q of confirmation %s; it is granted %s", plugin.ErrGroupNotGranted, st.name, c.Group, api.ShortID(c.ID), strings.Join(st.groups, ", "))
 	}
 	return nil
 }

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/audit"
-	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/manifest"
 	"github.com/carapace-dev/carapace/core/plugin"
 )
@@ -104,7 +104,7 @@ func rejected(t *testing.T, path, stage string) string {
 // another grant purges what it held of the groups it lost.
 func TestMailboxScopedToGroups(t *testing.T) {
 	l, bus := mailLoader(t)
-	topics := []string{control.WatchConfirmationRequested, plugin.TopicChannelReply}
+	topics := []string{api.WatchConfirmationRequested, plugin.TopicChannelReply}
 	put := func(topic, group, n string) {
 		t.Helper()
 		if err := bus.Publish(context.Background(), &plugin.Event{Topic: topic, Group: group, Source: "core", Payload: map[string]any{"plugin": "phone", "n": n}}); err != nil {
@@ -114,20 +114,20 @@ func TestMailboxScopedToGroups(t *testing.T) {
 	h := newScripted(nil)
 	stop := make(chan struct{})
 	l.deliverMail(&pluginState{name: "phone", groups: []string{"side"}}, h, topics, stop)
-	put(control.WatchConfirmationRequested, "main", "main's call")
+	put(api.WatchConfirmationRequested, "main", "main's call")
 	put(plugin.TopicChannelReply, "main", "main's answer")
-	put(control.WatchConfirmationRequested, "side", "side's call")
+	put(api.WatchConfirmationRequested, "side", "side's call")
 	put(plugin.TopicChannelReply, "side", "side's answer")
 	want(t, h, "side's call", "side's answer") // want fails on any other
 
 	// Down, it keeps side's; restarted granted main only, it drops them.
 	close(stop)
-	put(control.WatchConfirmationRequested, "main", "main's second")
-	put(control.WatchConfirmationRequested, "side", "side's second")
+	put(api.WatchConfirmationRequested, "main", "main's second")
+	put(api.WatchConfirmationRequested, "side", "side's second")
 	waitPending(t, l, "phone", 1) // filed in order: main's was refused before
 	h2 := newScripted(nil)
 	l.deliverMail(&pluginState{name: "phone", groups: []string{"main"}}, h2, topics, make(chan struct{}))
-	put(control.WatchConfirmationRequested, "main", "main's third")
+	put(api.WatchConfirmationRequested, "main", "main's third")
 	want(t, h2, "main's third")
 }
 
@@ -156,13 +156,13 @@ type decideCore struct {
 	decided *[]string
 }
 
-func (c decideCore) Confirmations(context.Context, bool) []control.Confirmation {
-	return []control.Confirmation{{ID: "conf-main", Group: "main"}, {ID: "conf-side", Group: "side"}}
+func (c decideCore) Confirmations(context.Context, bool) []api.Confirmation {
+	return []api.Confirmation{{ID: "conf-main", Group: "main"}, {ID: "conf-side", Group: "side"}}
 }
 
-func (c decideCore) Decide(_ context.Context, d control.Decision) (control.Confirmation, error) {
+func (c decideCore) Decide(_ context.Context, d api.Decision) (api.Confirmation, error) {
 	*c.decided = append(*c.decided, d.ID)
-	return control.Confirmation{ID: d.ID}, nil
+	return api.Confirmation{ID: d.ID}, nil
 }
 
 // TestDecideOnlyItsGroups: a surface decides only the confirmations of

@@ -6,10 +6,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/audit"
 	"github.com/carapace-dev/carapace/core/catalog"
 	"github.com/carapace-dev/carapace/core/config"
-	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/events"
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/plugin"
@@ -48,12 +48,12 @@ type Options struct {
 // control API's operations (core/server implements them), and which
 // plugin's event started a session.
 type Core interface {
-	Decide(ctx context.Context, d control.Decision) (control.Confirmation, error)
+	Decide(ctx context.Context, d api.Decision) (api.Confirmation, error)
 	// Confirmations lists the pending confirmations, and with recent the
 	// resolved ones still remembered.
-	Confirmations(ctx context.Context, recent bool) []control.Confirmation
-	Status(ctx context.Context) control.Status
-	Pause(ctx context.Context, paused bool) control.Status
+	Confirmations(ctx context.Context, recent bool) []api.Confirmation
+	Status(ctx context.Context) api.Status
+	Pause(ctx context.Context, paused bool) api.Status
 	// Paused reports whether sessions for events are paused: what
 	// Status(ctx).Paused says, without gathering the rest.
 	Paused() bool
@@ -62,7 +62,7 @@ type Core interface {
 	// for any other session.
 	SessionOrigin(id string) string
 	// Tasks lists the scheduled tasks.
-	Tasks(ctx context.Context) ([]control.Task, error)
+	Tasks(ctx context.Context) ([]api.Task, error)
 }
 
 // Loader holds every plugin the core knows of, healthy or not. Create it
@@ -119,16 +119,16 @@ func (l *Loader) Load(ctx context.Context) error {
 // Restart drains and stops plugin name, then loads it again from disk (or
 // unloads it if it is gone; or loads it if it is new). Restarts are
 // serialised. The caller refuses it while the core drains.
-func (l *Loader) Restart(ctx context.Context, name string) (control.PluginStatus, error) {
+func (l *Loader) Restart(ctx context.Context, name string) (api.PluginStatus, error) {
 	return l.restart(ctx, name)
 }
 
 // Statuses returns every plugin's status, sorted by name.
-func (l *Loader) Statuses() []control.PluginStatus {
+func (l *Loader) Statuses() []api.PluginStatus {
 	l.mu.Lock()
 	ps := append([]*pluginState(nil), l.plugins...)
 	l.mu.Unlock()
-	out := make([]control.PluginStatus, 0, len(ps))
+	out := make([]api.PluginStatus, 0, len(ps))
 	for _, p := range ps {
 		out = append(out, l.pluginStatus(p))
 	}
@@ -180,5 +180,5 @@ func (l *Loader) event(topic string, payload map[string]any) {
 
 // healthChanged publishes plugin.health with st's status.
 func (l *Loader) healthChanged(st *pluginState) {
-	l.event(control.WatchPluginHealth, events.Payload(l.pluginStatus(st)))
+	l.event(api.WatchPluginHealth, events.Payload(l.pluginStatus(st)))
 }

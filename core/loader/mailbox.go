@@ -8,7 +8,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/carapace-dev/carapace/core/control"
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/events"
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/core/pluginhost"
@@ -43,7 +43,7 @@ const (
 )
 
 // mailTopics are the topics delivered through mailboxes.
-var mailTopics = []string{plugin.TopicChannelStarted, plugin.TopicChannelReply, control.WatchConfirmationRequested, control.WatchConfirmationResolved}
+var mailTopics = []string{plugin.TopicChannelStarted, plugin.TopicChannelReply, api.WatchConfirmationRequested, api.WatchConfirmationResolved}
 
 // mailboxCap bounds a plugin's undelivered events.
 const mailboxCap = 256

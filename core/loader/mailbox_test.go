@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/carapace-dev/carapace/core/control"
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/events"
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/core/pluginhost"
@@ -147,27 +147,27 @@ func TestMailboxStoppedInstance(t *testing.T) {
 // without the surface capability purges those it held.
 func TestMailboxConfirmations(t *testing.T) {
 	l, bus := mailLoader(t)
-	surface := []string{control.WatchConfirmationRequested, control.WatchConfirmationResolved}
+	surface := []string{api.WatchConfirmationRequested, api.WatchConfirmationResolved}
 	hs := newScripted(nil)
 	stopS := make(chan struct{})
 	l.deliverMail(&pluginState{name: "phone"}, hs, surface, stopS)
 	hc := newScripted(nil)
 	l.deliverMail(&pluginState{name: "chat"}, hc, []string{plugin.TopicChannelReply}, make(chan struct{}))
 
-	publish(t, bus, control.WatchConfirmationRequested, "core", "", "1")
-	publish(t, bus, control.WatchConfirmationRequested, "some-plugin", "", "forged")
-	publish(t, bus, control.WatchConfirmationResolved, "core", "", "2")
+	publish(t, bus, api.WatchConfirmationRequested, "core", "", "1")
+	publish(t, bus, api.WatchConfirmationRequested, "some-plugin", "", "forged")
+	publish(t, bus, api.WatchConfirmationResolved, "core", "", "2")
 	want(t, hs, "1", "2")
 	want(t, hc)
 
 	close(stopS)
-	publish(t, bus, control.WatchConfirmationRequested, "core", "", "3")
+	publish(t, bus, api.WatchConfirmationRequested, "core", "", "3")
 	waitPending(t, l, "phone", 1)
 	// Restarted without the capability: it gets no confirmation, and the
 	// one it held is gone.
 	hs2 := newScripted(nil)
 	l.deliverMail(&pluginState{name: "phone"}, hs2, []string{plugin.TopicChannelReply}, make(chan struct{}))
-	publish(t, bus, control.WatchConfirmationRequested, "core", "", "4")
+	publish(t, bus, api.WatchConfirmationRequested, "core", "", "4")
 	want(t, hs2)
 	if n := len(l.mailboxOf("phone", false).pending()); n != 0 {
 		t.Fatalf("%d confirmations kept for a plugin no longer a surface", n)

@@ -18,10 +18,10 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/audit"
 	"github.com/carapace-dev/carapace/core/catalog"
 	"github.com/carapace-dev/carapace/core/config"
-	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/events"
 	"github.com/carapace-dev/carapace/core/install"
 	"github.com/carapace-dev/carapace/core/intrinsics"
@@ -513,9 +513,9 @@ func (l *Loader) shutdownOne(st *pluginState) {
 // restart drains and stops the plugin, then
 // load it again from disk (or unload it if it is gone; or load it if it is
 // new). Restarts are serialised.
-func (l *Loader) restart(ctx context.Context, name string) (control.PluginStatus, error) {
+func (l *Loader) restart(ctx context.Context, name string) (api.PluginStatus, error) {
 	if err := manifest.CheckPluginName(name); err != nil {
-		return control.PluginStatus{}, fmt.Errorf("%w: %w", control.ErrInvalid, err)
+		return api.PluginStatus{}, fmt.Errorf("%w: %w", api.ErrInvalid, err)
 	}
 	l.restartMu.Lock()
 	defer l.restartMu.Unlock()
@@ -530,14 +530,14 @@ func (l *Loader) restart(ctx context.Context, name string) (control.PluginStatus
 	l.mu.Unlock()
 	c := l.candidateNamed(name)
 	if old == nil && c == nil {
-		return control.PluginStatus{}, fmt.Errorf("plugin %s is neither running nor installed: %w", name, control.ErrNotFound)
+		return api.PluginStatus{}, fmt.Errorf("plugin %s is neither running nor installed: %w", name, api.ErrNotFound)
 	}
 	// The plugin's section of config.toml is read again, so that a fixed
 	// config or allowed_groups needs no core restart. The rest of the
 	// file is the core's and takes effect at its next start.
 	cfg, err := config.Load(l.opts.Home.Config())
 	if err != nil {
-		return control.PluginStatus{}, fmt.Errorf("%w: %w", control.ErrInvalid, err)
+		return api.PluginStatus{}, fmt.Errorf("%w: %w", api.ErrInvalid, err)
 	}
 	if old != nil {
 		// Its tools stay catalogued (answering PLUGIN_UNAVAILABLE, not
@@ -553,7 +553,7 @@ func (l *Loader) restart(ctx context.Context, name string) (control.PluginStatus
 		l.dropMailbox(name)
 		l.log.Info("plugin unloaded: no longer installed", "plugin", name)
 		_ = l.audit.Write(&audit.Entry{Source: name, Stage: audit.StageCore, Outcome: audit.OutcomeClosed, Reason: "plugin unloaded: no longer installed"})
-		return control.PluginStatus{Name: name, State: stateRemoved}, nil
+		return api.PluginStatus{Name: name, State: stateRemoved}, nil
 	}
 	st := l.prepare(c, cfg.Plugins[name])
 	if st.state != stateFailed {
@@ -704,10 +704,10 @@ func (f *inflight) closeAndWait(ctx context.Context) {
 }
 
 // pluginStatus reports st for the control API.
-func (l *Loader) pluginStatus(st *pluginState) control.PluginStatus {
+func (l *Loader) pluginStatus(st *pluginState) api.PluginStatus {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	ps := control.PluginStatus{
+	ps := api.PluginStatus{
 		Name: st.name, Healthy: st.state == stateHealthy, State: st.state, Source: string(st.source), Dir: st.dir,
 		Problem: st.problem,
 	}

@@ -10,8 +10,8 @@ import (
 	"github.com/google/uuid"
 	"golang.org/x/time/rate"
 
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/audit"
-	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/core/session"
 	"github.com/carapace-dev/carapace/internal/textutil"
@@ -302,12 +302,12 @@ func (v *services) Decide(ctx context.Context, d plugin.Decision) error {
 	if err := v.l.decidable(ctx, v.st, core, d.ID); err != nil {
 		return err
 	}
-	cf, err := core.Decide(ctx, control.Decision{ID: d.ID, Approve: d.Approve, ArgsHash: d.ArgsHash,
+	cf, err := core.Decide(ctx, api.Decision{ID: d.ID, Approve: d.Approve, ArgsHash: d.ArgsHash,
 		Surface: textutil.Clip(v.st.name, 32), Decider: textutil.Clip(textutil.OneLine(d.Decider), 128)})
 	switch {
 	case err == nil:
 		return nil
-	case cf.Decision != "" && errors.Is(err, control.ErrConflict):
+	case cf.Decision != "" && errors.Is(err, api.ErrConflict):
 		return fmt.Errorf("%w: %s", plugin.ErrAlreadyDecided, textutil.OneLine(err.Error()))
 	}
 	return err

@@ -11,8 +11,8 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/audit"
-	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/manifest"
 	"github.com/carapace-dev/carapace/core/plugin"
 )
@@ -24,8 +24,8 @@ type fakeCore struct {
 	paused  bool
 }
 
-func (c fakeCore) Status(context.Context) control.Status { return control.Status{Started: c.started} }
-func (c fakeCore) Paused() bool                          { return c.paused }
+func (c fakeCore) Status(context.Context) api.Status { return api.Status{Started: c.started} }
+func (c fakeCore) Paused() bool                      { return c.paused }
 
 // TestPaused: the cheap question is a channel's, answered once the core
 // has started, from the core's Paused alone.
@@ -178,10 +178,10 @@ func TestPluginsCannotPublishCoreTopics(t *testing.T) {
 	}
 }
 
-func (c fakeCore) Tasks(context.Context) ([]control.Task, error) {
+func (c fakeCore) Tasks(context.Context) ([]api.Task, error) {
 	next := c.started.Add(time.Hour)
-	return []control.Task{{ID: "t-abc12345", Group: "main", Schedule: "every hour", Enabled: true, Next: &next,
-		Last: &control.TaskRun{State: "skipped", Reason: "missed"}}}, nil
+	return []api.Task{{ID: "t-abc12345", Group: "main", Schedule: "every hour", Enabled: true, Next: &next,
+		Last: &api.TaskRun{State: "skipped", Reason: "missed"}}}, nil
 }
 
 // TestReportHealth: a plugin that reports itself degraded shows so — not

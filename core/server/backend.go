@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/audit"
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/events"
@@ -15,8 +16,8 @@ import (
 var _ control.Backend = (*Server)(nil)
 
 // Status implements control.Backend.
-func (s *Server) Status(context.Context) control.Status {
-	st := control.Status{
+func (s *Server) Status(context.Context) api.Status {
+	st := api.Status{
 		Version: s.opts.Version, PID: os.Getpid(), Started: s.started, Home: string(s.opts.Home),
 		Sessions: s.sessions.Len(), PendingConfirmations: s.gate.Len(), Tools: s.catalog.Len(),
 		Draining: s.pipe.Draining(), Paused: s.agents.Paused(), ConfigDigest: s.cfg.Digest,
@@ -28,7 +29,7 @@ func (s *Server) Status(context.Context) control.Status {
 
 // Pause implements control.Backend: audited, and told to the watchers
 // (core.status).
-func (s *Server) Pause(ctx context.Context, paused bool) control.Status {
+func (s *Server) Pause(ctx context.Context, paused bool) api.Status {
 	if s.agents.Paused() != paused {
 		s.agents.SetPaused(paused)
 		reason := "resumed: sessions start for events again"
@@ -38,7 +39,7 @@ func (s *Server) Pause(ctx context.Context, paused bool) control.Status {
 		_ = s.audit.Write(&audit.Entry{Source: "core", Stage: audit.StageCore, Outcome: audit.OutcomeOK, Reason: reason})
 		s.log.Info("core "+strings.SplitN(reason, ":", 2)[0], "paused", paused)
 		st := s.Status(ctx)
-		s.coreEvent(control.WatchStatus, "", events.Payload(st))
+		s.coreEvent(api.WatchStatus, "", events.Payload(st))
 		return st
 	}
 	return s.Status(ctx)
@@ -53,9 +54,9 @@ func (s *Server) Stop() { s.once.Do(func() { close(s.stop) }) }
 
 // OpenSession implements control.Backend. With the runtime "none" the
 // client runs the agent; otherwise the core runs it in a container.
-func (s *Server) OpenSession(ctx context.Context, req control.SessionRequest) (control.Session, *control.Agent, error) {
+func (s *Server) OpenSession(ctx context.Context, req api.SessionRequest) (api.Session, *api.Agent, error) {
 	if s.pipe.Draining() {
-		return control.Session{}, nil, fmt.Errorf("the core is shutting down: %w", control.ErrConflict)
+		return api.Session{}, nil, fmt.Errorf("the core is shutting down: %w", api.ErrConflict)
 	}
 	return s.agents.Open(ctx, req)
 }
@@ -64,8 +65,8 @@ func (s *Server) OpenSession(ctx context.Context, req control.SessionRequest) (c
 func (s *Server) CloseSession(ctx context.Context, id string) error { return s.agents.Close(ctx, id) }
 
 // Sessions implements control.Backend.
-func (s *Server) Sessions(context.Context) []control.Session {
-	var out []control.Session
+func (s *Server) Sessions(context.Context) []api.Session {
+	var out []api.Session
 	for _, i := range s.sessions.List() {
 		out = append(out, s.agents.View(i))
 	}
@@ -73,12 +74,12 @@ func (s *Server) Sessions(context.Context) []control.Session {
 }
 
 // RestartPlugin implements control.Backend.
-func (s *Server) RestartPlugin(ctx context.Context, name string) (control.PluginStatus, error) {
+func (s *Server) RestartPlugin(ctx context.Context, name string) (api.PluginStatus, error) {
 	if err := manifest.CheckPluginName(name); err != nil {
-		return control.PluginStatus{}, fmt.Errorf("%w: %w", control.ErrInvalid, err)
+		return api.PluginStatus{}, fmt.Errorf("%w: %w", api.ErrInvalid, err)
 	}
 	if s.pipe.Draining() {
-		return control.PluginStatus{}, fmt.Errorf("the core is shutting down: %w", control.ErrConflict)
+		return api.PluginStatus{}, fmt.Errorf("the core is shutting down: %w", api.ErrConflict)
 	}
 	return s.plugins.Restart(ctx, name)
 }

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/audit"
-	"github.com/carapace-dev/carapace/core/control"
 )
 
 // BenchmarkTaskFireAccuracy is a 1-second task on the real clock, through
@@ -22,15 +22,15 @@ import (
 func BenchmarkTaskFireAccuracy(b *testing.B) {
 	c := startCoreWith(b, coreOptions{Config: dockerConfig(b, "[groups.main]\n")})
 	ctx := context.Background()
-	task, err := c.Client.AddTask(ctx, control.TaskRequest{Group: "main", Kind: "every", Expr: "1s", Prompt: echo("tick")})
+	task, err := c.Client.AddTask(ctx, api.TaskRequest{Group: "main", Kind: "every", Expr: "1s", Prompt: echo("tick")})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
 	deadline := time.Now().Add(time.Duration(b.N)*3*time.Second + time.Minute)
-	var runs []control.TaskRun
+	var runs []api.TaskRun
 	for {
-		all, err := c.Client.TaskHistory(ctx, task.ID, control.MaxTaskHistory)
+		all, err := c.Client.TaskHistory(ctx, task.ID, api.MaxTaskHistory)
 		if err != nil {
 			b.Fatal(err)
 		}

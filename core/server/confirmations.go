@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/audit"
 	"github.com/carapace-dev/carapace/core/confirm"
 	"github.com/carapace-dev/carapace/core/control"
@@ -35,13 +36,13 @@ func (s *Server) newGate() *confirm.Gate {
 func (s *Server) observeConfirmation(c confirm.Confirmation) error {
 	e := &audit.Entry{Source: "core", Session: c.Session, Group: c.Group, Topic: "tool.invoke." + c.Tool, Correlation: c.Correlation,
 		Stage: audit.StageConfirm, Confirmation: c.ID}
-	topic := control.WatchConfirmationResolved
+	topic := api.WatchConfirmationResolved
 	switch c.Decision {
 	case "":
-		topic = control.WatchConfirmationRequested
+		topic = api.WatchConfirmationRequested
 		e.Outcome, e.Reason = audit.OutcomePending, "waits for the user until "+c.Expires.Format(time.RFC3339)
 		s.log.Warn("confirmation required", "id", c.ID, "tool", c.Tool, "group", c.Group, "session", c.Session,
-			"expires", c.Expires.Format(time.RFC3339), "approve", "carapace confirm approve "+control.ShortID(c.ID))
+			"expires", c.Expires.Format(time.RFC3339), "approve", "carapace confirm approve "+api.ShortID(c.ID))
 	case confirm.Approved, confirm.Denied:
 		e.Outcome, e.Reason = string(c.Decision), "decided on "+c.Surface
 		if c.Decider != "" {
@@ -66,8 +67,8 @@ const maxEventArguments = 32 << 10
 
 // confirmationView is the control API's view of c; for an event, arguments
 // too large for one are left out.
-func confirmationView(c confirm.Confirmation, event bool) control.Confirmation {
-	v := control.Confirmation{
+func confirmationView(c confirm.Confirmation, event bool) api.Confirmation {
+	v := api.Confirmation{
 		ID: c.ID, Tool: c.Tool, Group: c.Group, Session: c.Session, Correlation: c.Correlation, ArgsHash: c.ArgsHash,
 		Arguments: json.RawMessage(c.Display), Summary: c.Summary, CreatedAt: c.Created, ExpiresAt: c.Expires,
 		Decision: string(c.Decision), Surface: c.Surface, Decider: c.Decider, Reason: c.Reason,
@@ -76,7 +77,7 @@ func confirmationView(c confirm.Confirmation, event bool) control.Confirmation {
 		v.Arguments = nil
 	}
 	for _, h := range c.Hidden {
-		v.Hidden = append(v.Hidden, control.Hidden{Path: h.Path, Kind: h.Kind, Chars: h.Chars})
+		v.Hidden = append(v.Hidden, api.Hidden{Path: h.Path, Kind: h.Kind, Chars: h.Chars})
 	}
 	if !c.Decided.IsZero() {
 		t := c.Decided
@@ -89,12 +90,12 @@ func confirmationView(c confirm.Confirmation, event bool) control.Confirmation {
 }
 
 // Confirmations implements control.Backend.
-func (s *Server) Confirmations(_ context.Context, recent bool) []control.Confirmation {
+func (s *Server) Confirmations(_ context.Context, recent bool) []api.Confirmation {
 	list := s.gate.Pending()
 	if recent {
 		list = s.gate.Recent()
 	}
-	out := make([]control.Confirmation, 0, len(list))
+	out := make([]api.Confirmation, 0, len(list))
 	for _, c := range list {
 		out = append(out, confirmationView(c, false))
 	}
@@ -106,14 +107,14 @@ func (s *Server) Confirmations(_ context.Context, recent bool) []control.Confirm
 // the display hides.
 func (s *Server) RawArguments(_ context.Context, id string) (json.RawMessage, error) {
 	if s.gate == nil {
-		return nil, fmt.Errorf("%w: the core is starting", control.ErrConflict)
+		return nil, fmt.Errorf("%w: the core is starting", api.ErrConflict)
 	}
 	c, ok := s.gate.Get(id)
 	switch {
 	case !ok:
-		return nil, fmt.Errorf("%w: no confirmation %s", control.ErrNotFound, id)
+		return nil, fmt.Errorf("%w: no confirmation %s", api.ErrNotFound, id)
 	case !c.Pending():
-		return nil, fmt.Errorf("%w: confirmation %s is already decided (%s): its arguments are kept only while it waits", control.ErrConflict, id, c.Decision)
+		return nil, fmt.Errorf("%w: confirmation %s is already decided (%s): its arguments are kept only while it waits", api.ErrConflict, id, c.Decision)
 	}
 	if len(c.Hidden) > 0 {
 		_ = s.audit.Write(&audit.Entry{Source: "core", Session: c.Session, Group: c.Group, Topic: "tool.invoke." + c.Tool,
@@ -124,9 +125,9 @@ func (s *Server) RawArguments(_ context.Context, id string) (json.RawMessage, er
 }
 
 // Decide implements control.Backend. A refused decision is audited too.
-func (s *Server) Decide(_ context.Context, d control.Decision) (control.Confirmation, error) {
+func (s *Server) Decide(_ context.Context, d api.Decision) (api.Confirmation, error) {
 	if s.gate == nil { // a plugin's Init, before the gate exists
-		return control.Confirmation{}, fmt.Errorf("%w: no confirmation can be decided yet: the core is starting", control.ErrConflict)
+		return api.Confirmation{}, fmt.Errorf("%w: no confirmation can be decided yet: the core is starting", api.ErrConflict)
 	}
 	c, err := s.gate.Decide(confirm.Decide{ID: d.ID, Approve: d.Approve, ArgsHash: d.ArgsHash, Surface: d.Surface, Decider: d.Decider, Raw: d.Raw})
 	if err == nil {
@@ -148,24 +149,24 @@ func (s *Server) Decide(_ context.Context, d control.Decision) (control.Confirma
 	var decided *confirm.ErrDecided
 	switch {
 	case errors.Is(err, confirm.ErrNotFound):
-		return control.Confirmation{}, fmt.Errorf("%w: %w", control.ErrNotFound, err)
+		return api.Confirmation{}, fmt.Errorf("%w: %w", api.ErrNotFound, err)
 	case errors.Is(err, confirm.ErrHidden):
 		return confirmationView(c, false), fmt.Errorf("%w: %w: review them as they run with carapace confirm show --raw %s, and approve there with carapace confirm approve --raw %s",
-			control.ErrConflict, err, control.ShortID(c.ID), control.ShortID(c.ID))
+			api.ErrConflict, err, api.ShortID(c.ID), api.ShortID(c.ID))
 	case errors.As(err, &decided), errors.Is(err, confirm.ErrMismatch):
-		return confirmationView(c, false), fmt.Errorf("%w: %w", control.ErrConflict, err)
+		return confirmationView(c, false), fmt.Errorf("%w: %w", api.ErrConflict, err)
 	case errors.Is(err, confirm.ErrInvalid):
-		return control.Confirmation{}, fmt.Errorf("%w: %w", control.ErrInvalid, err)
+		return api.Confirmation{}, fmt.Errorf("%w: %w", api.ErrInvalid, err)
 	}
-	return control.Confirmation{}, err
+	return api.Confirmation{}, err
 }
 
 // observeSession publishes session.opened and session.closed; a session
 // that closes withdraws its pending confirmations.
 func (s *Server) observeSession(info session.Info, opened bool) {
-	topic := control.WatchSessionOpened
+	topic := api.WatchSessionOpened
 	if !opened {
-		topic = control.WatchSessionClosed
+		topic = api.WatchSessionClosed
 		if s.gate != nil {
 			s.gate.WithdrawSession(info.ID, "the session closed")
 		}
@@ -177,22 +178,22 @@ func (s *Server) observeSession(info session.Info, opened bool) {
 // topics on the bus, taken before the snapshot so that nothing falls
 // between them.
 func (s *Server) Watch(ctx context.Context) (*control.Watch, error) {
-	sub, err := s.bus.SubscribeCutOff(control.WatchTopics...)
+	sub, err := s.bus.SubscribeCutOff(api.WatchTopics...)
 	if err != nil {
 		if errors.Is(err, events.ErrClosed) {
-			return nil, fmt.Errorf("the core is shutting down: %w", control.ErrConflict)
+			return nil, fmt.Errorf("the core is shutting down: %w", api.ErrConflict)
 		}
 		return nil, fmt.Errorf("watch: %w", err)
 	}
 	st := s.Status(ctx)
-	snap := control.WatchEvent{Type: control.WatchSnapshot, Time: time.Now().UTC(), Status: &st,
+	snap := api.WatchEvent{Type: api.WatchSnapshot, Time: time.Now().UTC(), Status: &st,
 		Sessions: s.Sessions(ctx), Confirmations: s.Confirmations(ctx, false), Plugins: st.Plugins}
 	if ts, err := s.Tasks(ctx); err == nil {
 		snap.Tasks = ts
 	} else {
 		s.log.Warn("watch: the tasks could not be listed for the snapshot", "err", err)
 	}
-	out := make(chan control.WatchEvent)
+	out := make(chan api.WatchEvent)
 	done := make(chan struct{})
 	var (
 		mu    sync.Mutex
@@ -253,29 +254,29 @@ func (s *Server) Watch(ctx context.Context) (*control.Watch, error) {
 const cutOff = "the watcher fell behind and was cut off; watch again for a fresh snapshot"
 
 // watchEvent turns a bus event of a watch topic into its line.
-func watchEvent(ev *plugin.Event) (control.WatchEvent, error) {
-	we := control.WatchEvent{Type: ev.Topic, Time: ev.Time}
+func watchEvent(ev *plugin.Event) (api.WatchEvent, error) {
+	we := api.WatchEvent{Type: ev.Topic, Time: ev.Time}
 	b, err := json.Marshal(ev.Payload)
 	if err != nil {
 		return we, err
 	}
 	switch ev.Topic {
-	case control.WatchConfirmationRequested, control.WatchConfirmationResolved:
-		we.Confirmation = new(control.Confirmation)
+	case api.WatchConfirmationRequested, api.WatchConfirmationResolved:
+		we.Confirmation = new(api.Confirmation)
 		err = json.Unmarshal(b, we.Confirmation)
-	case control.WatchSessionOpened, control.WatchSessionClosed:
-		we.Session = new(control.Session)
+	case api.WatchSessionOpened, api.WatchSessionClosed:
+		we.Session = new(api.Session)
 		err = json.Unmarshal(b, we.Session)
-	case control.WatchPluginHealth:
-		we.Plugin = new(control.PluginStatus)
+	case api.WatchPluginHealth:
+		we.Plugin = new(api.PluginStatus)
 		err = json.Unmarshal(b, we.Plugin)
-	case control.WatchStatus:
-		we.Status = new(control.Status)
+	case api.WatchStatus:
+		we.Status = new(api.Status)
 		err = json.Unmarshal(b, we.Status)
-	case control.WatchTaskCreated, control.WatchTaskChanged, control.WatchTaskFired, control.WatchTaskFinished, control.WatchTaskRemoved:
+	case api.WatchTaskCreated, api.WatchTaskChanged, api.WatchTaskFired, api.WatchTaskFinished, api.WatchTaskRemoved:
 		var p struct {
-			Task *control.Task    `json:"task"`
-			Run  *control.TaskRun `json:"task_run"`
+			Task *api.Task    `json:"task"`
+			Run  *api.TaskRun `json:"task_run"`
 		}
 		err = json.Unmarshal(b, &p)
 		we.Task, we.TaskRun = p.Task, p.Run

@@ -20,7 +20,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/carapace-dev/carapace/core/control"
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/keychain"
 )
@@ -182,7 +182,7 @@ func TestRealClaudeCodeReadsOnlyTheCoresInstructions(t *testing.T) {
 			s := c.Session(t, "main") // a session of the core's own, to store the memory through bin/ipc
 			memStore(t, s.Socket, map[string]any{"type": "fact", "content": "notes: see @/workspace/notes.md"})
 
-			stdout, stderr, exit, info := runAgent(t, c, control.SessionRequest{Group: "main", Runtime: "docker",
+			stdout, stderr, exit, info := runAgent(t, c, api.SessionRequest{Group: "main", Runtime: "docker",
 				Prompt: "Check the workspace with the tool you are offered, then say done."})
 			t.Logf("session %s exit %d\nstdout:\n%s\nstderr:\n%s", info.ID, exit, stdout, stderr)
 

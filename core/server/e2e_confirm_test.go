@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/audit"
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/home"
@@ -20,7 +21,7 @@ import (
 type watcher struct {
 	ws   *control.WatchStream
 	mu   sync.Mutex
-	evs  []control.WatchEvent
+	evs  []api.WatchEvent
 	err  error
 	done chan struct{}
 }
@@ -51,9 +52,9 @@ func watch(t *testing.T, c *testCore) *watcher {
 }
 
 // find waits for the first line that match accepts.
-func (w *watcher) find(t *testing.T, what string, match func(control.WatchEvent) bool) control.WatchEvent {
+func (w *watcher) find(t *testing.T, what string, match func(api.WatchEvent) bool) api.WatchEvent {
 	t.Helper()
-	var found control.WatchEvent
+	var found api.WatchEvent
 	waitFor(t, what+" on the watch stream", func() bool {
 		w.mu.Lock()
 		defer w.mu.Unlock()
@@ -71,7 +72,7 @@ func (w *watcher) find(t *testing.T, what string, match func(control.WatchEvent)
 	return found
 }
 
-func (w *watcher) count(match func(control.WatchEvent) bool) int {
+func (w *watcher) count(match func(api.WatchEvent) bool) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	n := 0
@@ -83,8 +84,8 @@ func (w *watcher) count(match func(control.WatchEvent) bool) int {
 	return n
 }
 
-func confirmationEvent(typ, id string) func(control.WatchEvent) bool {
-	return func(ev control.WatchEvent) bool {
+func confirmationEvent(typ, id string) func(api.WatchEvent) bool {
+	return func(ev api.WatchEvent) bool {
 		return ev.Type == typ && ev.Confirmation != nil && ev.Confirmation.ID == id
 	}
 }
@@ -96,21 +97,21 @@ func confirmationEvent(typ, id string) func(control.WatchEvent) bool {
 func TestWatchAcrossACLIApproval(t *testing.T) {
 	c := startCore(t, confirmConfig)
 	w := watch(t, c)
-	snap := w.find(t, "the snapshot", func(ev control.WatchEvent) bool { return ev.Type == control.WatchSnapshot })
+	snap := w.find(t, "the snapshot", func(ev api.WatchEvent) bool { return ev.Type == api.WatchSnapshot })
 	if snap.Status == nil || snap.Status.Version == "" || len(snap.Plugins) == 0 || len(snap.Confirmations) != 0 || len(snap.Sessions) != 0 {
 		t.Fatalf("snapshot %+v", snap)
 	}
-	if w.evs[0].Type != control.WatchSnapshot {
+	if w.evs[0].Type != api.WatchSnapshot {
 		t.Fatalf("the first line is %q, not the snapshot", w.evs[0].Type)
 	}
 	s := c.Session(t, "main")
-	w.find(t, "session.opened", func(ev control.WatchEvent) bool {
-		return ev.Type == control.WatchSessionOpened && ev.Session != nil && ev.Session.ID == s.ID && ev.Session.Group == "main"
+	w.find(t, "session.opened", func(ev api.WatchEvent) bool {
+		return ev.Type == api.WatchSessionOpened && ev.Session != nil && ev.Session.ID == s.ID && ev.Session.Group == "main"
 	})
 
 	bg := startIPC(t, s.Socket, "tool.invoke.echo_confirm", `{"message":"launch the rocket"}`)
 	id := bg.waitPending(t)
-	req := w.find(t, "confirmation.requested", confirmationEvent(control.WatchConfirmationRequested, id)).Confirmation
+	req := w.find(t, "confirmation.requested", confirmationEvent(api.WatchConfirmationRequested, id)).Confirmation
 	if req.Tool != "echo_confirm" || req.Group != "main" || req.Session != s.ID || len(req.ArgsHash) != 64 ||
 		!strings.Contains(string(req.Arguments), "launch the rocket") || req.CreatedAt.IsZero() || !req.ExpiresAt.After(req.CreatedAt) || !req.Pending() {
 		t.Fatalf("requested %+v", req)
@@ -120,11 +121,11 @@ func TestWatchAcrossACLIApproval(t *testing.T) {
 		t.Fatalf("confirm approve %s: exit %d\n%s%s", id[:8], code, out, errs)
 	}
 	mustOK(t, bg.wait(t))
-	res := w.find(t, "confirmation.resolved", confirmationEvent(control.WatchConfirmationResolved, id)).Confirmation
+	res := w.find(t, "confirmation.resolved", confirmationEvent(api.WatchConfirmationResolved, id)).Confirmation
 	if res.Decision != "approved" || res.Surface != "cli" || res.Decider == "" || res.DecidedAt == nil {
 		t.Fatalf("resolved %+v", res)
 	}
-	if n := w.count(confirmationEvent(control.WatchConfirmationResolved, id)); n != 1 {
+	if n := w.count(confirmationEvent(api.WatchConfirmationResolved, id)); n != 1 {
 		t.Errorf("%d resolutions of one confirmation on the stream", n)
 	}
 	// The CLI says how a decided one ended.
@@ -151,7 +152,7 @@ func TestConcurrentDecisions(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			_, errs[i] = c.Client.Decide(context.Background(), control.Decision{ID: id, Approve: i%2 == 0, ArgsHash: cf.ArgsHash, Surface: fmt.Sprintf("surface%d", i)})
+			_, errs[i] = c.Client.Decide(context.Background(), api.Decision{ID: id, Approve: i%2 == 0, ArgsHash: cf.ArgsHash, Surface: fmt.Sprintf("surface%d", i)})
 		})
 	}
 	wg.Wait()
@@ -162,7 +163,7 @@ func TestConcurrentDecisions(t *testing.T) {
 			won = i
 		case err == nil:
 			t.Fatalf("decisions %d and %d both applied", won, i)
-		case !errors.Is(err, control.ErrConflict) || !strings.Contains(err.Error(), "already decided"):
+		case !errors.Is(err, api.ErrConflict) || !strings.Contains(err.Error(), "already decided"):
 			t.Errorf("decision %d: %v, want already decided", i, err)
 		}
 	}
@@ -199,7 +200,7 @@ func TestConcurrentDecisions(t *testing.T) {
 func TestRefusedDecisions(t *testing.T) {
 	c := startCore(t, "[confirm]\ntimeout = \"1s\"\n")
 	decide := func(id, hash string) error {
-		_, err := c.Client.Decide(context.Background(), control.Decision{ID: id, Approve: true, ArgsHash: hash, Surface: "cli"})
+		_, err := c.Client.Decide(context.Background(), api.Decision{ID: id, Approve: true, ArgsHash: hash, Surface: "cli"})
 		return err
 	}
 
@@ -210,14 +211,14 @@ func TestRefusedDecisions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := decide(id, strings.Repeat("0", 64)); !errors.Is(err, control.ErrConflict) || !strings.Contains(err.Error(), "differ") {
+	if err := decide(id, strings.Repeat("0", 64)); !errors.Is(err, api.ErrConflict) || !strings.Contains(err.Error(), "differ") {
 		t.Errorf("a wrong hash: %v", err)
 	}
 	if cf, _ := c.Client.Confirmation(context.Background(), id); !cf.Pending() {
 		t.Fatalf("a refused decision decided: %+v", cf)
 	}
 	wantError(t, bg.wait(t), ipc.CodeConfirmationTimeout, 5, "")
-	if err := decide(id, cf.ArgsHash); !errors.Is(err, control.ErrConflict) || !strings.Contains(err.Error(), "already decided: expired") {
+	if err := decide(id, cf.ArgsHash); !errors.Is(err, api.ErrConflict) || !strings.Contains(err.Error(), "already decided: expired") {
 		t.Errorf("after expiry: %v", err)
 	}
 
@@ -231,7 +232,7 @@ func TestRefusedDecisions(t *testing.T) {
 	if err := h.Close(); err != nil {
 		t.Fatal(err)
 	}
-	var got control.Confirmation
+	var got api.Confirmation
 	waitFor(t, "the withdrawal", func() bool {
 		got, _ = c.Client.Confirmation(context.Background(), id)
 		return got.Decision == "withdrawn"
@@ -239,7 +240,7 @@ func TestRefusedDecisions(t *testing.T) {
 	if got.Surface != "core" || !strings.Contains(got.Reason, "session closed") {
 		t.Errorf("withdrawn %+v", got)
 	}
-	if err := decide(id, got.ArgsHash); !errors.Is(err, control.ErrConflict) || !strings.Contains(err.Error(), "already decided: withdrawn") {
+	if err := decide(id, got.ArgsHash); !errors.Is(err, api.ErrConflict) || !strings.Contains(err.Error(), "already decided: withdrawn") {
 		t.Errorf("after withdrawal: %v", err)
 	}
 	var withdrawn bool
@@ -282,7 +283,7 @@ func TestCoalescingAndTheCap(t *testing.T) {
 	s2 := c.Session(t, "family")
 	startIPC(t, s2.Socket, "tool.invoke.echo_confirm", `{"message":"another group"}`).waitPending(t)
 
-	if _, err := c.Client.Decide(context.Background(), control.Decision{ID: id, Approve: true, ArgsHash: list[0].ArgsHash, Surface: "cli"}); err != nil {
+	if _, err := c.Client.Decide(context.Background(), api.Decision{ID: id, Approve: true, ArgsHash: list[0].ArgsHash, Surface: "cli"}); err != nil {
 		t.Fatal(err)
 	}
 	for _, bg := range []*bgIPC{a, b} {
@@ -323,18 +324,18 @@ func TestAWatcherThatNeverReads(t *testing.T) {
 		msg := fmt.Sprintf("%03d%s", i, strings.Repeat("x", 4000))
 		bg := startIPC(t, s.Socket, "tool.invoke.echo_confirm", `{"message":"`+msg+`"}`)
 		id := bg.waitPending(t)
-		cf := good.find(t, "the request", confirmationEvent(control.WatchConfirmationRequested, id)).Confirmation
-		if _, err := c.Client.Decide(context.Background(), control.Decision{ID: id, Approve: true, ArgsHash: cf.ArgsHash, Surface: "cli"}); err != nil {
+		cf := good.find(t, "the request", confirmationEvent(api.WatchConfirmationRequested, id)).Confirmation
+		if _, err := c.Client.Decide(context.Background(), api.Decision{ID: id, Approve: true, ArgsHash: cf.ArgsHash, Surface: "cli"}); err != nil {
 			t.Fatal(err)
 		}
 		if res := mustOK(t, bg.wait(t)); !strings.HasPrefix(fmt.Sprint(res["message"]), fmt.Sprintf("%03d", i)) {
 			t.Fatalf("call %d: %+v", i, res)
 		}
 	}
-	good.find(t, "the last resolution", func(ev control.WatchEvent) bool {
-		return ev.Type == control.WatchConfirmationResolved && strings.HasPrefix(string(ev.Confirmation.Arguments), fmt.Sprintf(`{"message":"%03d`, calls-1))
+	good.find(t, "the last resolution", func(ev api.WatchEvent) bool {
+		return ev.Type == api.WatchConfirmationResolved && strings.HasPrefix(string(ev.Confirmation.Arguments), fmt.Sprintf(`{"message":"%03d`, calls-1))
 	})
-	if n := good.count(func(ev control.WatchEvent) bool { return ev.Type == control.WatchConfirmationResolved }); n != calls {
+	if n := good.count(func(ev api.WatchEvent) bool { return ev.Type == api.WatchConfirmationResolved }); n != calls {
 		t.Errorf("the reading watcher saw %d resolutions of %d", n, calls)
 	}
 	waitFor(t, "the stuck watcher to be cut off", func() bool { return strings.Contains(c.Log.String(), "cut off") })
@@ -352,7 +353,7 @@ func TestPluginsCannotForgeCoreEvents(t *testing.T) {
 		}
 	}})
 	w := watch(t, c)
-	w.find(t, "the snapshot", func(ev control.WatchEvent) bool { return ev.Type == control.WatchSnapshot })
+	w.find(t, "the snapshot", func(ev api.WatchEvent) bool { return ev.Type == api.WatchSnapshot })
 	s := c.Session(t, "main")
 	for _, topic := range []string{"confirmation.requested", "session.opened", "core.status", "task.created", "channel.reply"} {
 		res := mustOK(t, runIPC(t, s.Socket, nil, "tool.invoke.forger_publish", `{"topic":"`+topic+`"}`))
@@ -378,9 +379,9 @@ func TestPluginsCannotForgeCoreEvents(t *testing.T) {
 			t.Errorf("a forged event was published: %+v", e)
 		}
 	}
-	forged := func(ev control.WatchEvent) bool {
-		return ev.Type == control.WatchConfirmationRequested || ev.Type == control.WatchStatus || ev.Type == control.WatchTaskCreated ||
-			ev.Type == control.WatchSessionOpened && ev.Session != nil && ev.Session.ID != s.ID
+	forged := func(ev api.WatchEvent) bool {
+		return ev.Type == api.WatchConfirmationRequested || ev.Type == api.WatchStatus || ev.Type == api.WatchTaskCreated ||
+			ev.Type == api.WatchSessionOpened && ev.Session != nil && ev.Session.ID != s.ID
 	}
 	if n := w.count(forged); n != 0 {
 		t.Errorf("%d forged events on the watch stream", n)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/carapace-dev/carapace/core/agentimage"
 	"github.com/carapace-dev/carapace/core/agentimage/agentimagetest"
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/audit"
 	"github.com/carapace-dev/carapace/core/claudemd"
 	"github.com/carapace-dev/carapace/core/control"
@@ -64,7 +65,7 @@ func dockerConfig(t testing.TB, extra string) string {
 
 // runAgent opens a container session as req asks and collects its output
 // until the agent exits.
-func runAgent(t *testing.T, c *testCore, req control.SessionRequest) (stdout, stderr string, exit int, info control.Session) {
+func runAgent(t *testing.T, c *testCore, req api.SessionRequest) (stdout, stderr string, exit int, info api.Session) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -106,7 +107,7 @@ func containersOf(t *testing.T, key, value string) []string {
 // session's files are mounted read-only where Claude Code reads them.
 func TestContainerSession(t *testing.T) {
 	c := startCore(t, dockerConfig(t, ""))
-	stdout, stderr, exit, info := runAgent(t, c, control.SessionRequest{Group: "main", Runtime: "docker",
+	stdout, stderr, exit, info := runAgent(t, c, api.SessionRequest{Group: "main", Runtime: "docker",
 		Prompt: "tool.invoke.echo {\"message\":\"hello from the container\"}\ntool.invoke.memory_store {\"type\":\"fact\",\"content\":\"The container agent was here\"}"})
 	if exit != 0 || !strings.Contains(stdout, `"message":"hello from the container"`) || !strings.Contains(stdout, `"id":"mem-`) {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", exit, stdout, stderr)
@@ -137,7 +138,7 @@ done
 echo scratch > ~/.claude/state && echo state-ok
 cat /proc/self/mountinfo
 echo work > /workspace/note && echo workspace-ok`
-	stdout, stderr, exit, _ = runAgent(t, c, control.SessionRequest{Group: "main", Runtime: "docker", Command: []string{"--exec", "sh", "-c", script}})
+	stdout, stderr, exit, _ = runAgent(t, c, api.SessionRequest{Group: "main", Runtime: "docker", Command: []string{"--exec", "sh", "-c", script}})
 	for _, want := range []string{"- [fact] `The container agent was here", "carapace-core", "echo", "memory", `"CLAUDE_CODE_DISABLE_AUTO_MEMORY": "1"`, "state-ok", "workspace-ok", "You run in an isolated container"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("container output lacks %q\nstdout:\n%s\nstderr:\n%s", want, stdout, stderr)
@@ -195,7 +196,7 @@ func TestContainerLifecycle(t *testing.T) {
 	ctx := context.Background()
 
 	// Closed by the client while the agent runs.
-	h, err := c.Client.Open(ctx, control.SessionRequest{Group: "main", Runtime: "docker", Command: []string{"--exec", "sleep", "300"}})
+	h, err := c.Client.Open(ctx, api.SessionRequest{Group: "main", Runtime: "docker", Command: []string{"--exec", "sleep", "300"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +208,7 @@ func TestContainerLifecycle(t *testing.T) {
 	waitFor(t, "the container to go", func() bool { return len(containersOf(t, runtime.LabelSession, id)) == 0 })
 
 	// Stopped with the core.
-	h, err = c.Client.Open(ctx, control.SessionRequest{Group: "main", Runtime: "docker", Command: []string{"--exec", "sleep", "300"}})
+	h, err = c.Client.Open(ctx, api.SessionRequest{Group: "main", Runtime: "docker", Command: []string{"--exec", "sleep", "300"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,11 +250,11 @@ func TestContainerSessionErrors(t *testing.T) {
 	c := startCore(t, "[runtime]\nengine = \"docker\"\nimage = \"carapace-no-such-image:1\"\n")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	h, err := c.Client.Open(ctx, control.SessionRequest{Group: "main", Runtime: "docker", Prompt: "tool.invoke.echo {}"})
+	h, err := c.Client.Open(ctx, api.SessionRequest{Group: "main", Runtime: "docker", Prompt: "tool.invoke.echo {}"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var last control.Output
+	var last api.Output
 	for o := range h.Output() {
 		last = o
 	}
@@ -263,11 +264,11 @@ func TestContainerSessionErrors(t *testing.T) {
 	}
 
 	c2 := startCore(t, "[runtime]\nengine = \"none\"\n")
-	if _, err := c2.Client.Open(ctx, control.SessionRequest{Group: "main", Runtime: "container", Prompt: "x"}); err == nil ||
+	if _, err := c2.Client.Open(ctx, api.SessionRequest{Group: "main", Runtime: "container", Prompt: "x"}); err == nil ||
 		!strings.Contains(err.Error(), `runtime.engine = "none"`) {
 		t.Errorf("container session with engine none: %v", err)
 	}
-	if _, err := c2.Client.Open(ctx, control.SessionRequest{Group: "main", Runtime: "podman", Prompt: "x"}); err == nil {
+	if _, err := c2.Client.Open(ctx, api.SessionRequest{Group: "main", Runtime: "podman", Prompt: "x"}); err == nil {
 		t.Error("a podman session without podman opened")
 	}
 	if n := len(c2.sessionList(t)); n != 0 {
@@ -276,7 +277,7 @@ func TestContainerSessionErrors(t *testing.T) {
 }
 
 // sessionList lists the core's sessions.
-func (c *testCore) sessionList(t *testing.T) []control.Session {
+func (c *testCore) sessionList(t *testing.T) []api.Session {
 	t.Helper()
 	ss, err := c.Client.Sessions(context.Background())
 	if err != nil {
@@ -293,7 +294,7 @@ func TestContainerSessionLimits(t *testing.T) {
 	// sessions that do call room on a loaded machine.
 	c := startCore(t, dockerConfig(t, "[sessions]\nmax_per_group = 1\nqueue = 1\nidle_timeout = \"3s\"\n"))
 	ctx := context.Background()
-	sleeper := control.SessionRequest{Group: "main", Runtime: "docker", Command: []string{"--exec", "sleep", "300"}}
+	sleeper := api.SessionRequest{Group: "main", Runtime: "docker", Command: []string{"--exec", "sleep", "300"}}
 
 	first, err := c.Client.Open(ctx, sleeper)
 	if err != nil {
@@ -302,7 +303,7 @@ func TestContainerSessionLimits(t *testing.T) {
 	defer first.Close()
 	waiting := make(chan *control.SessionHandle, 1)
 	go func() {
-		h, err := c.Client.Open(ctx, control.SessionRequest{Group: "main", Runtime: "docker", Prompt: "tool.invoke.echo {\"message\":\"queued\"}"})
+		h, err := c.Client.Open(ctx, api.SessionRequest{Group: "main", Runtime: "docker", Prompt: "tool.invoke.echo {\"message\":\"queued\"}"})
 		if err != nil {
 			t.Error(err)
 		}
@@ -320,14 +321,14 @@ func TestContainerSessionLimits(t *testing.T) {
 		t.Fatalf("third session: %v, want a refusal naming the limits", err)
 	}
 	// Another group is not held up.
-	other, _, exit, _ := runAgent(t, c, control.SessionRequest{Group: "other", Runtime: "docker", Prompt: "tool.invoke.echo {\"message\":\"other group\"}"})
+	other, _, exit, _ := runAgent(t, c, api.SessionRequest{Group: "other", Runtime: "docker", Prompt: "tool.invoke.echo {\"message\":\"other group\"}"})
 	if exit != 0 || !strings.Contains(other, "other group") {
 		t.Errorf("another group's session: exit %d\n%s", exit, other)
 	}
 
 	// The first session makes no request: it is stopped as idle, and the
 	// queued one runs.
-	var last control.Output
+	var last api.Output
 	for o := range first.Output() {
 		last = o
 	}

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/audit"
-	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/install"
 	"github.com/carapace-dev/carapace/core/loader"
@@ -47,7 +47,7 @@ func TestCoreEventsReachPlugins(t *testing.T) {
 			t.Fatal(err)
 		}
 	}})
-	_, _, exit, info := runAgent(t, c, control.SessionRequest{Group: "main", Runtime: "docker", Prompt: "tool.invoke.echo {\"message\":\"hi\"}"})
+	_, _, exit, info := runAgent(t, c, api.SessionRequest{Group: "main", Runtime: "docker", Prompt: "tool.invoke.echo {\"message\":\"hi\"}"})
 	if exit != 0 {
 		t.Fatalf("exit %d", exit)
 	}
@@ -88,8 +88,8 @@ func TestPauseStopsSessionsForEvents(t *testing.T) {
 	if out, errs, code := runCLI(t, c.Home, "pause"); code != 0 {
 		t.Fatalf("carapace pause: exit %d\n%s%s", code, out, errs)
 	}
-	w.find(t, "core.status paused", func(ev control.WatchEvent) bool {
-		return ev.Type == control.WatchStatus && ev.Status != nil && ev.Status.Paused
+	w.find(t, "core.status paused", func(ev api.WatchEvent) bool {
+		return ev.Type == api.WatchStatus && ev.Status != nil && ev.Status.Paused
 	})
 	s := c.Session(t, "main")
 	mustOK(t, runIPC(t, s.Socket, nil, "tool.invoke.chan_inbound", `{"group":"main","text":"tool.invoke.echo {\"message\":\"while paused\"}"}`))
@@ -101,8 +101,8 @@ func TestPauseStopsSessionsForEvents(t *testing.T) {
 		}
 		return false
 	})
-	if n := w.count(func(ev control.WatchEvent) bool {
-		return ev.Type == control.WatchSessionOpened && ev.Session.Runtime != "none"
+	if n := w.count(func(ev api.WatchEvent) bool {
+		return ev.Type == api.WatchSessionOpened && ev.Session.Runtime != "none"
 	}); n != 0 {
 		t.Fatalf("a container session started while paused")
 	}
@@ -110,7 +110,7 @@ func TestPauseStopsSessionsForEvents(t *testing.T) {
 		t.Fatalf("carapace resume: exit %d\n%s%s", code, out, errs)
 	}
 	mustOK(t, runIPC(t, s.Socket, nil, "tool.invoke.chan_inbound", `{"group":"main","text":"tool.invoke.echo {\"message\":\"resumed\"}"}`))
-	w.find(t, "a container session for the event", func(ev control.WatchEvent) bool {
-		return ev.Type == control.WatchSessionOpened && ev.Session != nil && ev.Session.Runtime == "docker"
+	w.find(t, "a container session for the event", func(ev api.WatchEvent) bool {
+		return ev.Type == api.WatchSessionOpened && ev.Session != nil && ev.Session.Runtime == "docker"
 	})
 }

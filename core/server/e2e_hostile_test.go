@@ -31,8 +31,8 @@ import (
 
 	"github.com/go-zeromq/zmq4"
 
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/audit"
-	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/server"
 	"github.com/carapace-dev/carapace/internal/testutil"
 	"github.com/carapace-dev/carapace/ipc"
@@ -49,7 +49,7 @@ func TestHostileBytesOnSessionSocket(t *testing.T) {
 	a := c.Session(t, "main")
 	b := c.Session(t, "main")
 	legit := 0 // successful bin/ipc calls, each leaves one routed entry
-	serves := func(t *testing.T, s control.Session, what string) {
+	serves := func(t *testing.T, s api.Session, what string) {
 		t.Helper()
 		r := runIPC(t, s.Socket, nil, "tool.invoke.echo", `{"message":"still here"}`)
 		if r.Code != 0 || r.Result["message"] != "still here" {
@@ -444,7 +444,7 @@ func TestShutdownServeBinarySIGTERM(t *testing.T) {
 	var sessions []string
 	waitFor(t, "the confirmation to be pending", func() bool {
 		out, _, code := runCLI(t, h, "confirm", "list", "--json")
-		var list []control.Confirmation
+		var list []api.Confirmation
 		if code != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list) != 1 || list[0].Tool != "echo_confirm" {
 			return false
 		}

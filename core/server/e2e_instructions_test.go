@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/claudemd"
-	"github.com/carapace-dev/carapace/core/control"
 )
 
 // plantScript tries to leave instructions for the next session in every
@@ -51,7 +51,7 @@ var shadowed = []string{
 // read-only — all checked from inside the real container.
 func TestNothingASessionWritesInstructsTheNext(t *testing.T) {
 	c := startCore(t, dockerConfig(t, ""))
-	stdout, stderr, exit, _ := runAgent(t, c, control.SessionRequest{Group: "main", Runtime: "docker", Command: []string{"--exec", "sh", "-c", plantScript}})
+	stdout, stderr, exit, _ := runAgent(t, c, api.SessionRequest{Group: "main", Runtime: "docker", Command: []string{"--exec", "sh", "-c", plantScript}})
 	if exit != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", exit, stdout, stderr)
 	}
@@ -103,7 +103,7 @@ if mkdir -p /etc/claude-code/managed-settings.d 2>/dev/null && echo '{}' > /etc/
 for p in /workspace/CLAUDE.md /workspace/CLAUDE.local.md /workspace/.claude /home/agent/.claude/rules /home/agent/.claude/agents /home/agent/.claude/commands /workspace/notes.md; do
 	if [ -d "$p" ]; then echo "LIST $p: $(ls -A "$p" | tr '\n' ' ')"; else echo "FILE $p: $(cat "$p")"; fi
 done`
-	stdout, stderr, exit, _ = runAgent(t, c, control.SessionRequest{Group: "main", Runtime: "docker", Command: []string{"--exec", "sh", "-c", script}})
+	stdout, stderr, exit, _ = runAgent(t, c, api.SessionRequest{Group: "main", Runtime: "docker", Command: []string{"--exec", "sh", "-c", script}})
 	if exit != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", exit, stdout, stderr)
 	}

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/carapace-dev/carapace/core/control"
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/keychain"
 )
@@ -86,7 +86,7 @@ search CANARY
 # The control: the same search finds the word once a file holds it.
 mkdir -p /tmp/control && printf '%s%s\n' CANA RY > /tmp/control/planted
 search CANARY`
-	stdout, stderr, exit, info := runAgent(t, c, control.SessionRequest{Group: "main", Runtime: "docker", Command: []string{"sh", "-c", script}})
+	stdout, stderr, exit, info := runAgent(t, c, api.SessionRequest{Group: "main", Runtime: "docker", Command: []string{"sh", "-c", script}})
 	for _, want := range []string{"RELAY UP", "base: http://127.0.0.1:8377", `"claude-test-1"`, "hello from the fake model", "files refused", "direct refused", "net refused"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("container output lacks %q\nstdout:\n%s\nstderr:\n%s", want, stdout, stderr)
@@ -212,7 +212,7 @@ type llmAnswer struct {
 
 // llmCalls runs llmScript in a container session of group and returns the
 // answers, one per call.
-func llmCalls(t *testing.T, c *testCore, group string, calls ...string) ([]llmAnswer, control.Session) {
+func llmCalls(t *testing.T, c *testCore, group string, calls ...string) ([]llmAnswer, api.Session) {
 	t.Helper()
 	return rawCalls(t, c, group, append([]string{"sh", "-c", llmScript, "llm"}, calls...), len(calls))
 }
@@ -220,9 +220,9 @@ func llmCalls(t *testing.T, c *testCore, group string, calls ...string) ([]llmAn
 // rawCalls runs cmd, a container script that starts the relay as llmScript
 // does and then prints calls raw answers, each ending with "--- end", and
 // returns the answers.
-func rawCalls(t *testing.T, c *testCore, group string, cmd []string, calls int) ([]llmAnswer, control.Session) {
+func rawCalls(t *testing.T, c *testCore, group string, cmd []string, calls int) ([]llmAnswer, api.Session) {
 	t.Helper()
-	stdout, stderr, exit, info := runAgent(t, c, control.SessionRequest{Group: group, Runtime: "docker", Command: cmd})
+	stdout, stderr, exit, info := runAgent(t, c, api.SessionRequest{Group: group, Runtime: "docker", Command: cmd})
 	if exit != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", exit, stdout, stderr)
 	}

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/audit"
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/loader"
@@ -55,7 +56,7 @@ func memSearch(t *testing.T, socket, args string) []string {
 	return ids
 }
 
-func readClaudeMD(t *testing.T, s control.Session) string {
+func readClaudeMD(t *testing.T, s api.Session) string {
 	t.Helper()
 	if s.ClaudeMD == "" || filepath.Dir(s.ClaudeMD) != filepath.Dir(s.Skills) {
 		t.Fatalf("session %+v: no CLAUDE.md beside its skills", s)

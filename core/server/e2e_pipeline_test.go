@@ -24,8 +24,8 @@ import (
 
 	"github.com/go-zeromq/zmq4"
 
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/audit"
-	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/internal/testutil"
 	"github.com/carapace-dev/carapace/ipc"
 	"github.com/carapace-dev/carapace/ipc/zmtp"
@@ -601,7 +601,7 @@ func TestE2EConfirmations(t *testing.T) {
 		if firstID == secondID {
 			t.Fatal("two calls share a confirmation id")
 		}
-		byID := map[string]control.Confirmation{}
+		byID := map[string]api.Confirmation{}
 		for _, p := range cliConfirmations(t, c) {
 			byID[p.ID] = p
 		}
@@ -623,8 +623,8 @@ func TestE2EConfirmations(t *testing.T) {
 		}
 
 		// The first call's hash does not approve the second.
-		_, err := c.Client.Decide(context.Background(), control.Decision{ID: secondID, Approve: true, ArgsHash: byID[firstID].ArgsHash, Surface: "cli"})
-		if !errors.Is(err, control.ErrConflict) {
+		_, err := c.Client.Decide(context.Background(), api.Decision{ID: secondID, Approve: true, ArgsHash: byID[firstID].ArgsHash, Surface: "cli"})
+		if !errors.Is(err, api.ErrConflict) {
 			t.Fatalf("approve with another call's hash: %v; want a conflict", err)
 		}
 		left := cliConfirmations(t, c)
@@ -674,8 +674,8 @@ func TestE2EHiddenArgumentsApproveNothing(t *testing.T) {
 		t.Fatalf("confirm approve of a hidden display: exit %d\n%s%s", code, out, errs)
 	}
 	// So does the core, over the control API, whatever a surface claims.
-	_, err := c.Client.Decide(context.Background(), control.Decision{ID: id, Approve: true, ArgsHash: p.ArgsHash, Surface: "app"})
-	if !errors.Is(err, control.ErrConflict) || !strings.Contains(err.Error(), "hidden") {
+	_, err := c.Client.Decide(context.Background(), api.Decision{ID: id, Approve: true, ArgsHash: p.ArgsHash, Surface: "app"})
+	if !errors.Is(err, api.ErrConflict) || !strings.Contains(err.Error(), "hidden") {
 		t.Fatalf("approve over the control API without raw: %v; want a conflict that says it was hidden", err)
 	}
 	if bg.exited() || len(cliConfirmations(t, c)) != 1 {
@@ -704,13 +704,13 @@ func TestE2EHiddenArgumentsApproveNothing(t *testing.T) {
 }
 
 // cliConfirmations runs `carapace confirm list --json`.
-func cliConfirmations(t *testing.T, c *testCore) []control.Confirmation {
+func cliConfirmations(t *testing.T, c *testCore) []api.Confirmation {
 	t.Helper()
 	out, errs, code := runCLI(t, c.Home, "confirm", "list", "--json")
 	if code != 0 {
 		t.Fatalf("confirm list --json: exit %d\n%s", code, errs)
 	}
-	var list []control.Confirmation
+	var list []api.Confirmation
 	if err := json.Unmarshal([]byte(out), &list); err != nil {
 		t.Fatalf("confirm list --json is not JSON: %v\n%s", err, out)
 	}
@@ -976,7 +976,7 @@ func TestE2EDiagnosticsIsolation(t *testing.T) {
 	wantError(t, runIPC(t, b.Socket, nil, "tool.invoke.nope", `{}`), ipc.CodeUnknownTool, 2, "")
 
 	trace := `{"correlation":"` + corrA + `"}`
-	for name, sess := range map[string]control.Session{"other group": b, "same group": a2} {
+	for name, sess := range map[string]api.Session{"other group": b, "same group": a2} {
 		res := mustOK(t, runIPC(t, sess.Socket, nil, "tool.invoke.get_diagnostics", trace))
 		if es := diagEntries(t, res); len(es) != 0 || res["handler_code"] != nil {
 			t.Errorf("%s: session %s sees another session's trace: %+v", name, sess.ID, res)
@@ -1019,7 +1019,7 @@ func TestE2EDiagnosticsIsolation(t *testing.T) {
 	if len(es) != 1 || es[0]["code"] != string(ipc.CodeUnknownTool) {
 		t.Errorf("B's recent failures: %+v; want the one UNKNOWN_TOOL", res)
 	}
-	for _, sess := range []control.Session{a2} {
+	for _, sess := range []api.Session{a2} {
 		res := mustOK(t, runIPC(t, sess.Socket, nil, "tool.invoke.get_diagnostics", `{"last_n":100}`))
 		for _, e := range diagEntries(t, res) {
 			if e["correlation"] == corrA {

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/carapace-dev/carapace/core/control"
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/install"
 	"github.com/carapace-dev/carapace/core/loader"
@@ -132,7 +132,7 @@ func installKit(t *testing.T, h home.Dir, name string) {
 }
 
 // pluginStatus returns the core's view of plugin name.
-func pluginStatus(t testing.TB, c *testCore, name string) control.PluginStatus {
+func pluginStatus(t testing.TB, c *testCore, name string) api.PluginStatus {
 	t.Helper()
 	st, err := c.Client.Status(context.Background())
 	if err != nil {
@@ -144,7 +144,7 @@ func pluginStatus(t testing.TB, c *testCore, name string) control.PluginStatus {
 		}
 	}
 	t.Fatalf("plugin %s not in status %+v", name, st.Plugins)
-	return control.PluginStatus{}
+	return api.PluginStatus{}
 }
 
 func TestOutOfProcessPluginServesTheAgent(t *testing.T) {

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/audit"
-	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/runtime"
 	"github.com/carapace-dev/carapace/internal/testutil"
 )
@@ -26,19 +26,19 @@ func TestContainerAgentThatNeverConnectsIsStopped(t *testing.T) {
 	c := startCore(t, dockerConfig(t, "[sessions]\nconnect_timeout = \""+timeout.String()+"\"\n"))
 	ctx := context.Background()
 
-	silent, err := c.Client.Open(ctx, control.SessionRequest{Group: "main", Runtime: "docker", Command: []string{"--exec", "sleep", "600"}})
+	silent, err := c.Client.Open(ctx, api.SessionRequest{Group: "main", Runtime: "docker", Command: []string{"--exec", "sleep", "600"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer silent.Close()
-	talker, err := c.Client.Open(ctx, control.SessionRequest{Group: "main", Runtime: "docker", Command: []string{"--exec", "sh", "-c",
+	talker, err := c.Client.Open(ctx, api.SessionRequest{Group: "main", Runtime: "docker", Command: []string{"--exec", "sh", "-c",
 		`ipc tool.invoke.echo '{"message":"reached"}' && exec sleep 600`}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer talker.Close()
 	talked := make(chan struct{})
-	ended := make(chan control.Output, 1)
+	ended := make(chan api.Output, 1)
 	var out testutil.Buffer
 	var once sync.Once
 	go func() {

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/audit"
-	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/install"
 	"github.com/carapace-dev/carapace/core/plugin"
@@ -49,7 +49,7 @@ func startScopeCore(t *testing.T) *testCore {
 
 // publishAs makes channel plugin name publish topic for group through its
 // tool, called from session s; text and conversation are left out when "".
-func publishAs(t *testing.T, s control.Session, name, topic, group, text, conversation string) map[string]any {
+func publishAs(t *testing.T, s api.Session, name, topic, group, text, conversation string) map[string]any {
 	t.Helper()
 	args := map[string]any{"topic": topic, "group": group}
 	if text != "" {
@@ -117,7 +117,7 @@ func conversationEnv(t *testing.T, c *testCore, session string) (id string, fres
 	// The session's own end may close it first: runForEvent closes the
 	// session as soon as its container stops, and the control API then
 	// answers "not found" (noticed, left alone: core/agent's Close).
-	if err := c.Client.CloseSession(ctx, session); err != nil && !errors.Is(err, control.ErrNotFound) {
+	if err := c.Client.CloseSession(ctx, session); err != nil && !errors.Is(err, api.ErrNotFound) {
 		t.Fatalf("stop session %s: %v", session, err)
 	}
 	return id, fresh
@@ -176,8 +176,8 @@ func TestChannelPublishesOnlyForItsGroups(t *testing.T) {
 			t.Errorf("guest's event for main was published: %+v", e)
 		}
 	}
-	if n := w.count(func(ev control.WatchEvent) bool {
-		return ev.Type == control.WatchSessionOpened && ev.Session != nil && ev.Session.Group == "main"
+	if n := w.count(func(ev api.WatchEvent) bool {
+		return ev.Type == api.WatchSessionOpened && ev.Session != nil && ev.Session.Group == "main"
 	}); n != 0 {
 		t.Errorf("%d sessions opened in main, want none", n)
 	}

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/carapace-dev/carapace/cmd/wiring/coretest"
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/audit"
-	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/runtime"
 	"github.com/carapace-dev/carapace/core/server"
@@ -23,13 +23,13 @@ import (
 )
 
 // taskRuns returns task id's runs through the real CLI.
-func taskRuns(t *testing.T, h home.Dir, id string) []control.TaskRun {
+func taskRuns(t *testing.T, h home.Dir, id string) []api.TaskRun {
 	t.Helper()
 	out, errs, code := runCLI(t, h, "tasks", "history", id, "--json", "--limit", "1000")
 	if code != 0 {
 		t.Fatalf("carapace tasks history: exit %d\n%s%s", code, out, errs)
 	}
-	var runs []control.TaskRun
+	var runs []api.TaskRun
 	if err := json.Unmarshal([]byte(out), &runs); err != nil {
 		t.Fatalf("history --json: %v\n%s", err, out)
 	}
@@ -48,21 +48,21 @@ func TestTasksThroughTheCore(t *testing.T) {
 		t.Fatalf("carapace tasks add: exit %d\n%s%s", code, out, errs)
 	}
 	id := strings.TrimSuffix(strings.Fields(out)[1], ":")
-	taskEvent := func(typ string, run func(*control.TaskRun) bool) func(control.WatchEvent) bool {
-		return func(ev control.WatchEvent) bool {
+	taskEvent := func(typ string, run func(*api.TaskRun) bool) func(api.WatchEvent) bool {
+		return func(ev api.WatchEvent) bool {
 			return ev.Type == typ && ev.Task != nil && ev.Task.ID == id && (run == nil || ev.TaskRun != nil && run(ev.TaskRun))
 		}
 	}
-	created := w.find(t, "task.created", taskEvent(control.WatchTaskCreated, nil)).Task
+	created := w.find(t, "task.created", taskEvent(api.WatchTaskCreated, nil)).Task
 	if created.Schedule != "every 2 seconds" || created.Next == nil || !created.Enabled {
 		t.Fatalf("task.created %+v", created)
 	}
-	snap := watch(t, c).find(t, "a new watch's snapshot", func(ev control.WatchEvent) bool { return ev.Type == control.WatchSnapshot })
+	snap := watch(t, c).find(t, "a new watch's snapshot", func(ev api.WatchEvent) bool { return ev.Type == api.WatchSnapshot })
 	if len(snap.Tasks) != 1 || snap.Tasks[0].ID != id {
 		t.Fatalf("snapshot tasks %+v", snap.Tasks)
 	}
-	fired := w.find(t, "task.fired", taskEvent(control.WatchTaskFired, func(r *control.TaskRun) bool { return r.State == "claimed" })).TaskRun
-	w.find(t, "task.finished ok", taskEvent(control.WatchTaskFinished, func(r *control.TaskRun) bool { return r.ID == fired.ID && r.State == "ok" }))
+	fired := w.find(t, "task.fired", taskEvent(api.WatchTaskFired, func(r *api.TaskRun) bool { return r.State == "claimed" })).TaskRun
+	w.find(t, "task.finished ok", taskEvent(api.WatchTaskFinished, func(r *api.TaskRun) bool { return r.ID == fired.ID && r.State == "ok" }))
 
 	okRuns := func() (n int) {
 		for _, r := range taskRuns(t, c.Home, id) {
@@ -97,8 +97,8 @@ func TestTasksThroughTheCore(t *testing.T) {
 		t.Fatalf("tasks pause: exit %d\n%s%s", code, out, errs)
 	}
 	paused := time.Now()
-	w.find(t, "task.changed (paused)", func(ev control.WatchEvent) bool {
-		return ev.Type == control.WatchTaskChanged && ev.Task != nil && ev.Task.ID == id && !ev.Task.Enabled
+	w.find(t, "task.changed (paused)", func(ev api.WatchEvent) bool {
+		return ev.Type == api.WatchTaskChanged && ev.Task != nil && ev.Task.ID == id && !ev.Task.Enabled
 	})
 	time.Sleep(5 * time.Second)
 	for _, r := range taskRuns(t, c.Home, id) {
@@ -113,7 +113,7 @@ func TestTasksThroughTheCore(t *testing.T) {
 	}
 	deadline = time.Now().Add(60 * time.Second)
 	for {
-		var manual []control.TaskRun
+		var manual []api.TaskRun
 		for _, r := range taskRuns(t, c.Home, id) {
 			if r.Manual {
 				manual = append(manual, r)
@@ -135,8 +135,8 @@ func TestTasksThroughTheCore(t *testing.T) {
 	if out, errs, code := runCLI(t, c.Home, "tasks", "rm", id); code != 0 {
 		t.Fatalf("tasks rm: exit %d\n%s%s", code, out, errs)
 	}
-	w.find(t, "task.removed", func(ev control.WatchEvent) bool {
-		return ev.Type == control.WatchTaskRemoved && ev.Task != nil && ev.Task.ID == id && ev.Task.RemovedBy == "user" && ev.Task.RemovedAt != nil
+	w.find(t, "task.removed", func(ev api.WatchEvent) bool {
+		return ev.Type == api.WatchTaskRemoved && ev.Task != nil && ev.Task.ID == id && ev.Task.RemovedBy == "user" && ev.Task.RemovedAt != nil
 	})
 	if out, errs, code := runCLI(t, c.Home, "tasks", "history", id); code != 0 || !strings.Contains(out, "was removed") || !strings.Contains(out, "ok") {
 		t.Errorf("history of a removed task: exit %d\n%s%s", code, out, errs)
@@ -180,12 +180,12 @@ func TestTasksCoreKilled(t *testing.T) {
 		waitFor(t, "the core to serve", func() bool { _, _, code := runCLI(t, h, "status"); return code == 0 })
 		return p
 	}
-	history := func(id string) []control.TaskRun {
+	history := func(id string) []api.TaskRun {
 		out, errs, code := runCLI(t, h, "tasks", "history", id, "--json", "--limit", "1000")
 		if code != 0 {
 			t.Fatalf("tasks history: exit %d\n%s%s", code, out, errs)
 		}
-		var runs []control.TaskRun
+		var runs []api.TaskRun
 		if err := json.Unmarshal([]byte(out), &runs); err != nil {
 			t.Fatal(err)
 		}
@@ -202,7 +202,7 @@ func TestTasksCoreKilled(t *testing.T) {
 		out, _, _ := runCLI(t, h, "confirm", "list", "--json")
 		return strings.Contains(out, "wait for me")
 	})
-	var inFlight control.TaskRun
+	var inFlight api.TaskRun
 	for _, r := range history(id) {
 		if r.State == "running" {
 			inFlight = r
@@ -227,7 +227,7 @@ func TestTasksCoreKilled(t *testing.T) {
 	})
 
 	runs := history(id)
-	var list []control.Task
+	var list []api.Task
 	out, _, _ = runCLI(t, h, "tasks", "list", "--json")
 	if err := json.Unmarshal([]byte(out), &list); err != nil || len(list) != 1 {
 		t.Fatalf("tasks list: %v\n%s", err, out)
@@ -286,7 +286,7 @@ func TestAgentTaskTools(t *testing.T) {
 	if taskID == "" || res["schedule"] != "every day at 07:00 (Europe/Berlin)" || res["creator"] != "agent" {
 		t.Fatalf("schedule_task answered %v", res)
 	}
-	var list []control.Task
+	var list []api.Task
 	out, _, _ = runCLI(t, c.Home, "tasks", "list", "--json")
 	if err := json.Unmarshal([]byte(out), &list); err != nil || len(list) != 1 || list[0].Creator != "agent" || list[0].CreatorSession != s.ID || list[0].CreatorConfirmation != id || list[0].Group != "main" {
 		t.Fatalf("tasks list: %v\n%s", err, out)
@@ -347,23 +347,23 @@ func TestAgentTaskTools(t *testing.T) {
 }
 
 // taskList returns `carapace tasks list --json` with extra arguments.
-func taskList(t *testing.T, c *testCore, args ...string) []control.Task {
+func taskList(t *testing.T, c *testCore, args ...string) []api.Task {
 	t.Helper()
 	return taskListOf(t, c.Home, args...)
 }
 
 // taskListOf is taskList for the core of home h.
-func taskListOf(t *testing.T, h home.Dir, args ...string) []control.Task {
+func taskListOf(t *testing.T, h home.Dir, args ...string) []api.Task {
 	t.Helper()
 	out, errs, code := runCLI(t, h, append([]string{"tasks", "list", "--json"}, args...)...)
-	var list []control.Task
+	var list []api.Task
 	if code != 0 || json.Unmarshal([]byte(out), &list) != nil {
 		t.Fatalf("carapace tasks list --json %v: exit %d\n%s%s", args, code, out, errs)
 	}
 	return list
 }
 
-func findTask(list []control.Task, id string) *control.Task {
+func findTask(list []api.Task, id string) *api.Task {
 	for i := range list {
 		if list[i].ID == id {
 			return &list[i]
@@ -395,7 +395,7 @@ func TestAgentCancelsTheUsersTaskOnlyWithConsent(t *testing.T) {
 	waitFor(t, "the run to end", func() bool { r := taskRuns(t, c.Home, id); return len(r) == 1 && r[0].State == "failed" })
 
 	s := c.Session(t, "main")
-	cancel := func() (*bgIPC, control.Confirmation) {
+	cancel := func() (*bgIPC, api.Confirmation) {
 		bg := startIPC(t, s.Socket, "tool.invoke.cancel_task", `{"id":"`+id+`"}`)
 		cid := bg.waitPending(t)
 		for _, p := range pendingConfirmations(t, c) {
@@ -404,7 +404,7 @@ func TestAgentCancelsTheUsersTaskOnlyWithConsent(t *testing.T) {
 			}
 		}
 		t.Fatalf("confirmation %s is not listed", cid)
-		return nil, control.Confirmation{}
+		return nil, api.Confirmation{}
 	}
 	bg, cf := cancel()
 	for _, want := range []string{"Cancel task " + id, "made by the user", `cron "0 7 * * 1-5" (Europe/Berlin)`, prompt[:60]} {
@@ -544,7 +544,7 @@ func TestScheduledSessionsFirstCallIsRefused(t *testing.T) {
 		if out, errs, code := runCLI(t, c.Home, "tasks", "run", id); code != 0 {
 			t.Fatalf("tasks run: exit %d\n%s%s", code, out, errs)
 		}
-		var asked []control.Confirmation
+		var asked []api.Confirmation
 		waitFor(t, "the run to end", func() bool {
 			if asked, _ = c.Client.Confirmations(context.Background(), false); len(asked) > 0 {
 				return true

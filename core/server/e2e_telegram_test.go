@@ -17,8 +17,8 @@ import (
 	"time"
 	"unicode/utf16"
 
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/audit"
-	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/loader"
 	"github.com/carapace-dev/carapace/keychain"
@@ -217,10 +217,10 @@ func edited(t *testing.T, bot *fakebot.Server, id int, s string) {
 }
 
 // pendingConfirmations lists the core's pending confirmations.
-func pendingConfirmations(t *testing.T, c *testCore) []control.Confirmation {
+func pendingConfirmations(t *testing.T, c *testCore) []api.Confirmation {
 	t.Helper()
 	out, errs, code := runCLI(t, c.Home, "confirm", "list", "--json")
-	var list []control.Confirmation
+	var list []api.Confirmation
 	if code != 0 || json.Unmarshal([]byte(out), &list) != nil {
 		t.Fatalf("carapace confirm list: exit %d\n%s%s", code, out, errs)
 	}
@@ -255,7 +255,7 @@ func TestTelegramConversation(t *testing.T) {
 	if n := bot.Outbound(); n != 0 {
 		t.Fatalf("strangers caused %d outbound requests: %v", n, bot.Counts())
 	}
-	if n := w.count(func(ev control.WatchEvent) bool { return ev.Type == control.WatchSessionOpened }); n != 0 {
+	if n := w.count(func(ev api.WatchEvent) bool { return ev.Type == api.WatchSessionOpened }); n != 0 {
 		t.Fatalf("strangers started %d sessions", n)
 	}
 	log := c.Log.String()
@@ -360,8 +360,8 @@ func TestTelegramConversation(t *testing.T) {
 			t.Errorf("burst message %d is not whole (twice, in order) in the answer", i)
 		}
 	}
-	if n := w.count(func(ev control.WatchEvent) bool {
-		return ev.Type == control.WatchSessionOpened && ev.Session != nil && ev.Session.Runtime == "docker"
+	if n := w.count(func(ev api.WatchEvent) bool {
+		return ev.Type == api.WatchSessionOpened && ev.Session != nil && ev.Session.Runtime == "docker"
 	}); n != 5 {
 		t.Errorf("%d sessions, want 5: two per chat and one for the burst", n)
 	}
@@ -519,7 +519,7 @@ func TestTelegramCoreKilled(t *testing.T) {
 		})
 		waitFor(t, "the telegram plugin to run", func() bool {
 			out, _, code := runCLI(t, h, "status", "--json")
-			var st control.Status
+			var st api.Status
 			if code != 0 || json.Unmarshal([]byte(out), &st) != nil {
 				return false
 			}
@@ -596,8 +596,8 @@ func TestTelegramDegradedAndBack(t *testing.T) {
 	bot.WaitCount(t, "getUpdates", 1)
 	bot.FailAll("getUpdates", fakebot.Fault{Code: 502, Description: "Bad Gateway"})
 
-	ev := w.find(t, "the plugin degraded", func(ev control.WatchEvent) bool {
-		return ev.Type == control.WatchPluginHealth && ev.Plugin != nil && ev.Plugin.Name == "telegram" && ev.Plugin.State == "degraded"
+	ev := w.find(t, "the plugin degraded", func(ev api.WatchEvent) bool {
+		return ev.Type == api.WatchPluginHealth && ev.Plugin != nil && ev.Plugin.Name == "telegram" && ev.Plugin.State == "degraded"
 	})
 	if ev.Plugin.Healthy || !strings.Contains(ev.Plugin.Problem, "no message from Telegram can arrive") || !strings.Contains(ev.Plugin.Problem, "502") {
 		t.Errorf("degraded status on the watch stream: %+v", ev.Plugin)
@@ -623,8 +623,8 @@ func TestTelegramDegradedAndBack(t *testing.T) {
 	}
 
 	bot.Heal("getUpdates")
-	w.find(t, "the plugin healthy again", func(ev control.WatchEvent) bool {
-		return ev.Type == control.WatchPluginHealth && ev.Plugin != nil && ev.Plugin.Name == "telegram" && ev.Plugin.State == "healthy"
+	w.find(t, "the plugin healthy again", func(ev api.WatchEvent) bool {
+		return ev.Type == api.WatchPluginHealth && ev.Plugin != nil && ev.Plugin.Name == "telegram" && ev.Plugin.State == "healthy"
 	})
 	if tc := doctorCheck(t, c, "telegram"); tc.Status != "ok" {
 		t.Errorf("doctor's telegram check after the recovery: %+v", tc)

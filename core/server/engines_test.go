@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/carapace-dev/carapace/cmd/wiring/coretest"
-	"github.com/carapace-dev/carapace/core/control"
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/runtime"
 	"github.com/carapace-dev/carapace/core/server"
 )
@@ -116,7 +116,7 @@ func TestStatusNamesTheEngineBinary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []control.EngineStatus{{Name: "apple", Version: "1.2.2", Bin: "/opt/homebrew/bin/container", BinFrom: "Homebrew, not on PATH"}}
+	want := []api.EngineStatus{{Name: "apple", Version: "1.2.2", Bin: "/opt/homebrew/bin/container", BinFrom: "Homebrew, not on PATH"}}
 	if !slices.Equal(st.Engines, want) {
 		t.Errorf("engines %+v, want %+v", st.Engines, want)
 	}

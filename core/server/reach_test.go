@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/audit"
 	"github.com/carapace-dev/carapace/core/control"
 )
@@ -22,7 +23,7 @@ func TestUnreachedAgentIsStopped(t *testing.T) {
 	silent := &fakeEngine{info: homebrewApple}
 	c := startFakeCore(t, silent, fmt.Sprintf("[sessions]\nconnect_timeout = %q\n", timeout))
 	ctx := context.Background()
-	h, err := c.Client.Open(ctx, control.SessionRequest{Group: "main", Runtime: "container", Command: []string{"sleep", "600"}})
+	h, err := c.Client.Open(ctx, api.SessionRequest{Group: "main", Runtime: "container", Command: []string{"sleep", "600"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func TestReachedAgentIsNotStopped(t *testing.T) {
 	const timeout = 300 * time.Millisecond
 	agent := &fakeEngine{info: homebrewApple, dial: true}
 	c := startFakeCore(t, agent, fmt.Sprintf("[sessions]\nconnect_timeout = %q\n", timeout))
-	h, err := c.Client.Open(context.Background(), control.SessionRequest{Group: "main", Runtime: "container", Command: []string{"sleep", "600"}})
+	h, err := c.Client.Open(context.Background(), api.SessionRequest{Group: "main", Runtime: "container", Command: []string{"sleep", "600"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +87,7 @@ func TestSocketsOutliveTheirContainer(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := &fakeEngine{info: homebrewApple, watch: 300 * time.Millisecond}
 			c := startFakeCore(t, e, tt.extra)
-			h, err := c.Client.Open(context.Background(), control.SessionRequest{Group: "main", Runtime: "container", Command: []string{"sleep", "600"}})
+			h, err := c.Client.Open(context.Background(), api.SessionRequest{Group: "main", Runtime: "container", Command: []string{"sleep", "600"}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -113,9 +114,9 @@ func TestSocketsOutliveTheirContainer(t *testing.T) {
 
 // lastOutput reads h's stream to its end and returns its last item,
 // failing the test if the stream has not ended within a minute.
-func lastOutput(t *testing.T, h *control.SessionHandle) control.Output {
+func lastOutput(t *testing.T, h *control.SessionHandle) api.Output {
 	t.Helper()
-	var last control.Output
+	var last api.Output
 	timeout := time.After(time.Minute)
 	for {
 		select {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/events"
 	"github.com/carapace-dev/carapace/core/plugin"
@@ -57,8 +58,8 @@ func (f taskFirer) Fire(ctx context.Context, o tasks.Occurrence) error {
 
 // taskTopics are the watch types of the scheduler's events.
 var taskTopics = map[string]string{
-	tasks.EventCreated: control.WatchTaskCreated, tasks.EventPaused: control.WatchTaskChanged, tasks.EventResumed: control.WatchTaskChanged,
-	tasks.EventFired: control.WatchTaskFired, tasks.EventFinished: control.WatchTaskFinished, tasks.EventRemoved: control.WatchTaskRemoved,
+	tasks.EventCreated: api.WatchTaskCreated, tasks.EventPaused: api.WatchTaskChanged, tasks.EventResumed: api.WatchTaskChanged,
+	tasks.EventFired: api.WatchTaskFired, tasks.EventFinished: api.WatchTaskFinished, tasks.EventRemoved: api.WatchTaskRemoved,
 }
 
 // observeTask logs the scheduler's changes and puts them on the watch
@@ -86,19 +87,19 @@ func taskError(err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, tasks.ErrNoTask):
-		return fmt.Errorf("%w: %v (carapace tasks list)", control.ErrNotFound, err)
+		return fmt.Errorf("%w: %v (carapace tasks list)", api.ErrNotFound, err)
 	case errors.Is(err, tasks.ErrBadTask), errors.Is(err, tasks.ErrBadSchedule):
-		return fmt.Errorf("%w: %v", control.ErrInvalid, err)
+		return fmt.Errorf("%w: %v", api.ErrInvalid, err)
 	case errors.Is(err, tasks.ErrAlreadyRunning), errors.Is(err, tasks.ErrRemoved):
-		return fmt.Errorf("%w: %v", control.ErrConflict, err)
+		return fmt.Errorf("%w: %v", api.ErrConflict, err)
 	}
 	return err
 }
 
 // taskView is the control API's view of st.
-func taskView(st tasks.Status) control.Task {
+func taskView(st tasks.Status) api.Task {
 	t := st.Task
-	v := control.Task{ID: t.ID, Group: t.Group, Kind: string(t.Spec.Kind), Expr: t.Spec.Expr, Zone: t.Spec.Zone,
+	v := api.Task{ID: t.ID, Group: t.Group, Kind: string(t.Spec.Kind), Expr: t.Spec.Expr, Zone: t.Spec.Zone,
 		Prompt: t.Prompt, Creator: t.Creator, CreatorSession: t.CreatorSession, CreatorConfirmation: t.CreatorConfirmation,
 		Misfire: t.Misfire, Enabled: t.Enabled, PausedReason: t.PausedReason, CreatedAt: t.CreatedAt}
 	if v.Zone == "" {
@@ -122,8 +123,8 @@ func taskView(st tasks.Status) control.Task {
 	return v
 }
 
-func runView(r *tasks.Run) control.TaskRun {
-	v := control.TaskRun{ID: r.ID, Task: r.Task, Scheduled: r.Scheduled.UTC(), Manual: r.Manual, Count: r.Count,
+func runView(r *tasks.Run) api.TaskRun {
+	v := api.TaskRun{ID: r.ID, Task: r.Task, Scheduled: r.Scheduled.UTC(), Manual: r.Manual, Count: r.Count,
 		State: r.State, Reason: r.Reason, LateMS: r.Late.Milliseconds(), Session: r.Session}
 	for _, p := range []struct {
 		t   time.Time
@@ -138,20 +139,20 @@ func runView(r *tasks.Run) control.TaskRun {
 }
 
 // Tasks implements control.TaskBackend.
-func (s *Server) Tasks(ctx context.Context) ([]control.Task, error) {
+func (s *Server) Tasks(ctx context.Context) ([]api.Task, error) {
 	return taskViews(s.tasks.List(ctx))
 }
 
 // AllTasks implements control.TaskBackend.
-func (s *Server) AllTasks(ctx context.Context) ([]control.Task, error) {
+func (s *Server) AllTasks(ctx context.Context) ([]api.Task, error) {
 	return taskViews(s.tasks.ListAll(ctx))
 }
 
-func taskViews(sts []tasks.Status, err error) ([]control.Task, error) {
+func taskViews(sts []tasks.Status, err error) ([]api.Task, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]control.Task, 0, len(sts))
+	out := make([]api.Task, 0, len(sts))
 	for _, st := range sts {
 		out = append(out, taskView(st))
 	}
@@ -159,30 +160,30 @@ func taskViews(sts []tasks.Status, err error) ([]control.Task, error) {
 }
 
 // Task implements control.TaskBackend.
-func (s *Server) Task(ctx context.Context, id string) (control.Task, error) { return s.task(ctx, id) }
+func (s *Server) Task(ctx context.Context, id string) (api.Task, error) { return s.task(ctx, id) }
 
 // task returns task id's view.
-func (s *Server) task(ctx context.Context, id string) (control.Task, error) {
+func (s *Server) task(ctx context.Context, id string) (api.Task, error) {
 	st, err := s.tasks.Get(ctx, id)
 	if err != nil {
-		return control.Task{}, taskError(err)
+		return api.Task{}, taskError(err)
 	}
 	return taskView(st), nil
 }
 
 // AddTask implements control.TaskBackend: a task the user creates.
-func (s *Server) AddTask(ctx context.Context, req control.TaskRequest) (control.Task, error) {
+func (s *Server) AddTask(ctx context.Context, req api.TaskRequest) (api.Task, error) {
 	t, err := s.tasks.Add(ctx, tasks.NewTask{Group: req.Group, Spec: tasks.Spec{Kind: tasks.Kind(req.Kind), Expr: req.Expr, Zone: req.Zone},
 		Prompt: req.Prompt, Creator: tasks.CreatorUser, Misfire: req.Misfire})
 	if err != nil {
-		return control.Task{}, taskError(err)
+		return api.Task{}, taskError(err)
 	}
 	if _, ok := s.cfg.Groups[t.Group]; !ok {
 		s.log.Warn("task created for a group that does not start sessions: its runs will fail until [groups."+t.Group+"] is in config.toml", "task", t.ID)
 	}
 	v, err := s.task(ctx, t.ID)
 	if err != nil {
-		return control.Task{}, err
+		return api.Task{}, err
 	}
 	if sched, err := tasks.Compile(t.Spec, time.Time{}); err == nil {
 		for _, n := range sched.NextN(t.Cursor, 3) {
@@ -193,26 +194,26 @@ func (s *Server) AddTask(ctx context.Context, req control.TaskRequest) (control.
 }
 
 // PauseTask implements control.TaskBackend.
-func (s *Server) PauseTask(ctx context.Context, id string) (control.Task, error) {
+func (s *Server) PauseTask(ctx context.Context, id string) (api.Task, error) {
 	if err := s.tasks.Pause(ctx, id); err != nil {
-		return control.Task{}, taskError(err)
+		return api.Task{}, taskError(err)
 	}
 	return s.task(ctx, id)
 }
 
 // ResumeTask implements control.TaskBackend.
-func (s *Server) ResumeTask(ctx context.Context, id string) (control.Task, error) {
+func (s *Server) ResumeTask(ctx context.Context, id string) (api.Task, error) {
 	if err := s.tasks.Resume(ctx, id); err != nil {
-		return control.Task{}, taskError(err)
+		return api.Task{}, taskError(err)
 	}
 	return s.task(ctx, id)
 }
 
 // RunTask implements control.TaskBackend.
-func (s *Server) RunTask(ctx context.Context, id string) (control.TaskRun, error) {
+func (s *Server) RunTask(ctx context.Context, id string) (api.TaskRun, error) {
 	r, err := s.tasks.RunNow(ctx, id)
 	if err != nil {
-		return control.TaskRun{}, taskError(err)
+		return api.TaskRun{}, taskError(err)
 	}
 	return runView(r), nil
 }
@@ -228,12 +229,12 @@ func (s *Server) PurgeTask(ctx context.Context, id string) error {
 }
 
 // TaskHistory implements control.TaskBackend.
-func (s *Server) TaskHistory(ctx context.Context, id string, limit int) ([]control.TaskRun, error) {
+func (s *Server) TaskHistory(ctx context.Context, id string, limit int) ([]api.TaskRun, error) {
 	rs, err := s.tasks.History(ctx, id, limit)
 	if err != nil {
 		return nil, taskError(err)
 	}
-	out := make([]control.TaskRun, 0, len(rs))
+	out := make([]api.TaskRun, 0, len(rs))
 	for _, r := range rs {
 		out = append(out, runView(r))
 	}
@@ -246,7 +247,7 @@ func (s *Server) publishTask(ev tasks.Event) {
 	if !ok || s.bus == nil {
 		return
 	}
-	var view control.Task
+	var view api.Task
 	if ev.Type == tasks.EventRemoved {
 		view = taskView(tasks.Status{Task: ev.Task}) // purged, it is no longer in the store
 	} else if st, err := s.tasks.Get(context.Background(), ev.Task.ID); err == nil {

@@ -12,7 +12,6 @@ import (
 	"html"
 	"regexp"
 	"strings"
-	"time"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -20,37 +19,9 @@ import (
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
 
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/plugin"
 )
-
-// confirmation is the payload of confirmation.requested and
-// confirmation.resolved: the core's control.Confirmation, of which the
-// plugin reads these fields.
-type confirmation struct {
-	ID               string          `json:"id"`
-	Tool             string          `json:"tool"`
-	Group            string          `json:"group"`
-	Session          string          `json:"session"`
-	ArgsHash         string          `json:"args_hash"`
-	Arguments        json.RawMessage `json:"arguments,omitempty"`
-	ArgumentsOmitted bool            `json:"arguments_omitted,omitempty"`
-	Hidden           []hiddenValue   `json:"hidden,omitempty"`  // what Arguments do not show as it runs
-	Summary          string          `json:"summary,omitempty"` // what the call will do, in the core's words
-	CreatedAt        time.Time       `json:"created_at"`
-	ExpiresAt        time.Time       `json:"expires_at"`
-	Decision         string          `json:"decision,omitempty"`
-	Surface          string          `json:"surface,omitempty"`
-	Decider          string          `json:"decider,omitempty"`
-	Reason           string          `json:"reason,omitempty"`
-}
-
-// hiddenValue is one value the core's sanitiser redacted in a
-// confirmation's arguments (control.Hidden).
-type hiddenValue struct {
-	Path  string `json:"path"`
-	Kind  string `json:"kind"`
-	Chars int    `json:"chars"`
-}
 
 var (
 	confIDRE   = regexp.MustCompile(`^[0-9a-f]{32}$`)
@@ -103,7 +74,7 @@ func (h *Handler) learnSurface(err error) {
 // onRequested sends the owner an approval card with Approve and Deny
 // buttons.
 func (h *Handler) onRequested(ctx context.Context, ev *plugin.Event) error {
-	var c confirmation
+	var c api.Confirmation // the core's, as the control API shows it
 	if err := remarshal(ev.Payload, &c); err != nil {
 		return fmt.Errorf("telegram: confirmation.requested: %w", err)
 	}
@@ -197,7 +168,10 @@ type approvalView struct {
 }
 
 // renderApproval renders c's card and decides where Approve may appear.
-func renderApproval(c confirmation) approvalView {
+// Unlike api.Confirmation.Exact it does not count Raw arguments as exact:
+// the core never sends a plugin the arguments as they run, and a plugin
+// cannot make a raw decision.
+func renderApproval(c api.Confirmation) approvalView {
 	v := approvalView{Args: displayArgs(c.Arguments)}
 	exact := !c.ArgumentsOmitted && len(c.Hidden) == 0
 	shown, cut := v.Args, false
@@ -214,7 +188,7 @@ func renderApproval(c confirmation) approvalView {
 }
 
 // detailsHeader starts the first message of Details.
-func detailsHeader(id string) string { return "Arguments of " + id[:8] + ":\n" }
+func detailsHeader(id string) string { return "Arguments of " + api.ShortID(id) + ":\n" }
 
 // detailsPieces is what Details sends: the arguments as displayed, whole,
 // in messages Telegram accepts (SplitExact). ok is false when they cannot
@@ -228,7 +202,7 @@ func detailsPieces(id, args string) (pieces []string, ok bool) {
 // plain text for the fallback. args is what the card shows of the
 // arguments, total how many characters they have; detailsApprove says the
 // last message of Details will offer Approve.
-func cardText(c confirmation, args string, cut bool, total int, detailsApprove bool) (htmlText, plain string) {
+func cardText(c api.Confirmation, args string, cut bool, total int, detailsApprove bool) (htmlText, plain string) {
 	digest := c.ArgsHash
 	if len(digest) > 12 {
 		digest = digest[:12]
@@ -246,7 +220,7 @@ func cardText(c confirmation, args string, cut bool, total int, detailsApprove b
 		hb.WriteString(html.EscapeString(s))
 		pb.WriteString(s)
 	}
-	id8 := c.ID[:8]
+	id8 := api.ShortID(c.ID)
 	hb.WriteString("<b>Approval needed</b>\n")
 	pb.WriteString("Approval needed\n")
 	line("Tool", escapeInvisible(c.Tool), true)
@@ -286,7 +260,7 @@ func cardText(c confirmation, args string, cut bool, total int, detailsApprove b
 
 // hiddenText says what the core's sanitiser hid from a card, and where to
 // see and approve what runs.
-func hiddenText(hidden []hiddenValue, id8 string) string {
+func hiddenText(hidden []api.Hidden, id8 string) string {
 	var b strings.Builder
 	b.WriteString("Hidden: the arguments below are not what runs — the core redacted values that looked like secrets — so they cannot be approved here.\n")
 	for i, h := range hidden {
@@ -501,7 +475,7 @@ func (h *Handler) answerPress(query, text string) {
 // onResolved edits the card of a confirmation decided anywhere, expired or
 // withdrawn: it says how it ended, and loses its buttons.
 func (h *Handler) onResolved(ctx context.Context, ev *plugin.Event) error {
-	var c confirmation
+	var c api.Confirmation
 	if err := remarshal(ev.Payload, &c); err != nil {
 		return fmt.Errorf("telegram: confirmation.resolved: %w", err)
 	}
@@ -573,7 +547,7 @@ func (h *Handler) closeStaleCards(ctx context.Context) {
 		if msgID == 0 && chat != 0 {
 			// The plugin died between sending the card and recording its
 			// message: it may be on the phone, with buttons; say it ended.
-			if _, err := h.send.send(ctx, chat, message{Text: "Approval " + id[:8] + ": " + outcomeRestarted}); err != nil {
+			if _, err := h.send.send(ctx, chat, message{Text: "Approval " + api.ShortID(id) + ": " + outcomeRestarted}); err != nil {
 				h.log.Warn("telegram: could not say an approval ended", "confirmation", id, "err", err)
 			}
 		}
@@ -584,7 +558,7 @@ func (h *Handler) closeStaleCards(ctx context.Context) {
 // outcomeRestarted ends a card whose confirmation died with the core.
 const outcomeRestarted = "Ended: Carapace restarted, and the call waiting for this approval ended with it."
 
-func outcomeText(c confirmation) string {
+func outcomeText(c api.Confirmation) string {
 	by := ""
 	if c.Surface != "" {
 		by = " on " + c.Surface

@@ -1,13 +1,14 @@
 package telegram
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/carapace-dev/carapace/core/control"
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/plugins/telegram/fakebot"
 )
@@ -19,10 +20,10 @@ const (
 
 // requested delivers confirmation.requested for args (raw JSON; "" for
 // arguments left out of the event), as the core builds it from a
-// control.Confirmation, and returns the card.
+// api.Confirmation, and returns the card.
 func (e *env) requested(args string) fakebot.Message {
 	e.t.Helper()
-	c := control.Confirmation{ID: confID, Tool: "send_email", Group: "main", Session: "s-1", ArgsHash: argsHash,
+	c := api.Confirmation{ID: confID, Tool: "send_email", Group: "main", Session: "s-1", ArgsHash: argsHash,
 		CreatedAt: e.clock.Now(), ExpiresAt: e.clock.Now().Add(5 * time.Minute)}
 	if args == "" {
 		c.ArgumentsOmitted = true
@@ -54,7 +55,7 @@ func button(t *testing.T, card fakebot.Message, label string) string {
 func (e *env) resolved(decision, surface, decider string) {
 	e.t.Helper()
 	now := e.clock.Now()
-	e.coreEvent("confirmation.resolved", "main", control.Confirmation{ID: confID, Tool: "send_email", Group: "main", Session: "s-1",
+	e.coreEvent("confirmation.resolved", "main", api.Confirmation{ID: confID, Tool: "send_email", Group: "main", Session: "s-1",
 		ArgsHash: argsHash, Decision: decision, Surface: surface, Decider: decider, DecidedAt: &now})
 }
 
@@ -229,26 +230,30 @@ func TestCardFallsBackToPlainText(t *testing.T) {
 
 func TestNoCardsWithoutTheSurfaceGrant(t *testing.T) {
 	e := newEnv(t, withNoSurface())
-	e.coreEvent("confirmation.requested", "main", control.Confirmation{ID: confID, Tool: "t", Group: "main", ArgsHash: argsHash, Arguments: json.RawMessage(`{}`)})
+	e.coreEvent("confirmation.requested", "main", api.Confirmation{ID: confID, Tool: "t", Group: "main", ArgsHash: argsHash, Arguments: json.RawMessage(`{}`)})
 	e.clock.Advance(time.Minute)
 	if n := e.fake.Outbound(); n != 0 {
 		t.Errorf("%d outbound requests without the surface capability", n)
 	}
 }
 
-func TestConfirmationPayloadMatchesTheCore(t *testing.T) {
-	// The plugin decodes the core's control.Confirmation by JSON name.
+// TestConfirmationPayloadSurvivesTheBus: the plugin reads the core's
+// api.Confirmation from the event's payload (a JSON object the bus hands
+// it as a map) with every field the core sent, times, raw arguments and
+// hidden values included.
+func TestConfirmationPayloadSurvivesTheBus(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	in := control.Confirmation{ID: confID, Tool: "t", Group: "g", Session: "s", ArgsHash: argsHash, Arguments: json.RawMessage(`{"a":1}`),
-		ArgumentsOmitted: true, CreatedAt: now, ExpiresAt: now, Decision: "denied", Surface: "cli", Decider: "d", Reason: "r"}
-	var out confirmation
+	later := now.Add(90 * time.Second).In(time.FixedZone("CET", 3600))
+	in := api.Confirmation{ID: confID, Tool: "t", Group: "g", Session: "s", Correlation: "c", ArgsHash: argsHash,
+		Arguments: json.RawMessage(`{"a":1.50,"b":[true,null]}`), ArgumentsOmitted: true,
+		Hidden: []api.Hidden{{Path: "b[0]", Kind: "bearer", Chars: 40}}, Summary: "every day", CreatedAt: now, ExpiresAt: later,
+		Decision: "denied", Surface: "cli", Decider: "d", DecidedAt: &later, Reason: "r"}
+	var out api.Confirmation
 	if err := remarshal(payloadOf(t, in), &out); err != nil {
 		t.Fatal(err)
 	}
-	want := confirmation{ID: confID, Tool: "t", Group: "g", Session: "s", ArgsHash: argsHash, Arguments: json.RawMessage(`{"a":1}`),
-		ArgumentsOmitted: true, CreatedAt: now, ExpiresAt: now, Decision: "denied", Surface: "cli", Decider: "d", Reason: "r"}
-	if fmt.Sprint(out) != fmt.Sprint(want) {
-		t.Errorf("decoded %+v\nwant    %+v", out, want)
+	if got, want := mustJSON(out), mustJSON(in); !bytes.Equal(got, want) {
+		t.Errorf("decoded %s\nwant    %s", got, want)
 	}
 }
 
@@ -305,7 +310,7 @@ func TestStaleCardNeverRecorded(t *testing.T) {
 	e := newEnv(t, func(e *env) { e.svc.Status.Started, e.crash = t1, hook })
 	<-seen
 	e.fake.LoseAnswer("sendMessage", 1)
-	c := control.Confirmation{ID: confID, Tool: "send_email", Group: "main", Session: "s-1", ArgsHash: argsHash,
+	c := api.Confirmation{ID: confID, Tool: "send_email", Group: "main", Session: "s-1", ArgsHash: argsHash,
 		CreatedAt: e.clock.Now(), ExpiresAt: e.clock.Now().Add(5 * time.Minute), Arguments: json.RawMessage(`{"to":"bob@example.com"}`)}
 	e.coreEvent("confirmation.requested", "main", c)
 	waitFor(t, "the card sent", func() bool { return len(e.fake.Messages(owner)) == 1 })

@@ -9,13 +9,13 @@ import (
 	"time"
 	"unicode/utf16"
 
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/confirm/approvaltest"
-	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/plugins/telegram/fakebot"
 )
 
 // requestedConf delivers confirmation.requested for c and returns the card.
-func (e *env) requestedConf(c control.Confirmation) fakebot.Message {
+func (e *env) requestedConf(c api.Confirmation) fakebot.Message {
 	e.t.Helper()
 	before := len(e.fake.Messages(owner))
 	e.coreEvent("confirmation.requested", "main", c)
@@ -128,8 +128,8 @@ func TestCutCardApprovesOnlyAfterDetails(t *testing.T) {
 func TestCardShowsWhatRuns(t *testing.T) {
 	approvaltest.Check(t, approvaltest.Surface{
 		Name: "telegram card",
-		Render: func(c control.Confirmation) (string, bool) {
-			var pc confirmation
+		Render: func(c api.Confirmation) (string, bool) {
+			var pc api.Confirmation
 			if err := remarshal(payloadOf(t, c), &pc); err != nil { // as the event brings it
 				t.Fatal(err)
 			}

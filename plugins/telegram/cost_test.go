@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/carapace-dev/carapace/core/control"
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/plugin"
 )
 
@@ -37,7 +37,7 @@ func TestSurfaceGrantLearnedOnce(t *testing.T) {
 	e := newEnv(t)
 	start := e.started()
 	e.requested(`{"to":"bob@example.com"}`)
-	c := control.Confirmation{ID: confID, Tool: "send_email", Group: "main", Session: "s-1", ArgsHash: argsHash,
+	c := api.Confirmation{ID: confID, Tool: "send_email", Group: "main", Session: "s-1", ArgsHash: argsHash,
 		Arguments: json.RawMessage(`{"to":"bob@example.com"}`), CreatedAt: e.clock.Now(), ExpiresAt: e.clock.Now().Add(5 * time.Minute)}
 	e.coreEvent("confirmation.requested", "main", c) // delivered again: at least once
 	if got := e.svc.Calls()[start:]; len(got) != 0 {

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/carapace-dev/carapace/core/control"
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/core/plugin/plugintest"
 	"github.com/carapace-dev/carapace/plugins/telegram/fakebot"
@@ -113,7 +113,7 @@ func TestHelperProcess(t *testing.T) {
 		t.Fatalf("helper: Init: %v", err)
 	}
 	if os.Getenv(envCard) == "1" {
-		c := control.Confirmation{ID: confID, Tool: "send_email", Group: "main", Session: "s-1", ArgsHash: argsHash,
+		c := api.Confirmation{ID: confID, Tool: "send_email", Group: "main", Session: "s-1", ArgsHash: argsHash,
 			Arguments: json.RawMessage(`{"to":"bob@example.com"}`), CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Hour)}
 		if err := h.HandleEvent(context.Background(), &plugin.Event{Topic: "confirmation.requested", Group: "main", Source: "core", Payload: payloadOf(t, c)}); err != nil {
 			t.Fatalf("helper: the card: %v", err)

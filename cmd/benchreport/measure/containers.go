@@ -18,6 +18,7 @@ import (
 
 	"github.com/carapace-dev/carapace/core/agentimage"
 	"github.com/carapace-dev/carapace/core/agentimage/agentimagetest"
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/audit"
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/runtime"
@@ -160,7 +161,7 @@ func (c *Containers) ColdStart() (ColdStart, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	began := time.Now()
-	h, err := c.core.Client.Open(ctx, control.SessionRequest{Group: "main", Runtime: "docker", Prompt: ColdStartPrompt})
+	h, err := c.core.Client.Open(ctx, api.SessionRequest{Group: "main", Runtime: "docker", Prompt: ColdStartPrompt})
 	returned := time.Now()
 	if err != nil {
 		return ColdStart{}, fmt.Errorf("open: %w", err)
@@ -247,7 +248,7 @@ type Teardown struct {
 func (c *Containers) Teardown(poll, settle time.Duration) (Teardown, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	h, err := c.core.Client.Open(ctx, control.SessionRequest{Group: "main", Runtime: "docker", Command: TeardownCommand})
+	h, err := c.core.Client.Open(ctx, api.SessionRequest{Group: "main", Runtime: "docker", Command: TeardownCommand})
 	if err != nil {
 		return Teardown{}, fmt.Errorf("open: %w", err)
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/carapace-dev/carapace/cmd/carapace/cli"
 	"github.com/carapace-dev/carapace/cmd/wiring"
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/audit"
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/control/controltest"
@@ -92,13 +93,13 @@ func (r result) want(t *testing.T, code int, stdout, stderr []string) {
 func TestStatus(t *testing.T) {
 	c := newFakeCore(t)
 	carapace(t, c.home, "status").want(t, 0, []string{"engines                none checked yet"}, nil)
-	c.b.SetStatus(control.Status{Version: "1.2.3", PID: 4242, Started: time.Now().Add(-90 * time.Minute), Tools: 12,
-		Plugins: []control.PluginStatus{{Name: "telegram", Healthy: true}, {Name: "weather", Category: "NETWORK_ERROR"}},
-		Engines: []control.EngineStatus{
+	c.b.SetStatus(api.Status{Version: "1.2.3", PID: 4242, Started: time.Now().Add(-90 * time.Minute), Tools: 12,
+		Plugins: []api.PluginStatus{{Name: "telegram", Healthy: true}, {Name: "weather", Category: "NETWORK_ERROR"}},
+		Engines: []api.EngineStatus{
 			{Name: "apple", Version: "1.2.2", Bin: "/opt/homebrew/bin/container", BinFrom: "Homebrew, not on PATH"},
 			{Name: "docker", Version: "20.10.24"},
 		}})
-	c.b.AddConfirmation(control.Confirmation{ID: "c1", Tool: "send_email", ArgsHash: "h"})
+	c.b.AddConfirmation(api.Confirmation{ID: "c1", Tool: "send_email", ArgsHash: "h"})
 
 	r := carapace(t, c.home, "status")
 	r.want(t, 0, []string{"version", "1.2.3", "4242", "1h30m0s", string(c.home), "12",
@@ -109,7 +110,7 @@ func TestStatus(t *testing.T) {
 
 	r = carapace(t, c.home, "status", "--json")
 	r.want(t, 0, []string{`"pending_confirmations": 1`, `"version": "1.2.3"`}, nil)
-	var st control.Status
+	var st api.Status
 	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || st.PID != 4242 || len(st.Plugins) != 2 || len(st.Engines) != 2 || st.Engines[0].Bin != "/opt/homebrew/bin/container" {
 		t.Errorf("status --json: %v %+v", err, st)
 	}
@@ -134,7 +135,7 @@ func TestSessions(t *testing.T) {
 	defer h.Close()
 	carapace(t, c.home, "sessions").want(t, 0, []string{"ID", "GROUP", h.Info().ID, "family", "none", h.Info().Socket}, nil)
 	r := carapace(t, c.home, "sessions", "--json")
-	var list []control.Session
+	var list []api.Session
 	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list) != 1 || list[0].Group != "family" {
 		t.Errorf("sessions --json: %v %s", err, r.stdout)
 	}
@@ -143,9 +144,9 @@ func TestSessions(t *testing.T) {
 func TestConfirm(t *testing.T) {
 	long := `{"to":"someone@example.com","subject":"` + strings.Repeat("x", 100) + "\u009b31m" + `"}`
 	const c1, c2, c3 = "c1c1c1c1000000000000000000000000", "c2c2c2c2000000000000000000000000", "c2c2c2c2ffff00000000000000000000"
-	pending := func() []control.Confirmation {
+	pending := func() []api.Confirmation {
 		now := time.Now()
-		return []control.Confirmation{
+		return []api.Confirmation{
 			{ID: c1, Session: "s1", Group: "main", Tool: "send_email", ArgsHash: "sha256:one",
 				Arguments: json.RawMessage("{\n  \"to\": \"a@example.com\"\n}"), CreatedAt: now.Add(-time.Minute), ExpiresAt: now.Add(4 * time.Minute)},
 			{ID: c2, Session: "s2", Group: "work", Tool: "delete_file", ArgsHash: "sha256:two",
@@ -233,7 +234,7 @@ func TestConfirm(t *testing.T) {
 		for _, p := range pending() {
 			c.b.AddConfirmation(p)
 		}
-		if _, err := c.b.Decide(t.Context(), control.Decision{ID: c1, Approve: true, ArgsHash: "sha256:one", Surface: "telegram", Decider: "owner"}); err != nil {
+		if _, err := c.b.Decide(t.Context(), api.Decision{ID: c1, Approve: true, ArgsHash: "sha256:one", Surface: "telegram", Decider: "owner"}); err != nil {
 			t.Fatal(err)
 		}
 		carapace(t, c.home, "confirm", "deny", "c1c1c1").want(t, 1, nil, []string{"is already decided: approved on telegram by owner"})
@@ -636,7 +637,7 @@ func TestWatch(t *testing.T) {
 	for _, asJSON := range []bool{false, true} {
 		t.Run(fmt.Sprintf("json=%v", asJSON), func(t *testing.T) {
 			c := newFakeCore(t)
-			c.b.SetStatus(control.Status{Version: "1.2.3", PID: 7, Plugins: []control.PluginStatus{{Name: "echo", Healthy: true, State: "healthy"}}})
+			c.b.SetStatus(api.Status{Version: "1.2.3", PID: 7, Plugins: []api.PluginStatus{{Name: "echo", Healthy: true, State: "healthy"}}})
 			var out, errb testutil.Buffer
 			args := []string{"watch"}
 			if asJSON {
@@ -660,14 +661,14 @@ func TestWatch(t *testing.T) {
 				waitOut("core 1.2.3 (pid 7): 0 sessions, 0 pending confirmations, 1 of 1 plugins healthy")
 			}
 			const id = "d00dfeed000000000000000000000000"
-			c.b.AddConfirmation(control.Confirmation{ID: id, Tool: "send_email", Group: "main", Session: "s1", ArgsHash: "h",
+			c.b.AddConfirmation(api.Confirmation{ID: id, Tool: "send_email", Group: "main", Session: "s1", ArgsHash: "h",
 				Arguments: json.RawMessage(`{"to":"a@example.com"}`), CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Minute)})
 			if asJSON {
 				waitOut(`"type":"confirmation.requested"`)
 			} else {
 				waitOut(`confirmation d00dfeed waits: send_email for group main (session s1): {"to":"a@example.com"} — carapace confirm approve d00dfeed`)
 			}
-			if _, err := c.b.Decide(t.Context(), control.Decision{ID: id, ArgsHash: "h", Surface: "telegram", Decider: "owner"}); err != nil {
+			if _, err := c.b.Decide(t.Context(), api.Decision{ID: id, ArgsHash: "h", Surface: "telegram", Decider: "owner"}); err != nil {
 				t.Fatal(err)
 			}
 			if asJSON {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/control"
 )
 
@@ -23,9 +24,9 @@ func TestCompletions(t *testing.T) {
 	if err := os.MkdirAll(h.Path("groups", "bad name"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	fc.b.AddConfirmation(control.Confirmation{ID: "c-0123456789abcdef", Tool: "send_mail", Group: "main"})
-	fc.b.AddTaskView(control.Task{ID: "t-ab12cd34", Group: "main", Schedule: "every 1h"})
-	sess, err := control.NewClient(h.ControlSocket()).Open(context.Background(), control.SessionRequest{Group: "main", Runtime: "none"})
+	fc.b.AddConfirmation(api.Confirmation{ID: "c-0123456789abcdef", Tool: "send_mail", Group: "main"})
+	fc.b.AddTaskView(api.Task{ID: "t-ab12cd34", Group: "main", Schedule: "every 1h"})
+	sess, err := control.NewClient(h.ControlSocket()).Open(context.Background(), api.SessionRequest{Group: "main", Runtime: "none"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/config"
-	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/control/controltest"
 )
 
@@ -154,7 +154,7 @@ func TestConfigSet(t *testing.T) {
 	if err := os.WriteFile(fc.home.Config(), started, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	fc.b.SetStatus(control.Status{Version: "test", ConfigDigest: config.Digest(started)})
+	fc.b.SetStatus(api.Status{Version: "test", ConfigDigest: config.Digest(started)})
 	if checks, _ := doctorChecks(t, func(args ...string) result { return carapace(t, fc.home, args...) }); checks["config in use"].Status != "" {
 		t.Fatalf("doctor with the file the core started with: %+v", checks["config in use"])
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/control"
 )
 
@@ -53,15 +54,15 @@ more. carapace confirm show prints one in full; --json prints them all.`,
 		Example: `  carapace confirm list
   carapace confirm list --json`,
 		Args: cobra.NoArgs,
-	}, "confirmations", func(q call) ([]control.Confirmation, error) {
+	}, "confirmations", func(q call) ([]api.Confirmation, error) {
 		return q.client.Confirmations(q.ctx, false)
-	}, func(q call, list []control.Confirmation) error { return printConfirmations(q.out, list) })
+	}, func(q call, list []api.Confirmation) error { return printConfirmations(q.out, list) })
 }
 
 // printConfirmations writes the pending confirmations as a table.
-func printConfirmations(out io.Writer, list []control.Confirmation) error {
+func printConfirmations(out io.Writer, list []api.Confirmation) error {
 	now := time.Now()
-	return printTable(out, list, "no pending confirmations", "ID\tTOOL\tGROUP\tSESSION\tAGE\tLEFT\tARGUMENTS", func(p control.Confirmation) string {
+	return printTable(out, list, "no pending confirmations", "ID\tTOOL\tGROUP\tSESSION\tAGE\tLEFT\tARGUMENTS", func(p api.Confirmation) string {
 		left := "expired"
 		if p.ExpiresAt.After(now) {
 			left = age(p.ExpiresAt.Sub(now))
@@ -70,7 +71,7 @@ func printConfirmations(out io.Writer, list []control.Confirmation) error {
 		if len(p.Hidden) > 0 {
 			args = fmt.Sprintf("(%d hidden: confirm show --raw) %s", len(p.Hidden), args)
 		}
-		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s", control.ShortID(p.ID), printable(p.Tool), orDash(p.Group),
+		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s", api.ShortID(p.ID), printable(p.Tool), orDash(p.Group),
 			orDash(p.Session), age(now.Sub(p.CreatedAt)), left, args)
 	})
 }
@@ -96,9 +97,9 @@ arguments are kept as they run.`,
   carapace confirm show --json 7f3a9c`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: a.completeConfirmation,
-	}, "confirmation", func(q call) (control.Confirmation, error) {
+	}, "confirmation", func(q call) (api.Confirmation, error) {
 		return fetchConfirmation(q.ctx, q.client, q.args[0], raw)
-	}, func(q call, p control.Confirmation) error {
+	}, func(q call, p api.Confirmation) error {
 		writeConfirmation(q.out, p)
 		return nil
 	})
@@ -108,7 +109,7 @@ arguments are kept as they run.`,
 
 // fetchConfirmation returns confirmation ref, with its arguments as they
 // run when raw.
-func fetchConfirmation(ctx context.Context, c *control.Client, ref string, raw bool) (control.Confirmation, error) {
+func fetchConfirmation(ctx context.Context, c *control.Client, ref string, raw bool) (api.Confirmation, error) {
 	if raw {
 		return c.ConfirmationRaw(ctx, ref)
 	}
@@ -117,7 +118,7 @@ func fetchConfirmation(ctx context.Context, c *control.Client, ref string, raw b
 
 // writeConfirmation prints p for a person: what it is, then every
 // argument whole, and what the display hides.
-func writeConfirmation(out io.Writer, p control.Confirmation) {
+func writeConfirmation(out io.Writer, p api.Confirmation) {
 	fmt.Fprintf(out, "confirmation %s\n", printable(p.ID))
 	fmt.Fprintf(out, "  tool:     %s\n", printable(p.Tool))
 	fmt.Fprintf(out, "  group:    %s\n", orDash(p.Group))
@@ -154,13 +155,13 @@ func writeConfirmation(out io.Writer, p control.Confirmation) {
 		fmt.Fprintf(out, "    %s\n", hiddenLine(h))
 	}
 	if !p.Raw && p.Pending() {
-		fmt.Fprintf(out, "  These cannot be approved as shown: read them with carapace confirm show --raw %s,\n  approve with carapace confirm approve --raw %s, or deny.\n", control.ShortID(p.ID), control.ShortID(p.ID))
+		fmt.Fprintf(out, "  These cannot be approved as shown: read them with carapace confirm show --raw %s,\n  approve with carapace confirm approve --raw %s, or deny.\n", api.ShortID(p.ID), api.ShortID(p.ID))
 	}
 }
 
 // hiddenLine says where a hidden value is, what it looked like and how
 // much is hidden.
-func hiddenLine(h control.Hidden) string {
+func hiddenLine(h api.Hidden) string {
 	where := "the arguments"
 	if h.Path != "" {
 		where = printable(h.Path)
@@ -179,7 +180,7 @@ var errNotApproved = exitCode(1)
 // describeDecision prints what a decision on p decides: the tool, what
 // it will do, and every argument — as they run, or the sanitised copy
 // with what it hides (which approve then refuses).
-func describeDecision(out io.Writer, p control.Confirmation, doing string) {
+func describeDecision(out io.Writer, p api.Confirmation, doing string) {
 	fmt.Fprintf(out, "%s %s for group %s (session %s, expires in %s)\n", doing, printable(p.Tool), orDash(p.Group), orDash(p.Session), age(time.Until(p.ExpiresAt)))
 	for _, l := range strings.Split(p.Summary, "\n") {
 		if l = printable(l); l != "" {
@@ -246,27 +247,27 @@ the arguments exactly as they run, secrets included, and approves those.`
 				return err
 			}
 			if !p.Pending() {
-				return fmt.Errorf("confirmation %s is already decided: %s: %w", printable(p.ID), decidedHow(p), control.ErrConflict)
+				return fmt.Errorf("confirmation %s is already decided: %s: %w", printable(p.ID), decidedHow(p), api.ErrConflict)
 			}
 			out := cmd.OutOrStdout()
 			describeDecision(out, p, doing)
 			if approve && !p.Exact() {
 				return fmt.Errorf("%w: part of the arguments is hidden, so what would run was not shown: read it with carapace confirm show --raw %s, then approve with carapace confirm approve --raw %s (or deny it)",
-					control.ErrConflict, control.ShortID(p.ID), control.ShortID(p.ID))
+					api.ErrConflict, api.ShortID(p.ID), api.ShortID(p.ID))
 			}
 			if in, ok := cmd.InOrStdin().(*os.File); approve && !yes && ok && terminal(in) {
 				// What was printed is what runs: ask once it is read. The
 				// request's deadline starts after the answer.
 				ok, err := newPrompter(in, out).yes("Approve this call?", false)
 				if err != nil || !ok {
-					fmt.Fprintf(out, "not approved: %s is still pending (carapace confirm deny %s denies it)\n", control.ShortID(p.ID), control.ShortID(p.ID))
+					fmt.Fprintf(out, "not approved: %s is still pending (carapace confirm deny %s denies it)\n", api.ShortID(p.ID), api.ShortID(p.ID))
 					return errNotApproved
 				}
 				cancel()
 				ctx, cancel = context.WithTimeout(cmd.Context(), requestTimeout)
 				defer cancel()
 			}
-			got, err := c.Decide(ctx, control.Decision{ID: p.ID, Approve: approve, ArgsHash: p.ArgsHash, Surface: "cli", Decider: decider(), Raw: p.Raw})
+			got, err := c.Decide(ctx, api.Decision{ID: p.ID, Approve: approve, ArgsHash: p.ArgsHash, Surface: "cli", Decider: decider(), Raw: p.Raw})
 			if err != nil {
 				return err
 			}
@@ -282,7 +283,7 @@ the arguments exactly as they run, secrets included, and approves those.`
 }
 
 // decidedHow says how a resolved confirmation ended, for people.
-func decidedHow(p control.Confirmation) string {
+func decidedHow(p api.Confirmation) string {
 	how := p.Decision
 	if p.Surface != "" && p.Surface != "core" {
 		how += " on " + printable(p.Surface)

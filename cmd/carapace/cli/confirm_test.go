@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/confirm/approvaltest"
-	"github.com/carapace-dev/carapace/core/control"
 )
 
 // TestApproveShowsWhatRuns: carapace confirm approve approves only what it
@@ -15,7 +15,7 @@ import (
 func TestApproveShowsWhatRuns(t *testing.T) {
 	approvaltest.Check(t, approvaltest.Surface{
 		Name: "cli approve",
-		Render: func(c control.Confirmation) (string, bool) {
+		Render: func(c api.Confirmation) (string, bool) {
 			var b strings.Builder
 			describeDecision(&b, c, "Approving")
 			return b.String(), c.Exact()
@@ -31,21 +31,21 @@ func TestApproveShowsWhatRuns(t *testing.T) {
 // TestPendingLine: the watch line points to approve only when it shows
 // every argument as it runs.
 func TestPendingLine(t *testing.T) {
-	base := control.Confirmation{ID: "abcdef0123456789abcdef0123456789", Tool: "send", Group: "main", Session: "s1"}
-	with := func(f func(*control.Confirmation)) control.Confirmation { c := base; f(&c); return c }
+	base := api.Confirmation{ID: "abcdef0123456789abcdef0123456789", Tool: "send", Group: "main", Session: "s1"}
+	with := func(f func(*api.Confirmation)) api.Confirmation { c := base; f(&c); return c }
 	tests := []struct {
 		name string
-		c    control.Confirmation
+		c    api.Confirmation
 		want string
 	}{
-		{"short and whole", with(func(c *control.Confirmation) { c.Arguments = json.RawMessage(`{"to":"a"}`) }), `{"to":"a"} — carapace confirm approve abcdef01`},
-		{"cut", with(func(c *control.Confirmation) {
+		{"short and whole", with(func(c *api.Confirmation) { c.Arguments = json.RawMessage(`{"to":"a"}`) }), `{"to":"a"} — carapace confirm approve abcdef01`},
+		{"cut", with(func(c *api.Confirmation) {
 			c.Arguments = json.RawMessage(`{"to":"` + strings.Repeat("a", 100) + `"}`)
 		}), "… — carapace confirm show abcdef01"},
-		{"hidden", with(func(c *control.Confirmation) {
-			c.Arguments, c.Hidden = json.RawMessage(`{"p":"[REDACTED]"}`), []control.Hidden{{Path: "p", Kind: "bearer", Chars: 3}}
+		{"hidden", with(func(c *api.Confirmation) {
+			c.Arguments, c.Hidden = json.RawMessage(`{"p":"[REDACTED]"}`), []api.Hidden{{Path: "p", Kind: "bearer", Chars: 3}}
 		}), `(1 hidden) {"p":"[REDACTED]"} — carapace confirm show --raw abcdef01`},
-		{"omitted", with(func(c *control.Confirmation) { c.ArgumentsOmitted = true }), "(large) — carapace confirm show abcdef01"},
+		{"omitted", with(func(c *api.Confirmation) { c.ArgumentsOmitted = true }), "(large) — carapace confirm show abcdef01"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/control"
 )
 
@@ -73,11 +74,11 @@ is running.`,
 		Example: `  carapace status
   carapace status --json | jq .plugins`,
 		Args: cobra.NoArgs,
-	}, "status", func(q call) (control.Status, error) { return q.client.Status(q.ctx) },
-		func(q call, st control.Status) error { return printStatus(q.out, st) })
+	}, "status", func(q call) (api.Status, error) { return q.client.Status(q.ctx) },
+		func(q call, st api.Status) error { return printStatus(q.out, st) })
 }
 
-func printStatus(out io.Writer, st control.Status) error {
+func printStatus(out io.Writer, st api.Status) error {
 	tw := table(out)
 	fmt.Fprintf(tw, "version\t%s\n", printable(st.Version))
 	fmt.Fprintf(tw, "pid\t%d\n", st.PID)

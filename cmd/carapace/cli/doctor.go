@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/carapace-dev/carapace/core/agentimage"
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/config"
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/home"
@@ -183,7 +184,7 @@ func checkConfig(h home.Dir) (*config.Config, Check) {
 }
 
 // checkCore asks the core for its status.
-func (a *app) checkCore(ctx context.Context, h home.Dir) (*control.Status, Check) {
+func (a *app) checkCore(ctx context.Context, h home.Dir) (*api.Status, Check) {
 	c, _, err := a.client()
 	if err != nil {
 		return nil, Check{Name: "core", Status: checkFail, Message: err.Error()}
@@ -205,7 +206,7 @@ func (a *app) checkCore(ctx context.Context, h home.Dir) (*control.Status, Check
 }
 
 // checkPlugins reports the plugins that do not serve.
-func checkPlugins(st *control.Status) Check {
+func checkPlugins(st *api.Status) Check {
 	var bad, fix []string
 	for _, p := range st.Plugins {
 		if !p.Healthy {
@@ -305,7 +306,7 @@ func checkPins(h home.Dir, version string) Check {
 // running core's plugin reached the Bot API with the token and hears from
 // it (not degraded), and someone owns the bot — owner_id in config.toml,
 // or a pairing — or a pairing code waits for its owner.
-func (a *app) checkTelegram(ctx context.Context, h home.Dir, st *control.Status) Check {
+func (a *app) checkTelegram(ctx context.Context, h home.Dir, st *api.Status) Check {
 	c := Check{Name: "telegram"}
 	store, err := a.credentials()
 	if err != nil {
@@ -328,7 +329,7 @@ func (a *app) checkTelegram(ctx context.Context, h home.Dir, st *control.Status)
 	if fromConfig {
 		ownerWords = fmt.Sprintf("owned by Telegram user %d (owner_id in config.toml)", owner)
 	}
-	var p *control.PluginStatus
+	var p *api.PluginStatus
 	if st != nil {
 		for i := range st.Plugins {
 			if st.Plugins[i].Name == "telegram" {

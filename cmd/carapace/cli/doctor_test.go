@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/carapace-dev/carapace/cmd/carapace/cli"
-	"github.com/carapace-dev/carapace/core/control"
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/control/controltest"
 	"github.com/carapace-dev/carapace/internal/appstate"
 	"github.com/carapace-dev/carapace/internal/testutil"
@@ -230,21 +230,21 @@ func TestDoctorTelegram(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		plugin        control.PluginStatus
+		plugin        api.PluginStatus
 		owner         string // a paired owner, "" for none
 		pending       bool
 		status, words string
 		fix           string
 	}{
-		{control.PluginStatus{Name: "telegram", State: "failed", Problem: "telegram: the Bot API refused the bot token"}, "4242", false, "fail", "refused the bot token", "carapace plugin restart telegram"},
-		{control.PluginStatus{Name: "telegram", State: "healthy", Healthy: true}, "", true, "warn", "waiting for the pairing code", "carapace telegram pair"},
-		{control.PluginStatus{Name: "telegram", State: "healthy", Healthy: true}, "4242", false, "ok", "reachable; owned by Telegram user 4242 (paired)", ""},
+		{api.PluginStatus{Name: "telegram", State: "failed", Problem: "telegram: the Bot API refused the bot token"}, "4242", false, "fail", "refused the bot token", "carapace plugin restart telegram"},
+		{api.PluginStatus{Name: "telegram", State: "healthy", Healthy: true}, "", true, "warn", "waiting for the pairing code", "carapace telegram pair"},
+		{api.PluginStatus{Name: "telegram", State: "healthy", Healthy: true}, "4242", false, "ok", "reachable; owned by Telegram user 4242 (paired)", ""},
 		// A code written while someone owns the bot waits for nothing: doctor says who owns it.
-		{control.PluginStatus{Name: "telegram", State: "healthy", Healthy: true}, "4242", true, "ok", "owned by Telegram user 4242", ""},
-		{control.PluginStatus{Name: "telegram", State: "failed", Category: "CONFIG_ERROR", Problem: "telegram: no owner"}, "", false, "fail", "nobody owns the bot", "carapace telegram pair"},
-		{control.PluginStatus{Name: "telegram", State: "degraded", Problem: "no message from Telegram can arrive"}, "4242", false, "fail", "degraded: no message from Telegram can arrive", "carapace plugin restart telegram"},
+		{api.PluginStatus{Name: "telegram", State: "healthy", Healthy: true}, "4242", true, "ok", "owned by Telegram user 4242", ""},
+		{api.PluginStatus{Name: "telegram", State: "failed", Category: "CONFIG_ERROR", Problem: "telegram: no owner"}, "", false, "fail", "nobody owns the bot", "carapace telegram pair"},
+		{api.PluginStatus{Name: "telegram", State: "degraded", Problem: "no message from Telegram can arrive"}, "4242", false, "fail", "degraded: no message from Telegram can arrive", "carapace plugin restart telegram"},
 	} {
-		fc.b.SetStatus(control.Status{Version: "test", Plugins: []control.PluginStatus{tc.plugin}})
+		fc.b.SetStatus(api.Status{Version: "test", Plugins: []api.PluginStatus{tc.plugin}})
 		os.RemoveAll(h.DataDir("telegram"))
 		if tc.owner != "" {
 			pairedOwner(t, h, tc.owner)
@@ -264,7 +264,7 @@ func TestDoctorTelegram(t *testing.T) {
 	if err := os.WriteFile(h.Config(), []byte("[plugins.telegram.config]\nowner_id = 777\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	fc.b.SetStatus(control.Status{Version: "test", Plugins: []control.PluginStatus{{Name: "telegram", State: "healthy", Healthy: true}}})
+	fc.b.SetStatus(api.Status{Version: "test", Plugins: []api.PluginStatus{{Name: "telegram", State: "healthy", Healthy: true}}})
 	checks, _ = doctorChecks(t, run)
 	if c := checks["telegram"]; c.Status != "ok" || !strings.Contains(c.Message, "owned by Telegram user 777 (owner_id in config.toml)") {
 		t.Errorf("owner_id in config.toml: %+v", c)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/install"
@@ -544,7 +545,7 @@ NAME --key KEY for each key carapace auth status --plugin NAME lists.`,
 			switch _, err := control.NewClient(h.ControlSocket()).RestartPlugin(ctx, name); {
 			case err == nil:
 				fmt.Fprintf(out, "unloaded %s from the running core\n", name)
-			case errors.Is(err, control.ErrNotRunning), errors.Is(err, control.ErrNotFound):
+			case errors.Is(err, control.ErrNotRunning), errors.Is(err, api.ErrNotFound):
 			default:
 				fmt.Fprintf(cmd.ErrOrStderr(), "carapace: warning: the running core could not unload %s: %s (carapace plugin restart %s retries)\n",
 					name, oneLine(err.Error()), name)
@@ -584,7 +585,7 @@ state; the exit status is 1 if it failed to start, with the reason.`,
 			ctx, cancel := context.WithTimeout(cmd.Context(), restartTimeout)
 			defer cancel()
 			st, err := c.RestartPlugin(ctx, name)
-			if errors.Is(err, control.ErrNotFound) {
+			if errors.Is(err, api.ErrNotFound) {
 				return fmt.Errorf("the running core has no plugin %s, and none is installed (carapace plugin list): %w", name, err)
 			}
 			if err != nil {
@@ -627,12 +628,12 @@ func (a *app) completePlugin(cmd *cobra.Command, args []string, _ string) ([]str
 }
 
 // healthy reports whether a plugin status is a healthy one.
-func healthy(st control.PluginStatus) bool {
+func healthy(st api.PluginStatus) bool {
 	return st.Healthy || st.State == "healthy"
 }
 
 // state names a plugin's state.
-func state(st control.PluginStatus) string {
+func state(st api.PluginStatus) string {
 	switch {
 	case st.State != "":
 		return st.State
@@ -643,7 +644,7 @@ func state(st control.PluginStatus) string {
 }
 
 // describeFailure says why a plugin is not healthy.
-func describeFailure(st control.PluginStatus) string {
+func describeFailure(st api.PluginStatus) string {
 	var parts []string
 	for _, s := range []string{st.Category, st.Problem} {
 		if s != "" {
@@ -657,7 +658,7 @@ func describeFailure(st control.PluginStatus) string {
 }
 
 // printState prints one plugin's state after a restart.
-func printState(w io.Writer, st control.PluginStatus) {
+func printState(w io.Writer, st api.PluginStatus) {
 	switch {
 	case healthy(st):
 		detail := ""
@@ -717,10 +718,10 @@ installed as a link. Built-in plugins are listed only by a running core.`,
 const toolsWidth = 40
 
 // listRunning prints the plugins of a running core.
-func listRunning(w io.Writer, plugins []control.PluginStatus, asJSON bool) error {
+func listRunning(w io.Writer, plugins []api.PluginStatus, asJSON bool) error {
 	if asJSON {
 		if plugins == nil {
-			plugins = []control.PluginStatus{}
+			plugins = []api.PluginStatus{}
 		}
 		return writeJSON(w, plugins)
 	}
@@ -730,7 +731,7 @@ func listRunning(w io.Writer, plugins []control.PluginStatus, asJSON bool) error
 	}
 	tw := table(w)
 	fmt.Fprintln(tw, "NAME\tSTATE\tSOURCE\tVERSION\tTOOLS\tPID")
-	var failed []control.PluginStatus
+	var failed []api.PluginStatus
 	for _, p := range plugins {
 		pid := "-"
 		if p.PID > 0 {

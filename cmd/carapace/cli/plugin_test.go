@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/carapace-dev/carapace/core/control"
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/control/controltest"
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/install"
@@ -424,7 +424,7 @@ func TestPluginInstallInvalid(t *testing.T) {
 
 func TestPluginWithCore(t *testing.T) {
 	c := newFakeCore(t)
-	c.b.SetStatus(control.Status{Plugins: []control.PluginStatus{
+	c.b.SetStatus(api.Status{Plugins: []api.PluginStatus{
 		{Name: "echo", Healthy: true, State: "healthy", Source: "builtin", Version: "1.0.0", Tools: []string{"echo", "echo_confirm"}},
 		{Name: "weather", State: "failed", Category: "CONFIG_ERROR", Source: "user", Version: "1.2.0",
 			Problem: "the handler's SHA-256 does not match its pin\x1b[2J"},
@@ -437,7 +437,7 @@ func TestPluginWithCore(t *testing.T) {
 		t.Error("an escape character reached the terminal")
 	}
 	r = carapace(t, c.home, "plugin", "list", "--json")
-	var list []control.PluginStatus
+	var list []api.PluginStatus
 	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list) != 2 || list[1].Category != "CONFIG_ERROR" {
 		t.Errorf("list --json: %v\n%s", err, r.stdout)
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
-	"github.com/carapace-dev/carapace/core/control"
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/home"
 )
 
@@ -29,7 +29,7 @@ const EndpointEnv = "CARAPACE_IPC_ENDPOINT"
 const SessionDirEnv = "CARAPACE_SESSION_DIR"
 
 // runtimes are the values `carapace run --runtime` accepts.
-var runtimes = control.Runtimes
+var runtimes = api.Runtimes
 
 func (a *app) sessionsCmd() *cobra.Command {
 	return query(a, &cobra.Command{
@@ -40,13 +40,13 @@ the session's IPC socket.`,
 		Example: `  carapace sessions
   carapace sessions --json`,
 		Args: cobra.NoArgs,
-	}, "sessions", func(q call) ([]control.Session, error) { return q.client.Sessions(q.ctx) },
-		func(q call, list []control.Session) error { return printSessions(q.out, list) })
+	}, "sessions", func(q call) ([]api.Session, error) { return q.client.Sessions(q.ctx) },
+		func(q call, list []api.Session) error { return printSessions(q.out, list) })
 }
 
 // printSessions writes the live sessions as a table.
-func printSessions(out io.Writer, list []control.Session) error {
-	return printTable(out, list, "no live sessions", "ID\tGROUP\tRUNTIME\tAGE\tSOCKET", func(s control.Session) string {
+func printSessions(out io.Writer, list []api.Session) error {
+	return printTable(out, list, "no live sessions", "ID\tGROUP\tRUNTIME\tAGE\tSOCKET", func(s api.Session) string {
 		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", printable(s.ID), printable(s.Group), orDash(s.Runtime),
 			age(time.Since(s.Started)), printable(s.Socket))
 	})
@@ -111,7 +111,7 @@ closes the session. A missing --runtime is a usage error (exit status 2).`,
 			if prompt == "" && len(args) == 0 {
 				return usagef("give the agent a --prompt, or a command after --")
 			}
-			return a.runContainer(cmd, control.SessionRequest{Group: group, Runtime: runtime, Command: args, Prompt: prompt})
+			return a.runContainer(cmd, api.SessionRequest{Group: group, Runtime: runtime, Command: args, Prompt: prompt})
 		},
 	}
 	c.Flags().StringVar(&group, "group", "", "the group the session belongs to (required)")
@@ -124,7 +124,7 @@ closes the session. A missing --runtime is a usage error (exit status 2).`,
 
 // runContainer asks the core to run the agent in a container, prints its
 // output, and returns exitCode with its status when that is not 0.
-func (a *app) runContainer(cmd *cobra.Command, req control.SessionRequest) error {
+func (a *app) runContainer(cmd *cobra.Command, req api.SessionRequest) error {
 	c, _, err := a.client()
 	if err != nil {
 		return err

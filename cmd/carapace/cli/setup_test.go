@@ -17,8 +17,8 @@ import (
 	"github.com/carapace-dev/carapace/cmd/carapace/cli"
 	"github.com/carapace-dev/carapace/core/agentimage"
 	"github.com/carapace-dev/carapace/core/agentimage/agentimagetest"
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/config"
-	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/runtime"
 	"github.com/carapace-dev/carapace/core/runtime/docker"
@@ -485,7 +485,7 @@ func TestSetupTelegram(t *testing.T) {
 // A token stored while a core runs reaches its Telegram plugin at once.
 func TestSetupTelegramRestartsThePlugin(t *testing.T) {
 	fc := newFakeCore(t)
-	fc.b.SetStatus(control.Status{Version: "test", PID: 4242, Plugins: []control.PluginStatus{{Name: "telegram", State: "failed", Problem: "telegram: no bot token"}}})
+	fc.b.SetStatus(api.Status{Version: "test", PID: 4242, Plugins: []api.PluginStatus{{Name: "telegram", State: "failed", Problem: "telegram: no bot token"}}})
 	var out, errb testutil.Buffer
 	r := carapaceWith(t, cli.Config{Stdout: &out, Stderr: &errb, Stdin: strings.NewReader("123456:AAF-secret\n"), NewEngine: noEngine, ServiceRunner: (&serviceFake{}).run}, fc.home,
 		"setup", "--yes", "--telegram-token-stdin")

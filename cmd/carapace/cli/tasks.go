@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/carapace-dev/carapace/core/control"
+	"github.com/carapace-dev/carapace/core/api"
 )
 
 func (a *app) tasksCmd() *cobra.Command {
@@ -43,7 +43,7 @@ tasks list --all, tasks show and tasks history still have it.`,
 }
 
 func (a *app) tasksAddCmd() *cobra.Command {
-	var req control.TaskRequest
+	var req api.TaskRequest
 	var cronExpr, every, at string
 	c := &cobra.Command{
 		Use:   "add --group G (--cron EXPR | --every DUR | --at TIME) --prompt TEXT",
@@ -130,20 +130,20 @@ prompt (carapace tasks show ID prints a prompt in full). --all lists the
 removed tasks too; --json prints every field, prompts in full.`,
 		Example: "  carapace tasks list\n  carapace tasks list --all\n  carapace tasks list --json",
 		Args:    cobra.NoArgs,
-	}, "tasks", func(q call) ([]control.Task, error) {
+	}, "tasks", func(q call) ([]api.Task, error) {
 		if all {
 			return q.client.AllTasks(q.ctx)
 		}
 		return q.client.Tasks(q.ctx)
-	}, func(q call, list []control.Task) error { return printTasks(q.out, list) })
+	}, func(q call, list []api.Task) error { return printTasks(q.out, list) })
 	c.Flags().BoolVar(&all, "all", false, "list the removed tasks too")
 	return c
 }
 
 // printTasks writes the tasks as a table, each prompt's head.
-func printTasks(out io.Writer, list []control.Task) error {
+func printTasks(out io.Writer, list []api.Task) error {
 	cut := false
-	err := printTable(out, list, "no tasks (carapace tasks add --help)", "ID\tGROUP\tSCHEDULE\tNEXT\tLAST\tPROMPT", func(t control.Task) string {
+	err := printTable(out, list, "no tasks (carapace tasks add --help)", "ID\tGROUP\tSCHEDULE\tNEXT\tLAST\tPROMPT", func(t api.Task) string {
 		prompt := printable(oneLine(t.Prompt))
 		cut = cut || prompt != t.Prompt || utf8.RuneCountInString(prompt) > listPrompt
 		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", t.ID, t.Group, printable(t.Schedule), taskNext(t), lastRun(t.Last), truncate(prompt, listPrompt))
@@ -158,7 +158,7 @@ func printTasks(out io.Writer, list []control.Task) error {
 }
 
 // taskNext says when t fires next, or why it does not.
-func taskNext(t control.Task) string {
+func taskNext(t api.Task) string {
 	switch {
 	case t.RemovedAt != nil:
 		return "removed " + t.RemovedAt.UTC().Format("2006-01-02 15:04 MST") + " by the " + printable(t.RemovedBy)
@@ -174,7 +174,7 @@ func taskNext(t control.Task) string {
 
 // removal says when and by whom t was removed, as core/tasks's
 // Removal.Describe does.
-func removal(t control.Task) string {
+func removal(t api.Task) string {
 	if t.RemovedAt == nil {
 		return ""
 	}
@@ -202,15 +202,15 @@ text exactly.`,
 		Example:           "  carapace tasks show t-ab12cd34\n  carapace tasks show t-ab12cd34 --json",
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: a.completeTask,
-	}, "task", func(q call) (control.Task, error) { return q.client.Task(q.ctx, q.args[0]) },
-		func(q call, t control.Task) error {
+	}, "task", func(q call) (api.Task, error) { return q.client.Task(q.ctx, q.args[0]) },
+		func(q call, t api.Task) error {
 			printTask(q.out, t)
 			return nil
 		})
 }
 
 // printTask writes t for tasks show, its prompt in full.
-func printTask(out io.Writer, t control.Task) {
+func printTask(out io.Writer, t api.Task) {
 	tw := table(out)
 	fmt.Fprintf(tw, "task %s\n", t.ID)
 	fmt.Fprintf(tw, "  group\t%s\n", printable(t.Group))
@@ -245,7 +245,7 @@ func printTask(out io.Writer, t control.Task) {
 }
 
 // lastRun says how a run went, for the list.
-func lastRun(r *control.TaskRun) string {
+func lastRun(r *api.TaskRun) string {
 	if r == nil {
 		return "-"
 	}
@@ -268,21 +268,21 @@ func (a *app) tasksHistoryCmd() *cobra.Command {
 		Example:           "  carapace tasks history t-ab12cd34\n  carapace tasks history t-ab12cd34 --json --limit 500",
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: a.completeTask,
-	}, "runs", func(q call) ([]control.TaskRun, error) {
+	}, "runs", func(q call) ([]api.TaskRun, error) {
 		return q.client.TaskHistory(q.ctx, q.args[0], limit)
-	}, func(q call, runs []control.TaskRun) error {
+	}, func(q call, runs []api.TaskRun) error {
 		if t, err := q.client.Task(q.ctx, q.args[0]); err == nil && t.RemovedAt != nil {
 			fmt.Fprintf(q.out, "task %s was removed on %s; it fires no more\n", t.ID, removal(t))
 		}
 		return printRuns(q.out, runs)
 	})
-	c.Flags().IntVar(&limit, "limit", 50, fmt.Sprintf("how many runs (at most %d)", control.MaxTaskHistory))
+	c.Flags().IntVar(&limit, "limit", 50, fmt.Sprintf("how many runs (at most %d)", api.MaxTaskHistory))
 	return c
 }
 
 // printRuns writes a task's runs as a table.
-func printRuns(out io.Writer, runs []control.TaskRun) error {
-	return printTable(out, runs, "no runs yet", "DUE\tOUTCOME\tLATE\tSESSION", func(r control.TaskRun) string {
+func printRuns(out io.Writer, runs []api.TaskRun) error {
+	return printTable(out, runs, "no runs yet", "DUE\tOUTCOME\tLATE\tSESSION", func(r api.TaskRun) string {
 		due := r.Scheduled.Local().Format("2006-01-02 15:04:05")
 		if r.Count > 1 && r.Until != nil {
 			due += fmt.Sprintf(" … %s (%d slots)", r.Until.Local().Format("2006-01-02 15:04:05"), r.Count)
@@ -357,7 +357,7 @@ func (a *app) tasksActionCmd(verb, short string) *cobra.Command {
 					fmt.Fprintf(out, "task %s paused\n", id)
 				}
 			case "resume":
-				var t control.Task
+				var t api.Task
 				if t, err = c.ResumeTask(ctx, id); err == nil {
 					next := "no next fire"
 					if t.Next != nil {
@@ -366,7 +366,7 @@ func (a *app) tasksActionCmd(verb, short string) *cobra.Command {
 					fmt.Fprintf(out, "task %s resumed (%s)\n", id, next)
 				}
 			case "run":
-				var r control.TaskRun
+				var r api.TaskRun
 				if r, err = c.RunTask(ctx, id); err == nil {
 					fmt.Fprintf(out, "task %s started (run %d): carapace tasks history %s\n", id, r.ID, id)
 				}

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/carapace-dev/carapace/core/control"
+	"github.com/carapace-dev/carapace/core/api"
 )
 
 // hiddenPrompt is a stored prompt that the sanitiser would have hidden
@@ -27,10 +27,10 @@ var hiddenPromptShown = []string{
 	`end \u202eevil\u202c and \u001b[2J`,
 }
 
-func taskViews() []control.Task {
+func taskViews() []api.Task {
 	next := time.Date(2026, 11, 24, 6, 0, 0, 0, time.UTC)
 	removed := time.Date(2026, 11, 23, 9, 30, 0, 0, time.UTC)
-	return []control.Task{
+	return []api.Task{
 		{ID: "t-user0001", Group: "main", Kind: "cron", Expr: "0 7 * * *", Zone: "Europe/Berlin", Schedule: "every day at 07:00 (Europe/Berlin)",
 			Prompt: hiddenPrompt, Creator: "user", Misfire: "catch-up-once", Enabled: true, Next: &next,
 			CreatedAt: time.Date(2026, 11, 20, 8, 0, 0, 0, time.UTC)},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/config"
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/home"
@@ -191,7 +192,7 @@ func (a *app) unpairTelegram(ctx context.Context, out io.Writer) error {
 
 // restartTelegram has a running core restart its Telegram plugin, so
 // that it reads the owner or the pairing anew.
-func restartTelegram(ctx context.Context, c *control.Client) (control.PluginStatus, error) {
+func restartTelegram(ctx context.Context, c *control.Client) (api.PluginStatus, error) {
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	return c.RestartPlugin(ctx, "telegram")

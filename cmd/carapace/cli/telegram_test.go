@@ -11,7 +11,7 @@ import (
 
 	_ "github.com/mattn/go-sqlite3" // the driver, which the carapace binary links (cmd/wiring)
 
-	"github.com/carapace-dev/carapace/core/control"
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/control/controltest"
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/internal/sqlitedb"
@@ -66,7 +66,7 @@ func TestTelegramPair(t *testing.T) {
 
 	t.Run("core running", func(t *testing.T) {
 		c := newFakeCore(t)
-		c.b.SetStatus(control.Status{Plugins: []control.PluginStatus{{Name: "telegram", Category: "CONFIG_ERROR"}}})
+		c.b.SetStatus(api.Status{Plugins: []api.PluginStatus{{Name: "telegram", Category: "CONFIG_ERROR"}}})
 		r := carapace(t, c.home, "telegram", "pair")
 		r.want(t, 0, []string{"within 10m0s", "The Telegram plugin waits for the code."}, nil)
 		code, p := pairFile(r, string(c.home))
@@ -103,7 +103,7 @@ func TestTelegramPair(t *testing.T) {
 func TestTelegramOwnerCommands(t *testing.T) {
 	core := func(t *testing.T) *fakeCore {
 		c := newFakeCore(t)
-		c.b.SetStatus(control.Status{Plugins: []control.PluginStatus{{Name: "telegram", Healthy: true, State: "healthy"}}})
+		c.b.SetStatus(api.Status{Plugins: []api.PluginStatus{{Name: "telegram", Healthy: true, State: "healthy"}}})
 		pairedOwner(t, c.home, "4242")
 		return c
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/carapace-dev/carapace/core/control"
+	"github.com/carapace-dev/carapace/core/api"
 )
 
 func (a *app) watchCmd() *cobra.Command {
@@ -62,7 +62,7 @@ cut it off: exit status 1; watch again).`,
 				} else {
 					fmt.Fprintln(out, watchLine(ev))
 				}
-				if ev.Type == control.WatchEnd {
+				if ev.Type == api.WatchEnd {
 					return fmt.Errorf("the core ended the watch: %s", printable(ev.Error))
 				}
 			}
@@ -73,10 +73,10 @@ cut it off: exit status 1; watch again).`,
 }
 
 // watchLine is one line of the watch stream for people.
-func watchLine(ev control.WatchEvent) string {
+func watchLine(ev api.WatchEvent) string {
 	at := ev.Time.Local().Format("15:04:05")
 	switch ev.Type {
-	case control.WatchSnapshot:
+	case api.WatchSnapshot:
 		var b strings.Builder
 		fmt.Fprintf(&b, "%s core", at)
 		if st := ev.Status; st != nil {
@@ -100,23 +100,23 @@ func watchLine(ev control.WatchEvent) string {
 			b.WriteString("\n" + at + " " + pendingLine(cf))
 		}
 		return b.String()
-	case control.WatchSessionOpened, control.WatchSessionClosed:
+	case api.WatchSessionOpened, api.WatchSessionClosed:
 		verb := "opened"
-		if ev.Type == control.WatchSessionClosed {
+		if ev.Type == api.WatchSessionClosed {
 			verb = "closed"
 		}
 		if s := ev.Session; s != nil {
 			return fmt.Sprintf("%s session %s %s: group %s, runtime %s", at, printable(s.ID), verb, printable(s.Group), printable(s.Runtime))
 		}
-	case control.WatchConfirmationRequested:
+	case api.WatchConfirmationRequested:
 		if cf := ev.Confirmation; cf != nil {
 			return at + " " + pendingLine(*cf)
 		}
-	case control.WatchConfirmationResolved:
+	case api.WatchConfirmationResolved:
 		if cf := ev.Confirmation; cf != nil {
-			return fmt.Sprintf("%s confirmation %s %s: %s", at, control.ShortID(cf.ID), printable(cf.Tool), decidedHow(*cf))
+			return fmt.Sprintf("%s confirmation %s %s: %s", at, api.ShortID(cf.ID), printable(cf.Tool), decidedHow(*cf))
 		}
-	case control.WatchPluginHealth:
+	case api.WatchPluginHealth:
 		if p := ev.Plugin; p != nil {
 			state := p.State
 			if p.Category != "" {
@@ -124,7 +124,7 @@ func watchLine(ev control.WatchEvent) string {
 			}
 			return fmt.Sprintf("%s plugin %s %s", at, printable(p.Name), printable(state))
 		}
-	case control.WatchStatus:
+	case api.WatchStatus:
 		if st := ev.Status; st != nil {
 			state := "running"
 			switch {
@@ -135,9 +135,9 @@ func watchLine(ev control.WatchEvent) string {
 			}
 			return fmt.Sprintf("%s core %s", at, state)
 		}
-	case control.WatchTaskCreated, control.WatchTaskChanged, control.WatchTaskRemoved:
+	case api.WatchTaskCreated, api.WatchTaskChanged, api.WatchTaskRemoved:
 		if t := ev.Task; t != nil {
-			what := map[string]string{control.WatchTaskCreated: "created", control.WatchTaskRemoved: "removed"}[ev.Type]
+			what := map[string]string{api.WatchTaskCreated: "created", api.WatchTaskRemoved: "removed"}[ev.Type]
 			if what == "" {
 				what = "resumed"
 				if !t.Enabled {
@@ -149,9 +149,9 @@ func watchLine(ev control.WatchEvent) string {
 			}
 			return fmt.Sprintf("%s task %s %s: %s, group %s", at, t.ID, what, printable(t.Schedule), printable(t.Group))
 		}
-	case control.WatchTaskFired, control.WatchTaskFinished:
+	case api.WatchTaskFired, api.WatchTaskFinished:
 		if t, r := ev.Task, ev.TaskRun; t != nil && r != nil {
-			if ev.Type == control.WatchTaskFired {
+			if ev.Type == api.WatchTaskFired {
 				late := ""
 				if r.LateMS >= 1000 {
 					late = ", late " + age(time.Duration(r.LateMS)*time.Millisecond)
@@ -164,7 +164,7 @@ func watchLine(ev control.WatchEvent) string {
 			}
 			return fmt.Sprintf("%s task %s run %d %s", at, t.ID, r.ID, outcome)
 		}
-	case control.WatchEnd:
+	case api.WatchEnd:
 		return fmt.Sprintf("%s the core ended the watch: %s", at, printable(ev.Error))
 	}
 	return fmt.Sprintf("%s %s", at, printable(ev.Type))
@@ -176,18 +176,18 @@ func watchLine(ev control.WatchEvent) string {
 // The line points to approve only when it shows every argument as it
 // runs; otherwise to show, which prints them whole (--raw, when the
 // display hides something).
-func pendingLine(cf control.Confirmation) string {
+func pendingLine(cf api.Confirmation) string {
 	args := compactJSON(cf.Arguments, argsWidth)
-	next := "carapace confirm approve " + control.ShortID(cf.ID)
+	next := "carapace confirm approve " + api.ShortID(cf.ID)
 	switch {
 	case cf.ArgumentsOmitted:
-		args, next = "(large)", "carapace confirm show "+control.ShortID(cf.ID)
+		args, next = "(large)", "carapace confirm show "+api.ShortID(cf.ID)
 	case len(cf.Hidden) > 0:
 		args = fmt.Sprintf("(%d hidden) %s", len(cf.Hidden), args)
-		next = "carapace confirm show --raw " + control.ShortID(cf.ID)
+		next = "carapace confirm show --raw " + api.ShortID(cf.ID)
 	case args != compactJSON(cf.Arguments, 0):
-		next = "carapace confirm show " + control.ShortID(cf.ID)
+		next = "carapace confirm show " + api.ShortID(cf.ID)
 	}
 	return fmt.Sprintf("confirmation %s waits: %s for group %s (session %s): %s — %s",
-		control.ShortID(cf.ID), printable(cf.Tool), printable(cf.Group), printable(cf.Session), args, next)
+		api.ShortID(cf.ID), printable(cf.Tool), printable(cf.Group), printable(cf.Session), args, next)
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/carapace-dev/carapace/cmd/wiring"
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/audit"
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/home"
@@ -139,7 +140,7 @@ func (c *Core) Cancel() { c.cancel() }
 func (c *Core) Stopped() <-chan struct{} { return c.stopped }
 
 // Session opens a session of group, closed when the test ends.
-func (c *Core) Session(t testing.TB, group string) control.Session {
+func (c *Core) Session(t testing.TB, group string) api.Session {
 	t.Helper()
 	// The session lives as long as the stream that opened it: the context
 	// must outlive the test, not just the call.

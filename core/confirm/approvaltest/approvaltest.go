@@ -23,8 +23,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/confirm"
-	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/internal/textutil"
 )
 
@@ -32,7 +32,7 @@ import (
 // whether the surface offers Approve on it. The text must hold each
 // argument leaf contiguously: a surface that wraps lines returns them
 // joined again, without its continuation marks.
-type Render func(c control.Confirmation) (text string, approve bool)
+type Render func(c api.Confirmation) (text string, approve bool)
 
 // Surface is an approving surface under test.
 type Surface struct {
@@ -47,7 +47,7 @@ type Surface struct {
 	// Key writes an object key as the surface shows it; nil is Quote.
 	Key func(s string) string
 	// Raw says the surface is also given confirmations fetched with their
-	// arguments as they run (control.Confirmation.Raw: the CLI's
+	// arguments as they run (api.Confirmation.Raw: the CLI's
 	// --raw); such a one, shown whole, may be approved.
 	Raw bool
 	// Cases is how many random confirmations to try; 0 is 400.
@@ -91,7 +91,7 @@ func Check(t testing.TB, s Surface) {
 	approvable, errs := 0, 0
 	for i := 0; i < s.Cases && errs < 5; i++ {
 		canonical := mustMarshal(t, value(r, 0))
-		cs := []control.Confirmation{Confirmation(canonical)}
+		cs := []api.Confirmation{Confirmation(canonical)}
 		if r.IntN(20) == 0 { // the watch stream leaves large arguments out
 			c := cs[0]
 			c.Arguments, c.ArgumentsOmitted = nil, true
@@ -124,17 +124,17 @@ func Check(t testing.TB, s Surface) {
 // Confirmation builds a pending confirmation of canonical arguments as
 // the core does: its display and what that hides (confirm.Display), the
 // hash of what runs.
-func Confirmation(canonical json.RawMessage) control.Confirmation {
+func Confirmation(canonical json.RawMessage) api.Confirmation {
 	display, hidden := confirm.Display(canonical)
 	now := time.Now().UTC()
-	c := control.Confirmation{
+	c := api.Confirmation{
 		ID: "0123456789abcdef0123456789abcdef", Tool: "schedule_task", Group: "main", Session: "s-1", Correlation: "corr-1",
 		ArgsHash: confirm.HashArguments(canonical), Arguments: display,
 		Summary:   "Schedule for group main: every 1h\nNext: Fri 2026-11-27 12:00 UTC",
 		CreatedAt: now, ExpiresAt: now.Add(5 * time.Minute),
 	}
 	for _, h := range hidden {
-		c.Hidden = append(c.Hidden, control.Hidden{Path: h.Path, Kind: h.Kind, Chars: h.Chars})
+		c.Hidden = append(c.Hidden, api.Hidden{Path: h.Path, Kind: h.Kind, Chars: h.Chars})
 	}
 	return c
 }

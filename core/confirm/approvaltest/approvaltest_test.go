@@ -3,7 +3,7 @@ package approvaltest
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/carapace-dev/carapace/core/control"
+	"github.com/carapace-dev/carapace/core/api"
 	"strings"
 	"testing"
 )
@@ -28,7 +28,7 @@ func jsonQuote(s string) string {
 // TestCheck runs the property on surfaces made to keep it and to break
 // it: the harness must pass the one and catch each of the others.
 func TestCheck(t *testing.T) {
-	honest := func(c control.Confirmation) (string, bool) { return string(c.Arguments), c.Exact() }
+	honest := func(c api.Confirmation) (string, bool) { return string(c.Arguments), c.Exact() }
 	tests := []struct {
 		name   string
 		render Render
@@ -36,20 +36,20 @@ func TestCheck(t *testing.T) {
 		fail   string // a failure that must be reported; "" for none
 	}{
 		{name: "honest", render: honest, raw: true},
-		{name: "approves a sanitised display", fail: "offers Approve", render: func(c control.Confirmation) (string, bool) {
+		{name: "approves a sanitised display", fail: "offers Approve", render: func(c api.Confirmation) (string, bool) {
 			return string(c.Arguments), !c.ArgumentsOmitted
 		}},
-		{name: "cuts long text but approves", fail: "lacks", render: func(c control.Confirmation) (string, bool) {
+		{name: "cuts long text but approves", fail: "lacks", render: func(c api.Confirmation) (string, bool) {
 			s := string(c.Arguments)
 			if len(s) > 300 {
 				s = s[:300]
 			}
 			return s, c.Exact()
 		}},
-		{name: "approves omitted arguments", fail: "lacks", render: func(c control.Confirmation) (string, bool) {
+		{name: "approves omitted arguments", fail: "lacks", render: func(c api.Confirmation) (string, bool) {
 			return string(c.Arguments), len(c.Hidden) == 0
 		}},
-		{name: "never approves", fail: "not approvable", render: func(c control.Confirmation) (string, bool) {
+		{name: "never approves", fail: "not approvable", render: func(c api.Confirmation) (string, bool) {
 			return string(c.Arguments), false
 		}},
 	}

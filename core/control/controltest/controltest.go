@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/home"
 )
@@ -35,28 +36,28 @@ type Backend struct {
 	home home.Dir
 
 	mu            sync.Mutex
-	status        control.Status
-	sessions      []control.Session
-	confirmations []control.Confirmation // pending
-	decided       []control.Confirmation // resolved, most recent last
-	watchers      []chan control.WatchEvent
+	status        api.Status
+	sessions      []api.Session
+	confirmations []api.Confirmation // pending
+	decided       []api.Confirmation // resolved, most recent last
+	watchers      []chan api.WatchEvent
 	nextID        int
 	closed        []string
 	decisions     []Decision
 	stops         int
 	restarts      []string
-	tasks         []control.Task
+	tasks         []api.Task
 	taskCalls     []string
 	raw           map[string]json.RawMessage // RawArguments of a confirmation whose Arguments hide something
 }
 
 // Decision is one call of Decide that succeeded.
-type Decision = control.Decision
+type Decision = api.Decision
 
 // NewBackend returns a Backend for home h whose Status reports version
 // "test", this process's pid and the time of the call.
 func NewBackend(h home.Dir) *Backend {
-	return &Backend{home: h, status: control.Status{
+	return &Backend{home: h, status: api.Status{
 		Version: "test",
 		PID:     os.Getpid(),
 		Started: time.Now(),
@@ -66,24 +67,24 @@ func NewBackend(h home.Dir) *Backend {
 
 // SetStatus sets what Status reports; Home, Sessions and
 // PendingConfirmations are always filled in from the backend's state.
-func (b *Backend) SetStatus(st control.Status) {
+func (b *Backend) SetStatus(st api.Status) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.status = st
 }
 
 // AddConfirmation adds a pending confirmation and tells the watches.
-func (b *Backend) AddConfirmation(c control.Confirmation) {
+func (b *Backend) AddConfirmation(c api.Confirmation) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.confirmations = append(b.confirmations, c)
-	b.emitLocked(control.WatchEvent{Type: control.WatchConfirmationRequested, Time: time.Now().UTC(), Confirmation: &c})
+	b.emitLocked(api.WatchEvent{Type: api.WatchConfirmationRequested, Time: time.Now().UTC(), Confirmation: &c})
 }
 
 // AddConfirmationRaw adds a pending confirmation whose Arguments are a
 // display that hides part of raw, the arguments as they run (c.Hidden says
 // what), and tells the watches. RawArguments answers raw for it.
-func (b *Backend) AddConfirmationRaw(c control.Confirmation, raw json.RawMessage) {
+func (b *Backend) AddConfirmationRaw(c api.Confirmation, raw json.RawMessage) {
 	b.mu.Lock()
 	if b.raw == nil {
 		b.raw = map[string]json.RawMessage{}
@@ -134,7 +135,7 @@ func (b *Backend) fail(method string) error {
 }
 
 // Status implements control.Backend.
-func (b *Backend) Status(context.Context) control.Status {
+func (b *Backend) Status(context.Context) api.Status {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	st := b.status
@@ -146,13 +147,13 @@ func (b *Backend) Status(context.Context) control.Status {
 }
 
 // Pause implements control.Backend.
-func (b *Backend) Pause(_ context.Context, paused bool) control.Status {
+func (b *Backend) Pause(_ context.Context, paused bool) api.Status {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.status.Paused = paused
 	st := b.status
 	st.PendingConfirmations = len(b.confirmations)
-	b.emitLocked(control.WatchEvent{Type: control.WatchStatus, Time: time.Now().UTC(), Status: &st})
+	b.emitLocked(api.WatchEvent{Type: api.WatchStatus, Time: time.Now().UTC(), Status: &st})
 	return st
 }
 
@@ -169,23 +170,23 @@ func (b *Backend) Stop() {
 
 // OpenSession implements control.Backend: ids are s1, s2, …; the runtime is
 // "none".
-func (b *Backend) OpenSession(_ context.Context, req control.SessionRequest) (control.Session, *control.Agent, error) {
+func (b *Backend) OpenSession(_ context.Context, req api.SessionRequest) (api.Session, *api.Agent, error) {
 	if err := b.fail("OpenSession"); err != nil {
-		return control.Session{}, nil, err
+		return api.Session{}, nil, err
 	}
 	group := req.Group
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.nextID++
 	id := fmt.Sprintf("s%d", b.nextID)
-	s := control.Session{ID: id, Group: group, Socket: b.home.SessionSocket(id), Runtime: "none", Started: time.Now()}
-	var agent *control.Agent
+	s := api.Session{ID: id, Group: group, Socket: b.home.SessionSocket(id), Runtime: "none", Started: time.Now()}
+	var agent *api.Agent
 	if req.Runtime != "" && req.Runtime != "none" {
 		// A container session: the "agent" prints its command (or prompt)
 		// on stdout, "to stderr" on stderr, and exits with the status of
 		// an "exit N" command, 0 otherwise.
 		s.Runtime = req.Runtime
-		out := make(chan control.Output, 3)
+		out := make(chan api.Output, 3)
 		what := strings.Join(req.Command, " ")
 		if req.Prompt != "" {
 			what = "prompt: " + req.Prompt
@@ -194,11 +195,11 @@ func (b *Backend) OpenSession(_ context.Context, req control.SessionRequest) (co
 		if len(req.Command) == 2 && req.Command[0] == "exit" {
 			exit, _ = strconv.Atoi(req.Command[1])
 		}
-		out <- control.Output{Stream: "stdout", Data: what + "\n"}
-		out <- control.Output{Stream: "stderr", Data: "to stderr\n"}
-		out <- control.Output{Exit: &exit}
+		out <- api.Output{Stream: "stdout", Data: what + "\n"}
+		out <- api.Output{Stream: "stderr", Data: "to stderr\n"}
+		out <- api.Output{Exit: &exit}
 		close(out)
-		agent = &control.Agent{Output: out}
+		agent = &api.Agent{Output: out}
 	}
 	b.sessions = append(b.sessions, s)
 	return s, agent, nil
@@ -211,9 +212,9 @@ func (b *Backend) CloseSession(_ context.Context, id string) error {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	i := slices.IndexFunc(b.sessions, func(s control.Session) bool { return s.ID == id })
+	i := slices.IndexFunc(b.sessions, func(s api.Session) bool { return s.ID == id })
 	if i < 0 {
-		return fmt.Errorf("session %s: %w", id, control.ErrNotFound)
+		return fmt.Errorf("session %s: %w", id, api.ErrNotFound)
 	}
 	b.sessions = slices.Delete(b.sessions, i, i+1)
 	b.closed = append(b.closed, id)
@@ -221,14 +222,14 @@ func (b *Backend) CloseSession(_ context.Context, id string) error {
 }
 
 // Sessions implements control.Backend.
-func (b *Backend) Sessions(context.Context) []control.Session {
+func (b *Backend) Sessions(context.Context) []api.Session {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return slices.Clone(b.sessions)
 }
 
 // Confirmations implements control.Backend.
-func (b *Backend) Confirmations(_ context.Context, recent bool) []control.Confirmation {
+func (b *Backend) Confirmations(_ context.Context, recent bool) []api.Confirmation {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	out := slices.Clone(b.confirmations)
@@ -240,27 +241,27 @@ func (b *Backend) Confirmations(_ context.Context, recent bool) []control.Confir
 
 // Decide implements control.Backend: the first decision wins; a decision
 // with a hash other than the confirmation's, or on one already decided,
-// fails with control.ErrConflict and changes nothing.
-func (b *Backend) Decide(_ context.Context, d control.Decision) (control.Confirmation, error) {
+// fails with api.ErrConflict and changes nothing.
+func (b *Backend) Decide(_ context.Context, d api.Decision) (api.Confirmation, error) {
 	if err := b.fail("Decide"); err != nil {
-		return control.Confirmation{}, err
+		return api.Confirmation{}, err
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if i := slices.IndexFunc(b.decided, func(c control.Confirmation) bool { return c.ID == d.ID }); i >= 0 {
+	if i := slices.IndexFunc(b.decided, func(c api.Confirmation) bool { return c.ID == d.ID }); i >= 0 {
 		c := b.decided[i]
-		return c, fmt.Errorf("confirmation %s is already decided: %s (%s): %w", d.ID, c.Decision, c.Surface, control.ErrConflict)
+		return c, fmt.Errorf("confirmation %s is already decided: %s (%s): %w", d.ID, c.Decision, c.Surface, api.ErrConflict)
 	}
-	i := slices.IndexFunc(b.confirmations, func(c control.Confirmation) bool { return c.ID == d.ID })
+	i := slices.IndexFunc(b.confirmations, func(c api.Confirmation) bool { return c.ID == d.ID })
 	if i < 0 {
-		return control.Confirmation{}, fmt.Errorf("confirmation %s: %w", d.ID, control.ErrNotFound)
+		return api.Confirmation{}, fmt.Errorf("confirmation %s: %w", d.ID, api.ErrNotFound)
 	}
 	c := b.confirmations[i]
 	if d.ArgsHash != c.ArgsHash {
-		return c, fmt.Errorf("confirmation %s: the arguments changed since they were shown: %w", d.ID, control.ErrConflict)
+		return c, fmt.Errorf("confirmation %s: the arguments changed since they were shown: %w", d.ID, api.ErrConflict)
 	}
 	if d.Approve && len(c.Hidden) > 0 && !d.Raw {
-		return c, fmt.Errorf("confirmation %s: the arguments shown were partly hidden, so they cannot be approved there: %w", d.ID, control.ErrConflict)
+		return c, fmt.Errorf("confirmation %s: the arguments shown were partly hidden, so they cannot be approved there: %w", d.ID, api.ErrConflict)
 	}
 	now := time.Now().UTC()
 	c.Decision, c.Surface, c.Decider, c.DecidedAt = "denied", d.Surface, d.Decider, &now
@@ -270,7 +271,7 @@ func (b *Backend) Decide(_ context.Context, d control.Decision) (control.Confirm
 	b.confirmations = slices.Delete(b.confirmations, i, i+1)
 	b.decided = append(b.decided, c)
 	b.decisions = append(b.decisions, d)
-	b.emitLocked(control.WatchEvent{Type: control.WatchConfirmationResolved, Time: now, Confirmation: &c})
+	b.emitLocked(api.WatchEvent{Type: api.WatchConfirmationResolved, Time: now, Confirmation: &c})
 	return c, nil
 }
 
@@ -279,9 +280,9 @@ func (b *Backend) Decide(_ context.Context, d control.Decision) (control.Confirm
 func (b *Backend) RawArguments(_ context.Context, id string) (json.RawMessage, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	i := slices.IndexFunc(b.confirmations, func(c control.Confirmation) bool { return c.ID == id })
+	i := slices.IndexFunc(b.confirmations, func(c api.Confirmation) bool { return c.ID == id })
 	if i < 0 {
-		return nil, fmt.Errorf("confirmation %s is not pending: %w", id, control.ErrConflict)
+		return nil, fmt.Errorf("confirmation %s is not pending: %w", id, api.ErrConflict)
 	}
 	if raw, ok := b.raw[id]; ok {
 		return raw, nil
@@ -299,9 +300,9 @@ func (b *Backend) Watch(context.Context) (*control.Watch, error) {
 	defer b.mu.Unlock()
 	st := b.status
 	st.PendingConfirmations = len(b.confirmations)
-	ch := make(chan control.WatchEvent, 64)
+	ch := make(chan api.WatchEvent, 64)
 	b.watchers = append(b.watchers, ch)
-	snap := control.WatchEvent{Type: control.WatchSnapshot, Time: time.Now().UTC(), Status: &st,
+	snap := api.WatchEvent{Type: api.WatchSnapshot, Time: time.Now().UTC(), Status: &st,
 		Sessions: slices.Clone(b.sessions), Confirmations: slices.Clone(b.confirmations), Plugins: st.Plugins}
 	return &control.Watch{Snapshot: snap, Events: ch, Ended: func() string { return "" }, Close: func() {
 		b.mu.Lock()
@@ -314,13 +315,13 @@ func (b *Backend) Watch(context.Context) (*control.Watch, error) {
 }
 
 // Emit sends ev to every watch (dropped for a watch with no room).
-func (b *Backend) Emit(ev control.WatchEvent) {
+func (b *Backend) Emit(ev api.WatchEvent) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.emitLocked(ev)
 }
 
-func (b *Backend) emitLocked(ev control.WatchEvent) {
+func (b *Backend) emitLocked(ev api.WatchEvent) {
 	for _, ch := range b.watchers {
 		select {
 		case ch <- ev:
@@ -368,10 +369,10 @@ func Start(t testing.TB, b control.Backend, socket string) *control.Server {
 var _ control.Backend = (*Backend)(nil)
 
 // RestartPlugin implements control.Backend: it reports the plugin of that
-// name from the status as restarted and healthy, or control.ErrNotFound.
-func (b *Backend) RestartPlugin(_ context.Context, name string) (control.PluginStatus, error) {
+// name from the status as restarted and healthy, or api.ErrNotFound.
+func (b *Backend) RestartPlugin(_ context.Context, name string) (api.PluginStatus, error) {
 	if err := b.fail("RestartPlugin"); err != nil {
-		return control.PluginStatus{}, err
+		return api.PluginStatus{}, err
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -383,7 +384,7 @@ func (b *Backend) RestartPlugin(_ context.Context, name string) (control.PluginS
 			return p, nil
 		}
 	}
-	return control.PluginStatus{}, fmt.Errorf("plugin %s: %w", name, control.ErrNotFound)
+	return api.PluginStatus{}, fmt.Errorf("plugin %s: %w", name, api.ErrNotFound)
 }
 
 // Restarts returns the names of the plugins restarted so far.
@@ -396,7 +397,7 @@ func (b *Backend) Restarts() []string {
 var _ control.TaskBackend = (*Backend)(nil)
 
 // AddTaskView stores t as the core's, for Tasks and the task actions.
-func (b *Backend) AddTaskView(t control.Task) {
+func (b *Backend) AddTaskView(t api.Task) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.tasks = append(b.tasks, t)
@@ -411,19 +412,19 @@ func (b *Backend) TaskCalls() []string {
 }
 
 // Tasks implements control.TaskBackend.
-func (b *Backend) Tasks(context.Context) ([]control.Task, error) {
+func (b *Backend) Tasks(context.Context) ([]api.Task, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return append([]control.Task(nil), b.tasks...), nil
+	return append([]api.Task(nil), b.tasks...), nil
 }
 
 // AddTask implements control.TaskBackend: the fake creates no tasks.
-func (b *Backend) AddTask(context.Context, control.TaskRequest) (control.Task, error) {
-	return control.Task{}, fmt.Errorf("%w: the fake core creates no tasks (AddTaskView)", control.ErrInvalid)
+func (b *Backend) AddTask(context.Context, api.TaskRequest) (api.Task, error) {
+	return api.Task{}, fmt.Errorf("%w: the fake core creates no tasks (AddTaskView)", api.ErrInvalid)
 }
 
 // taskCall records a task action on task id.
-func (b *Backend) taskCall(verb, id string) (control.Task, error) {
+func (b *Backend) taskCall(verb, id string) (api.Task, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.taskCalls = append(b.taskCalls, verb+" "+id)
@@ -432,23 +433,23 @@ func (b *Backend) taskCall(verb, id string) (control.Task, error) {
 			return t, nil
 		}
 	}
-	return control.Task{}, fmt.Errorf("%w: no task %q", control.ErrNotFound, id)
+	return api.Task{}, fmt.Errorf("%w: no task %q", api.ErrNotFound, id)
 }
 
 // PauseTask implements control.TaskBackend: recorded.
-func (b *Backend) PauseTask(_ context.Context, id string) (control.Task, error) {
+func (b *Backend) PauseTask(_ context.Context, id string) (api.Task, error) {
 	return b.taskCall("pause", id)
 }
 
 // ResumeTask implements control.TaskBackend: recorded.
-func (b *Backend) ResumeTask(_ context.Context, id string) (control.Task, error) {
+func (b *Backend) ResumeTask(_ context.Context, id string) (api.Task, error) {
 	return b.taskCall("resume", id)
 }
 
 // RunTask implements control.TaskBackend: recorded.
-func (b *Backend) RunTask(_ context.Context, id string) (control.TaskRun, error) {
+func (b *Backend) RunTask(_ context.Context, id string) (api.TaskRun, error) {
 	_, err := b.taskCall("run", id)
-	return control.TaskRun{Task: id, State: "claimed", Manual: true}, err
+	return api.TaskRun{Task: id, State: "claimed", Manual: true}, err
 }
 
 // RemoveTask implements control.TaskBackend: recorded.
@@ -458,15 +459,15 @@ func (b *Backend) RemoveTask(_ context.Context, id string) error {
 }
 
 // TaskHistory implements control.TaskBackend: none.
-func (b *Backend) TaskHistory(context.Context, string, int) ([]control.TaskRun, error) {
+func (b *Backend) TaskHistory(context.Context, string, int) ([]api.TaskRun, error) {
 	return nil, nil
 }
 
 // AllTasks implements control.TaskBackend: as Tasks.
-func (b *Backend) AllTasks(ctx context.Context) ([]control.Task, error) { return b.Tasks(ctx) }
+func (b *Backend) AllTasks(ctx context.Context) ([]api.Task, error) { return b.Tasks(ctx) }
 
 // Task implements control.TaskBackend.
-func (b *Backend) Task(_ context.Context, id string) (control.Task, error) {
+func (b *Backend) Task(_ context.Context, id string) (api.Task, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, t := range b.tasks {
@@ -474,7 +475,7 @@ func (b *Backend) Task(_ context.Context, id string) (control.Task, error) {
 			return t, nil
 		}
 	}
-	return control.Task{}, fmt.Errorf("%w: no task %q", control.ErrNotFound, id)
+	return api.Task{}, fmt.Errorf("%w: no task %q", api.ErrNotFound, id)
 }
 
 // PurgeTask implements control.TaskBackend: recorded as "purge ID".

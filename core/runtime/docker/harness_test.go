@@ -20,7 +20,7 @@ import (
 	"github.com/carapace-dev/carapace/cmd/wiring/coretest"
 	"github.com/carapace-dev/carapace/core/agentimage"
 	"github.com/carapace-dev/carapace/core/agentimage/agentimagetest"
-	"github.com/carapace-dev/carapace/core/control"
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/runtime"
 	"github.com/carapace-dev/carapace/core/runtime/docker"
@@ -235,7 +235,7 @@ func startCore(t *testing.T, config string, setup func(home.Dir)) *coretest.Core
 }
 
 // socketMount mounts a session's socket where ipc looks for it.
-func socketMount(s control.Session) runtime.Mount {
+func socketMount(s api.Session) runtime.Mount {
 	return runtime.Mount{Source: s.Socket, Target: runtime.SocketPath}
 }
 

@@ -58,6 +58,12 @@ type Checker struct {
 	// ForbiddenImports is Forbidden for the package's own imports only:
 	// for what it must not use itself, although a dependency may.
 	ForbiddenImports map[string]string
+	// Except lists packages (with "/..." as in Forbidden) that Forbidden
+	// and ForbiddenImports do not cover: the exceptions of a rule such as
+	// "nothing of core/ but the control API", written as core/... forbidden
+	// except core/control and core/api, which a forbid-list of each core
+	// package would let lag behind a new one.
+	Except []string
 	// AllowedImports, when not nil, lists every package the package may
 	// import itself (with "/..." as in Forbidden): an allow-list for a
 	// package that must stay small, where a forbid-list would always lag.
@@ -172,7 +178,7 @@ func newGraph(pkgs []listed) graph {
 func (c Checker) linked(g graph, target func() string) []string {
 	problems := c.outside(g, target)
 	for _, p := range g.pkgs {
-		if why, bad := match(c.Forbidden, p.ImportPath); bad {
+		if why, bad := c.forbidden(c.Forbidden, p.ImportPath); bad {
 			via := g.chain(p.ImportPath)
 			problems = append(problems, fmt.Sprintf("%s links %s (%s), which it must not: %s\n\timported through %s",
 				via[0], p.ImportPath, target(), why, strings.Join(via, " -> ")))
@@ -239,7 +245,7 @@ func (c Checker) own(root *listed, target func() string) []string {
 		problems = append(problems, fmt.Sprintf("%s is a program (package main), and its folder holds libraries only", root.ImportPath))
 	}
 	for _, imp := range root.Imports {
-		if why, bad := match(c.ForbiddenImports, imp); bad {
+		if why, bad := c.forbidden(c.ForbiddenImports, imp); bad {
 			problems = append(problems, fmt.Sprintf("%s imports %s (%s), which it must not: %s", root.ImportPath, imp, target(), why))
 		}
 		if c.AllowedImports != nil && !allowed(c.AllowedImports, imp) {
@@ -416,4 +422,26 @@ func (g graph) chain(to string) []string {
 		}
 	}
 	return []string{g.roots[0].ImportPath, "?", to}
+}
+
+// forbidden reports whether path is forbidden by m and not excepted, and
+// why.
+func (c Checker) forbidden(m map[string]string, path string) (string, bool) {
+	why, bad := match(m, path)
+	return why, bad && !allowed(c.Except, path)
+}
+
+// Packages lists the packages that match the patterns (go list's: "./...",
+// "github.com/x/y/..."), for a rule that every package of a tree must
+// keep: a package added later is checked without editing the test.
+func Packages(patterns ...string) ([]string, error) {
+	pkgs, err := Checker{}.list(patterns...)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(pkgs))
+	for i, p := range pkgs {
+		out[i] = p.ImportPath
+	}
+	return out, nil
 }

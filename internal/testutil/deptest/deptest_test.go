@@ -2,6 +2,7 @@ package deptest
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -28,6 +29,10 @@ func TestProblems(t *testing.T) {
 		{"allowed imports", Checker{Package: "errors", AllowedImports: []string{"internal/...", "unsafe"}}, nil},
 		{"an import not allowed", Checker{AllowedImports: []string{"os/...", "encoding/json", "bytes", "errors", "fmt", "io", "path/filepath", "slices", "strings", "sync"}},
 			[][]string{{self + " imports testing (", "which is not among its allowed imports"}}},
+		{"excepted", Checker{Forbidden: map[string]string{"os/...": "no os"}, ForbiddenImports: map[string]string{"os/exec": "x"},
+			Except: []string{"os", "os/..."}}, nil},
+		{"excepted in part", Checker{Forbidden: map[string]string{"os/...": "no os"}, Except: []string{"os"}},
+			[][]string{{self + " links os/exec (", "no os"}}},
 		{"wanted but missing", Checker{Want: []string{"os", "net/http"}}, [][]string{{self + " does not link net/http ("}}},
 		{"too many", Checker{MaxDeps: 1}, [][]string{{"packages (", "more than the 1 allowed"}}},
 		{"cgo", Checker{Package: "runtime/cgo", CGO: "1", NoCgo: true}, [][]string{{"runtime/cgo links runtime/cgo (", "CGO_ENABLED=1), which has cgo files: "}}},
@@ -97,6 +102,41 @@ func TestForbiddenTree(t *testing.T) {
 	}
 	if !json || !encoding {
 		t.Errorf("encoding/... did not report encoding and encoding/json:\n%s", strings.Join(got, "\n"))
+	}
+}
+
+// TestExceptTree: an Except entry "path/..." lifts the rule for path and
+// the packages below it, and for nothing else.
+func TestExceptTree(t *testing.T) {
+	got, err := Checker{Forbidden: map[string]string{"encoding/...": "no encodings"}, Except: []string{"encoding/json/..."}}.Problems()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var encoding bool
+	for _, p := range got {
+		pkg := strings.Fields(strings.TrimPrefix(p, self+" links "))[0]
+		if pkg == "encoding/json" || strings.HasPrefix(pkg, "encoding/json/") {
+			t.Errorf("reported %s, which is excepted: %s", pkg, p)
+		}
+		encoding = encoding || pkg == "encoding"
+	}
+	if !encoding {
+		t.Errorf("encoding/... except encoding/json/... did not report encoding:\n%s", strings.Join(got, "\n"))
+	}
+}
+
+// TestPackages lists the packages of a pattern, and fails for a pattern
+// go list refuses.
+func TestPackages(t *testing.T) {
+	got, err := Packages("encoding/...")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(got, "encoding/json") || !slices.Contains(got, "encoding") || slices.Contains(got, "os") {
+		t.Errorf("Packages(encoding/...) = %q; want encoding and encoding/json, not os", got)
+	}
+	if _, err := Packages("./nosuch"); err == nil || !strings.Contains(err.Error(), "go list") {
+		t.Errorf("a pattern go list refuses: %v; want go list's error", err)
 	}
 }
 

@@ -1,0 +1,63 @@
+package api
+
+import "time"
+
+// Status is the state of a running core.
+type Status struct {
+	Version              string         `json:"version"`               // the core's version
+	PID                  int            `json:"pid"`                   // the core's process id
+	Started              time.Time      `json:"started"`               // when the core started
+	Home                 string         `json:"home"`                  // the core's $CARAPACE_HOME
+	Sessions             int            `json:"sessions"`              // live sessions
+	PendingConfirmations int            `json:"pending_confirmations"` // tool calls waiting for the user
+	Tools                int            `json:"tools"`                 // tools in the catalogue
+	Plugins              []PluginStatus `json:"plugins"`               // every plugin, healthy or not
+	Draining             bool           `json:"draining"`              // stopping: no new sessions, in-flight calls finishing
+	// Paused says no session starts for events (channels' messages,
+	// scheduled tasks) until resumed; sessions opened through the control
+	// API still start, and running ones go on.
+	Paused bool `json:"paused"`
+	// Engines are the container engines the core has checked and found
+	// ready, by name; empty until the first container session (or the
+	// start-up clean-up) needs one.
+	Engines []EngineStatus `json:"engines,omitempty"`
+	// ConfigDigest identifies the config.toml the core started with
+	// (config.Digest): the core reads it only at start, so a file that no
+	// longer has this digest is not yet in effect.
+	ConfigDigest string `json:"config_digest,omitempty"`
+}
+
+// EngineStatus is a container engine the core uses.
+type EngineStatus struct {
+	Name    string `json:"name"`    // "apple", "docker", "podman"
+	Version string `json:"version"` // the engine's version
+	// Bin is the engine's CLI, and BinFrom how the core found it: "PATH",
+	// or where an installer puts it when PATH does not have it (a login
+	// item's PATH is minimal), e.g. "Homebrew, not on PATH".
+	Bin     string `json:"bin,omitempty"`
+	BinFrom string `json:"bin_from,omitempty"`
+}
+
+// PluginStatus is the health of one plugin.
+type PluginStatus struct {
+	Name string `json:"name"` // the plugin's name
+	// Healthy says the plugin initialised and does all its work; false
+	// for a degraded one too, which serves its calls all the same.
+	Healthy bool `json:"healthy"`
+	// Category says why a plugin that did not initialise or crashed
+	// failed: NETWORK_ERROR, AUTH_ERROR, CONFIG_ERROR or INTERNAL_ERROR.
+	// Empty when healthy or degraded.
+	Category string `json:"category,omitempty"`
+	// State is "healthy"; "degraded" (it serves its calls, but reports
+	// that it cannot do all its work — a channel that cannot receive
+	// messages — with why in Problem, until it reports healthy again);
+	// "failed" (did not initialise), "crashed" (its process died; calls
+	// get PLUGIN_UNAVAILABLE until a restart), "stopping" or "removed".
+	State   string   `json:"state,omitempty"`
+	Source  string   `json:"source,omitempty"`  // "builtin" or "user"
+	Dir     string   `json:"dir,omitempty"`     // the plugin's folder, for user plugins
+	Version string   `json:"version,omitempty"` // the manifest's version
+	Tools   []string `json:"tools,omitempty"`   // the tools it provides, when healthy
+	PID     int      `json:"pid,omitempty"`     // the handler process, for out-of-process plugins
+	Problem string   `json:"problem,omitempty"` // why it failed or is degraded, for the user (never sent to the agent)
+}
