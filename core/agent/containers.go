@@ -16,6 +16,7 @@ import (
 
 	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/claudemd"
+	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/core/runtime"
 	"github.com/carapace-dev/carapace/core/session"
 	"github.com/carapace-dev/carapace/internal/textutil"
@@ -303,7 +304,7 @@ func (r *Runner) openContainerSession(ctx context.Context, req api.SessionReques
 		began := time.Now()
 		run.started.Store(began.UnixNano())
 		r.log.Info("agent container starting", "session", info.ID, "group", info.Group, "engine", eng.Name(), "image", spec.Image)
-		r.agentEvent("agent.started", info.ID, info.Group, map[string]any{"engine": eng.Name()})
+		r.opts.Bus.PublishCore(plugin.TopicAgentStarted.Event(info.Group, plugin.AgentStarted{Session: info.ID, Engine: eng.Name()}))
 		exit, err := eng.Run(runCtx, spec, runtime.IO{
 			Stdout: &outputWriter{stream: "stdout", ch: out, closed: run.closed},
 			Stderr: &outputWriter{stream: "stderr", ch: out, closed: run.closed},
@@ -314,17 +315,17 @@ func (r *Runner) openContainerSession(ctx context.Context, req api.SessionReques
 			last = api.Output{Error: fmt.Sprintf("the agent image %s is not in %s's images (it is never pulled): build it with `carapace setup --build-image`, "+
 				"or use one you have with `carapace setup --image IMAGE`; `carapace doctor` checks it", spec.Image, eng.Name())}
 			r.log.Warn("the agent image is missing", "session", info.ID, "image", spec.Image, "engine", eng.Name(), "err", err)
-			r.agentEvent("agent.error", info.ID, info.Group, map[string]any{"error": last.Error})
+			r.agentEnded(plugin.TopicAgentError, info, plugin.AgentEnded{Error: last.Error})
 		case err != nil:
 			last = api.Output{Error: textutil.OneLine(err.Error())}
 			r.log.Warn("agent container ended with an error", "session", info.ID, "err", err, "took", time.Since(began).Round(time.Millisecond))
-			r.agentEvent("agent.error", info.ID, info.Group, map[string]any{"error": last.Error})
+			r.agentEnded(plugin.TopicAgentError, info, plugin.AgentEnded{Error: last.Error})
 		case exit != 0:
 			r.log.Info("agent container exited", "session", info.ID, "exit", exit, "took", time.Since(began).Round(time.Millisecond))
-			r.agentEvent("agent.error", info.ID, info.Group, map[string]any{"exit": exit})
+			r.agentEnded(plugin.TopicAgentError, info, plugin.AgentEnded{Exit: &exit})
 		default:
 			r.log.Info("agent container exited", "session", info.ID, "exit", exit, "took", time.Since(began).Round(time.Millisecond))
-			r.agentEvent("agent.completed", info.ID, info.Group, map[string]any{"exit": exit})
+			r.agentEnded(plugin.TopicAgentCompleted, info, plugin.AgentEnded{Exit: &exit})
 		}
 		select {
 		case out <- last:

@@ -24,7 +24,6 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -68,9 +67,11 @@ type Auditor interface {
 	Write(e *audit.Entry) error
 }
 
-// Publisher puts the agent's lifecycle events on the bus.
+// Publisher puts the core's events on the bus: the agents' lifecycle, and
+// the answers to channels. It takes what a topic's Topic.Event returns
+// (events.Bus.PublishCore).
 type Publisher interface {
-	Publish(ctx context.Context, ev *plugin.Event) error
+	PublishCore(ev *plugin.Event, err error)
 }
 
 // Options configure a Runner.
@@ -198,17 +199,11 @@ func (r *Runner) View(i session.Info) api.Session {
 // Engines are the container engines checked and found ready.
 func (r *Runner) Engines() []api.EngineStatus { return r.engineStatus() }
 
-// agentEvent publishes agent.started, or agent.completed / agent.error
-// with the exit status or the error.
-func (r *Runner) agentEvent(topic, session, group string, detail map[string]any) {
-	p := map[string]any{"session": session}
-	for k, v := range detail {
-		p[k] = v
-	}
-	ev := &plugin.Event{Topic: topic, Group: group, Source: "core", Payload: p}
-	if err := r.opts.Bus.Publish(context.Background(), ev); err != nil {
-		r.log.Warn("could not publish an event", "topic", topic, "err", err)
-	}
+// agentEnded publishes agent.completed or agent.error for the session of
+// info, with the exit status or the error.
+func (r *Runner) agentEnded(t plugin.Topic[plugin.AgentEnded], info session.Info, p plugin.AgentEnded) {
+	p.Session = info.ID
+	r.opts.Bus.PublishCore(t.Event(info.Group, p))
 }
 
 // SetPaused stops (true) or resumes starting sessions for events. Sessions
@@ -220,68 +215,69 @@ func (r *Runner) Paused() bool { return r.paused.Load() }
 
 // Spawn starts agent sessions for the events that name a configured group
 // ([groups.NAME] in config.toml) with one of its topics; the payload's
-// "text" is the prompt. Events of other groups, those with no text and
-// all while paused are logged and dropped; a plugin's dropped event gets
-// a channel.reply saying why, so that its channel can tell the sender. It
-// runs until the subscription closes.
+// text is the prompt (plugin.Inbound, plugin.TaskTrigger: decoded once,
+// here). Events of other groups, those with no text and all while paused
+// are logged and dropped; a plugin's dropped event gets a channel.reply
+// saying why, so that its channel can tell the sender. It runs until the
+// subscription closes.
 func (r *Runner) Spawn(sub *events.Subscription) {
 	for ev := range sub.C() {
+		in := spawnEvent(ev)
 		g, ok := r.cfg.Groups[ev.Group]
 		if !ok || !slices.Contains(g.Topics, ev.Topic) {
 			r.log.Info("event dropped: its group is not configured to start agent sessions ([groups.NAME] in config.toml)",
 				"topic", ev.Topic, "group", ev.Group, "source", ev.Source, "event", ev.ID)
 			why := fmt.Sprintf("group %s does not start agent sessions for %s: add [groups.%s] to config.toml", ev.Group, ev.Topic, ev.Group)
-			r.answer(ev, plugin.TopicChannelReply, r.reply(ev, why))
-			r.taskEnded(ev, errors.New(why))
+			r.answer(in, plugin.TopicChannelReply, in.reply(why))
+			r.taskEnded(in, errors.New(why))
 			continue
 		}
 		if r.paused.Load() {
 			r.log.Info("event dropped: sessions for events are paused (carapace resume)", "topic", ev.Topic, "group", ev.Group, "source", ev.Source, "event", ev.ID)
 			_ = r.audit.Write(&audit.Entry{Source: "core", Group: ev.Group, Topic: ev.Topic, ID: ev.ID, Stage: audit.StageEvent,
 				Outcome: audit.OutcomeRejected, Reason: "paused: no session starts for events until resumed"})
-			r.answer(ev, plugin.TopicChannelReply, r.reply(ev, "paused: no agent session starts for events until carapace resume"))
-			r.taskEnded(ev, errors.New("paused: no agent session starts for events until carapace resume"))
+			r.answer(in, plugin.TopicChannelReply, in.reply("paused: no agent session starts for events until carapace resume"))
+			r.taskEnded(in, errors.New("paused: no agent session starts for events until carapace resume"))
 			continue
 		}
-		text, _ := ev.Payload["text"].(string)
-		if strings.TrimSpace(text) == "" {
+		if strings.TrimSpace(in.Text) == "" {
 			r.log.Warn("event dropped: no text for the agent", "topic", ev.Topic, "group", ev.Group, "source", ev.Source, "event", ev.ID)
-			r.answer(ev, plugin.TopicChannelReply, r.reply(ev, "the message has no text for the agent"))
-			r.taskEnded(ev, errors.New("the task has no prompt"))
+			r.answer(in, plugin.TopicChannelReply, in.reply("the message has no text for the agent"))
+			r.taskEnded(in, errors.New("the task has no prompt"))
 			continue
 		}
-		go r.runForEvent(ev, text)
+		go r.runForEvent(in)
 	}
+}
+
+// spawning is an event that may start a session, with its payload decoded.
+type spawning struct {
+	*plugin.Event
+	plugin.TaskTrigger // message.inbound's fields, and a scheduled run's
+}
+
+// spawnEvent decodes ev's payload. A member of the wrong type (a text
+// that is not a string) is left empty and the others are kept, reply_to
+// above all: such an event has no text, and its channel is told so.
+func spawnEvent(ev *plugin.Event) spawning {
+	in := spawning{Event: ev}
+	_ = ev.Decode(&in.TaskTrigger)
+	return in
 }
 
 // taskRun returns the run id of the scheduler's own task.triggered event
 // (false for any other event: a plugin's task.triggered is its own
 // business).
-func taskRun(ev *plugin.Event) (int64, bool) {
-	if ev.Source != "core" || ev.Topic != events.TopicTaskTriggered {
+func (in spawning) taskRun() (int64, bool) {
+	if in.Source != "core" || in.Topic != plugin.TopicTaskTriggered.Name() {
 		return 0, false
 	}
-	var run int64
-	switch v := ev.Payload["run"].(type) {
-	case json.Number:
-		n, err := v.Int64()
-		if err != nil {
-			return 0, false
-		}
-		run = n
-	case float64:
-		run = int64(v)
-	case int64:
-		run = v
-	default:
-		return 0, false
-	}
-	return run, run > 0
+	return in.Run, in.Run > 0
 }
 
-// taskEnded tells TaskRuns how the run of ev ended, if ev is one.
-func (r *Runner) taskEnded(ev *plugin.Event, err error) {
-	run, ok := taskRun(ev)
+// taskEnded tells TaskRuns how the run of in ended, if it is one.
+func (r *Runner) taskEnded(in spawning, err error) {
+	run, ok := in.taskRun()
 	if !ok || r.opts.TaskRuns == nil {
 		return
 	}
@@ -290,61 +286,58 @@ func (r *Runner) taskEnded(ev *plugin.Event, err error) {
 	}
 }
 
-// reply is the ChannelReply to ev, with an error when no session ran.
-func (r *Runner) reply(ev *plugin.Event, err string) plugin.ChannelReply {
-	rep := plugin.ChannelReply{Plugin: ev.Source, Event: ev.ID, Error: err}
-	if rt, ok := ev.Payload["reply_to"]; ok {
-		rep.ReplyTo, _ = json.Marshal(rt)
-	}
-	return rep
+// reply is the ChannelReply to in, with an error when no session ran: the
+// event's reply_to goes back as it came, byte for byte.
+func (in spawning) reply(err string) plugin.ChannelReply {
+	return plugin.ChannelReply{Plugin: in.Source, Event: in.ID, ReplyTo: in.ReplyTo, Error: err}
 }
 
 // answer sends a plugin's event its channel.started or channel.reply (to
 // that plugin alone: core/loader routes channel.* by ChannelReply.Plugin).
 // Events of the core itself are not answered.
-func (r *Runner) answer(ev *plugin.Event, topic string, rep plugin.ChannelReply) {
-	if ev.Source == "" || ev.Source == "core" {
+func (r *Runner) answer(in spawning, topic plugin.Topic[plugin.ChannelReply], rep plugin.ChannelReply) {
+	if in.Source == "" || in.Source == "core" {
 		return
 	}
-	e := &plugin.Event{Topic: topic, Group: ev.Group, Source: "core", Correlation: ev.ID, Payload: events.Payload(rep)}
-	if err := r.opts.Bus.Publish(context.Background(), e); err != nil {
-		r.log.Warn("could not answer a channel's event", "topic", topic, "plugin", ev.Source, "event", ev.ID, "err", err)
+	ev, err := topic.Event(in.Group, rep)
+	if err == nil {
+		ev.Correlation = in.ID
 	}
+	r.opts.Bus.PublishCore(ev, err)
 }
 
-// runForEvent runs one agent session for ev and logs how it went. The
+// runForEvent runs one agent session for in and logs how it went. The
 // session waits in its group's queue when the group is busy; past the
 // queue the event is dropped (logged by openContainerSession). A plugin's
 // event is answered: channel.started once the session runs, channel.reply
 // with the agent's output when it ends, both to that plugin alone and with
 // the event's reply_to as it was (the target never comes from the agent).
-func (r *Runner) runForEvent(ev *plugin.Event, text string) {
+func (r *Runner) runForEvent(in spawning) {
 	ctx := context.Background()
-	conversation, _ := ev.Payload["conversation"].(string)
-	reply := r.reply(ev, "")
-	answer := func(topic string, rep plugin.ChannelReply) { r.answer(ev, topic, rep) }
-	origin := ev.Source
-	if _, ok := taskRun(ev); ok {
+	reply := in.reply("")
+	answer := func(topic plugin.Topic[plugin.ChannelReply], rep plugin.ChannelReply) { r.answer(in, topic, rep) }
+	origin := in.Source
+	if _, ok := in.taskRun(); ok {
 		origin = tasks.OriginTask
 	}
-	sess, agent, err := r.openContainerSession(ctx, api.SessionRequest{Group: ev.Group, Runtime: "container", Prompt: text,
-		Conversation: textutil.Clip(conversation, 200)}, origin)
+	sess, agent, err := r.openContainerSession(ctx, api.SessionRequest{Group: in.Group, Runtime: "container", Prompt: in.Text,
+		Conversation: textutil.Clip(in.Conversation, 200)}, origin)
 	if err != nil {
-		r.log.Warn("event dropped: no agent session could start", "topic", ev.Topic, "group", ev.Group, "event", ev.ID, "err", err)
-		_ = r.audit.Write(&audit.Entry{Source: "core", Group: ev.Group, Topic: ev.Topic, ID: ev.ID, Stage: audit.StageEvent,
+		r.log.Warn("event dropped: no agent session could start", "topic", in.Topic, "group", in.Group, "event", in.ID, "err", err)
+		_ = r.audit.Write(&audit.Entry{Source: "core", Group: in.Group, Topic: in.Topic, ID: in.ID, Stage: audit.StageEvent,
 			Outcome: audit.OutcomeRejected, Reason: "no agent session could start: " + textutil.Clip(textutil.OneLine(err.Error()), 500)})
 		reply.Error = "no agent session could start: " + textutil.Clip(textutil.OneLine(err.Error()), 500)
 		answer(plugin.TopicChannelReply, reply)
-		r.taskEnded(ev, errors.New(reply.Error))
+		r.taskEnded(in, errors.New(reply.Error))
 		return
 	}
-	if run, ok := taskRun(ev); ok && r.opts.TaskRuns != nil {
+	if run, ok := in.taskRun(); ok && r.opts.TaskRuns != nil {
 		if err := r.opts.TaskRuns.Started(ctx, run, sess.ID); err != nil {
 			r.log.Warn("could not record a task run's session", "run", run, "session", sess.ID, "err", err)
 		}
 	}
 	defer r.setOrigin(sess.ID, "")
-	r.log.Info("agent session started for an event", "session", sess.ID, "group", ev.Group, "topic", ev.Topic, "event", ev.ID)
+	r.log.Info("agent session started for an event", "session", sess.ID, "group", in.Group, "topic", in.Topic, "event", in.ID)
 	reply.Session = sess.ID
 	answer(plugin.TopicChannelStarted, reply)
 	var out tail
@@ -364,13 +357,13 @@ func (r *Runner) runForEvent(ev *plugin.Event, text string) {
 	answer(plugin.TopicChannelReply, reply)
 	switch {
 	case reply.Error != "":
-		r.taskEnded(ev, errors.New(reply.Error))
+		r.taskEnded(in, errors.New(reply.Error))
 	case reply.Exit == nil:
-		r.taskEnded(ev, errors.New("the agent's exit status is unknown"))
+		r.taskEnded(in, errors.New("the agent's exit status is unknown"))
 	case *reply.Exit != 0:
-		r.taskEnded(ev, fmt.Errorf("the agent exited with status %d", *reply.Exit))
+		r.taskEnded(in, fmt.Errorf("the agent exited with status %d", *reply.Exit))
 	default:
-		r.taskEnded(ev, nil)
+		r.taskEnded(in, nil)
 	}
 	cctx, cancel := context.WithTimeout(ctx, stopTimeout)
 	defer cancel()

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/carapace-dev/carapace/core/plugin"
 )
 
 // Config is the core's configuration. The zero value of every field means
@@ -71,13 +73,15 @@ type Tasks struct {
 	MaxFailures int `toml:"max_failures"`
 }
 
-// SpawnTopics are the event topics that start an agent session by default.
-var SpawnTopics = []string{"message.inbound", "task.triggered"}
+// SpawnTopics are the event topics that start an agent session by default
+// (and the only ones that may): the plugin SDK's, whose payloads carry a
+// prompt.
+var SpawnTopics = []string{plugin.TopicMessageInbound.Name(), plugin.TopicTaskTriggered.Name()}
 
 // Group is one group the core runs agents for on events.
 type Group struct {
 	// Topics are the event topics that start a session for the group;
-	// default SpawnTopics. The event's payload "text" is the prompt.
+	// default SpawnTopics. The event's payload's text is the prompt.
 	Topics []string `toml:"topics"`
 }
 

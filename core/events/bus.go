@@ -133,8 +133,11 @@ func (b *Bus) Publish(ctx context.Context, ev *plugin.Event) error {
 	if e.Time.IsZero() {
 		e.Time = time.Now().UTC()
 	}
-	if e.Payload == nil {
-		e.Payload = map[string]any{}
+	if len(e.Payload) == 0 {
+		e.Payload = json.RawMessage("{}")
+	}
+	if !isObject(e.Payload) {
+		return fmt.Errorf("publish %s: the payload is not a JSON object: %w", ev.Topic, ErrBadEvent)
 	}
 	data, err := json.Marshal(&e)
 	if err != nil {
@@ -171,6 +174,25 @@ func (b *Bus) Publish(ctx context.Context, ev *plugin.Event) error {
 		b.deliver(s, out)
 	}
 	return nil
+}
+
+// PublishCore publishes one of the core's own events, as made by its
+// topic (plugin.Topic.Event, whose results it takes:
+// b.PublishCore(plugin.TopicAgentStarted.Event(group, payload))), with
+// the source "core". A failure is logged, not returned: the core's events
+// tell those who listen, and nothing the core does waits on them. A nil
+// Bus publishes nothing.
+func (b *Bus) PublishCore(ev *plugin.Event, err error) {
+	if b == nil {
+		return
+	}
+	if err == nil {
+		ev.Source = "core"
+		err = b.Publish(context.Background(), ev)
+	}
+	if err != nil {
+		b.log.Warn("could not publish one of the core's events", "err", err)
+	}
 }
 
 // InGroups reports whether an event of group reaches a subscriber granted

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -23,20 +22,20 @@ import (
 
 func TestSubscribeGetsExactlyItsTopics(t *testing.T) {
 	published := []string{
-		events.TopicMessageInbound, events.TopicAgentStarted, "agent.started_late",
-		events.TopicTaskTriggered, "message.inbound.extra", events.TopicAgentStarted, events.TopicPluginReady,
+		plugin.TopicMessageInbound.Name(), plugin.TopicAgentStarted.Name(), "agent.started_late",
+		plugin.TopicTaskTriggered.Name(), "message.inbound.extra", plugin.TopicAgentStarted.Name(), plugin.TopicPluginReady.Name(),
 	}
 	tests := []struct {
 		name   string
 		topics []string
 		want   []string
 	}{
-		{"one topic", []string{events.TopicAgentStarted}, []string{events.TopicAgentStarted, events.TopicAgentStarted}},
-		{"two topics", []string{events.TopicMessageInbound, events.TopicPluginReady}, []string{events.TopicMessageInbound, events.TopicPluginReady}},
-		{"a topic named twice is delivered once", []string{events.TopicTaskTriggered, events.TopicTaskTriggered}, []string{events.TopicTaskTriggered}},
+		{"one topic", []string{plugin.TopicAgentStarted.Name()}, []string{plugin.TopicAgentStarted.Name(), plugin.TopicAgentStarted.Name()}},
+		{"two topics", []string{plugin.TopicMessageInbound.Name(), plugin.TopicPluginReady.Name()}, []string{plugin.TopicMessageInbound.Name(), plugin.TopicPluginReady.Name()}},
+		{"a topic named twice is delivered once", []string{plugin.TopicTaskTriggered.Name(), plugin.TopicTaskTriggered.Name()}, []string{plugin.TopicTaskTriggered.Name()}},
 		{"a prefix is no match", []string{"agent.started_lat", "message.inbound.extr"}, nil},
 		{"no topic: every topic", nil, published},
-		{"a topic nobody publishes", []string{events.TopicAgentError}, nil},
+		{"a topic nobody publishes", []string{plugin.TopicAgentError.Name()}, nil},
 	}
 	b := openBus(t, events.Options{})
 	subs := make([]*events.Subscription, len(tests))
@@ -49,7 +48,7 @@ func TestSubscribeGetsExactlyItsTopics(t *testing.T) {
 	}
 	var sent []*plugin.Event
 	for i, topic := range published {
-		ev := &plugin.Event{Topic: topic, Group: "main", Payload: map[string]any{"n": i}}
+		ev := &plugin.Event{Topic: topic, Group: "main", Payload: payloadOf(map[string]any{"n": i})}
 		if err := b.Publish(context.Background(), ev); err != nil {
 			t.Fatalf("Publish %s: %v", topic, err)
 		}
@@ -82,11 +81,11 @@ func TestSubscribeGetsExactlyItsTopics(t *testing.T) {
 // so a flood of another group's events drops none of its own.
 func TestSubscribeInScopesByGroup(t *testing.T) {
 	b := openBus(t, events.Options{Buffer: 4})
-	side, err := b.SubscribeIn([]string{"side", "lab"}, events.TopicMessageInbound, events.TopicPluginReady)
+	side, err := b.SubscribeIn([]string{"side", "lab"}, plugin.TopicMessageInbound.Name(), plugin.TopicPluginReady.Name())
 	if err != nil {
 		t.Fatal(err)
 	}
-	every, err := b.SubscribeIn(nil, events.TopicMessageInbound)
+	every, err := b.SubscribeIn(nil, plugin.TopicMessageInbound.Name())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,11 +96,11 @@ func TestSubscribeInScopesByGroup(t *testing.T) {
 		}
 	}
 	for range 10 { // more than the buffer
-		publish(events.TopicMessageInbound, "main")
+		publish(plugin.TopicMessageInbound.Name(), "main")
 	}
-	publish(events.TopicMessageInbound, "side")
-	publish(events.TopicPluginReady, "")
-	publish(events.TopicMessageInbound, "lab")
+	publish(plugin.TopicMessageInbound.Name(), "side")
+	publish(plugin.TopicPluginReady.Name(), "")
+	publish(plugin.TopicMessageInbound.Name(), "lab")
 	for _, want := range []string{"side", "", "lab"} {
 		if ev := next(t, side); ev.Group != want {
 			t.Fatalf("the scoped subscription got group %q, want %q", ev.Group, want)
@@ -115,7 +114,7 @@ func TestSubscribeInScopesByGroup(t *testing.T) {
 	if every.Dropped() == 0 {
 		t.Errorf("the unscoped subscription dropped nothing: the flood did not reach it")
 	}
-	if _, err := b.SubscribeIn([]string{"no/such"}, events.TopicMessageInbound); !errors.Is(err, home.ErrBadGroup) {
+	if _, err := b.SubscribeIn([]string{"no/such"}, plugin.TopicMessageInbound.Name()); !errors.Is(err, home.ErrBadGroup) {
 		t.Errorf("SubscribeIn with a bad group name: %v, want home.ErrBadGroup", err)
 	}
 }
@@ -132,11 +131,11 @@ func TestPublishStampsAndIsolates(t *testing.T) {
 		ev       plugin.Event
 		wantTime func(time.Time) bool
 	}{
-		{"time kept when set", plugin.Event{Topic: events.TopicTaskTriggered, Time: when, Payload: map[string]any{"task_id": "t1"}},
+		{"time kept when set", plugin.Event{Topic: plugin.TopicTaskTriggered.Name(), Time: when, Payload: payloadOf(map[string]any{"task_id": "t1"})},
 			func(got time.Time) bool { return got.Equal(when) }},
-		{"time stamped when zero", plugin.Event{Topic: events.TopicTaskTriggered},
+		{"time stamped when zero", plugin.Event{Topic: plugin.TopicTaskTriggered.Name()},
 			func(got time.Time) bool { return time.Since(got) < time.Minute && got.Location() == time.UTC }},
-		{"a caller's id is replaced", plugin.Event{ID: "chosen-by-caller", Topic: events.TopicAgentError, Group: "family-chat", Correlation: "c1", Source: "core"},
+		{"a caller's id is replaced", plugin.Event{ID: "chosen-by-caller", Topic: plugin.TopicAgentError.Name(), Group: "family-chat", Correlation: "c1", Source: "core"},
 			func(got time.Time) bool { return !got.IsZero() }},
 	}
 	seen := map[string]bool{}
@@ -168,18 +167,17 @@ func TestPublishStampsAndIsolates(t *testing.T) {
 	}
 
 	t.Run("payload is a copy in wire form", func(t *testing.T) {
-		payload := map[string]any{"n": 7, "nested": map[string]any{"k": "v"}}
-		if err := b.Publish(context.Background(), &plugin.Event{Topic: events.TopicMessageInbound, Payload: payload}); err != nil {
+		payload := []byte(`{"n": 7, "nested": {"k": "v"}}`)
+		if err := b.Publish(context.Background(), &plugin.Event{Topic: plugin.TopicMessageInbound.Name(), Payload: payload}); err != nil {
 			t.Fatal(err)
 		}
-		payload["n"] = 8
-		payload["nested"].(map[string]any)["k"] = "changed"
+		copy(payload, `{"n": 8, "nested": {"k": "x"}}`)
 		got := next(t, s)
-		if n, ok := got.Payload["n"].(json.Number); !ok || n.String() != "7" {
-			t.Fatalf("n = %#v, want json.Number 7", got.Payload["n"])
+		if string(got.Payload) != `{"n":7,"nested":{"k":"v"}}` {
+			t.Fatalf("payload %s: want the publisher's bytes as they were, compact", got.Payload)
 		}
-		if got.Payload["nested"].(map[string]any)["k"] != "v" {
-			t.Fatal("the publisher's later change reached the subscriber")
+		if n, ok := fields(t, got)["n"].(json.Number); !ok || n.String() != "7" {
+			t.Fatalf("n = %#v, want json.Number 7", fields(t, got)["n"])
 		}
 	})
 }
@@ -203,18 +201,20 @@ func TestPublishRefused(t *testing.T) {
 		{"a wildcard", nil, &plugin.Event{Topic: "agent.*"}, events.ErrBadTopic, "agent.*"},
 		{"a space", nil, &plugin.Event{Topic: "agent.started "}, events.ErrBadTopic, "agent.started "},
 		{"too long", nil, &plugin.Event{Topic: long}, events.ErrBadTopic, "over 128"},
-		{"group path traversal", nil, &plugin.Event{Topic: events.TopicAgentStarted, Group: "../etc"}, home.ErrBadGroup, `group "../etc"`},
-		{"group with a space", nil, &plugin.Event{Topic: events.TopicAgentStarted, Group: "family chat"}, home.ErrBadGroup, "family chat"},
-		{"group too long", nil, &plugin.Event{Topic: events.TopicAgentStarted, Group: strings.Repeat("g", 65)}, home.ErrBadGroup, "group"},
-		{"payload too large", nil, &plugin.Event{Topic: events.TopicMessageInbound, Payload: map[string]any{"body": strings.Repeat("x", events.MaxEventSize)}},
+		{"group path traversal", nil, &plugin.Event{Topic: plugin.TopicAgentStarted.Name(), Group: "../etc"}, home.ErrBadGroup, `group "../etc"`},
+		{"group with a space", nil, &plugin.Event{Topic: plugin.TopicAgentStarted.Name(), Group: "family chat"}, home.ErrBadGroup, "family chat"},
+		{"group too long", nil, &plugin.Event{Topic: plugin.TopicAgentStarted.Name(), Group: strings.Repeat("g", 65)}, home.ErrBadGroup, "group"},
+		{"payload too large", nil, &plugin.Event{Topic: plugin.TopicMessageInbound.Name(), Payload: payloadOf(map[string]any{"body": strings.Repeat("x", events.MaxEventSize)})},
 			events.ErrTooLarge, "over the limit of 65536"},
-		{"payload not encodable", nil, &plugin.Event{Topic: events.TopicMessageInbound, Payload: map[string]any{"x": math.Inf(1)}},
+		{"payload not JSON", nil, &plugin.Event{Topic: plugin.TopicMessageInbound.Name(), Payload: []byte(`{"x":`)},
 			events.ErrBadEvent, "encode"},
+		{"payload not an object", nil, &plugin.Event{Topic: plugin.TopicMessageInbound.Name(), Payload: []byte(` [1]`)},
+			events.ErrBadEvent, "not a JSON object"},
 		{"cancelled context", func() context.Context {
 			ctx, cancel := context.WithCancel(context.Background())
 			cancel()
 			return ctx
-		}, &plugin.Event{Topic: events.TopicAgentStarted}, context.Canceled, "publish agent.started"},
+		}, &plugin.Event{Topic: plugin.TopicAgentStarted.Name()}, context.Canceled, "publish agent.started"},
 	}
 	b := openBus(t, events.Options{})
 	all, err := b.Subscribe()
@@ -254,7 +254,7 @@ func TestPublishRefused(t *testing.T) {
 		t.Fatalf("Published went from %d to %d", before, got)
 	}
 	// Nothing reached the socket either: the next event there is the marker.
-	marker := &plugin.Event{Topic: events.TopicAgentCompleted}
+	marker := &plugin.Event{Topic: plugin.TopicAgentCompleted.Name()}
 	if err := b.Publish(context.Background(), marker); err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +265,7 @@ func TestPublishRefused(t *testing.T) {
 
 func TestSubscribeRefusesBadTopics(t *testing.T) {
 	b := openBus(t, events.Options{})
-	for _, topics := range [][]string{{""}, {"agent"}, {events.TopicAgentStarted, "agent.*"}, {"agent."}} {
+	for _, topics := range [][]string{{""}, {"agent"}, {plugin.TopicAgentStarted.Name(), "agent.*"}, {"agent."}} {
 		if _, err := b.Subscribe(topics...); !errors.Is(err, events.ErrBadTopic) {
 			t.Errorf("Subscribe(%q) = %v, want ErrBadTopic", topics, err)
 		}
@@ -281,7 +281,7 @@ func TestSlowSubscriberNeverBlocksPublish(t *testing.T) {
 		name   string
 		topics []string
 	}{
-		{"subscribed to the topic", []string{events.TopicMessageInbound}},
+		{"subscribed to the topic", []string{plugin.TopicMessageInbound.Name()}},
 		{"subscribed to everything", nil},
 	}
 	for _, tt := range tests {
@@ -292,7 +292,7 @@ func TestSlowSubscriberNeverBlocksPublish(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			fast, err := b.Subscribe(events.TopicMessageInbound)
+			fast, err := b.Subscribe(plugin.TopicMessageInbound.Name())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -309,7 +309,7 @@ func TestSlowSubscriberNeverBlocksPublish(t *testing.T) {
 			done := make(chan error, 1)
 			go func() {
 				for i := range total {
-					ev := &plugin.Event{Topic: events.TopicMessageInbound, Payload: map[string]any{"i": i}}
+					ev := &plugin.Event{Topic: plugin.TopicMessageInbound.Name(), Payload: payloadOf(map[string]any{"i": i})}
 					if err := b.Publish(context.Background(), ev); err != nil {
 						done <- err
 						return
@@ -352,7 +352,7 @@ func TestSlowSubscriberNeverBlocksPublish(t *testing.T) {
 			if len(recs) > 10 {
 				t.Fatalf("%d drop reports for %d drops: not rate-limited", len(recs), slow.Dropped())
 			}
-			if recs[0].attrs["topic"] != events.TopicMessageInbound || recs[0].attrs["dropped_by_subscription"] == nil {
+			if recs[0].attrs["topic"] != plugin.TopicMessageInbound.Name() || recs[0].attrs["dropped_by_subscription"] == nil {
 				t.Fatalf("drop report lacks its topic or count: %v", recs[0].attrs)
 			}
 		})
@@ -366,16 +366,16 @@ func TestSlowSubscriberNeverBlocksPublish(t *testing.T) {
 func TestCutOffSubscription(t *testing.T) {
 	const buffer = 4
 	b := openBus(t, events.Options{Buffer: buffer})
-	cut, err := b.SubscribeCutOff(events.TopicMessageInbound)
+	cut, err := b.SubscribeCutOff(plugin.TopicMessageInbound.Name())
 	if err != nil {
 		t.Fatal(err)
 	}
-	keeps, err := b.Subscribe(events.TopicMessageInbound)
+	keeps, err := b.Subscribe(plugin.TopicMessageInbound.Name())
 	if err != nil {
 		t.Fatal(err)
 	}
 	publish := func(i int) string {
-		ev := &plugin.Event{Topic: events.TopicMessageInbound, Payload: map[string]any{"i": i}}
+		ev := &plugin.Event{Topic: plugin.TopicMessageInbound.Name(), Payload: payloadOf(map[string]any{"i": i})}
 		if err := b.Publish(context.Background(), ev); err != nil {
 			t.Fatal(err)
 		}
@@ -419,14 +419,14 @@ func TestCloseEndsSubscriptionsAndRemovesSocket(t *testing.T) {
 		t.Fatal(err)
 	}
 	var subs []*events.Subscription
-	for _, topics := range [][]string{nil, {events.TopicAgentStarted}, {events.TopicAgentStarted, events.TopicAgentError}} {
+	for _, topics := range [][]string{nil, {plugin.TopicAgentStarted.Name()}, {plugin.TopicAgentStarted.Name(), plugin.TopicAgentError.Name()}} {
 		s, err := b.Subscribe(topics...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		subs = append(subs, s)
 	}
-	if err := b.Publish(context.Background(), &plugin.Event{Topic: events.TopicAgentStarted}); err != nil {
+	if err := b.Publish(context.Background(), &plugin.Event{Topic: plugin.TopicAgentStarted.Name()}); err != nil {
 		t.Fatal(err)
 	}
 	r, err := events.Dial(b.Path())
@@ -440,7 +440,7 @@ func TestCloseEndsSubscriptionsAndRemovesSocket(t *testing.T) {
 	}
 	for i, s := range subs {
 		// The buffered event is still there, then the channel is closed.
-		if ev, ok := <-s.C(); !ok || ev.Topic != events.TopicAgentStarted {
+		if ev, ok := <-s.C(); !ok || ev.Topic != plugin.TopicAgentStarted.Name() {
 			t.Fatalf("sub %d: want the buffered event before the close", i)
 		}
 		select {
@@ -458,7 +458,7 @@ func TestCloseEndsSubscriptionsAndRemovesSocket(t *testing.T) {
 	if _, err := os.Lstat(b.Path()); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("socket file after Close: %v", err)
 	}
-	if err := b.Publish(context.Background(), &plugin.Event{Topic: events.TopicAgentStarted}); !errors.Is(err, events.ErrClosed) {
+	if err := b.Publish(context.Background(), &plugin.Event{Topic: plugin.TopicAgentStarted.Name()}); !errors.Is(err, events.ErrClosed) {
 		t.Fatalf("Publish after Close = %v", err)
 	}
 	if _, err := b.Subscribe(); !errors.Is(err, events.ErrClosed) {
@@ -476,8 +476,8 @@ func TestCloseEndsSubscriptionsAndRemovesSocket(t *testing.T) {
 
 func TestSubscriptionClose(t *testing.T) {
 	b := openBus(t, events.Options{})
-	a, _ := b.Subscribe(events.TopicAgentStarted)
-	c, _ := b.Subscribe(events.TopicAgentStarted)
+	a, _ := b.Subscribe(plugin.TopicAgentStarted.Name())
+	c, _ := b.Subscribe(plugin.TopicAgentStarted.Name())
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -487,10 +487,10 @@ func TestSubscriptionClose(t *testing.T) {
 	if _, ok := <-a.C(); ok {
 		t.Fatal("closed subscription delivered")
 	}
-	if err := b.Publish(context.Background(), &plugin.Event{Topic: events.TopicAgentStarted}); err != nil {
+	if err := b.Publish(context.Background(), &plugin.Event{Topic: plugin.TopicAgentStarted.Name()}); err != nil {
 		t.Fatal(err)
 	}
-	if next(t, c).Topic != events.TopicAgentStarted {
+	if next(t, c).Topic != plugin.TopicAgentStarted.Name() {
 		t.Fatal("the other subscription lost its event")
 	}
 	if n := b.Stats().Subscriptions; n != 1 {
@@ -568,7 +568,7 @@ func TestOpenRefuses(t *testing.T) {
 
 func TestConcurrentPublishersAndSubscribers(t *testing.T) {
 	const publishers, perPublisher, remotes = 8, 150, 2
-	topics := []string{events.TopicMessageInbound, events.TopicAgentStarted, events.TopicTaskTriggered}
+	topics := []string{plugin.TopicMessageInbound.Name(), plugin.TopicAgentStarted.Name(), plugin.TopicTaskTriggered.Name()}
 	b := openBus(t, events.Options{Buffer: publishers * perPublisher, RemoteBuffer: 16 << 20})
 	rs := make([]*events.Remote, remotes)
 	for i := range rs {
@@ -636,8 +636,12 @@ func TestConcurrentPublishersAndSubscribers(t *testing.T) {
 	}
 	results := make(chan result, len(subs)+remotes)
 	checkOrder := func(last map[string]float64, ev *plugin.Event) error {
-		p, _ := ev.Payload["p"].(json.Number)
-		seq, err := ev.Payload["seq"].(json.Number).Float64()
+		var f struct{ P, Seq json.Number }
+		if err := ev.Decode(&f); err != nil {
+			return err
+		}
+		p := f.P
+		seq, err := f.Seq.Float64()
 		if err != nil {
 			return err
 		}
@@ -692,7 +696,7 @@ func TestConcurrentPublishersAndSubscribers(t *testing.T) {
 	for p := range publishers {
 		pwg.Go(func() {
 			for i := range perPublisher {
-				ev := &plugin.Event{Topic: topics[(p+i)%len(topics)], Group: "main", Payload: map[string]any{"p": p, "seq": i}}
+				ev := &plugin.Event{Topic: topics[(p+i)%len(topics)], Group: "main", Payload: payloadOf(map[string]any{"p": p, "seq": i})}
 				if err := b.Publish(context.Background(), ev); err != nil {
 					t.Error(err)
 					return
@@ -723,20 +727,5 @@ func TestConcurrentPublishersAndSubscribers(t *testing.T) {
 	}
 	if st.Subscriptions != len(subs) {
 		t.Fatalf("Subscriptions = %d, want %d (churned ones left behind?)", st.Subscriptions, len(subs))
-	}
-}
-
-func TestPayload(t *testing.T) {
-	type status struct {
-		Name    string `json:"name"`
-		Healthy bool   `json:"healthy"`
-	}
-	if p := events.Payload(status{"echo", true}); p["name"] != "echo" || p["healthy"] != true || len(p) != 2 {
-		t.Errorf("Payload = %v", p)
-	}
-	for _, v := range []any{"a string", []int{1}, make(chan int)} {
-		if p := events.Payload(v); p != nil {
-			t.Errorf("Payload(%T) = %v, want nil: not an object", v, p)
-		}
 	}
 }

@@ -1,7 +1,6 @@
 package events
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,25 +8,6 @@ import (
 	"time"
 
 	"github.com/carapace-dev/carapace/core/home"
-)
-
-// The topics of seed 000's topic hierarchy that the core publishes or
-// relays.
-const (
-	// TopicMessageInbound: a channel received something from the outside world.
-	TopicMessageInbound = "message.inbound"
-	// TopicTaskTriggered: a scheduled task is firing now.
-	TopicTaskTriggered = "task.triggered"
-	// TopicAgentStarted: an agent container started for a group.
-	TopicAgentStarted = "agent.started"
-	// TopicAgentCompleted: an agent container finished.
-	TopicAgentCompleted = "agent.completed"
-	// TopicAgentError: an agent container failed.
-	TopicAgentError = "agent.error"
-	// TopicPluginReady: a plugin finished its initialisation.
-	TopicPluginReady = "plugin.ready"
-	// TopicPluginStopping: a plugin is shutting down gracefully.
-	TopicPluginStopping = "plugin.stopping"
 )
 
 // Size limits.
@@ -137,18 +117,4 @@ func (o Options) withDefaults() Options {
 		o.MaxRemotes = DefaultMaxRemotes
 	}
 	return o
-}
-
-// Payload returns v, a struct of the core's, as an event payload: the JSON
-// object it encodes to (nil if it does not encode to an object).
-func Payload(v any) map[string]any {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil
-	}
-	return m
 }

@@ -103,7 +103,7 @@ func TestReadyIsCanonicalised(t *testing.T) {
 			t.Fatalf("the raw subscriber received no event in 15s; bytes so far %q; stats %+v", got, b.Stats())
 		}
 		// The subscription may land after a publish: keep publishing.
-		if err := b.Publish(context.Background(), &plugin.Event{Topic: "test.canonical_ready", Payload: map[string]any{}}); err != nil {
+		if err := b.Publish(context.Background(), &plugin.Event{Topic: "test.canonical_ready", Payload: payloadOf(map[string]any{})}); err != nil {
 			t.Fatal(err)
 		}
 		_ = c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
@@ -147,7 +147,7 @@ func TestMaxRemotes(t *testing.T) {
 		t.Fatalf("Remotes = %d, RemoteRejected = %d; want 2 and 1", st.Remotes, st.RemoteRejected)
 	}
 	// The two still get events.
-	ev := &plugin.Event{Topic: events.TopicAgentStarted}
+	ev := &plugin.Event{Topic: plugin.TopicAgentStarted.Name()}
 	if err := b.Publish(context.Background(), ev); err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +182,7 @@ func TestNoGoroutinesLeftAfterClose(t *testing.T) {
 	}
 	s, _ := b.Subscribe()
 	for range 50 {
-		if err := b.Publish(context.Background(), &plugin.Event{Topic: events.TopicAgentStarted}); err != nil {
+		if err := b.Publish(context.Background(), &plugin.Event{Topic: plugin.TopicAgentStarted.Name()}); err != nil {
 			t.Fatal(err)
 		}
 	}

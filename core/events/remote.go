@@ -182,7 +182,8 @@ func decodeMessage(frames [][]byte) (*plugin.Event, error) {
 
 // parseEvent decodes an encoded event: one JSON object of at most
 // MaxEventSize bytes and nothing after it, with an id, a valid topic and a
-// valid (or empty) group. Numbers become json.Number.
+// valid (or empty) group, and a payload that is a JSON object (kept as
+// its bytes).
 func parseEvent(data []byte) (*plugin.Event, error) {
 	if len(data) > MaxEventSize {
 		return nil, fmt.Errorf("%w: %d bytes, over the limit of %d", ErrBadEvent, len(data), MaxEventSize)
@@ -191,7 +192,6 @@ func parseEvent(data []byte) (*plugin.Event, error) {
 		return nil, fmt.Errorf("%w: not a JSON object", ErrBadEvent)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
 	var ev plugin.Event
 	if err := dec.Decode(&ev); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadEvent, err)
@@ -208,5 +208,14 @@ func parseEvent(data []byte) (*plugin.Event, error) {
 	if err := checkGroup(ev.Group); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadEvent, err)
 	}
+	if !isObject(ev.Payload) {
+		return nil, fmt.Errorf("%w: the payload is not a JSON object", ErrBadEvent)
+	}
 	return &ev, nil
+}
+
+// isObject reports whether payload, valid JSON, is an object.
+func isObject(payload []byte) bool {
+	t := bytes.TrimLeft(payload, " \t\r\n")
+	return len(t) > 0 && t[0] == '{'
 }

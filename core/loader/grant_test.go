@@ -25,7 +25,7 @@ func channelState(name string, groups ...string) *pluginState {
 func TestPublishEventScopedToGroups(t *testing.T) {
 	l, bus := mailLoader(t)
 	path := auditTo(t, l)
-	sub, err := bus.Subscribe(plugin.TopicMessageInbound)
+	sub, err := bus.Subscribe(plugin.TopicMessageInbound.Name())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,12 +45,12 @@ func TestPublishEventScopedToGroups(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			svc := &services{l: l, st: channelState("chat", tt.groups...)}
-			err := svc.PublishEvent(t.Context(), &plugin.Event{Topic: plugin.TopicMessageInbound, Group: tt.group, Payload: map[string]any{"text": tt.name}})
+			err := svc.PublishEvent(t.Context(), &plugin.Event{Topic: plugin.TopicMessageInbound.Name(), Group: tt.group, Payload: payloadOf(map[string]any{"text": tt.name})})
 			if !tt.refused {
 				if err != nil {
 					t.Fatalf("PublishEvent: %v", err)
 				}
-				if ev := <-sub.C(); ev.Group != tt.group || ev.Payload["text"] != tt.name {
+				if ev := <-sub.C(); ev.Group != tt.group || fieldAny(ev, "text") != tt.name {
 					t.Fatalf("published %+v", ev)
 				}
 				return
@@ -104,10 +104,10 @@ func rejected(t *testing.T, path, stage string) string {
 // another grant purges what it held of the groups it lost.
 func TestMailboxScopedToGroups(t *testing.T) {
 	l, bus := mailLoader(t)
-	topics := []string{api.WatchConfirmationRequested, plugin.TopicChannelReply}
+	topics := []string{api.WatchConfirmationRequested, plugin.TopicChannelReply.Name()}
 	put := func(topic, group, n string) {
 		t.Helper()
-		if err := bus.Publish(context.Background(), &plugin.Event{Topic: topic, Group: group, Source: "core", Payload: map[string]any{"plugin": "phone", "n": n}}); err != nil {
+		if err := bus.Publish(context.Background(), &plugin.Event{Topic: topic, Group: group, Source: "core", Payload: payloadOf(map[string]any{"plugin": "phone", "n": n})}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -115,9 +115,9 @@ func TestMailboxScopedToGroups(t *testing.T) {
 	stop := make(chan struct{})
 	l.deliverMail(&pluginState{name: "phone", groups: []string{"side"}}, h, topics, stop)
 	put(api.WatchConfirmationRequested, "main", "main's call")
-	put(plugin.TopicChannelReply, "main", "main's answer")
+	put(plugin.TopicChannelReply.Name(), "main", "main's answer")
 	put(api.WatchConfirmationRequested, "side", "side's call")
-	put(plugin.TopicChannelReply, "side", "side's answer")
+	put(plugin.TopicChannelReply.Name(), "side", "side's answer")
 	want(t, h, "side's call", "side's answer") // want fails on any other
 
 	// Down, it keeps side's; restarted granted main only, it drops them.

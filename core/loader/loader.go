@@ -167,18 +167,7 @@ func (l *Loader) Shutdown() {
 	wg.Wait()
 }
 
-// event publishes one of the core's plugin events on the bus.
-func (l *Loader) event(topic string, payload map[string]any) {
-	if l.bus == nil {
-		return
-	}
-	ev := &plugin.Event{Topic: topic, Source: "core", Payload: payload}
-	if err := l.bus.Publish(context.Background(), ev); err != nil {
-		l.log.Warn("could not publish an event", "topic", topic, "err", err)
-	}
-}
-
 // healthChanged publishes plugin.health with st's status.
 func (l *Loader) healthChanged(st *pluginState) {
-	l.event(api.WatchPluginHealth, events.Payload(l.pluginStatus(st)))
+	l.bus.PublishCore(plugin.TopicPluginHealth.Event("", l.pluginStatus(st)))
 }

@@ -1,14 +1,14 @@
 package loader
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"maps"
 	"slices"
-	"strings"
 	"sync"
 
-	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/events"
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/core/pluginhost"
@@ -33,17 +33,48 @@ import (
 // handled before. A mailbox holds at most mailboxCap events; beyond, the
 // oldest is dropped, logged.
 
-// Topics no plugin gets merely by subscribing. confirmation.* carries the
-// arguments of every group's calls: only a plugin granted the surface
-// capability is given it. channel.* answers one channel's events: each goes
-// only to the plugin it names.
-const (
-	confirmationTopics = "confirmation."
-	channelTopics      = "channel."
-)
+// mailTopics are the topics delivered through mailboxes, which no plugin
+// gets merely by subscribing: the confirmations carry the arguments of
+// every group's calls, and only a plugin granted the surface capability
+// is given them (plugin.SurfaceTopic); a channel's answers go only to the
+// plugin they answer (answerTo).
+var mailTopics = []string{plugin.TopicChannelStarted.Name(), plugin.TopicChannelReply.Name(),
+	plugin.TopicConfirmationRequested.Name(), plugin.TopicConfirmationResolved.Name()}
 
-// mailTopics are the topics delivered through mailboxes.
-var mailTopics = []string{plugin.TopicChannelStarted, plugin.TopicChannelReply, api.WatchConfirmationRequested, api.WatchConfirmationResolved}
+// channelAnswer reports whether topic is a channel's answer.
+func channelAnswer(topic string) bool {
+	return topic == plugin.TopicChannelStarted.Name() || topic == plugin.TopicChannelReply.Name()
+}
+
+// answerTo returns the plugin a channel's answer goes to: its payload's
+// "plugin" (plugin.ChannelReply.Plugin). The core encodes a ChannelReply
+// with it first, so this reads the payload's first member and stops:
+// routing an answer does not decode the agent's text. "" if the payload
+// names none.
+func answerTo(payload []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(payload))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return ""
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		if key == "plugin" {
+			var name string
+			if dec.Decode(&name) != nil {
+				return ""
+			}
+			return name
+		}
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return ""
+		}
+	}
+	return ""
+}
 
 // mailboxCap bounds a plugin's undelivered events.
 const mailboxCap = 256
@@ -99,8 +130,8 @@ func (l *Loader) startMail() {
 			if ev.Source != "core" {
 				continue // only the core answers channels and asks for confirmations
 			}
-			if strings.HasPrefix(ev.Topic, channelTopics) {
-				name, _ := ev.Payload["plugin"].(string)
+			if channelAnswer(ev.Topic) {
+				name := answerTo(ev.Payload)
 				if mb := l.mailboxOf(name, false); mb != nil {
 					mb.put(l, name, ev)
 				}

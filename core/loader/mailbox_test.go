@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,7 +27,7 @@ type scriptedEvents struct {
 
 func (s *scriptedEvents) HandleEvent(_ context.Context, ev *plugin.Event) error {
 	s.got <- ev
-	n, _ := ev.Payload["n"].(string)
+	n := field(ev, "n")
 	if c := s.hold[n]; c != nil {
 		<-c
 	}
@@ -58,7 +59,7 @@ func mailLoader(t *testing.T) (*Loader, *events.Bus) {
 
 func publish(t *testing.T, bus *events.Bus, topic, source, to, n string) {
 	t.Helper()
-	if err := bus.Publish(context.Background(), &plugin.Event{Topic: topic, Source: source, Payload: map[string]any{"plugin": to, "n": n}}); err != nil {
+	if err := bus.Publish(context.Background(), &plugin.Event{Topic: topic, Source: source, Payload: payloadOf(map[string]any{"plugin": to, "n": n})}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -70,7 +71,7 @@ func want(t *testing.T, h *scriptedEvents, ns ...string) {
 	for _, n := range ns {
 		select {
 		case ev := <-h.got:
-			if got, _ := ev.Payload["n"].(string); got != n {
+			if got := field(ev, "n"); got != n {
 				t.Fatalf("got event %q, want %q", got, n)
 			}
 		case <-time.After(10 * time.Second):
@@ -79,7 +80,7 @@ func want(t *testing.T, h *scriptedEvents, ns ...string) {
 	}
 	select {
 	case ev := <-h.got:
-		t.Fatalf("unexpected event %v", ev.Payload["n"])
+		t.Fatalf("unexpected event %v", fieldAny(ev, "n"))
 	case <-time.After(200 * time.Millisecond):
 	}
 }
@@ -91,31 +92,31 @@ func want(t *testing.T, h *scriptedEvents, ns ...string) {
 // again.
 func TestMailboxChannelAnswers(t *testing.T) {
 	l, bus := mailLoader(t)
-	topics := []string{plugin.TopicChannelStarted, plugin.TopicChannelReply}
+	topics := []string{plugin.TopicChannelStarted.Name(), plugin.TopicChannelReply.Name()}
 
 	h1 := newScripted(map[string]error{"crash": fmt.Errorf("plugin tg: %w", pluginhost.ErrCrashed), "refused": errors.New("no such chat")})
 	st1 := &pluginState{name: "tg"}
 	stop1 := make(chan struct{})
 	l.deliverMail(st1, h1, topics, stop1)
 
-	publish(t, bus, plugin.TopicChannelStarted, "core", "tg", "a")
-	publish(t, bus, plugin.TopicChannelReply, "core", "other", "not-ours")
-	publish(t, bus, plugin.TopicChannelReply, "evil", "tg", "forged")
-	publish(t, bus, plugin.TopicChannelReply, "core", "tg", "refused")
+	publish(t, bus, plugin.TopicChannelStarted.Name(), "core", "tg", "a")
+	publish(t, bus, plugin.TopicChannelReply.Name(), "core", "other", "not-ours")
+	publish(t, bus, plugin.TopicChannelReply.Name(), "evil", "tg", "forged")
+	publish(t, bus, plugin.TopicChannelReply.Name(), "core", "tg", "refused")
 	want(t, h1, "a", "refused")
 
 	// The plugin dies while handling "crash": it and what follows wait.
-	publish(t, bus, plugin.TopicChannelReply, "core", "tg", "crash")
+	publish(t, bus, plugin.TopicChannelReply.Name(), "core", "tg", "crash")
 	want(t, h1, "crash")
-	publish(t, bus, plugin.TopicChannelReply, "core", "tg", "b")
-	publish(t, bus, plugin.TopicChannelStarted, "core", "tg", "c")
+	publish(t, bus, plugin.TopicChannelReply.Name(), "core", "tg", "b")
+	publish(t, bus, plugin.TopicChannelStarted.Name(), "core", "tg", "c")
 	want(t, h1) // its delivery ended with the crash
 	close(stop1)
 
 	h2 := newScripted(nil)
 	l.deliverMail(&pluginState{name: "tg"}, h2, topics, make(chan struct{}))
 	want(t, h2, "crash", "b", "c")
-	publish(t, bus, plugin.TopicChannelReply, "core", "tg", "d")
+	publish(t, bus, plugin.TopicChannelReply.Name(), "core", "tg", "d")
 	want(t, h2, "d")
 }
 
@@ -124,15 +125,15 @@ func TestMailboxChannelAnswers(t *testing.T) {
 // finishes one: they go to the next instance.
 func TestMailboxStoppedInstance(t *testing.T) {
 	l, bus := mailLoader(t)
-	topics := []string{plugin.TopicChannelReply}
+	topics := []string{plugin.TopicChannelReply.Name()}
 	release := make(chan struct{})
 	h1 := newScripted(nil)
 	h1.hold = map[string]chan struct{}{"a": release}
 	stop1 := make(chan struct{})
 	l.deliverMail(&pluginState{name: "tg"}, h1, topics, stop1)
-	publish(t, bus, plugin.TopicChannelReply, "core", "tg", "a")
+	publish(t, bus, plugin.TopicChannelReply.Name(), "core", "tg", "a")
 	<-h1.got // handling "a"
-	publish(t, bus, plugin.TopicChannelReply, "core", "tg", "b")
+	publish(t, bus, plugin.TopicChannelReply.Name(), "core", "tg", "b")
 	waitPending(t, l, "tg", 2)
 	close(stop1)
 	close(release)
@@ -152,7 +153,7 @@ func TestMailboxConfirmations(t *testing.T) {
 	stopS := make(chan struct{})
 	l.deliverMail(&pluginState{name: "phone"}, hs, surface, stopS)
 	hc := newScripted(nil)
-	l.deliverMail(&pluginState{name: "chat"}, hc, []string{plugin.TopicChannelReply}, make(chan struct{}))
+	l.deliverMail(&pluginState{name: "chat"}, hc, []string{plugin.TopicChannelReply.Name()}, make(chan struct{}))
 
 	publish(t, bus, api.WatchConfirmationRequested, "core", "", "1")
 	publish(t, bus, api.WatchConfirmationRequested, "some-plugin", "", "forged")
@@ -166,7 +167,7 @@ func TestMailboxConfirmations(t *testing.T) {
 	// Restarted without the capability: it gets no confirmation, and the
 	// one it held is gone.
 	hs2 := newScripted(nil)
-	l.deliverMail(&pluginState{name: "phone"}, hs2, []string{plugin.TopicChannelReply}, make(chan struct{}))
+	l.deliverMail(&pluginState{name: "phone"}, hs2, []string{plugin.TopicChannelReply.Name()}, make(chan struct{}))
 	publish(t, bus, api.WatchConfirmationRequested, "core", "", "4")
 	want(t, hs2)
 	if n := len(l.mailboxOf("phone", false).pending()); n != 0 {
@@ -178,13 +179,13 @@ func TestMailboxConfirmations(t *testing.T) {
 func TestMailboxOverflow(t *testing.T) {
 	l := New(Options{})
 	mb := l.mailboxOf("tg", true)
-	mb.topics = []string{plugin.TopicChannelReply}
+	mb.topics = []string{plugin.TopicChannelReply.Name()}
 	for i := range mailboxCap + 2 {
-		mb.put(l, "tg", &plugin.Event{Topic: plugin.TopicChannelReply, Payload: map[string]any{"n": fmt.Sprint(i)}})
+		mb.put(l, "tg", &plugin.Event{Topic: plugin.TopicChannelReply.Name(), Payload: payloadOf(map[string]any{"n": fmt.Sprint(i)})})
 	}
 	evs := mb.pending()
-	if len(evs) != mailboxCap || evs[0].Payload["n"] != "2" || evs[len(evs)-1].Payload["n"] != fmt.Sprint(mailboxCap+1) {
-		t.Fatalf("mailbox holds %d events, from %v to %v", len(evs), evs[0].Payload["n"], evs[len(evs)-1].Payload["n"])
+	if len(evs) != mailboxCap || field(evs[0], "n") != "2" || field(evs[len(evs)-1], "n") != fmt.Sprint(mailboxCap+1) {
+		t.Fatalf("mailbox holds %d events, from %v to %v", len(evs), field(evs[0], "n"), field(evs[len(evs)-1], "n"))
 	}
 }
 
@@ -204,5 +205,28 @@ func waitPending(t *testing.T, l *Loader, name string, n int) {
 			t.Fatalf("%s's mailbox holds %d events, want %d", name, len(l.mailboxOf(name, false).pending()), n)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestAnswerTo: a channel's answer is routed by its payload's own
+// "plugin" member, wherever it is, never by one nested in reply_to; a
+// payload that names none, or is not an object, goes nowhere.
+func TestAnswerTo(t *testing.T) {
+	for _, tt := range []struct{ payload, want string }{
+		{`{"plugin":"telegram","session":"s","text":"long answer"}`, "telegram"},
+		{`{"reply_to":{"plugin":"forged"},"text":"x","plugin":"telegram"}`, "telegram"},
+		{`{"reply_to":{"plugin":"forged"}}`, ""},
+		{`{"plugin":7}`, ""},
+		{`{}`, ""},
+		{`["plugin","telegram"]`, ""},
+		{``, ""},
+	} {
+		if got := answerTo([]byte(tt.payload)); got != tt.want {
+			t.Errorf("answerTo(%s) = %q, want %q", tt.payload, got, tt.want)
+		}
+	}
+	rep, err := plugin.TopicChannelReply.Event("main", plugin.ChannelReply{Plugin: "telegram", Text: strings.Repeat("x", 1<<15)})
+	if err != nil || answerTo(rep.Payload) != "telegram" {
+		t.Errorf("the core's own channel.reply is routed to %q (%v)", answerTo(rep.Payload), err)
 	}
 }

@@ -3,7 +3,6 @@ package loader
 import (
 	"context"
 	"slices"
-	"strings"
 
 	"github.com/carapace-dev/carapace/core/plugin"
 )
@@ -31,7 +30,7 @@ func (l *Loader) subscribePlugin(st *pluginState) {
 	var topics, mail []string
 	for _, t := range st.manifest.Subscribes {
 		switch {
-		case strings.HasPrefix(t, confirmationTopics) && !st.surface:
+		case plugin.SurfaceTopic(t) && !st.surface:
 			l.log.Warn("plugin subscribes to confirmations without the surface capability ([plugins."+st.name+"] surface = true); ignored",
 				"plugin", st.name, "topic", t)
 		case slices.Contains(mailTopics, t):

@@ -351,7 +351,7 @@ func (l *Loader) start(ctx context.Context, st *pluginState) {
 	l.log.Info("plugin loaded", "plugin", st.name, "source", st.source, "tools", st.tools, "pid", pid, "took", time.Since(began).Round(time.Millisecond))
 	l.subscribePlugin(st)
 	l.healthChanged(st)
-	l.event("plugin.ready", map[string]any{"plugin": st.name, "version": st.manifest.Version})
+	l.bus.PublishCore(plugin.TopicPluginReady.Event("", plugin.PluginReady{Plugin: st.name, Version: st.manifest.Version}))
 	_ = l.audit.Write(&audit.Entry{Source: st.name, Stage: audit.StageCore, Outcome: audit.OutcomeStarted, Reason: fmt.Sprintf("plugin %s %s loaded (%s), tools: %s", st.name, st.manifest.Version, st.source, strings.Join(st.tools, ", "))})
 }
 
@@ -481,7 +481,7 @@ func (l *Loader) stopPlugin(st *pluginState, removeTools bool) {
 // shutdownOne calls a healthy plugin's Shutdown within the shutdown
 // timeout; an out-of-process handler that overruns it is killed.
 func (l *Loader) shutdownOne(st *pluginState) {
-	l.event("plugin.stopping", map[string]any{"plugin": st.name})
+	l.bus.PublishCore(plugin.TopicPluginStopping.Event("", plugin.PluginStopping{Plugin: st.name}))
 	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.Core.ShutdownTimeout.Duration)
 	defer cancel()
 	done := make(chan error, 1)

@@ -66,15 +66,20 @@ type Request struct {
 	Time        time.Time      `json:"timestamp"`   // when the core received the request
 }
 
-// Event is a message on the core's event bus.
+// Event is a message on the core's event bus. Its topics and their
+// payloads are the vocabulary of topics.go.
 type Event struct {
-	ID          string         `json:"id,omitempty"`
-	Topic       string         `json:"topic"` // e.g. "message.inbound"
-	Group       string         `json:"group"`
-	Correlation string         `json:"correlation,omitempty"`
-	Time        time.Time      `json:"timestamp"`
-	Source      string         `json:"source,omitempty"` // set by the core: the publishing plugin
-	Payload     map[string]any `json:"payload"`
+	ID          string    `json:"id,omitempty"`
+	Topic       string    `json:"topic"` // e.g. "message.inbound"
+	Group       string    `json:"group"`
+	Correlation string    `json:"correlation,omitempty"`
+	Time        time.Time `json:"timestamp"`
+	Source      string    `json:"source,omitempty"` // set by the core: the publishing plugin
+	// Payload is the event's data: a JSON object, encoded once by its
+	// publisher (Topic.Event, NewEvent) and handed on as these bytes to
+	// every subscriber, in process or not; read it with Decode (or the
+	// topic's Topic.Decode). Subscribers share it: treat it as read-only.
+	Payload json.RawMessage `json:"payload"`
 }
 
 // VerifyResult is what Verify found.
@@ -281,39 +286,6 @@ type TaskSummary struct {
 	Last string `json:"last,omitempty"`
 }
 
-// The topics of a channel's conversation with the core. A channel plugin
-// publishes TopicMessageInbound with a payload of
-//
-//	{"text": "...", "reply_to": {...}, "conversation": "..."}
-//
-// text is the prompt; reply_to is any JSON object the channel needs to
-// answer (a chat id), which the core never interprets and hands back;
-// conversation, when set, names the conversation the message belongs to
-// (one per chat): the agent then continues that conversation rather than
-// starting afresh. When the core starts a session for the event it sends
-// the plugin (and no other) TopicChannelStarted; when the session ends,
-// TopicChannelReply. Both carry a ChannelReply. The reply target comes
-// from the event, never from the agent.
-const (
-	TopicMessageInbound = "message.inbound"
-	TopicChannelStarted = "channel.started"
-	TopicChannelReply   = "channel.reply"
-)
-
-// ChannelReply is the payload of channel.started and channel.reply.
-type ChannelReply struct {
-	Plugin  string          `json:"plugin"`   // the channel plugin the event came from: the one it goes to
-	Session string          `json:"session"`  // the session started for the event
-	Event   string          `json:"event"`    // the inbound event's id
-	ReplyTo json.RawMessage `json:"reply_to"` // the inbound event's reply_to, as it was
-	// channel.reply only: the agent's final answer (its output), and how
-	// the session ended: exit status, or an error that says why it did
-	// not run or was stopped.
-	Text  string `json:"text,omitempty"`
-	Exit  *int   `json:"exit,omitempty"`
-	Error string `json:"error,omitempty"`
-}
-
 // Errors of Services.
 var (
 	// ErrNoRequest: the call needs a request context and ctx has none.
@@ -388,13 +360,19 @@ type SessionInfo struct {
 // the core's status, tasks), the answers to channels and the agents'
 // lifecycle. A plugin that could publish them could show a forged approval
 // in the menu. task.triggered is open: a channel may start a session with
-// it, like message.inbound.
+// it, like message.inbound. The first is SurfaceTopic's.
 var coreTopics = []string{"confirmation.", "channel.", "session.", "core.", "plugin.", "agent.", "task."}
+
+// SurfaceTopic reports whether topic is one that only a plugin granted the
+// surface capability receives: confirmation.* (TopicConfirmationRequested,
+// TopicConfirmationResolved), which carries the arguments of every group's
+// calls.
+func SurfaceTopic(topic string) bool { return strings.HasPrefix(topic, coreTopics[0]) }
 
 // CoreTopic reports whether topic is one of the core's own, which no
 // plugin may publish (PublishEvent answers ErrCoreTopic).
 func CoreTopic(topic string) bool {
-	if topic == "task.triggered" {
+	if topic == TopicTaskTriggered.Name() {
 		return false
 	}
 	for _, p := range coreTopics {

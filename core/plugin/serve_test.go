@@ -230,8 +230,9 @@ func (h *testHandler) Shutdown(ctx context.Context) error {
 type fullHandler struct{ *testHandler }
 
 func (fullHandler) HandleEvent(ctx context.Context, ev *Event) error {
-	if ev.Payload["n"] != json.Number("7") {
-		return fmt.Errorf("payload %#v", ev.Payload)
+	var p map[string]any
+	if err := ev.Decode(&p); err != nil || p["n"] != json.Number("7") {
+		return fmt.Errorf("payload %s: %v", ev.Payload, err)
 	}
 	return nil
 }
@@ -316,7 +317,7 @@ func TestServeCalls(t *testing.T) {
 		params any
 		want   string
 	}{
-		{pluginproto.MethodEvent, Event{Topic: "x", Payload: map[string]any{"n": 7}}, `{}`},
+		{pluginproto.MethodEvent, Event{Topic: "x", Payload: json.RawMessage(`{"n":7}`)}, `{}`},
 		{pluginproto.MethodVerify, struct{}{}, `{"ok":true,"message":"ok"}`},
 		{pluginproto.MethodBrief, pluginproto.BriefParams{Group: "main"}, `"content":"brief of main"`},
 	} {

@@ -49,7 +49,7 @@ func TestHappyPath(t *testing.T) {
 	}
 
 	for i := 1; i <= 2; i++ {
-		if err := p.HandleEvent(ctx, &plugin.Event{Topic: "message.inbound", Group: "main", Payload: map[string]any{"n": i}}); err != nil {
+		if err := p.HandleEvent(ctx, &plugin.Event{Topic: "message.inbound", Group: "main", Payload: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -9,8 +9,8 @@ import (
 	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/audit"
 	"github.com/carapace-dev/carapace/core/control"
-	"github.com/carapace-dev/carapace/core/events"
 	"github.com/carapace-dev/carapace/core/manifest"
+	"github.com/carapace-dev/carapace/core/plugin"
 )
 
 var _ control.Backend = (*Server)(nil)
@@ -39,7 +39,7 @@ func (s *Server) Pause(ctx context.Context, paused bool) api.Status {
 		_ = s.audit.Write(&audit.Entry{Source: "core", Stage: audit.StageCore, Outcome: audit.OutcomeOK, Reason: reason})
 		s.log.Info("core "+strings.SplitN(reason, ":", 2)[0], "paused", paused)
 		st := s.Status(ctx)
-		s.coreEvent(api.WatchStatus, "", events.Payload(st))
+		s.bus.PublishCore(plugin.TopicCoreStatus.Event("", st))
 		return st
 	}
 	return s.Status(ctx)

@@ -117,7 +117,7 @@ func publishedTimes(b *testing.B, c *testCore) []time.Time {
 	b.Helper()
 	var out []time.Time
 	for _, e := range c.Audit(b) {
-		if e.Source == "telegram" && e.Topic == plugin.TopicMessageInbound && e.Stage == audit.StageEvent && e.Outcome == audit.OutcomePublished {
+		if e.Source == "telegram" && e.Topic == plugin.TopicMessageInbound.Name() && e.Stage == audit.StageEvent && e.Outcome == audit.OutcomePublished {
 			out = append(out, e.Time)
 		}
 	}

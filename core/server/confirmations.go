@@ -36,10 +36,10 @@ func (s *Server) newGate() *confirm.Gate {
 func (s *Server) observeConfirmation(c confirm.Confirmation) error {
 	e := &audit.Entry{Source: "core", Session: c.Session, Group: c.Group, Topic: "tool.invoke." + c.Tool, Correlation: c.Correlation,
 		Stage: audit.StageConfirm, Confirmation: c.ID}
-	topic := api.WatchConfirmationResolved
+	topic := plugin.TopicConfirmationResolved
 	switch c.Decision {
 	case "":
-		topic = api.WatchConfirmationRequested
+		topic = plugin.TopicConfirmationRequested
 		e.Outcome, e.Reason = audit.OutcomePending, "waits for the user until "+c.Expires.Format(time.RFC3339)
 		s.log.Warn("confirmation required", "id", c.ID, "tool", c.Tool, "group", c.Group, "session", c.Session,
 			"expires", c.Expires.Format(time.RFC3339), "approve", "carapace confirm approve "+api.ShortID(c.ID))
@@ -57,7 +57,7 @@ func (s *Server) observeConfirmation(c confirm.Confirmation) error {
 	if err := s.audit.Write(e); err != nil && c.Pending() {
 		return fmt.Errorf("audit the confirmation: %w", err)
 	}
-	s.coreEvent(topic, c.Group, events.Payload(confirmationView(c, true)))
+	s.bus.PublishCore(topic.Event(c.Group, confirmationView(c, true)))
 	return nil
 }
 
@@ -164,14 +164,14 @@ func (s *Server) Decide(_ context.Context, d api.Decision) (api.Confirmation, er
 // observeSession publishes session.opened and session.closed; a session
 // that closes withdraws its pending confirmations.
 func (s *Server) observeSession(info session.Info, opened bool) {
-	topic := api.WatchSessionOpened
+	topic := plugin.TopicSessionOpened
 	if !opened {
-		topic = api.WatchSessionClosed
+		topic = plugin.TopicSessionClosed
 		if s.gate != nil {
 			s.gate.WithdrawSession(info.ID, "the session closed")
 		}
 	}
-	s.coreEvent(topic, info.Group, events.Payload(s.agents.View(info)))
+	s.bus.PublishCore(topic.Event(info.Group, s.agents.View(info)))
 }
 
 // Watch implements control.Backend: a cut-off subscription to the watch
@@ -256,30 +256,24 @@ const cutOff = "the watcher fell behind and was cut off; watch again for a fresh
 // watchEvent turns a bus event of a watch topic into its line.
 func watchEvent(ev *plugin.Event) (api.WatchEvent, error) {
 	we := api.WatchEvent{Type: ev.Topic, Time: ev.Time}
-	b, err := json.Marshal(ev.Payload)
-	if err != nil {
-		return we, err
-	}
+	var err error
 	switch ev.Topic {
 	case api.WatchConfirmationRequested, api.WatchConfirmationResolved:
 		we.Confirmation = new(api.Confirmation)
-		err = json.Unmarshal(b, we.Confirmation)
+		err = ev.Decode(we.Confirmation)
 	case api.WatchSessionOpened, api.WatchSessionClosed:
 		we.Session = new(api.Session)
-		err = json.Unmarshal(b, we.Session)
+		err = ev.Decode(we.Session)
 	case api.WatchPluginHealth:
 		we.Plugin = new(api.PluginStatus)
-		err = json.Unmarshal(b, we.Plugin)
+		err = ev.Decode(we.Plugin)
 	case api.WatchStatus:
 		we.Status = new(api.Status)
-		err = json.Unmarshal(b, we.Status)
+		err = ev.Decode(we.Status)
 	case api.WatchTaskCreated, api.WatchTaskChanged, api.WatchTaskFired, api.WatchTaskFinished, api.WatchTaskRemoved:
-		var p struct {
-			Task *api.Task    `json:"task"`
-			Run  *api.TaskRun `json:"task_run"`
-		}
-		err = json.Unmarshal(b, &p)
-		we.Task, we.TaskRun = p.Task, p.Run
+		var p plugin.TaskChange
+		err = ev.Decode(&p)
+		we.Task, we.TaskRun = &p.Task, p.Run
 	}
 	return we, err
 }

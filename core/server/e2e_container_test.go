@@ -374,7 +374,7 @@ func (k *channelKit) Shutdown(context.Context) error { return nil }
 func (k *channelKit) Invoke(ctx context.Context, req *plugin.Request) (map[string]any, error) {
 	group, _ := req.Arguments["group"].(string)
 	text, _ := req.Arguments["text"].(string)
-	ev := &plugin.Event{Topic: events.TopicMessageInbound, Group: group, Payload: map[string]any{"text": text}}
+	ev := &plugin.Event{Topic: plugin.TopicMessageInbound.Name(), Group: group, Payload: payloadOf(map[string]any{"text": text})}
 	if err := k.svc.PublishEvent(ctx, ev); err != nil {
 		return nil, err
 	}
@@ -389,7 +389,7 @@ func TestEventStartsAgentSession(t *testing.T) {
 	c := startCoreWith(t, coreOptions{Config: dockerConfig(t, "[groups.main]\n"), Builtins: func(bs []loader.Builtin) []loader.Builtin {
 		return append(bs, loader.Builtin{Name: "chan", Manifest: []byte(channelKitManifest), New: func(loader.Env) plugin.Handler { return kit }})
 	}})
-	remote, err := events.Dial(events.SocketPath(c.Home), events.TopicAgentStarted, events.TopicAgentCompleted, events.TopicAgentError)
+	remote, err := events.Dial(events.SocketPath(c.Home), plugin.TopicAgentStarted.Name(), plugin.TopicAgentCompleted.Name(), plugin.TopicAgentError.Name())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -410,16 +410,16 @@ func TestEventStartsAgentSession(t *testing.T) {
 			t.Fatalf("waiting for the agent's events: %v\ncore log:\n%s", err, c.Log.String())
 		}
 		switch ev.Topic {
-		case events.TopicAgentStarted:
+		case plugin.TopicAgentStarted.Name():
 			started = ev
 		default:
 			ended = ev
 		}
 	}
-	if started == nil || started.Group != "main" || ended.Topic != events.TopicAgentCompleted || ended.Payload["session"] != started.Payload["session"] {
+	if started == nil || started.Group != "main" || ended.Topic != plugin.TopicAgentCompleted.Name() || fieldAny(ended, "session") != fieldAny(started, "session") {
 		t.Fatalf("events: started %+v, ended %+v", started, ended)
 	}
-	session, _ := started.Payload["session"].(string)
+	session := field(started, "session")
 	var echoed bool
 	for _, e := range c.Audit(t) {
 		echoed = echoed || (e.Session == session && e.Topic == "tool.invoke.echo" && e.Stage == audit.StageResponse && e.Outcome == audit.OutcomeOK)

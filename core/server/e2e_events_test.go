@@ -56,7 +56,7 @@ func TestCoreEventsReachPlugins(t *testing.T) {
 		got = got[:0]
 		done := false
 		for _, ev := range kitEvents(t, c.Home, "listener") {
-			if ev.Payload["session"] == info.ID {
+			if fieldAny(&ev, "session") == info.ID {
 				got = append(got, ev.Topic)
 				done = done || ev.Topic == "agent.completed"
 			}

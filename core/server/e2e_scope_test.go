@@ -33,7 +33,7 @@ func scopeConfig(t testing.TB) string {
 
 // scopeTopics are what both channel plugins subscribe to: every group's
 // messages and tasks, and their own answers.
-var scopeTopics = []string{plugin.TopicMessageInbound, "task.triggered", plugin.TopicChannelStarted, plugin.TopicChannelReply}
+var scopeTopics = []string{plugin.TopicMessageInbound.Name(), "task.triggered", plugin.TopicChannelStarted.Name(), plugin.TopicChannelReply.Name()}
 
 func startScopeCore(t *testing.T) *testCore {
 	t.Helper()
@@ -80,11 +80,11 @@ func nextStarted(t *testing.T, c *testCore, name string, n int) string {
 	t.Helper()
 	var session string
 	waitWithin(t, agentWait, fmt.Sprintf("%s's channel.started #%d", name, n), func() bool {
-		evs := eventsOf(t, c, name, plugin.TopicChannelStarted)
+		evs := eventsOf(t, c, name, plugin.TopicChannelStarted.Name())
 		if len(evs) < n {
 			return false
 		}
-		session, _ = evs[n-1].Payload["session"].(string)
+		session = field(&evs[n-1], "session")
 		return true
 	})
 	return session
@@ -143,7 +143,7 @@ func TestChannelPublishesOnlyForItsGroups(t *testing.T) {
 	c := startScopeCore(t)
 	w := watch(t, c)
 	s := c.Session(t, "side")
-	res := publishAs(t, s, "guest", plugin.TopicMessageInbound, "main", `tool.invoke.echo {"message":"guest in main"}`, "")
+	res := publishAs(t, s, "guest", plugin.TopicMessageInbound.Name(), "main", `tool.invoke.echo {"message":"guest in main"}`, "")
 	if res["published"] != false || !strings.Contains(fmt.Sprint(res["error"]), "allowed_groups") {
 		t.Errorf("guest publishing message.inbound for main: %v, want refused naming allowed_groups", res)
 	}
@@ -162,10 +162,10 @@ func TestChannelPublishesOnlyForItsGroups(t *testing.T) {
 
 	// Positive control: in side, the same call starts a session and
 	// guest gets its answer.
-	mustPublished(t, publishAs(t, s, "guest", plugin.TopicMessageInbound, "side", `tool.invoke.echo {"message":"guest in side"}`, ""))
+	mustPublished(t, publishAs(t, s, "guest", plugin.TopicMessageInbound.Name(), "side", `tool.invoke.echo {"message":"guest in side"}`, ""))
 	waitWithin(t, agentWait, "guest's answer", func() bool {
-		for _, ev := range eventsOf(t, c, "guest", plugin.TopicChannelReply) {
-			if text, _ := ev.Payload["text"].(string); strings.Contains(text, "guest in side") {
+		for _, ev := range eventsOf(t, c, "guest", plugin.TopicChannelReply.Name()) {
+			if text := field(&ev, "text"); strings.Contains(text, "guest in side") {
 				return true
 			}
 		}
@@ -189,14 +189,14 @@ func TestChannelPublishesOnlyForItsGroups(t *testing.T) {
 func TestPluginsReceiveOnlyTheirGroupsEvents(t *testing.T) {
 	c := startScopeCore(t)
 	s := c.Session(t, "side")
-	mustPublished(t, publishAs(t, s, "home", plugin.TopicMessageInbound, "main", `tool.invoke.echo {"message":"for main only"}`, ""))
+	mustPublished(t, publishAs(t, s, "home", plugin.TopicMessageInbound.Name(), "main", `tool.invoke.echo {"message":"for main only"}`, ""))
 	mustPublished(t, publishAs(t, s, "home", "task.triggered", "main", `tool.invoke.echo {"message":"task for main only"}`, ""))
-	waitWithin(t, agentWait, "home's answers in main", func() bool { return len(eventsOf(t, c, "home", plugin.TopicChannelReply)) >= 2 })
+	waitWithin(t, agentWait, "home's answers in main", func() bool { return len(eventsOf(t, c, "home", plugin.TopicChannelReply.Name())) >= 2 })
 	// Positive control: in side, guest gets home's message; events reach
 	// a plugin in order, so main's would have come before it.
-	mustPublished(t, publishAs(t, s, "home", plugin.TopicMessageInbound, "side", `tool.invoke.echo {"message":"for side"}`, ""))
+	mustPublished(t, publishAs(t, s, "home", plugin.TopicMessageInbound.Name(), "side", `tool.invoke.echo {"message":"for side"}`, ""))
 	waitFor(t, "home's message for side to reach guest", func() bool {
-		for _, ev := range eventsOf(t, c, "guest", plugin.TopicMessageInbound) {
+		for _, ev := range eventsOf(t, c, "guest", plugin.TopicMessageInbound.Name()) {
 			if ev.Group == "side" && ev.Source == "home" {
 				return true
 			}
@@ -204,11 +204,11 @@ func TestPluginsReceiveOnlyTheirGroupsEvents(t *testing.T) {
 		return false
 	})
 	for _, ev := range kitEvents(t, c.Home, "guest") {
-		if ev.Group == "main" || strings.Contains(fmt.Sprint(ev.Payload), "for main only") {
+		if ev.Group == "main" || strings.Contains(string(ev.Payload), "for main only") {
 			t.Errorf("guest received an event of main: %+v", ev)
 		}
 	}
-	for _, ev := range eventsOf(t, c, "home", plugin.TopicMessageInbound) {
+	for _, ev := range eventsOf(t, c, "home", plugin.TopicMessageInbound.Name()) {
 		if ev.Group == "main" {
 			return // home, granted every group, got main's (a positive control for the check above)
 		}
@@ -226,7 +226,7 @@ func TestConversationsBelongToTheirPlugin(t *testing.T) {
 	started := map[string]int{}
 	converse := func(name string) (string, bool) {
 		t.Helper()
-		mustPublished(t, publishAs(t, s, name, plugin.TopicMessageInbound, "side", hold, "chat-7"))
+		mustPublished(t, publishAs(t, s, name, plugin.TopicMessageInbound.Name(), "side", hold, "chat-7"))
 		started[name]++
 		return conversationEnv(t, c, nextStarted(t, c, name, started[name]))
 	}

@@ -1,25 +1,12 @@
 package server
 
 import (
-	"context"
 	"fmt"
 	"time"
 
+	"github.com/carapace-dev/carapace/core/config"
 	"github.com/carapace-dev/carapace/core/events"
-	"github.com/carapace-dev/carapace/core/plugin"
 )
-
-// coreEvent publishes one of the core's own events (plugin and agent
-// lifecycle) on the bus.
-func (s *Server) coreEvent(topic, group string, payload map[string]any) {
-	if s.bus == nil {
-		return
-	}
-	ev := &plugin.Event{Topic: topic, Group: group, Source: "core", Payload: payload}
-	if err := s.bus.Publish(context.Background(), ev); err != nil {
-		s.log.Warn("could not publish an event", "topic", topic, "err", err)
-	}
-}
 
 // openBus opens the event bus at $CARAPACE_HOME/run/events.sock and takes
 // the spawner's subscription at once, so that no event published while the
@@ -31,7 +18,7 @@ func (s *Server) openBus() (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("event bus: %w", err)
 	}
-	sub, err := bus.Subscribe(events.TopicMessageInbound, events.TopicTaskTriggered)
+	sub, err := bus.Subscribe(config.SpawnTopics...)
 	if err != nil {
 		bus.Close()
 		return nil, fmt.Errorf("event bus: %w", err)

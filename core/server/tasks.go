@@ -8,7 +8,6 @@ import (
 
 	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/control"
-	"github.com/carapace-dev/carapace/core/events"
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/core/tasks"
 )
@@ -40,26 +39,24 @@ type taskFirer struct{ s *Server }
 
 // Fire implements tasks.Firer.
 func (f taskFirer) Fire(ctx context.Context, o tasks.Occurrence) error {
-	payload := map[string]any{
-		"text":      o.Task.Prompt,
-		"task":      o.Task.ID,
-		"run":       o.Run,
-		"scheduled": o.Scheduled.UTC().Format(time.RFC3339),
-		"late_ms":   o.Late.Milliseconds(),
-		"catch_up":  o.CatchUp,
-		"manual":    o.Manual,
+	ev, err := plugin.TopicTaskTriggered.Event(o.Task.Group, plugin.TaskTrigger{
+		Inbound: plugin.Inbound{Text: o.Task.Prompt}, Task: o.Task.ID, Run: o.Run,
+		Scheduled: o.Scheduled.UTC().Truncate(time.Second), LateMS: o.Late.Milliseconds(), CatchUp: o.CatchUp, Manual: o.Manual,
+	})
+	if err != nil {
+		return fmt.Errorf("publish task.triggered: %w", err)
 	}
-	ev := &plugin.Event{Topic: events.TopicTaskTriggered, Group: o.Task.Group, Source: "core", Payload: payload}
+	ev.Source = "core"
 	if err := f.s.bus.Publish(ctx, ev); err != nil {
 		return fmt.Errorf("publish task.triggered: %w", err)
 	}
 	return nil
 }
 
-// taskTopics are the watch types of the scheduler's events.
-var taskTopics = map[string]string{
-	tasks.EventCreated: api.WatchTaskCreated, tasks.EventPaused: api.WatchTaskChanged, tasks.EventResumed: api.WatchTaskChanged,
-	tasks.EventFired: api.WatchTaskFired, tasks.EventFinished: api.WatchTaskFinished, tasks.EventRemoved: api.WatchTaskRemoved,
+// taskTopics are the topics of the scheduler's events.
+var taskTopics = map[string]plugin.Topic[plugin.TaskChange]{
+	tasks.EventCreated: plugin.TopicTaskCreated, tasks.EventPaused: plugin.TopicTaskChanged, tasks.EventResumed: plugin.TopicTaskChanged,
+	tasks.EventFired: plugin.TopicTaskFired, tasks.EventFinished: plugin.TopicTaskFinished, tasks.EventRemoved: plugin.TopicTaskRemoved,
 }
 
 // observeTask logs the scheduler's changes and puts them on the watch
@@ -256,9 +253,10 @@ func (s *Server) publishTask(ev tasks.Event) {
 		s.log.Warn("watch: a task event could not be described", "task", ev.Task.ID, "err", err)
 		return
 	}
-	payload := map[string]any{"task": view}
+	change := plugin.TaskChange{Task: view}
 	if ev.Run != nil {
-		payload["task_run"] = runView(ev.Run)
+		r := runView(ev.Run)
+		change.Run = &r
 	}
-	s.coreEvent(topic, ev.Task.Group, events.Payload(payload))
+	s.bus.PublishCore(topic.Event(ev.Task.Group, change))
 }

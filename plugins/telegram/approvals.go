@@ -74,9 +74,9 @@ func (h *Handler) learnSurface(err error) {
 // onRequested sends the owner an approval card with Approve and Deny
 // buttons.
 func (h *Handler) onRequested(ctx context.Context, ev *plugin.Event) error {
-	var c api.Confirmation // the core's, as the control API shows it
-	if err := remarshal(ev.Payload, &c); err != nil {
-		return fmt.Errorf("telegram: confirmation.requested: %w", err)
+	c, err := plugin.TopicConfirmationRequested.Decode(ev) // the core's api.Confirmation, as the control API shows it
+	if err != nil {
+		return fmt.Errorf("telegram: %w", err)
 	}
 	owner := h.ownerID()
 	if owner == 0 || !h.surface(ctx) {
@@ -105,7 +105,7 @@ func (h *Handler) onRequested(ctx context.Context, ev *plugin.Event) error {
 	h.cardMu.Lock()
 	defer h.cardMu.Unlock()
 	var exists bool
-	err := h.db.tx(ctx, func(tx *sql.Tx) error {
+	err = h.db.tx(ctx, func(tx *sql.Tx) error {
 		if err := tx.QueryRowContext(ctx, "SELECT 1 FROM cards WHERE confirmation = ?", c.ID).Scan(new(int)); err == nil {
 			exists = true
 			return nil
@@ -475,9 +475,9 @@ func (h *Handler) answerPress(query, text string) {
 // onResolved edits the card of a confirmation decided anywhere, expired or
 // withdrawn: it says how it ended, and loses its buttons.
 func (h *Handler) onResolved(ctx context.Context, ev *plugin.Event) error {
-	var c api.Confirmation
-	if err := remarshal(ev.Payload, &c); err != nil {
-		return fmt.Errorf("telegram: confirmation.resolved: %w", err)
+	c, err := plugin.TopicConfirmationResolved.Decode(ev)
+	if err != nil {
+		return fmt.Errorf("telegram: %w", err)
 	}
 	return h.closeCard(ctx, c.ID, nonEmpty(c.Decision, "resolved"), outcomeText(c))
 }

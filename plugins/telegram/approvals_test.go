@@ -238,22 +238,29 @@ func TestNoCardsWithoutTheSurfaceGrant(t *testing.T) {
 }
 
 // TestConfirmationPayloadSurvivesTheBus: the plugin reads the core's
-// api.Confirmation from the event's payload (a JSON object the bus hands
-// it as a map) with every field the core sent, times, raw arguments and
-// hidden values included.
+// api.Confirmation from the event's payload — the bytes the core encoded
+// once — with every field the core sent, times, raw arguments (byte for
+// byte: 1.50 stays 1.50) and hidden values included.
 func TestConfirmationPayloadSurvivesTheBus(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	later := now.Add(90 * time.Second).In(time.FixedZone("CET", 3600))
 	in := api.Confirmation{ID: confID, Tool: "t", Group: "g", Session: "s", Correlation: "c", ArgsHash: argsHash,
-		Arguments: json.RawMessage(`{"a":1.50,"b":[true,null]}`), ArgumentsOmitted: true,
+		Arguments: json.RawMessage(`{"a":1.50,"b":[true,null],"n":9007199254740993}`), ArgumentsOmitted: true,
 		Hidden: []api.Hidden{{Path: "b[0]", Kind: "bearer", Chars: 40}}, Summary: "every day", CreatedAt: now, ExpiresAt: later,
 		Decision: "denied", Surface: "cli", Decider: "d", DecidedAt: &later, Reason: "r"}
-	var out api.Confirmation
-	if err := remarshal(payloadOf(t, in), &out); err != nil {
+	ev, err := plugin.TopicConfirmationResolved.Event("g", in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := plugin.TopicConfirmationResolved.Decode(ev)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if got, want := mustJSON(out), mustJSON(in); !bytes.Equal(got, want) {
 		t.Errorf("decoded %s\nwant    %s", got, want)
+	}
+	if string(out.Arguments) != string(in.Arguments) {
+		t.Errorf("arguments %s, want %s byte for byte", out.Arguments, in.Arguments)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/confirm/approvaltest"
+	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/plugins/telegram/fakebot"
 )
 
@@ -129,8 +130,12 @@ func TestCardShowsWhatRuns(t *testing.T) {
 	approvaltest.Check(t, approvaltest.Surface{
 		Name: "telegram card",
 		Render: func(c api.Confirmation) (string, bool) {
-			var pc api.Confirmation
-			if err := remarshal(payloadOf(t, c), &pc); err != nil { // as the event brings it
+			ev, err := plugin.TopicConfirmationRequested.Event(c.Group, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pc, err := plugin.TopicConfirmationRequested.Decode(ev) // as the event brings it
+			if err != nil {
 				t.Fatal(err)
 			}
 			v := renderApproval(pc)

@@ -128,12 +128,7 @@ func (h *Handler) publish(chat, id int64) {
 		return
 	}
 	h.crash("publish:before")
-	ev := &plugin.Event{Topic: plugin.TopicMessageInbound, Group: p.Group, Payload: map[string]any{
-		"text":         p.Text,
-		"reply_to":     map[string]any{"chat_id": p.Chat, "prompt": p.ID},
-		"conversation": fmt.Sprintf("telegram:%d", p.Chat),
-	}}
-	perr := h.svc.PublishEvent(h.ctx, ev)
+	perr := h.publishPrompt(p)
 	h.crash("publish:after")
 	if perr != nil {
 		h.log.Error("telegram: could not hand a prompt to the core", "prompt", id, "chat", chat, "group", p.Group, "err", perr)
@@ -160,6 +155,20 @@ func (h *Handler) publish(chat, id int64) {
 		c.startT = h.clock.AfterFunc(startTimeout, func() { h.startTimedOut(chat, id) })
 	}
 	h.mu.Unlock()
+}
+
+// publishPrompt hands p to the core as message.inbound; its reply_to
+// names the chat and the prompt, so that the answers find them.
+func (h *Handler) publishPrompt(p *prompt) error {
+	rt, err := json.Marshal(replyTo{ChatID: p.Chat, Prompt: p.ID})
+	if err != nil {
+		return err
+	}
+	ev, err := plugin.TopicMessageInbound.Event(p.Group, plugin.Inbound{Text: p.Text, ReplyTo: rt, Conversation: fmt.Sprintf("telegram:%d", p.Chat)})
+	if err != nil {
+		return err
+	}
+	return h.svc.PublishEvent(h.ctx, ev)
 }
 
 // startTimedOut frees a chat whose prompt never got a session: the core
@@ -226,8 +235,8 @@ func (h *Handler) startTypingLocked(c *chatState) {
 // prompt, never from anything the agent wrote.
 func (h *Handler) channelEvent(ctx context.Context, ev *plugin.Event) (plugin.ChannelReply, *prompt, error) {
 	var r plugin.ChannelReply
-	if err := remarshal(ev.Payload, &r); err != nil {
-		return r, nil, fmt.Errorf("telegram: %s: %w", ev.Topic, err)
+	if err := ev.Decode(&r); err != nil {
+		return r, nil, fmt.Errorf("telegram: %w", err)
 	}
 	var to replyTo
 	if err := json.Unmarshal(r.ReplyTo, &to); err != nil || to.Prompt == 0 {
@@ -421,13 +430,4 @@ func (h *Handler) reconcile() {
 		h.notify(c.id, noteLost)
 		h.finish(c.id, c.inflight)
 	}
-}
-
-// remarshal converts an event payload into v through JSON.
-func remarshal(payload map[string]any, v any) error {
-	b, err := json.Marshal(payload)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(b, v)
 }

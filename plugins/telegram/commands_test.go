@@ -50,8 +50,8 @@ func TestCommands(t *testing.T) {
 					t.Errorf("answer %q, want it to contain %q", got, tc.want)
 				}
 			case tc.prompt != "":
-				if ev := e.flush(1); ev.Payload["text"] != tc.prompt {
-					t.Errorf("prompt %q", ev.Payload["text"])
+				if ev := e.flush(1); member(ev, "text") != tc.prompt {
+					t.Errorf("prompt %q", member(ev, "text"))
 				}
 			default:
 				e.clock.Advance(time.Hour)
@@ -82,7 +82,7 @@ func TestStopStopsTheChatsSession(t *testing.T) {
 	}
 	// The core answers with the stopped session's reply; the dropped
 	// message does not go; the family's does.
-	e.coreEvent(plugin.TopicChannelReply, "main", plugin.ChannelReply{Session: "s-long", ReplyTo: mustJSON(ev.Payload["reply_to"]), Error: "stopped by the user"})
+	e.coreEvent(plugin.TopicChannelReply.Name(), "main", plugin.ChannelReply{Session: "s-long", ReplyTo: inboundOf(t, ev).ReplyTo, Error: "stopped by the user"})
 	e.until("the family's prompt", func() bool { return len(e.events()) == 2 })
 	e.clock.Advance(time.Hour)
 	evs := e.events()
@@ -105,8 +105,8 @@ func TestPausedMessagesWaitForResume(t *testing.T) {
 	e.say(owner, "/resume")
 	e.until("the prompt", func() bool { return len(e.events()) == 1 })
 	ev := e.events()[0]
-	if ev.Payload["text"] != "while paused" {
-		t.Errorf("prompt %q", ev.Payload["text"])
+	if member(ev, "text") != "while paused" {
+		t.Errorf("prompt %q", member(ev, "text"))
 	}
 }
 

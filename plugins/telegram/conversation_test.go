@@ -13,14 +13,14 @@ func TestOwnerMessageBecomesInboundEvent(t *testing.T) {
 	e := newEnv(t)
 	e.say(owner, "what is on my calendar?")
 	ev := e.flush(1)
-	if ev.Topic != plugin.TopicMessageInbound || ev.Group != "main" {
+	if ev.Topic != plugin.TopicMessageInbound.Name() || ev.Group != "main" {
 		t.Fatalf("event %s for group %q, want message.inbound for main", ev.Topic, ev.Group)
 	}
-	if ev.Payload["text"] != "what is on my calendar?" {
-		t.Errorf("text = %q", ev.Payload["text"])
+	if member(ev, "text") != "what is on my calendar?" {
+		t.Errorf("text = %q", member(ev, "text"))
 	}
-	if ev.Payload["conversation"] != "telegram:4242" {
-		t.Errorf("conversation = %q, want telegram:4242", ev.Payload["conversation"])
+	if member(ev, "conversation") != "telegram:4242" {
+		t.Errorf("conversation = %q, want telegram:4242", member(ev, "conversation"))
 	}
 	if rt := replyToOf(t, ev); rt.ChatID != owner || rt.Prompt == 0 {
 		t.Errorf("reply_to = %+v, want the owner's chat and a prompt id", rt)
@@ -66,8 +66,8 @@ func TestDebounce(t *testing.T) {
 			}
 			evs := e.waitEvents(len(tc.want))
 			for i, want := range tc.want {
-				if evs[i].Payload["text"] != want {
-					t.Errorf("prompt %d = %q, want %q", i, evs[i].Payload["text"], want)
+				if member(evs[i], "text") != want {
+					t.Errorf("prompt %d = %q, want %q", i, member(evs[i], "text"), want)
 				}
 			}
 		})
@@ -92,8 +92,8 @@ func TestMessagesWaitForTheRunningSession(t *testing.T) {
 		t.Errorf("answer = %q", got)
 	}
 	next := e.waitEvents(2)[1]
-	if next.Payload["text"] != "second\nthird" {
-		t.Errorf("the waiting messages went as %q, want one prompt \"second\\nthird\"", next.Payload["text"])
+	if member(next, "text") != "second\nthird" {
+		t.Errorf("the waiting messages went as %q, want one prompt \"second\\nthird\"", member(next, "text"))
 	}
 	// Typing stopped with the reply: its 4 s timer is gone.
 	typing := e.fake.Count("sendChatAction")
@@ -132,8 +132,8 @@ func TestInterleavedChatsKeepTheirOwnQueuesAndReplies(t *testing.T) {
 		byChat[replyToOf(t, ev).ChatID] = ev
 	}
 	p, f := byChat[owner], byChat[family]
-	if p.Group != "main" || f.Group != "family" || f.Payload["conversation"] != "telegram:-100777" {
-		t.Fatalf("events: private → %q, family → %q %v", p.Group, f.Group, f.Payload["conversation"])
+	if p.Group != "main" || f.Group != "family" || member(f, "conversation") != "telegram:-100777" {
+		t.Fatalf("events: private → %q, family → %q %v", p.Group, f.Group, member(f, "conversation"))
 	}
 	e.channel(plugin.TopicChannelStarted, p, "s-p", "")
 	e.channel(plugin.TopicChannelStarted, f, "s-f", "")
@@ -149,8 +149,8 @@ func TestInterleavedChatsKeepTheirOwnQueuesAndReplies(t *testing.T) {
 	}
 	e.clock.Advance(DefaultDebounce)
 	third := e.waitEvents(3)[2]
-	if third.Payload["text"] != "family two" || replyToOf(t, third).ChatID != family {
-		t.Errorf("third prompt %q to %d", third.Payload["text"], replyToOf(t, third).ChatID)
+	if member(third, "text") != "family two" || replyToOf(t, third).ChatID != family {
+		t.Errorf("third prompt %q to %d", member(third, "text"), replyToOf(t, third).ChatID)
 	}
 }
 
@@ -192,8 +192,8 @@ func TestFailedSessionTellsTheOwner(t *testing.T) {
 	e := newEnv(t)
 	e.say(owner, "hi")
 	ev := e.flush(1)
-	e.coreEvent(plugin.TopicChannelReply, "main", plugin.ChannelReply{Session: "", Event: ev.ID,
-		ReplyTo: mustJSON(ev.Payload["reply_to"]), Error: "no agent session could start: the group's queue is full"})
+	e.coreEvent(plugin.TopicChannelReply.Name(), "main", plugin.ChannelReply{Session: "", Event: ev.ID,
+		ReplyTo: inboundOf(t, ev).ReplyTo, Error: "no agent session could start: the group's queue is full"})
 	waitFor(t, "the note", func() bool { return len(e.fake.Texts(owner)) == 1 })
 	if got := e.fake.Texts(owner)[0]; !strings.Contains(got, "could not answer") || !strings.Contains(got, "queue is full") {
 		t.Errorf("note = %q", got)
@@ -216,7 +216,7 @@ func TestRepliesGoOnlyWhereThePromptCameFrom(t *testing.T) {
 			ev := e.flush(1)
 			rt := replyToOf(t, ev)
 			r := plugin.ChannelReply{Session: "s-1", ReplyTo: mustJSON(map[string]any{"chat_id": tc.chat, "prompt": rt.Prompt}), Text: "phish"}
-			_ = e.hs.HandleEvent(&plugin.Event{Topic: plugin.TopicChannelReply, Source: tc.source, Payload: payloadOf(t, r)})
+			_ = e.hs.HandleEvent(&plugin.Event{Topic: plugin.TopicChannelReply.Name(), Source: tc.source, Payload: payloadOf(t, r)})
 			// Positive control: the genuine reply is delivered, and only it.
 			e.channel(plugin.TopicChannelReply, ev, "s-1", "genuine")
 			waitFor(t, "the genuine answer", func() bool { return e.fake.Count("sendMessage") >= 1 })
@@ -245,8 +245,8 @@ func TestDuplicateAnswersIgnored(t *testing.T) {
 	e.channel(plugin.TopicChannelStarted, first, "s-1", "")
 	e.say(owner, "second") // the chat is free: it goes at once after the debounce
 	e.clock.Advance(DefaultDebounce)
-	if next := e.waitEvents(2)[1]; next.Payload["text"] != "second" {
-		t.Errorf("next prompt %q, want \"second\"", next.Payload["text"])
+	if next := e.waitEvents(2)[1]; member(next, "text") != "second" {
+		t.Errorf("next prompt %q, want \"second\"", member(next, "text"))
 	}
 	if got := e.fake.Texts(owner); len(got) != 1 {
 		t.Errorf("the owner got %q, want the answer once", got)

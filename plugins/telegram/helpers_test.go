@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"os"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -212,7 +211,7 @@ func (e *env) say(chat int64, text string) int64 {
 func (e *env) events() []plugin.Event {
 	var out []plugin.Event
 	for _, ev := range e.svc.Events() {
-		if ev.Topic == plugin.TopicMessageInbound {
+		if ev.Topic == plugin.TopicMessageInbound.Name() {
 			out = append(out, ev)
 		}
 	}
@@ -234,12 +233,31 @@ func (e *env) flush(n int) plugin.Event {
 	return e.waitEvents(n)[n-1]
 }
 
+// inboundOf decodes a message.inbound the plugin published.
+func inboundOf(t *testing.T, ev plugin.Event) plugin.Inbound {
+	t.Helper()
+	in, err := plugin.TopicMessageInbound.Decode(&ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
+// member returns the payload's member key, decoded (numbers as
+// json.Number); nil if absent.
+func member(ev plugin.Event, key string) any {
+	var m map[string]any
+	if ev.Decode(&m) != nil {
+		return nil
+	}
+	return m[key]
+}
+
 // replyTo decodes an event's reply_to.
 func replyToOf(t *testing.T, ev plugin.Event) replyTo {
 	t.Helper()
 	var r replyTo
-	b, _ := json.Marshal(ev.Payload["reply_to"])
-	if err := json.Unmarshal(b, &r); err != nil {
+	if err := json.Unmarshal(inboundOf(t, ev).ReplyTo, &r); err != nil {
 		t.Fatalf("reply_to: %v", err)
 	}
 	return r
@@ -247,15 +265,14 @@ func replyToOf(t *testing.T, ev plugin.Event) replyTo {
 
 // channel delivers channel.started or channel.reply for ev, as the core
 // would.
-func (e *env) channel(topic string, ev plugin.Event, session, text string) {
+func (e *env) channel(topic plugin.Topic[plugin.ChannelReply], ev plugin.Event, session, text string) {
 	e.t.Helper()
-	rt, _ := json.Marshal(ev.Payload["reply_to"])
-	r := plugin.ChannelReply{Plugin: Name, Session: session, Event: ev.ID, ReplyTo: rt, Text: text}
+	r := plugin.ChannelReply{Plugin: Name, Session: session, Event: ev.ID, ReplyTo: inboundOf(e.t, ev).ReplyTo, Text: text}
 	if topic == plugin.TopicChannelReply {
 		zero := 0
 		r.Exit = &zero
 	}
-	e.coreEvent(topic, ev.Group, r)
+	e.coreEvent(topic.Name(), ev.Group, r)
 }
 
 // coreEvent delivers an event from the core with payload v.
@@ -275,16 +292,10 @@ func mustJSON(v any) json.RawMessage {
 	return b
 }
 
-// payloadOf is v as an event payload, decoded as the core decodes one.
-func payloadOf(t *testing.T, v any) map[string]any {
+// payloadOf is v as an event payload, encoded as the core encodes one.
+func payloadOf(t *testing.T, v any) json.RawMessage {
 	t.Helper()
-	dec := json.NewDecoder(strings.NewReader(string(mustJSON(v))))
-	dec.UseNumber()
-	var p map[string]any
-	if err := dec.Decode(&p); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return mustJSON(v)
 }
 
 // until runs the fake clock from timer to timer until cond holds: for

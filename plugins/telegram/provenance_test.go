@@ -80,7 +80,7 @@ func TestProvenance(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
 			e.handled(e.ownerMessage(tc.chat, tc.text, tc.extra))
-			prompt, _ := e.flush(1).Payload["text"].(string)
+			prompt, _ := member(e.flush(1), "text").(string)
 			for _, w := range tc.want {
 				if !strings.Contains(prompt, w) {
 					t.Errorf("the prompt lacks %q:\n%s", w, prompt)

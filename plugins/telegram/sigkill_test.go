@@ -229,8 +229,8 @@ func TestSIGKILL(t *testing.T) {
 				t.Fatalf("%d message.inbound events across the crash, want %d", len(evs), tc.events)
 			}
 			for _, ev := range evs {
-				if ev.Payload["text"] != "exactly once, please" {
-					t.Errorf("event text %q", ev.Payload["text"])
+				if member(ev, "text") != "exactly once, please" {
+					t.Errorf("event text %q", member(ev, "text"))
 				}
 			}
 			told := strings.Contains(strings.Join(fake.Texts(owner), "\n"), "may or may not have reached")

@@ -396,13 +396,13 @@ func (h *Handler) HandleEvent(ctx context.Context, ev *plugin.Event) error {
 		return nil
 	}
 	switch ev.Topic {
-	case plugin.TopicChannelStarted:
+	case plugin.TopicChannelStarted.Name():
 		return h.onStarted(ctx, ev)
-	case plugin.TopicChannelReply:
+	case plugin.TopicChannelReply.Name():
 		return h.onReply(ctx, ev)
-	case "confirmation.requested":
+	case plugin.TopicConfirmationRequested.Name():
 		return h.onRequested(ctx, ev)
-	case "confirmation.resolved":
+	case plugin.TopicConfirmationResolved.Name():
 		return h.onResolved(ctx, ev)
 	}
 	return nil

@@ -501,7 +501,9 @@ func (s *setupRun) telegram() {
 		return
 	}
 	if _, ok := s.cfg.Groups["main"]; !ok {
-		if err := s.setTOML("telegram", "groups.main.topics", `["message.inbound", "task.triggered"]`); err != nil {
+		// Topics are dot-separated [a-z0-9_] words: nothing to escape.
+		topics := `["` + strings.Join(config.SpawnTopics, `", "`) + `"]`
+		if err := s.setTOML("telegram", "groups.main.topics", topics); err != nil {
 			s.report(stepFail, "telegram", err.Error(), "carapace config edit")
 			return
 		}

@@ -79,10 +79,14 @@ var frames = []golden{
 		body: plugin.Request{Tool: "weather_now", Arguments: map[string]any{"city": "Lisbon", "days": json.Number("2")}, Group: "main",
 			Session: session, Correlation: "9f1c2a7e4b3d4c1f8e2a6b5d7c9e0f11", EnvelopeID: "0b6f3c52-5d7e-4b8a-9a51-2f7d3e9c1a44", Time: when}},
 	{file: "plugin-reply-invoke.json", msg: reply(2), body: map[string]any{"city": "Lisbon", "temperature_c": json.Number("17.5"), "sky": "clear"}},
+	// An event's payload is the publisher's bytes, which the protocol
+	// carries as they are: any JSON object. (The core's ChannelReply
+	// encodes its members in field order; these frames keep the order of
+	// the map-encoded payloads they were first written from.)
 	{file: "core-call-event.json", msg: call(3, pluginproto.MethodEvent, 0),
-		body: plugin.Event{ID: "ev-7d1e", Topic: plugin.TopicChannelReply, Group: "main", Correlation: "c-42", Time: when, Source: "core",
-			Payload: map[string]any{"plugin": "chat", "session": session, "event": "ev-5a0c", "reply_to": map[string]any{"chat_id": json.Number("42")},
-				"text": "It is 17.5 °C and clear in Lisbon.", "exit": json.Number("0")}}},
+		body: plugin.Event{ID: "ev-7d1e", Topic: plugin.TopicChannelReply.Name(), Group: "main", Correlation: "c-42", Time: when, Source: "core",
+			Payload: json.RawMessage(`{"event":"ev-5a0c","exit":0,"plugin":"chat","reply_to":{"chat_id":42},"session":"` + session +
+				`","text":"It is 17.5 °C and clear in Lisbon."}`)}},
 	{file: "plugin-reply-event.json", msg: reply(3), body: empty},
 	{file: "core-call-verify.json", msg: call(4, pluginproto.MethodVerify, 0), body: empty},
 	{file: "plugin-reply-verify.json", msg: reply(4), body: plugin.VerifyResult{OK: true, Message: "api.example.com accepted the key"}},
@@ -114,8 +118,8 @@ var frames = []golden{
 	{file: "core-reply-session-info.json", msg: reply(3), body: plugin.SessionInfo{ID: session, Group: "main", Started: when}},
 	{file: "plugin-call-read-credential.json", msg: call(4, pluginproto.MethodReadCredential, 0), body: pluginproto.CredentialParams{Key: "api_key"}},
 	{file: "core-reply-read-credential.json", msg: reply(4), body: pluginproto.CredentialResult{Value: "sk-example-not-a-secret"}},
-	{file: "plugin-call-publish-event.json", msg: call(5, pluginproto.MethodPublishEvent, 0), body: plugin.Event{Topic: plugin.TopicMessageInbound,
-		Group: "main", Payload: map[string]any{"text": "weather in Lisbon?", "reply_to": map[string]any{"chat_id": json.Number("42")}, "conversation": "42"}}},
+	{file: "plugin-call-publish-event.json", msg: call(5, pluginproto.MethodPublishEvent, 0), body: plugin.Event{Topic: plugin.TopicMessageInbound.Name(),
+		Group: "main", Payload: json.RawMessage(`{"conversation":"42","reply_to":{"chat_id":42},"text":"weather in Lisbon?"}`)}},
 	{file: "core-reply-publish-event.json", msg: reply(5), body: empty},
 	{file: "plugin-call-audit-dropped.json", msg: call(6, pluginproto.MethodAuditDropped, 0),
 		body: pluginproto.DroppedParams{What: "message from stranger user 777 in chat 777"}},

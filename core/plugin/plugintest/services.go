@@ -265,7 +265,7 @@ func (s *Services) PublishEvent(_ context.Context, ev *plugin.Event) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := *ev
-	e.Payload = maps.Clone(ev.Payload)
+	e.Payload = slices.Clone(ev.Payload)
 	e.Source = s.pluginName()
 	e.ID = fmt.Sprintf("test-event-%d", len(s.events)+1)
 	e.Time = time.Now().UTC()

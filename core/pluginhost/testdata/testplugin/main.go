@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -132,7 +133,9 @@ func (h *handler) Invoke(ctx context.Context, req *plugin.Request) (map[string]a
 		defer h.mu.Unlock()
 		var topics []any
 		for _, ev := range h.events {
-			topics = append(topics, ev.Topic+":"+fmt.Sprint(ev.Payload["n"]))
+			var p struct{ N json.Number }
+			_ = ev.Decode(&p)
+			topics = append(topics, ev.Topic+":"+p.N.String())
 		}
 		return map[string]any{"events": topics}, nil
 	case "crash":
@@ -223,7 +226,7 @@ func (h *handler) services(ctx context.Context) map[string]any {
 		topics = append(topics, e.Topic)
 	}
 	out["audit"] = map[string]any{"topics": topics, "err": errText(err)}
-	err = h.svc.PublishEvent(ctx, &plugin.Event{Topic: "message.inbound", Payload: map[string]any{"text": "hi"}})
+	err = h.svc.PublishEvent(ctx, &plugin.Event{Topic: "message.inbound", Payload: json.RawMessage(`{"text":"hi"}`)})
 	out["publish"] = errText(err)
 	out["publish_elsewhere"] = errText(h.svc.PublishEvent(ctx, &plugin.Event{Topic: "message.inbound", Group: "elsewhere"}))
 	paused, err := h.svc.Paused(ctx)

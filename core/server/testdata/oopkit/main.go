@@ -102,7 +102,11 @@ func (k *kit) Invoke(ctx context.Context, req *plugin.Request) (map[string]any, 
 				payload["conversation"] = conv
 			}
 		}
-		if err := k.svc.PublishEvent(ctx, &plugin.Event{Topic: topic, Group: group, Payload: payload}); err != nil {
+		ev, err := plugin.NewEvent(topic, group, payload)
+		if err == nil {
+			err = k.svc.PublishEvent(ctx, ev)
+		}
+		if err != nil {
 			return map[string]any{"published": false, "error": err.Error()}, nil
 		}
 		return map[string]any{"published": true}, nil
