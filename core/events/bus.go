@@ -1,6 +1,7 @@
 package events
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -106,15 +107,19 @@ func (b *Bus) Path() string { return b.path }
 
 // Publish validates ev, stamps it and delivers it to every subscriber.
 //
-// The topic must pass CheckTopic, the group (if set) home.CheckGroup, and
-// the event must encode to at most MaxEventSize bytes; otherwise nothing is
+// The topic must pass CheckTopic, the group (if set) home.CheckGroup, the
+// payload must be a JSON object (a nil payload is sent as {}), and the
+// event must encode to at most MaxEventSize bytes; otherwise nothing is
 // delivered and the error wraps ErrBadTopic, home.ErrBadGroup, ErrTooLarge
 // or ErrBadEvent. On success Publish sets ev.ID to a new random id and, if
-// it was zero, ev.Time to now (UTC); a nil payload is sent as {}.
+// it was zero, ev.Time to now (UTC).
 //
-// Publish never waits for a subscriber. In-process subscribers get the event
-// decoded from its wire form (numbers as json.Number, exactly what a remote
-// subscriber sees), one copy shared by all of them: treat it as read-only.
+// The event is encoded once, here (encode): the payload's bytes as its
+// publisher encoded them, compacted, inside the envelope the socket
+// carries. Publish never waits for a subscriber. In-process subscribers
+// get the event as stamped, its Payload those same bytes — what a remote
+// subscriber reads from the frame — one copy shared by all of them: treat
+// it as read-only.
 func (b *Bus) Publish(ctx context.Context, ev *plugin.Event) error {
 	if ev == nil {
 		return fmt.Errorf("publish: nil event: %w", ErrBadEvent)
@@ -133,19 +138,15 @@ func (b *Bus) Publish(ctx context.Context, ev *plugin.Event) error {
 	if e.Time.IsZero() {
 		e.Time = time.Now().UTC()
 	}
-	if len(e.Payload) == 0 {
-		e.Payload = json.RawMessage("{}")
-	}
-	if !isObject(e.Payload) {
-		return fmt.Errorf("publish %s: the payload is not a JSON object: %w", ev.Topic, ErrBadEvent)
-	}
-	data, err := json.Marshal(&e)
+	e.Time = e.Time.Round(0) // as the wire has it: no monotonic reading
+	data, payload, err := encode(&e)
 	if err != nil {
-		return fmt.Errorf("publish %s: encode: %v: %w", ev.Topic, err, ErrBadEvent)
+		return fmt.Errorf("publish %s: %w", ev.Topic, err)
 	}
 	if len(data) > MaxEventSize {
 		return fmt.Errorf("publish %s: %d bytes encoded, over the limit of %d: %w", ev.Topic, len(data), MaxEventSize, ErrTooLarge)
 	}
+	e.Payload = payload
 
 	b.mu.RLock()
 	defer b.mu.RUnlock()
@@ -159,21 +160,51 @@ func (b *Bus) Publish(ctx context.Context, ev *plugin.Event) error {
 	if err := b.pub.Send(zmq4.NewMsgFrom([]byte(e.Topic), data)); err != nil {
 		b.log.Warn("event bus: the PUB socket refused an event", "topic", e.Topic, "err", err)
 	}
-	subs, all := b.byTopic[e.Topic], b.all
-	if len(subs) == 0 && len(all) == 0 {
-		return nil
+	for _, s := range b.byTopic[e.Topic] {
+		b.deliver(s, &e)
 	}
-	out, err := parseEvent(data)
-	if err != nil { // cannot happen: data was encoded above from a checked event
-		return fmt.Errorf("publish %s: %w", ev.Topic, err)
-	}
-	for _, s := range subs {
-		b.deliver(s, out)
-	}
-	for _, s := range all {
-		b.deliver(s, out)
+	for _, s := range b.all {
+		b.deliver(s, &e)
 	}
 	return nil
+}
+
+// encode returns ev's wire form — its fields as encoding/json writes a
+// plugin.Event, then its payload's bytes as the publisher encoded them,
+// compacted (insignificant white space out, so that a line-based reader
+// can carry them: the watch stream) — and the payload's bytes within it.
+// The payload is copied, never decoded: an event is encoded once, by its
+// publisher.
+func encode(ev *plugin.Event) (data, payload []byte, err error) {
+	p := ev.Payload
+	if len(p) == 0 {
+		p = []byte("{}")
+	}
+	head := *ev
+	head.Payload = nil
+	h, err := json.Marshal(&head)
+	if err != nil {
+		return nil, nil, fmt.Errorf("encode: %v: %w", err, ErrBadEvent)
+	}
+	// Payload is plugin.Event's last field, and a nil one is written null:
+	// the payload's bytes go in its place.
+	h, ok := bytes.CutSuffix(h, []byte("null}"))
+	if !ok {
+		return nil, nil, fmt.Errorf("encode: the envelope does not end with its payload: %w", ErrBadEvent)
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, len(h)+len(p)+1))
+	buf.Write(h)
+	start := buf.Len()
+	if err := json.Compact(buf, p); err != nil {
+		return nil, nil, fmt.Errorf("encode the payload: %v: %w", err, ErrBadEvent)
+	}
+	data = buf.Bytes()
+	if data[start] != '{' {
+		return nil, nil, fmt.Errorf("the payload is not a JSON object: %w", ErrBadEvent)
+	}
+	end := len(data)
+	data = append(data, '}')
+	return data, data[start:end:end], nil
 }
 
 // PublishCore publishes one of the core's own events, as made by its

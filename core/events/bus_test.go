@@ -729,3 +729,34 @@ func TestConcurrentPublishersAndSubscribers(t *testing.T) {
 		t.Fatalf("Subscriptions = %d, want %d (churned ones left behind?)", st.Subscriptions, len(subs))
 	}
 }
+
+// TestOneEncoding: an event is encoded once, by its publisher. The bus
+// hands every subscriber — in process and over the socket — the payload's
+// bytes as they were published, compacted but never decoded and encoded
+// again: members stay in their order, 2.50 stays 2.50, a number past
+// float64's precision stays whole, and < & > stay unescaped (encoding/json
+// would write \u003c). White space, new lines included, goes.
+func TestOneEncoding(t *testing.T) {
+	b := openBus(t, events.Options{})
+	topic := plugin.TopicMessageInbound.Name()
+	local, err := b.Subscribe(topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := dial(t, b, topic)
+	join(t, b, r)
+	for _, tt := range []struct{ published, want string }{
+		{`{"z":1,"a":2.50,"n":9007199254740993,"s":"<&>"}`, `{"z":1,"a":2.50,"n":9007199254740993,"s":"<&>"}`},
+		{"{ \"text\" :\n\t\"two\\nlines\" , \"reply_to\": {\"chat_id\" : 42} }\n", `{"text":"two\nlines","reply_to":{"chat_id":42}}`},
+	} {
+		if err := b.Publish(context.Background(), &plugin.Event{Topic: topic, Group: "main", Payload: json.RawMessage(tt.published)}); err != nil {
+			t.Fatal(err)
+		}
+		if got := next(t, local); string(got.Payload) != tt.want {
+			t.Errorf("in process: payload %s, want %s", got.Payload, tt.want)
+		}
+		if got := recv(t, r); string(got.Payload) != tt.want {
+			t.Errorf("over the socket: payload %s, want %s", got.Payload, tt.want)
+		}
+	}
+}

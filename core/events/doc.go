@@ -27,6 +27,14 @@
 //     file, by convention SocketPath(home) = $CARAPACE_HOME/run/events.sock,
 //     mode 0600 in the 0700 run directory. Dial is the Go client.
 //
+// # One encoding
+//
+// An event's payload is a JSON object its publisher encoded once (the
+// plugin SDK's Topic.Event). Publish writes the event's frame around those
+// bytes — compacted, never decoded — and hands in-process subscribers the
+// same bytes, so that every consumer, in process or not, reads what the
+// publisher wrote and decodes it once, into the topic's type.
+//
 // # Wire format
 //
 // Each event is one two-frame ZeroMQ message:
@@ -34,7 +42,8 @@
 //	frame 0: the topic, e.g. "agent.started" (ASCII, at most MaxTopicLen bytes)
 //	frame 1: the event as a JSON object, plugin.Event's encoding
 //	         {"id","topic","group","correlation","timestamp","source","payload"},
-//	         at most MaxEventSize bytes
+//	         at most MaxEventSize bytes; the payload is the publisher's
+//	         bytes, compacted
 //
 // ZeroMQ filters on the PUB side by frame 0, and its subscriptions are byte
 // prefixes: a subscriber to "agent.started" also gets "agent.started_late",

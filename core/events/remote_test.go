@@ -140,6 +140,9 @@ func TestWireFrames(t *testing.T) {
 		if ev.Topic != string(m.Frames[0]) {
 			t.Fatalf("frame 0 %q, event topic %q", m.Frames[0], ev.Topic)
 		}
+		if again, _ := json.Marshal(&ev); string(again) != string(m.Frames[1]) {
+			t.Fatalf("frame 1 is not plugin.Event's encoding:\n%s\nwant\n%s", m.Frames[1], again)
+		}
 		if probeIDs[ev.ID] {
 			continue
 		}
