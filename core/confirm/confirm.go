@@ -22,8 +22,12 @@
 // the user twice; past MaxPending pending confirmations in a group, a new
 // one is refused at once (ErrTooMany), never queued.
 //
-// Observe is told of every change — requested, then exactly one resolution
-// — in order, for the audit log and the event bus.
+// Every change — requested, then exactly one resolution — is told, in
+// order, to those who must hear of it: the audit log, the core's log, and
+// the surfaces through the event bus (record.go says who and how). Every
+// decision, from whichever surface — the control API's (the CLI, the
+// menu-bar app, a notification) or a plugin's (Telegram) — goes through
+// the one Decide, which records a refused decision too.
 //
 // What a person approves is what runs. A confirmation carries the
 // arguments as they run (Arguments) and as surfaces show them (Display,
@@ -41,9 +45,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/carapace-dev/carapace/core/api"
 )
 
 // Defaults.
@@ -143,30 +150,20 @@ type Confirmation struct {
 // Pending reports whether c is still waiting for a decision.
 func (c Confirmation) Pending() bool { return c.Decision == "" }
 
-// Decide is one decision from a surface.
-type Decide struct {
-	ID       string // the confirmation's full id
-	Approve  bool
-	ArgsHash string // the hash of the arguments the surface showed
-	Surface  string
-	Decider  string
-	// Raw says the surface showed the arguments as they run (Arguments),
-	// not Display: only then may a confirmation with Hidden values be
-	// approved.
-	Raw bool
-}
-
 // Options configure a Gate.
 type Options struct {
 	Timeout    time.Duration // how long a confirmation waits; DefaultTimeout if zero
 	MaxPending int           // pending confirmations per group; DefaultMaxPending if zero
-	// Observe, if set, is told of each change, in order: a new
-	// confirmation (Pending), then its resolution. It is called with the
-	// gate's lock held, so it must not call the gate, and should be quick
-	// (an audit line, a publish that never waits). An error for a new
-	// confirmation refuses it: the gate fails closed when the change
-	// cannot be recorded.
-	Observe func(Confirmation) error
+	// Audit records each change and each refused decision (the core's
+	// audit log); nil records nothing. A new confirmation it cannot
+	// record is refused: the gate fails closed.
+	Audit Auditor
+	// Publish tells the surfaces of each change (the core's event bus);
+	// nil tells nobody.
+	Publish Publisher
+	// Logger logs each change for the person at the terminal; nil
+	// discards.
+	Logger *slog.Logger
 	// Now returns the time; time.Now if nil (tests).
 	Now func() time.Time
 }
@@ -200,6 +197,9 @@ func New(opts Options) *Gate {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
 	return &Gate{opts: opts, pending: map[string]*entry{}, resolved: map[string]Confirmation{}}
 }
 
@@ -231,7 +231,7 @@ func (t *Ticket) ID() string { return t.e.c.ID }
 // Request registers a call that needs the user and returns its ticket. An
 // identical pending request (same session, tool and hash) is joined. It
 // fails with ErrTooMany when the group already has MaxPending pending, and
-// with Observe's error when the new confirmation cannot be recorded.
+// with the audit log's error when the new confirmation cannot be recorded.
 func (g *Gate) Request(r Request) (*Ticket, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -258,10 +258,8 @@ func (g *Gate) Request(r Request) (*Ticket, error) {
 		waiters: 1,
 		done:    make(chan struct{}),
 	}
-	if g.opts.Observe != nil {
-		if err := g.opts.Observe(e.c); err != nil {
-			return nil, err
-		}
+	if err := g.record(e.c); err != nil {
+		return nil, err
 	}
 	g.pending[e.c.ID] = e
 	e.timer = time.AfterFunc(g.opts.Timeout, func() {
@@ -304,13 +302,13 @@ func (g *Gate) Wait(ctx context.Context, t *Ticket) error {
 	}
 }
 
-// Decide applies a decision from a surface and returns the confirmation as
+// decide applies a decision from a surface and returns the confirmation as
 // it now stands. It fails with ErrNotFound for an unknown id, ErrDecided
 // when the confirmation is no longer pending (expired included), and,
 // deciding nothing, with ErrMismatch when the hash is not the
 // confirmation's and ErrHidden for an approval of a confirmation with
 // Hidden values from a surface that did not show them (Raw).
-func (g *Gate) Decide(d Decide) (Confirmation, error) {
+func (g *Gate) decide(d api.Decision) (Confirmation, error) {
 	if d.ArgsHash == "" {
 		return Confirmation{}, fmt.Errorf("%w: a decision needs the args_hash of the arguments shown", ErrInvalid)
 	}
@@ -365,8 +363,8 @@ func (g *Gate) WithdrawAll(reason string) {
 	}
 }
 
-// resolve records e's decision once, wakes its waiters and tells Observe.
-// Called with g.mu held.
+// resolve records e's decision once, wakes its waiters and tells those
+// who hear of it (record). Called with g.mu held.
 func (g *Gate) resolve(e *entry, d Decision, surface, decider, reason string) {
 	if e.c.Decision != "" {
 		return
@@ -383,9 +381,7 @@ func (g *Gate) resolve(e *entry, d Decision, surface, decider, reason string) {
 		delete(g.resolved, g.order[0])
 		g.order = g.order[1:]
 	}
-	if g.opts.Observe != nil {
-		_ = g.opts.Observe(e.c) // a resolution stands even if it cannot be recorded
-	}
+	_ = g.record(e.c) // a resolution stands even if it cannot be recorded
 }
 
 // Pending returns the pending confirmations, oldest first.

@@ -8,33 +8,57 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/carapace-dev/carapace/core/api"
+	"github.com/carapace-dev/carapace/core/audit"
 )
 
 var hashA, hashB = HashArguments([]byte(`{"x":1}`)), HashArguments([]byte(`{"x":2}`))
 
-// recorder is an Observe that keeps what it is told.
+// recorder hears of a gate's changes as the core does — it is the gate's
+// audit log and its publisher — and keeps what it is told.
 type recorder struct {
-	mu   sync.Mutex
-	seen []Confirmation
-	fail error
+	mu        sync.Mutex
+	audited   []audit.Entry
+	published []api.Confirmation
+	topics    []string
+	fail      error // the audit log's error for a new confirmation
 }
 
-func (r *recorder) observe(c Confirmation) error {
+// options are o with r as the audit log and the publisher.
+func (r *recorder) options(o Options) Options {
+	o.Audit, o.Publish = r, r
+	return o
+}
+
+func (r *recorder) Write(e *audit.Entry) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if c.Pending() && r.fail != nil {
+	if e.Outcome == audit.OutcomePending && r.fail != nil {
 		return r.fail
 	}
-	r.seen = append(r.seen, c)
+	r.audited = append(r.audited, *e)
 	return nil
 }
 
+func (r *recorder) ConfirmationRequested(c api.Confirmation) { r.publish("requested", c) }
+func (r *recorder) ConfirmationResolved(c api.Confirmation)  { r.publish("resolved", c) }
+
+func (r *recorder) publish(topic string, c api.Confirmation) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.topics = append(r.topics, topic)
+	r.published = append(r.published, c)
+}
+
+// log lists what was published: each confirmation's id prefix and
+// decision ("requested" while pending).
 func (r *recorder) log() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []string
-	for _, c := range r.seen {
-		d := string(c.Decision)
+	for _, c := range r.published {
+		d := c.Decision
 		if d == "" {
 			d = "requested"
 		}
@@ -61,11 +85,11 @@ func TestDecisions(t *testing.T) {
 		final   Decision
 	}{
 		{"approve", time.Minute, func(g *Gate, tk *Ticket) error {
-			_, err := g.Decide(Decide{ID: tk.ID(), Approve: true, ArgsHash: hashA, Surface: "cli", Decider: "alice"})
+			_, err := g.Decide(api.Decision{ID: tk.ID(), Approve: true, ArgsHash: hashA, Surface: "cli", Decider: "alice"})
 			return err
 		}, nil, Approved},
 		{"deny", time.Minute, func(g *Gate, tk *Ticket) error {
-			_, err := g.Decide(Decide{ID: tk.ID(), ArgsHash: hashA, Surface: "telegram", Decider: "42"})
+			_, err := g.Decide(api.Decision{ID: tk.ID(), ArgsHash: hashA, Surface: "telegram", Decider: "42"})
 			return err
 		}, ErrDenied, Denied},
 		{"expire", 20 * time.Millisecond, func(*Gate, *Ticket) error { return nil }, ErrTimeout, Expired},
@@ -73,7 +97,7 @@ func TestDecisions(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := &recorder{}
-			g := New(Options{Timeout: tt.timeout, Observe: rec.observe})
+			g := New(rec.options(Options{Timeout: tt.timeout}))
 			tk := request(t, g, "s", "main", hashA)
 			if c := tk.Confirmation(); !regexp.MustCompile(`^[0-9a-f]{32}$`).MatchString(c.ID) || !c.Expires.Equal(c.Created.Add(tt.timeout)) {
 				t.Errorf("confirmation %+v: want a 128-bit hex id and an expiry after the timeout", c)
@@ -105,7 +129,7 @@ func TestFirstDecisionWins(t *testing.T) {
 		results := make([]error, 8)
 		for i := range results {
 			wg.Go(func() {
-				_, results[i] = g.Decide(Decide{ID: tk.ID(), Approve: i%2 == 0, ArgsHash: hashA, Surface: fmt.Sprintf("s%d", i)})
+				_, results[i] = g.Decide(api.Decision{ID: tk.ID(), Approve: i%2 == 0, ArgsHash: hashA, Surface: fmt.Sprintf("s%d", i)})
 			})
 		}
 		wg.Wait()
@@ -139,19 +163,19 @@ func TestFirstDecisionWins(t *testing.T) {
 
 func TestRefusedDecisions(t *testing.T) {
 	rec := &recorder{}
-	g := New(Options{Timeout: time.Minute, Observe: rec.observe})
+	g := New(rec.options(Options{Timeout: time.Minute}))
 	tk := request(t, g, "s", "main", hashA)
 
 	// A wrong hash decides nothing, approve or deny.
 	for _, approve := range []bool{true, false} {
-		if _, err := g.Decide(Decide{ID: tk.ID(), Approve: approve, ArgsHash: hashB}); !errors.Is(err, ErrMismatch) {
+		if _, err := g.Decide(api.Decision{ID: tk.ID(), Approve: approve, ArgsHash: hashB}); !errors.Is(err, ErrMismatch) {
 			t.Errorf("wrong hash (approve %v): %v, want ErrMismatch", approve, err)
 		}
 	}
-	if _, err := g.Decide(Decide{ID: tk.ID(), Approve: true}); !errors.Is(err, ErrInvalid) {
+	if _, err := g.Decide(api.Decision{ID: tk.ID(), Approve: true}); !errors.Is(err, ErrInvalid) {
 		t.Errorf("no hash: %v, want ErrInvalid", err)
 	}
-	if _, err := g.Decide(Decide{ID: "0123456789abcdef0123456789abcdef", ArgsHash: hashA}); !errors.Is(err, ErrNotFound) {
+	if _, err := g.Decide(api.Decision{ID: "0123456789abcdef0123456789abcdef", ArgsHash: hashA}); !errors.Is(err, ErrNotFound) {
 		t.Errorf("unknown id: %v, want ErrNotFound", err)
 	}
 	if g.Len() != 1 {
@@ -166,7 +190,7 @@ func TestRefusedDecisions(t *testing.T) {
 		t.Errorf("Wait after withdrawal = %v", err)
 	}
 	var dec *ErrDecided
-	if _, err := g.Decide(Decide{ID: tk.ID(), Approve: true, ArgsHash: hashA}); !errors.As(err, &dec) || dec.Confirmation.Decision != Withdrawn {
+	if _, err := g.Decide(api.Decision{ID: tk.ID(), Approve: true, ArgsHash: hashA}); !errors.As(err, &dec) || dec.Confirmation.Decision != Withdrawn {
 		t.Errorf("approval after withdrawal: %v, want already decided (withdrawn)", err)
 	}
 
@@ -175,7 +199,7 @@ func TestRefusedDecisions(t *testing.T) {
 	g2 := New(Options{Timeout: time.Hour, Now: func() time.Time { return now }})
 	tk2 := request(t, g2, "s", "main", hashA)
 	now = now.Add(time.Hour)
-	if _, err := g2.Decide(Decide{ID: tk2.ID(), Approve: true, ArgsHash: hashA}); !errors.As(err, &dec) || dec.Confirmation.Decision != Expired {
+	if _, err := g2.Decide(api.Decision{ID: tk2.ID(), Approve: true, ArgsHash: hashA}); !errors.As(err, &dec) || dec.Confirmation.Decision != Expired {
 		t.Errorf("approval after expiry: %v, want already decided (expired)", err)
 	}
 	if err := g2.Wait(context.Background(), tk2); !errors.Is(err, ErrTimeout) {
@@ -187,7 +211,7 @@ func TestRefusedDecisions(t *testing.T) {
 // get its decision. A different session, tool or hash is another.
 func TestIdenticalRequestsJoin(t *testing.T) {
 	rec := &recorder{}
-	g := New(Options{Observe: rec.observe})
+	g := New(rec.options(Options{}))
 	a := request(t, g, "s", "main", hashA)
 	b := request(t, g, "s", "main", hashA)
 	if !b.Joined || a.Joined || a.ID() != b.ID() {
@@ -198,7 +222,7 @@ func TestIdenticalRequestsJoin(t *testing.T) {
 			t.Errorf("a different request joined %s", a.ID())
 		}
 	}
-	if _, err := g.Decide(Decide{ID: a.ID(), Approve: true, ArgsHash: hashA}); err != nil {
+	if _, err := g.Decide(api.Decision{ID: a.ID(), Approve: true, ArgsHash: hashA}); err != nil {
 		t.Fatal(err)
 	}
 	for _, tk := range []*Ticket{a, b} {
@@ -235,18 +259,22 @@ func TestPendingCapPerGroup(t *testing.T) {
 		t.Fatalf("third in the group: %v, want ErrTooMany", err)
 	}
 	request(t, g, "s4", "other", hashA)
-	if _, err := g.Decide(Decide{ID: first.ID(), ArgsHash: hashA}); err != nil {
+	if _, err := g.Decide(api.Decision{ID: first.ID(), ArgsHash: hashA}); err != nil {
 		t.Fatal(err)
 	}
 	request(t, g, "s3", "main", hashA)
 }
 
-// A confirmation that cannot be recorded is not created.
-func TestObserveFailureRefuses(t *testing.T) {
+// A confirmation that cannot be audited is not created, nor told to the
+// surfaces.
+func TestAuditFailureRefuses(t *testing.T) {
 	rec := &recorder{fail: errors.New("audit log unwritable")}
-	g := New(Options{Observe: rec.observe})
+	g := New(rec.options(Options{}))
 	if _, err := g.Request(Request{Session: "s", Group: "main", Tool: "send", ArgsHash: hashA}); err == nil || g.Len() != 0 {
 		t.Fatalf("Request = %v with %d pending; want a refusal and nothing pending", err, g.Len())
+	}
+	if got := rec.log(); len(got) != 0 {
+		t.Errorf("published %q for a confirmation that was refused", got)
 	}
 }
 

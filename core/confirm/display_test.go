@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/carapace-dev/carapace/core/api"
 )
 
 func TestDisplay(t *testing.T) {
@@ -82,21 +84,21 @@ func TestHiddenApprovesOnlyRaw(t *testing.T) {
 		return tk
 	}
 	tk := req()
-	if _, err := g.Decide(Decide{ID: tk.ID(), Approve: true, ArgsHash: HashArguments(canonical), Surface: "telegram"}); !errors.Is(err, ErrHidden) {
+	if _, err := g.Decide(api.Decision{ID: tk.ID(), Approve: true, ArgsHash: HashArguments(canonical), Surface: "telegram"}); !errors.Is(err, ErrHidden) {
 		t.Fatalf("approve of a hidden display: %v, want ErrHidden", err)
 	}
 	if c, _ := g.Get(tk.ID()); !c.Pending() || !bytes.Equal(c.Arguments, canonical) {
 		t.Fatalf("a refused approval changed the confirmation: %+v", c)
 	}
-	c, err := g.Decide(Decide{ID: tk.ID(), Approve: true, ArgsHash: HashArguments(canonical), Surface: "cli", Raw: true})
-	if err != nil || c.Decision != Approved {
+	c, err := g.Decide(api.Decision{ID: tk.ID(), Approve: true, ArgsHash: HashArguments(canonical), Surface: "cli", Raw: true})
+	if err != nil || c.Decision != string(Approved) {
 		t.Fatalf("approve of the raw arguments: %+v, %v", c, err)
 	}
 	if c, _ := g.Get(tk.ID()); c.Arguments != nil {
 		t.Errorf("a resolved confirmation keeps the raw arguments: %s", c.Arguments)
 	}
 	tk = req()
-	if c, err := g.Decide(Decide{ID: tk.ID(), ArgsHash: HashArguments(canonical), Surface: "telegram"}); err != nil || c.Decision != Denied {
+	if c, err := g.Decide(api.Decision{ID: tk.ID(), ArgsHash: HashArguments(canonical), Surface: "telegram"}); err != nil || c.Decision != string(Denied) {
 		t.Fatalf("deny of a hidden display: %+v, %v", c, err)
 	}
 }

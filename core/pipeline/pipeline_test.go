@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/audit"
 	"github.com/carapace-dev/carapace/core/catalog"
 	"github.com/carapace-dev/carapace/core/confirm"
@@ -402,21 +403,16 @@ func TestCheckCanAskTheUser(t *testing.T) {
 				seen = c.Received
 				return catalog.Verdict{Summary: "Cancel task t-1, made by the user", Confirm: tt.confirm}, nil
 			}
-			var requested []confirm.Confirmation
-			pending := make(chan confirm.Confirmation, 4)
-			gate := confirm.New(confirm.Options{Timeout: time.Hour, Observe: func(c confirm.Confirmation) error {
-				if c.Pending() {
-					pending <- c
-				}
-				return nil
-			}})
+			var requested []api.Confirmation
+			pending := make(chan api.Confirmation, 4)
+			gate := confirm.New(confirm.Options{Timeout: time.Hour, Publish: approver(pending)})
 			p.opts.Gate = gate
 			decided := make(chan struct{})
 			go func() {
 				defer close(decided)
 				for c := range pending {
 					requested = append(requested, c)
-					if _, err := gate.Decide(confirm.Decide{ID: c.ID, Approve: true, ArgsHash: c.ArgsHash, Surface: "cli"}); err != nil {
+					if _, err := gate.Decide(api.Decision{ID: c.ID, Approve: true, ArgsHash: c.ArgsHash, Surface: "cli"}); err != nil {
 						t.Error(err)
 					}
 				}
@@ -439,3 +435,10 @@ func TestCheckCanAskTheUser(t *testing.T) {
 		})
 	}
 }
+
+// approver is a gate's Publisher that hands each new confirmation to a
+// test that approves it.
+type approver chan api.Confirmation
+
+func (a approver) ConfirmationRequested(c api.Confirmation) { a <- c }
+func (approver) ConfirmationResolved(api.Confirmation)      {}

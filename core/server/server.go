@@ -183,6 +183,7 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	defer closeBus()
+	s.gate = s.newGate()
 	s.plugins = loader.New(loader.Options{
 		Home: opts.Home, Version: opts.Version, Config: cfg, Logger: s.log, Audit: s.audit, Catalog: s.catalog,
 		Credentials: s.creds, Bus: s.bus, Builtins: opts.Builtins, Bundled: opts.Bundled, InitTimeout: opts.InitTimeout, Core: s,
@@ -191,7 +192,6 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 
-	s.gate = s.newGate()
 	s.pipe = pipeline.New(pipeline.Options{
 		Catalog: s.catalog, Audit: s.audit, Gate: s.gate, Logger: s.log,
 		HandlerTimeout: cfg.Core.HandlerTimeout.Duration,
