@@ -39,26 +39,27 @@ func testLogger(w io.Writer) *slog.Logger {
 // must fetch them.
 type omitting struct{ *controltest.Backend }
 
-func (o omitting) Watch(ctx context.Context) (*control.Watch, error) {
-	w, err := o.Backend.Watch(ctx)
-	if err != nil {
-		return nil, err
+func (o omitting) Changes() (control.Changes, error) {
+	f, err := o.Backend.Changes()
+	return omittingFeed{f}, err
+}
+
+// omittingFeed is a watch's changes with the confirmations' arguments
+// left out.
+type omittingFeed struct{ control.Changes }
+
+func (f omittingFeed) Next(ctx context.Context) (control.Change, error) {
+	c, err := f.Changes.Next(ctx)
+	if err != nil || !strings.HasPrefix(c.Type, "confirmation.") {
+		return c, err
 	}
-	out := make(chan api.WatchEvent)
-	in := w.Events
-	go func() {
-		defer close(out)
-		for ev := range in {
-			if ev.Confirmation != nil {
-				c := *ev.Confirmation
-				c.Arguments, c.ArgumentsOmitted = nil, true
-				ev.Confirmation = &c
-			}
-			out <- ev
-		}
-	}()
-	w.Events = out
-	return w, nil
+	var cf api.Confirmation
+	if err := json.Unmarshal(c.Payload, &cf); err != nil {
+		return c, err
+	}
+	cf.Arguments, cf.ArgumentsOmitted = nil, true
+	c.Payload, err = json.Marshal(cf)
+	return c, err
 }
 
 // fakeCore serves a controltest backend (wrapped by wrap, if not nil) on a

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/carapace-dev/carapace/app"
-	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/control/controltest"
 )
@@ -22,40 +21,45 @@ type cutting struct {
 	watched chan struct{} // a watch started
 }
 
-func (c *cutting) Watch(ctx context.Context) (*control.Watch, error) {
-	w, err := c.Backend.Watch(ctx)
+func (c *cutting) Changes() (control.Changes, error) {
+	f, err := c.Backend.Changes()
 	if err != nil {
 		return nil, err
 	}
-	out, stop := make(chan api.WatchEvent), make(chan struct{})
+	stop := make(chan struct{})
 	var once sync.Once
-	in := w.Events
-	go func() {
-		defer close(out)
-		for {
-			select {
-			case ev, ok := <-in:
-				if !ok {
-					return
-				}
-				select {
-				case out <- ev:
-				case <-stop:
-					return
-				}
-			case <-stop:
-				return
-			}
-		}
-	}()
-	w.Events = out
-	w.Ended = func() string { return "the watcher fell behind and was cut off" }
 	c.mu.Lock()
 	c.watches++
 	c.cuts = append(c.cuts, func() { once.Do(func() { close(stop) }) })
 	c.mu.Unlock()
 	c.watched <- struct{}{}
-	return w, nil
+	return cutFeed{f, stop}, nil
+}
+
+// cutFeed is a watch's changes until stop is closed, and then the core's
+// cut-off.
+type cutFeed struct {
+	control.Changes
+	stop chan struct{}
+}
+
+func (f cutFeed) Next(ctx context.Context) (control.Change, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-f.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	c, err := f.Changes.Next(ctx)
+	select {
+	case <-f.stop:
+		return control.Change{}, control.ErrCutOff
+	default:
+		return c, err
+	}
 }
 
 // cut ends the latest watch.

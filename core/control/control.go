@@ -9,11 +9,12 @@
 // user, so a file-mode mistake alone does not open the API. The shape follows
 // tailscale's localapi and safesocket.
 //
-// This package is the transport only: the server, the client and the
-// socket. What they carry — Status, Session, Confirmation, Decision, Task,
-// WatchEvent and the rest, and the errors ErrNotFound, ErrInvalid and
-// ErrConflict — is core/api's, which the core's packages use without
-// linking HTTP.
+// This package is the transport: the server, the client and the socket,
+// and the watch source (watch.go: the snapshot and the lines of the
+// changes, from a feed of the core's changes that the Backend opens). What
+// they carry — Status, Session, Confirmation, Decision, Task, WatchEvent
+// and the rest, and the errors ErrNotFound, ErrInvalid and ErrConflict — is
+// core/api's, which the core's packages use without linking HTTP.
 //
 // # Endpoints
 //
@@ -92,8 +93,10 @@ type Backend interface {
 	// copy: api.Confirmation.Hidden). ErrNotFound for an unknown id;
 	// ErrConflict once it is decided (they are not kept).
 	RawArguments(ctx context.Context, id string) (json.RawMessage, error)
-	// Watch starts a watch: a snapshot, then the changes (watch.go).
-	Watch(ctx context.Context) (*Watch, error)
+	// Changes starts following the core's changes for a watch (watch.go):
+	// the server takes the snapshot from the listings above once the feed
+	// is open. ErrConflict when the core is stopping.
+	Changes() (Changes, error)
 	// RestartPlugin stops plugin name (draining its calls) and loads it
 	// again from disk: manifest, pin, handler, init. A plugin that is no
 	// longer installed is unloaded; a new one is loaded. ErrNotFound if

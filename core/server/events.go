@@ -1,10 +1,14 @@
 package server
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/config"
+	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/events"
 )
 
@@ -38,3 +42,44 @@ func (s *Server) openBus() (func(), error) {
 func (s *Server) startSpawner() {
 	go func() { defer close(s.spawnerDone); s.agents.Spawn(s.spawnSub) }()
 }
+
+// Changes implements control.Backend: for a watch, a cut-off subscription
+// to the watch topics on the bus (control's watch source takes its
+// snapshot once this is open).
+func (s *Server) Changes() (control.Changes, error) {
+	sub, err := s.bus.SubscribeCutOff(api.WatchTopics...)
+	if err != nil {
+		if errors.Is(err, events.ErrClosed) {
+			return nil, fmt.Errorf("the core is shutting down: %w", api.ErrConflict)
+		}
+		return nil, fmt.Errorf("watch: %w", err)
+	}
+	return busChanges{sub}, nil
+}
+
+// busChanges are a watch's changes: the core's own events of its
+// subscription, their payloads the bytes the bus carries.
+type busChanges struct{ sub *events.Subscription }
+
+// Next implements control.Changes.
+func (f busChanges) Next(ctx context.Context) (control.Change, error) {
+	for {
+		select {
+		case ev, ok := <-f.sub.C():
+			if !ok {
+				return control.Change{}, control.ErrStopping
+			}
+			if ev.Source != "core" {
+				continue // the watch shows the core's own changes (plugins cannot publish these topics either)
+			}
+			return control.Change{Type: ev.Topic, Time: ev.Time, Payload: ev.Payload}, nil
+		case <-f.sub.Cut():
+			return control.Change{}, control.ErrCutOff
+		case <-ctx.Done():
+			return control.Change{}, ctx.Err()
+		}
+	}
+}
+
+// Close implements control.Changes.
+func (f busChanges) Close() { _ = f.sub.Close() }

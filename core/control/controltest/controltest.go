@@ -40,7 +40,7 @@ type Backend struct {
 	sessions      []api.Session
 	confirmations []api.Confirmation // pending
 	decided       []api.Confirmation // resolved, most recent last
-	watchers      []chan api.WatchEvent
+	watchers      []chan control.Change
 	nextID        int
 	closed        []string
 	decisions     []Decision
@@ -290,31 +290,50 @@ func (b *Backend) RawArguments(_ context.Context, id string) (json.RawMessage, e
 	return b.confirmations[i].Arguments, nil
 }
 
-// Watch implements control.Backend: a snapshot of the backend's state,
-// then what Emit sends.
-func (b *Backend) Watch(context.Context) (*control.Watch, error) {
+// Changes implements control.Backend: a feed of what Emit sends from now
+// on.
+func (b *Backend) Changes() (control.Changes, error) {
 	if err := b.fail("Watch"); err != nil {
 		return nil, err
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	st := b.status
-	st.PendingConfirmations = len(b.confirmations)
-	ch := make(chan api.WatchEvent, 64)
-	b.watchers = append(b.watchers, ch)
-	snap := api.WatchEvent{Type: api.WatchSnapshot, Time: time.Now().UTC(), Status: &st,
-		Sessions: slices.Clone(b.sessions), Confirmations: slices.Clone(b.confirmations), Plugins: st.Plugins}
-	return &control.Watch{Snapshot: snap, Events: ch, Ended: func() string { return "" }, Close: func() {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		if i := slices.Index(b.watchers, ch); i >= 0 {
-			b.watchers = slices.Delete(b.watchers, i, i+1)
-			close(ch)
-		}
-	}}, nil
+	f := &feed{b: b, ch: make(chan control.Change, 64)}
+	b.watchers = append(b.watchers, f.ch)
+	return f, nil
 }
 
-// Emit sends ev to every watch (dropped for a watch with no room).
+// feed is one watch's changes.
+type feed struct {
+	b  *Backend
+	ch chan control.Change
+}
+
+// Next implements control.Changes.
+func (f *feed) Next(ctx context.Context) (control.Change, error) {
+	select {
+	case c, ok := <-f.ch:
+		if !ok {
+			return control.Change{}, control.ErrStopping
+		}
+		return c, nil
+	case <-ctx.Done():
+		return control.Change{}, ctx.Err()
+	}
+}
+
+// Close implements control.Changes.
+func (f *feed) Close() {
+	f.b.mu.Lock()
+	defer f.b.mu.Unlock()
+	if i := slices.Index(f.b.watchers, f.ch); i >= 0 {
+		f.b.watchers = slices.Delete(f.b.watchers, i, i+1)
+		close(f.ch)
+	}
+}
+
+// Emit sends ev to every watch (dropped for a watch with no room), as the
+// core would: its member encoded as the change's payload.
 func (b *Backend) Emit(ev api.WatchEvent) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -322,12 +341,37 @@ func (b *Backend) Emit(ev api.WatchEvent) {
 }
 
 func (b *Backend) emitLocked(ev api.WatchEvent) {
+	c := control.Change{Type: ev.Type, Time: ev.Time, Payload: payloadOf(ev)}
 	for _, ch := range b.watchers {
 		select {
-		case ch <- ev:
+		case ch <- c:
 		default:
 		}
 	}
+}
+
+// payloadOf encodes the member of ev that its change carries (for a task
+// change, the plugin SDK's TaskChange: {"task", "task_run"}).
+func payloadOf(ev api.WatchEvent) json.RawMessage {
+	var v any = struct {
+		Task *api.Task    `json:"task,omitempty"`
+		Run  *api.TaskRun `json:"task_run,omitempty"`
+	}{ev.Task, ev.TaskRun}
+	switch {
+	case ev.Confirmation != nil:
+		v = ev.Confirmation
+	case ev.Session != nil:
+		v = ev.Session
+	case ev.Plugin != nil:
+		v = ev.Plugin
+	case ev.Status != nil:
+		v = ev.Status
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // the API's types always encode
+	}
+	return b
 }
 
 // TempHome returns a new home in a short temporary directory (Unix socket
