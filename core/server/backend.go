@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -82,6 +83,23 @@ func (s *Server) RestartPlugin(ctx context.Context, name string) (api.PluginStat
 		return api.PluginStatus{}, fmt.Errorf("the core is shutting down: %w", api.ErrConflict)
 	}
 	return s.plugins.Restart(ctx, name)
+}
+
+// Confirmations implements control.Backend.
+func (s *Server) Confirmations(_ context.Context, recent bool) []api.Confirmation {
+	return s.gate.List(recent)
+}
+
+// RawArguments implements control.Backend.
+func (s *Server) RawArguments(_ context.Context, id string) (json.RawMessage, error) {
+	return s.gate.Raw(id)
+}
+
+// Decide implements control.Backend and the loader's Core: the control
+// API's decisions and the surface plugins' both end in the gate's one
+// Decide (core/confirm).
+func (s *Server) Decide(_ context.Context, d api.Decision) (api.Confirmation, error) {
+	return s.gate.Decide(d)
 }
 
 // SessionOrigin names the plugin whose event started session id (the

@@ -10,6 +10,8 @@ import (
 	"github.com/carapace-dev/carapace/core/config"
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/events"
+	"github.com/carapace-dev/carapace/core/plugin"
+	"github.com/carapace-dev/carapace/core/session"
 )
 
 // openBus opens the event bus at $CARAPACE_HOME/run/events.sock and takes
@@ -36,6 +38,29 @@ func (s *Server) openBus() (func(), error) {
 		case <-time.After(5 * time.Second):
 		}
 	}, nil
+}
+
+// confirmationBus is the confirmation gate's Publisher: the bus, under
+// the plugin SDK's confirmation topics.
+type confirmationBus struct{ bus *events.Bus }
+
+func (p confirmationBus) ConfirmationRequested(c api.Confirmation) {
+	p.bus.PublishCore(plugin.TopicConfirmationRequested.Event(c.Group, c))
+}
+
+func (p confirmationBus) ConfirmationResolved(c api.Confirmation) {
+	p.bus.PublishCore(plugin.TopicConfirmationResolved.Event(c.Group, c))
+}
+
+// observeSession publishes session.opened and session.closed; a session
+// that closes withdraws its pending confirmations.
+func (s *Server) observeSession(info session.Info, opened bool) {
+	topic := plugin.TopicSessionOpened
+	if !opened {
+		topic = plugin.TopicSessionClosed
+		s.gate.WithdrawSession(info.ID, "the session closed")
+	}
+	s.bus.PublishCore(topic.Event(info.Group, s.agents.View(info)))
 }
 
 // startSpawner starts sessions for the events the bus holds for it.

@@ -3,21 +3,27 @@
 // socket), listens on the control socket, opens the audit log, fills the
 // catalogue with the core's own tools (core/intrinsics, then the task
 // tools of core/tasks, whose scheduler it opens), opens the event bus,
-// loads the plugins (core/loader), and builds the confirmation gate, the
-// pipeline, the session sockets and the agent runner (core/agent). It
-// serves the control API until ctx ends or a stop is asked for, then stops
-// in order: the scheduler fires no more, the pipeline drains (up to the
-// handler timeout), the plugins shut down, what waits for the user is
-// withdrawn, the containers stop, the sessions close, and the stop is
-// audited.
+// builds the confirmation gate (core/confirm), loads the plugins
+// (core/loader), and builds the pipeline, the session sockets and the
+// agent runner (core/agent). It serves the control API until ctx ends or a
+// stop is asked for, then stops in order: the scheduler fires no more, the
+// pipeline drains (up to the handler timeout), the plugins shut down, what
+// waits for the user is withdrawn, the containers stop, the sessions
+// close, and the stop is audited.
 //
-// Besides Run (server.go), it holds only glue: control.Backend
-// (backend.go) and control.TaskBackend with the scheduler's firing of
-// task.triggered (tasks.go), the recording of confirmations and the watch
-// stream (confirmations.go), the bus's opening and the spawner's
-// subscription (events.go), and the home's lock (lock.go). What the core
-// is assembled from — the built-in and bundled plugins and the container
-// engines — is chosen by the caller (cmd/wiring).
+// Besides Run (server.go), it holds only glue, each piece a few lines that
+// hand one package what another declares it needs: control.Backend
+// (backend.go: each method forwards to the package that owns it — the
+// gate's one Decide, its listings, the runner's sessions); the bus
+// (events.go: its opening with the spawner's subscription, the gate's
+// Publisher, the sessions' events, and the feed of changes control's
+// watch source follows); control.TaskBackend with the scheduler's firing
+// of task.triggered (tasks.go); and the home's lock (lock.go). It decides
+// nothing itself: who hears of a confirmation is core/confirm's, what the
+// watch shows is core/control's, what an event carries is the plugin
+// SDK's. What the core is assembled from — the built-in and bundled
+// plugins and the container engines — is chosen by the caller
+// (cmd/wiring).
 package server
 
 import (
@@ -183,7 +189,12 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	defer closeBus()
-	s.gate = s.newGate()
+	// The confirmation gate audits each change and publishes it on the
+	// bus (core/confirm's record.go says who hears of a confirmation).
+	s.gate = confirm.New(confirm.Options{
+		Timeout: cfg.Confirm.Timeout.Duration, MaxPending: cfg.Confirm.MaxPending,
+		Audit: s.audit, Publish: confirmationBus{s.bus}, Logger: s.log,
+	})
 	s.plugins = loader.New(loader.Options{
 		Home: opts.Home, Version: opts.Version, Config: cfg, Logger: s.log, Audit: s.audit, Catalog: s.catalog,
 		Credentials: s.creds, Bus: s.bus, Builtins: opts.Builtins, Bundled: opts.Bundled, InitTimeout: opts.InitTimeout, Core: s,
