@@ -18,6 +18,7 @@ import (
 	"github.com/carapace-dev/carapace/core/events"
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/plugin"
+	"github.com/carapace-dev/carapace/core/plugin/plugintest"
 )
 
 func TestSubscribeGetsExactlyItsTopics(t *testing.T) {
@@ -48,7 +49,7 @@ func TestSubscribeGetsExactlyItsTopics(t *testing.T) {
 	}
 	var sent []*plugin.Event
 	for i, topic := range published {
-		ev := &plugin.Event{Topic: topic, Group: "main", Payload: payloadOf(map[string]any{"n": i})}
+		ev := &plugin.Event{Topic: topic, Group: "main", Payload: plugintest.Payload(map[string]any{"n": i})}
 		if err := b.Publish(context.Background(), ev); err != nil {
 			t.Fatalf("Publish %s: %v", topic, err)
 		}
@@ -131,7 +132,7 @@ func TestPublishStampsAndIsolates(t *testing.T) {
 		ev       plugin.Event
 		wantTime func(time.Time) bool
 	}{
-		{"time kept when set", plugin.Event{Topic: plugin.TopicTaskTriggered.Name(), Time: when, Payload: payloadOf(map[string]any{"task_id": "t1"})},
+		{"time kept when set", plugin.Event{Topic: plugin.TopicTaskTriggered.Name(), Time: when, Payload: plugintest.Payload(map[string]any{"task_id": "t1"})},
 			func(got time.Time) bool { return got.Equal(when) }},
 		{"time stamped when zero", plugin.Event{Topic: plugin.TopicTaskTriggered.Name()},
 			func(got time.Time) bool { return time.Since(got) < time.Minute && got.Location() == time.UTC }},
@@ -204,7 +205,7 @@ func TestPublishRefused(t *testing.T) {
 		{"group path traversal", nil, &plugin.Event{Topic: plugin.TopicAgentStarted.Name(), Group: "../etc"}, home.ErrBadGroup, `group "../etc"`},
 		{"group with a space", nil, &plugin.Event{Topic: plugin.TopicAgentStarted.Name(), Group: "family chat"}, home.ErrBadGroup, "family chat"},
 		{"group too long", nil, &plugin.Event{Topic: plugin.TopicAgentStarted.Name(), Group: strings.Repeat("g", 65)}, home.ErrBadGroup, "group"},
-		{"payload too large", nil, &plugin.Event{Topic: plugin.TopicMessageInbound.Name(), Payload: payloadOf(map[string]any{"body": strings.Repeat("x", events.MaxEventSize)})},
+		{"payload too large", nil, &plugin.Event{Topic: plugin.TopicMessageInbound.Name(), Payload: plugintest.Payload(map[string]any{"body": strings.Repeat("x", events.MaxEventSize)})},
 			events.ErrTooLarge, "over the limit of 65536"},
 		{"payload not JSON", nil, &plugin.Event{Topic: plugin.TopicMessageInbound.Name(), Payload: []byte(`{"x":`)},
 			events.ErrBadEvent, "encode"},
@@ -309,7 +310,7 @@ func TestSlowSubscriberNeverBlocksPublish(t *testing.T) {
 			done := make(chan error, 1)
 			go func() {
 				for i := range total {
-					ev := &plugin.Event{Topic: plugin.TopicMessageInbound.Name(), Payload: payloadOf(map[string]any{"i": i})}
+					ev := &plugin.Event{Topic: plugin.TopicMessageInbound.Name(), Payload: plugintest.Payload(map[string]any{"i": i})}
 					if err := b.Publish(context.Background(), ev); err != nil {
 						done <- err
 						return
@@ -375,7 +376,7 @@ func TestCutOffSubscription(t *testing.T) {
 		t.Fatal(err)
 	}
 	publish := func(i int) string {
-		ev := &plugin.Event{Topic: plugin.TopicMessageInbound.Name(), Payload: payloadOf(map[string]any{"i": i})}
+		ev := &plugin.Event{Topic: plugin.TopicMessageInbound.Name(), Payload: plugintest.Payload(map[string]any{"i": i})}
 		if err := b.Publish(context.Background(), ev); err != nil {
 			t.Fatal(err)
 		}
@@ -696,7 +697,7 @@ func TestConcurrentPublishersAndSubscribers(t *testing.T) {
 	for p := range publishers {
 		pwg.Go(func() {
 			for i := range perPublisher {
-				ev := &plugin.Event{Topic: topics[(p+i)%len(topics)], Group: "main", Payload: payloadOf(map[string]any{"p": p, "seq": i})}
+				ev := &plugin.Event{Topic: topics[(p+i)%len(topics)], Group: "main", Payload: plugintest.Payload(map[string]any{"p": p, "seq": i})}
 				if err := b.Publish(context.Background(), ev); err != nil {
 					t.Error(err)
 					return

@@ -3,7 +3,6 @@ package events_test
 import (
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,16 +17,8 @@ import (
 
 	"github.com/carapace-dev/carapace/core/events"
 	"github.com/carapace-dev/carapace/core/plugin"
+	"github.com/carapace-dev/carapace/core/plugin/plugintest"
 )
-
-// payloadOf encodes v as an event payload, as a publisher does.
-func payloadOf(v any) json.RawMessage {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	return b
-}
 
 // fields decodes ev's payload, numbers as json.Number.
 func fields(t testing.TB, ev *plugin.Event) map[string]any {
@@ -94,7 +85,7 @@ func join(t testing.TB, b *events.Bus, remotes ...*events.Remote) {
 		if time.Now().After(deadline) {
 			t.Fatalf("remote subscribers did not join within 15s (%d of %d did)", n, len(remotes))
 		}
-		if err := b.Publish(context.Background(), &plugin.Event{Topic: probeTopic, Payload: payloadOf(map[string]any{"probe": true})}); err != nil {
+		if err := b.Publish(context.Background(), &plugin.Event{Topic: probeTopic, Payload: plugintest.Payload(map[string]any{"probe": true})}); err != nil {
 			t.Fatalf("publish probe: %v", err)
 		}
 		for i, r := range remotes {
@@ -113,7 +104,7 @@ func join(t testing.TB, b *events.Bus, remotes ...*events.Remote) {
 		}
 	}
 	fence := fmt.Sprintf("fence-%d", time.Now().UnixNano())
-	if err := b.Publish(context.Background(), &plugin.Event{Topic: probeTopic, Payload: payloadOf(map[string]any{"fence": fence})}); err != nil {
+	if err := b.Publish(context.Background(), &plugin.Event{Topic: probeTopic, Payload: plugintest.Payload(map[string]any{"fence": fence})}); err != nil {
 		t.Fatalf("publish fence: %v", err)
 	}
 	for _, r := range remotes {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/carapace-dev/carapace/core/events"
 	"github.com/carapace-dev/carapace/core/plugin"
+	"github.com/carapace-dev/carapace/core/plugin/plugintest"
 	"github.com/carapace-dev/carapace/internal/testutil/leaktest"
 	"go.uber.org/goleak"
 )
@@ -103,7 +104,7 @@ func TestReadyIsCanonicalised(t *testing.T) {
 			t.Fatalf("the raw subscriber received no event in 15s; bytes so far %q; stats %+v", got, b.Stats())
 		}
 		// The subscription may land after a publish: keep publishing.
-		if err := b.Publish(context.Background(), &plugin.Event{Topic: "test.canonical_ready", Payload: payloadOf(map[string]any{})}); err != nil {
+		if err := b.Publish(context.Background(), &plugin.Event{Topic: "test.canonical_ready", Payload: plugintest.Payload(map[string]any{})}); err != nil {
 			t.Fatal(err)
 		}
 		_ = c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))

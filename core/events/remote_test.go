@@ -14,6 +14,7 @@ import (
 
 	"github.com/carapace-dev/carapace/core/events"
 	"github.com/carapace-dev/carapace/core/plugin"
+	"github.com/carapace-dev/carapace/core/plugin/plugintest"
 )
 
 func TestRemoteGetsExactlyItsTopics(t *testing.T) {
@@ -41,13 +42,13 @@ func TestRemoteGetsExactlyItsTopics(t *testing.T) {
 	sent := map[string]*plugin.Event{}
 	for i, topic := range published {
 		ev := &plugin.Event{Topic: topic, Group: "family-chat", Correlation: "c", Source: "telegram",
-			Payload: payloadOf(map[string]any{"i": i, "body": "Hey <there> & \u00e9"})}
+			Payload: plugintest.Payload(map[string]any{"i": i, "body": "Hey <there> & \u00e9"})}
 		if err := b.Publish(context.Background(), ev); err != nil {
 			t.Fatal(err)
 		}
 		sent[ev.ID] = ev
 	}
-	end := &plugin.Event{Topic: probeTopic, Payload: payloadOf(map[string]any{"end": true})}
+	end := &plugin.Event{Topic: probeTopic, Payload: plugintest.Payload(map[string]any{"end": true})}
 	if err := b.Publish(context.Background(), end); err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +103,7 @@ func TestWireFrames(t *testing.T) {
 	// Slow joiner: probe on the subscribed topic until one arrives.
 	var probeIDs = map[string]bool{}
 	for joined := false; !joined; {
-		ev := &plugin.Event{Topic: plugin.TopicAgentStarted.Name(), Payload: payloadOf(map[string]any{"probe": true})}
+		ev := &plugin.Event{Topic: plugin.TopicAgentStarted.Name(), Payload: plugintest.Payload(map[string]any{"probe": true})}
 		if err := b.Publish(context.Background(), ev); err != nil {
 			t.Fatal(err)
 		}
@@ -323,7 +324,7 @@ func TestSlowRemoteSubscriber(t *testing.T) {
 	body := strings.Repeat("x", size)
 	deadline := time.Now().Add(60 * time.Second)
 	for i := range total {
-		ev := &plugin.Event{Topic: plugin.TopicMessageInbound.Name(), Payload: payloadOf(map[string]any{"i": i, "body": body})}
+		ev := &plugin.Event{Topic: plugin.TopicMessageInbound.Name(), Payload: plugintest.Payload(map[string]any{"i": i, "body": body})}
 		start := time.Now()
 		if err := b.Publish(context.Background(), ev); err != nil {
 			t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/carapace-dev/carapace/core/audit"
 	"github.com/carapace-dev/carapace/core/manifest"
 	"github.com/carapace-dev/carapace/core/plugin"
+	"github.com/carapace-dev/carapace/core/plugin/plugintest"
 )
 
 // channelState is a channel plugin called name, granted groups.
@@ -45,12 +46,12 @@ func TestPublishEventScopedToGroups(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			svc := &services{l: l, st: channelState("chat", tt.groups...)}
-			err := svc.PublishEvent(t.Context(), &plugin.Event{Topic: plugin.TopicMessageInbound.Name(), Group: tt.group, Payload: payloadOf(map[string]any{"text": tt.name})})
+			err := svc.PublishEvent(t.Context(), &plugin.Event{Topic: plugin.TopicMessageInbound.Name(), Group: tt.group, Payload: plugintest.Payload(map[string]any{"text": tt.name})})
 			if !tt.refused {
 				if err != nil {
 					t.Fatalf("PublishEvent: %v", err)
 				}
-				if ev := <-sub.C(); ev.Group != tt.group || fieldAny(ev, "text") != tt.name {
+				if ev := <-sub.C(); ev.Group != tt.group || plugintest.Member(ev, "text") != tt.name {
 					t.Fatalf("published %+v", ev)
 				}
 				return
@@ -107,7 +108,7 @@ func TestMailboxScopedToGroups(t *testing.T) {
 	topics := []string{api.WatchConfirmationRequested, plugin.TopicChannelReply.Name()}
 	put := func(topic, group, n string) {
 		t.Helper()
-		if err := bus.Publish(context.Background(), &plugin.Event{Topic: topic, Group: group, Source: "core", Payload: payloadOf(map[string]any{"plugin": "phone", "n": n})}); err != nil {
+		if err := bus.Publish(context.Background(), &plugin.Event{Topic: topic, Group: group, Source: "core", Payload: plugintest.Payload(map[string]any{"plugin": "phone", "n": n})}); err != nil {
 			t.Fatal(err)
 		}
 	}

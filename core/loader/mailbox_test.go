@@ -13,6 +13,7 @@ import (
 	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/events"
 	"github.com/carapace-dev/carapace/core/plugin"
+	"github.com/carapace-dev/carapace/core/plugin/plugintest"
 	"github.com/carapace-dev/carapace/core/pluginhost"
 )
 
@@ -27,7 +28,7 @@ type scriptedEvents struct {
 
 func (s *scriptedEvents) HandleEvent(_ context.Context, ev *plugin.Event) error {
 	s.got <- ev
-	n := field(ev, "n")
+	n, _ := plugintest.Member(ev, "n").(string)
 	if c := s.hold[n]; c != nil {
 		<-c
 	}
@@ -59,7 +60,7 @@ func mailLoader(t *testing.T) (*Loader, *events.Bus) {
 
 func publish(t *testing.T, bus *events.Bus, topic, source, to, n string) {
 	t.Helper()
-	if err := bus.Publish(context.Background(), &plugin.Event{Topic: topic, Source: source, Payload: payloadOf(map[string]any{"plugin": to, "n": n})}); err != nil {
+	if err := bus.Publish(context.Background(), &plugin.Event{Topic: topic, Source: source, Payload: plugintest.Payload(map[string]any{"plugin": to, "n": n})}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -71,7 +72,7 @@ func want(t *testing.T, h *scriptedEvents, ns ...string) {
 	for _, n := range ns {
 		select {
 		case ev := <-h.got:
-			if got := field(ev, "n"); got != n {
+			if got := plugintest.Member(ev, "n"); got != n {
 				t.Fatalf("got event %q, want %q", got, n)
 			}
 		case <-time.After(10 * time.Second):
@@ -80,7 +81,7 @@ func want(t *testing.T, h *scriptedEvents, ns ...string) {
 	}
 	select {
 	case ev := <-h.got:
-		t.Fatalf("unexpected event %v", fieldAny(ev, "n"))
+		t.Fatalf("unexpected event %v", plugintest.Member(ev, "n"))
 	case <-time.After(200 * time.Millisecond):
 	}
 }
@@ -181,11 +182,11 @@ func TestMailboxOverflow(t *testing.T) {
 	mb := l.mailboxOf("tg", true)
 	mb.topics = []string{plugin.TopicChannelReply.Name()}
 	for i := range mailboxCap + 2 {
-		mb.put(l, "tg", &plugin.Event{Topic: plugin.TopicChannelReply.Name(), Payload: payloadOf(map[string]any{"n": fmt.Sprint(i)})})
+		mb.put(l, "tg", &plugin.Event{Topic: plugin.TopicChannelReply.Name(), Payload: plugintest.Payload(map[string]any{"n": fmt.Sprint(i)})})
 	}
 	evs := mb.pending()
-	if len(evs) != mailboxCap || field(evs[0], "n") != "2" || field(evs[len(evs)-1], "n") != fmt.Sprint(mailboxCap+1) {
-		t.Fatalf("mailbox holds %d events, from %v to %v", len(evs), field(evs[0], "n"), field(evs[len(evs)-1], "n"))
+	if len(evs) != mailboxCap || plugintest.Member(evs[0], "n") != "2" || plugintest.Member(evs[len(evs)-1], "n") != fmt.Sprint(mailboxCap+1) {
+		t.Fatalf("mailbox holds %d events, from %v to %v", len(evs), plugintest.Member(evs[0], "n"), plugintest.Member(evs[len(evs)-1], "n"))
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/carapace-dev/carapace/core/events"
 	"github.com/carapace-dev/carapace/core/loader"
 	"github.com/carapace-dev/carapace/core/plugin"
+	"github.com/carapace-dev/carapace/core/plugin/plugintest"
 	"github.com/carapace-dev/carapace/core/runtime"
 	"github.com/carapace-dev/carapace/internal/testutil"
 )
@@ -374,7 +375,7 @@ func (k *channelKit) Shutdown(context.Context) error { return nil }
 func (k *channelKit) Invoke(ctx context.Context, req *plugin.Request) (map[string]any, error) {
 	group, _ := req.Arguments["group"].(string)
 	text, _ := req.Arguments["text"].(string)
-	ev := &plugin.Event{Topic: plugin.TopicMessageInbound.Name(), Group: group, Payload: payloadOf(map[string]any{"text": text})}
+	ev := &plugin.Event{Topic: plugin.TopicMessageInbound.Name(), Group: group, Payload: plugintest.Payload(map[string]any{"text": text})}
 	if err := k.svc.PublishEvent(ctx, ev); err != nil {
 		return nil, err
 	}
@@ -416,10 +417,10 @@ func TestEventStartsAgentSession(t *testing.T) {
 			ended = ev
 		}
 	}
-	if started == nil || started.Group != "main" || ended.Topic != plugin.TopicAgentCompleted.Name() || fieldAny(ended, "session") != fieldAny(started, "session") {
+	if started == nil || started.Group != "main" || ended.Topic != plugin.TopicAgentCompleted.Name() || plugintest.Member(ended, "session") != plugintest.Member(started, "session") {
 		t.Fatalf("events: started %+v, ended %+v", started, ended)
 	}
-	session := field(started, "session")
+	session, _ := plugintest.Member(started, "session").(string)
 	var echoed bool
 	for _, e := range c.Audit(t) {
 		echoed = echoed || (e.Session == session && e.Topic == "tool.invoke.echo" && e.Stage == audit.StageResponse && e.Outcome == audit.OutcomeOK)

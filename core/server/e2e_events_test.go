@@ -13,6 +13,7 @@ import (
 	"github.com/carapace-dev/carapace/core/install"
 	"github.com/carapace-dev/carapace/core/loader"
 	"github.com/carapace-dev/carapace/core/plugin"
+	"github.com/carapace-dev/carapace/core/plugin/plugintest"
 )
 
 // kitEvents reads the events an oopkit plugin called name has handled.
@@ -56,7 +57,7 @@ func TestCoreEventsReachPlugins(t *testing.T) {
 		got = got[:0]
 		done := false
 		for _, ev := range kitEvents(t, c.Home, "listener") {
-			if fieldAny(&ev, "session") == info.ID {
+			if plugintest.Member(&ev, "session") == info.ID {
 				got = append(got, ev.Topic)
 				done = done || ev.Topic == "agent.completed"
 			}

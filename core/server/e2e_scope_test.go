@@ -17,6 +17,7 @@ import (
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/install"
 	"github.com/carapace-dev/carapace/core/plugin"
+	"github.com/carapace-dev/carapace/core/plugin/plugintest"
 )
 
 // Events are scoped like tools, through the real core, two out-of-process
@@ -84,7 +85,7 @@ func nextStarted(t *testing.T, c *testCore, name string, n int) string {
 		if len(evs) < n {
 			return false
 		}
-		session = field(&evs[n-1], "session")
+		session, _ = plugintest.Member(&evs[n-1], "session").(string)
 		return true
 	})
 	return session
@@ -165,7 +166,7 @@ func TestChannelPublishesOnlyForItsGroups(t *testing.T) {
 	mustPublished(t, publishAs(t, s, "guest", plugin.TopicMessageInbound.Name(), "side", `tool.invoke.echo {"message":"guest in side"}`, ""))
 	waitWithin(t, agentWait, "guest's answer", func() bool {
 		for _, ev := range eventsOf(t, c, "guest", plugin.TopicChannelReply.Name()) {
-			if text := field(&ev, "text"); strings.Contains(text, "guest in side") {
+			if text, _ := plugintest.Member(&ev, "text").(string); strings.Contains(text, "guest in side") {
 				return true
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/carapace-dev/carapace/core/plugin"
+	"github.com/carapace-dev/carapace/core/plugin/plugintest"
 )
 
 // lastText runs the clock until chat has n messages and returns the last.
@@ -50,8 +51,8 @@ func TestCommands(t *testing.T) {
 					t.Errorf("answer %q, want it to contain %q", got, tc.want)
 				}
 			case tc.prompt != "":
-				if ev := e.flush(1); member(ev, "text") != tc.prompt {
-					t.Errorf("prompt %q", member(ev, "text"))
+				if ev := e.flush(1); plugintest.Member(&ev, "text") != tc.prompt {
+					t.Errorf("prompt %q", plugintest.Member(&ev, "text"))
 				}
 			default:
 				e.clock.Advance(time.Hour)
@@ -105,8 +106,8 @@ func TestPausedMessagesWaitForResume(t *testing.T) {
 	e.say(owner, "/resume")
 	e.until("the prompt", func() bool { return len(e.events()) == 1 })
 	ev := e.events()[0]
-	if member(ev, "text") != "while paused" {
-		t.Errorf("prompt %q", member(ev, "text"))
+	if plugintest.Member(&ev, "text") != "while paused" {
+		t.Errorf("prompt %q", plugintest.Member(&ev, "text"))
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"unicode/utf16"
 
 	"github.com/carapace-dev/carapace/core/plugin"
+	"github.com/carapace-dev/carapace/core/plugin/plugintest"
 )
 
 func TestOwnerMessageBecomesInboundEvent(t *testing.T) {
@@ -16,11 +17,11 @@ func TestOwnerMessageBecomesInboundEvent(t *testing.T) {
 	if ev.Topic != plugin.TopicMessageInbound.Name() || ev.Group != "main" {
 		t.Fatalf("event %s for group %q, want message.inbound for main", ev.Topic, ev.Group)
 	}
-	if member(ev, "text") != "what is on my calendar?" {
-		t.Errorf("text = %q", member(ev, "text"))
+	if plugintest.Member(&ev, "text") != "what is on my calendar?" {
+		t.Errorf("text = %q", plugintest.Member(&ev, "text"))
 	}
-	if member(ev, "conversation") != "telegram:4242" {
-		t.Errorf("conversation = %q, want telegram:4242", member(ev, "conversation"))
+	if plugintest.Member(&ev, "conversation") != "telegram:4242" {
+		t.Errorf("conversation = %q, want telegram:4242", plugintest.Member(&ev, "conversation"))
 	}
 	if rt := replyToOf(t, ev); rt.ChatID != owner || rt.Prompt == 0 {
 		t.Errorf("reply_to = %+v, want the owner's chat and a prompt id", rt)
@@ -66,8 +67,8 @@ func TestDebounce(t *testing.T) {
 			}
 			evs := e.waitEvents(len(tc.want))
 			for i, want := range tc.want {
-				if member(evs[i], "text") != want {
-					t.Errorf("prompt %d = %q, want %q", i, member(evs[i], "text"), want)
+				if plugintest.Member(&evs[i], "text") != want {
+					t.Errorf("prompt %d = %q, want %q", i, plugintest.Member(&evs[i], "text"), want)
 				}
 			}
 		})
@@ -92,8 +93,8 @@ func TestMessagesWaitForTheRunningSession(t *testing.T) {
 		t.Errorf("answer = %q", got)
 	}
 	next := e.waitEvents(2)[1]
-	if member(next, "text") != "second\nthird" {
-		t.Errorf("the waiting messages went as %q, want one prompt \"second\\nthird\"", member(next, "text"))
+	if plugintest.Member(&next, "text") != "second\nthird" {
+		t.Errorf("the waiting messages went as %q, want one prompt \"second\\nthird\"", plugintest.Member(&next, "text"))
 	}
 	// Typing stopped with the reply: its 4 s timer is gone.
 	typing := e.fake.Count("sendChatAction")
@@ -132,8 +133,8 @@ func TestInterleavedChatsKeepTheirOwnQueuesAndReplies(t *testing.T) {
 		byChat[replyToOf(t, ev).ChatID] = ev
 	}
 	p, f := byChat[owner], byChat[family]
-	if p.Group != "main" || f.Group != "family" || member(f, "conversation") != "telegram:-100777" {
-		t.Fatalf("events: private → %q, family → %q %v", p.Group, f.Group, member(f, "conversation"))
+	if p.Group != "main" || f.Group != "family" || plugintest.Member(&f, "conversation") != "telegram:-100777" {
+		t.Fatalf("events: private → %q, family → %q %v", p.Group, f.Group, plugintest.Member(&f, "conversation"))
 	}
 	e.channel(plugin.TopicChannelStarted, p, "s-p", "")
 	e.channel(plugin.TopicChannelStarted, f, "s-f", "")
@@ -149,8 +150,8 @@ func TestInterleavedChatsKeepTheirOwnQueuesAndReplies(t *testing.T) {
 	}
 	e.clock.Advance(DefaultDebounce)
 	third := e.waitEvents(3)[2]
-	if member(third, "text") != "family two" || replyToOf(t, third).ChatID != family {
-		t.Errorf("third prompt %q to %d", member(third, "text"), replyToOf(t, third).ChatID)
+	if plugintest.Member(&third, "text") != "family two" || replyToOf(t, third).ChatID != family {
+		t.Errorf("third prompt %q to %d", plugintest.Member(&third, "text"), replyToOf(t, third).ChatID)
 	}
 }
 
@@ -216,7 +217,7 @@ func TestRepliesGoOnlyWhereThePromptCameFrom(t *testing.T) {
 			ev := e.flush(1)
 			rt := replyToOf(t, ev)
 			r := plugin.ChannelReply{Session: "s-1", ReplyTo: mustJSON(map[string]any{"chat_id": tc.chat, "prompt": rt.Prompt}), Text: "phish"}
-			_ = e.hs.HandleEvent(&plugin.Event{Topic: plugin.TopicChannelReply.Name(), Source: tc.source, Payload: payloadOf(t, r)})
+			_ = e.hs.HandleEvent(&plugin.Event{Topic: plugin.TopicChannelReply.Name(), Source: tc.source, Payload: plugintest.Payload(r)})
 			// Positive control: the genuine reply is delivered, and only it.
 			e.channel(plugin.TopicChannelReply, ev, "s-1", "genuine")
 			waitFor(t, "the genuine answer", func() bool { return e.fake.Count("sendMessage") >= 1 })
@@ -245,8 +246,8 @@ func TestDuplicateAnswersIgnored(t *testing.T) {
 	e.channel(plugin.TopicChannelStarted, first, "s-1", "")
 	e.say(owner, "second") // the chat is free: it goes at once after the debounce
 	e.clock.Advance(DefaultDebounce)
-	if next := e.waitEvents(2)[1]; member(next, "text") != "second" {
-		t.Errorf("next prompt %q, want \"second\"", member(next, "text"))
+	if next := e.waitEvents(2)[1]; plugintest.Member(&next, "text") != "second" {
+		t.Errorf("next prompt %q, want \"second\"", plugintest.Member(&next, "text"))
 	}
 	if got := e.fake.Texts(owner); len(got) != 1 {
 		t.Errorf("the owner got %q, want the answer once", got)

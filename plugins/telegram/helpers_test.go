@@ -243,16 +243,6 @@ func inboundOf(t *testing.T, ev plugin.Event) plugin.Inbound {
 	return in
 }
 
-// member returns the payload's member key, decoded (numbers as
-// json.Number); nil if absent.
-func member(ev plugin.Event, key string) any {
-	var m map[string]any
-	if ev.Decode(&m) != nil {
-		return nil
-	}
-	return m[key]
-}
-
 // replyTo decodes an event's reply_to.
 func replyToOf(t *testing.T, ev plugin.Event) replyTo {
 	t.Helper()
@@ -278,7 +268,7 @@ func (e *env) channel(topic plugin.Topic[plugin.ChannelReply], ev plugin.Event, 
 // coreEvent delivers an event from the core with payload v.
 func (e *env) coreEvent(topic, group string, v any) {
 	e.t.Helper()
-	if err := e.hs.HandleEvent(&plugin.Event{Topic: topic, Group: group, Source: "core", Payload: payloadOf(e.t, v)}); err != nil {
+	if err := e.hs.HandleEvent(&plugin.Event{Topic: topic, Group: group, Source: "core", Payload: plugintest.Payload(v)}); err != nil {
 		e.t.Fatalf("HandleEvent(%s): %v", topic, err)
 	}
 }
@@ -290,12 +280,6 @@ func mustJSON(v any) json.RawMessage {
 		panic(err)
 	}
 	return b
-}
-
-// payloadOf is v as an event payload, encoded as the core encodes one.
-func payloadOf(t *testing.T, v any) json.RawMessage {
-	t.Helper()
-	return mustJSON(v)
 }
 
 // until runs the fake clock from timer to timer until cond holds: for

@@ -44,7 +44,7 @@ func TestExactlyOnceAcrossRestart(t *testing.T) {
 	// "one" is still in flight (no reply yet): "two" waits; after the reply it goes, alone.
 	e.channel(plugin.TopicChannelReply, e.events()[0], "s-1", "")
 	e.until("the second prompt", func() bool { return len(e.events()) == 2 })
-	texts := []any{member(e.events()[0], "text"), member(e.events()[1], "text")}
+	texts := []any{plugintest.Member(&e.events()[0], "text"), plugintest.Member(&e.events()[1], "text")}
 	if texts[0] != "one" || texts[1] != "two" {
 		t.Errorf("prompts %v, want [one two]", texts)
 	}

@@ -319,8 +319,8 @@ func TestUnpairAndPairAnother(t *testing.T) {
 		t.Errorf("the former owner's queued prompt is %s, want stopped", state)
 	}
 	for _, ev := range e.events() {
-		if member(ev, "text") != "I am new" {
-			t.Errorf("a prompt %q reached the agent", member(ev, "text"))
+		if plugintest.Member(&ev, "text") != "I am new" {
+			t.Errorf("a prompt %q reached the agent", plugintest.Member(&ev, "text"))
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/carapace-dev/carapace/core/plugin/plugintest"
 	"github.com/carapace-dev/carapace/plugins/telegram/fakebot"
 )
 
@@ -28,8 +29,8 @@ func TestUndecodableUpdateIsSkipped(t *testing.T) {
 	bad := e.fake.AddUpdate(futureForward(e.fake, stranger, secret))
 	good := e.fake.PrivateText(owner, "after the stranger")
 	e.handled(good)
-	if ev := e.flush(1); member(ev, "text") != "after the stranger" {
-		t.Errorf("prompt %q", member(ev, "text"))
+	if ev := e.flush(1); plugintest.Member(&ev, "text") != "after the stranger" {
+		t.Errorf("prompt %q", plugintest.Member(&ev, "text"))
 	}
 	var kind, disposition string
 	var chat, user int64
@@ -90,8 +91,8 @@ func TestPollReportsDegradedAndBack(t *testing.T) {
 	e.until("a healthy report", func() bool { rs := e.svc.Reports(); return !rs[len(rs)-1].Degraded })
 	id := e.fake.PrivateText(owner, "back again")
 	e.handled(id)
-	if ev := e.flush(1); member(ev, "text") != "back again" {
-		t.Errorf("prompt %q", member(ev, "text"))
+	if ev := e.flush(1); plugintest.Member(&ev, "text") != "back again" {
+		t.Errorf("prompt %q", plugintest.Member(&ev, "text"))
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/carapace-dev/carapace/core/plugin/plugintest"
 	"github.com/carapace-dev/carapace/plugins/telegram/fakebot"
 )
 
@@ -80,7 +81,8 @@ func TestProvenance(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
 			e.handled(e.ownerMessage(tc.chat, tc.text, tc.extra))
-			prompt, _ := member(e.flush(1), "text").(string)
+			ev := e.flush(1)
+			prompt, _ := plugintest.Member(&ev, "text").(string)
 			for _, w := range tc.want {
 				if !strings.Contains(prompt, w) {
 					t.Errorf("the prompt lacks %q:\n%s", w, prompt)

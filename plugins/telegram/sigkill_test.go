@@ -115,7 +115,7 @@ func TestHelperProcess(t *testing.T) {
 	if os.Getenv(envCard) == "1" {
 		c := api.Confirmation{ID: confID, Tool: "send_email", Group: "main", Session: "s-1", ArgsHash: argsHash,
 			Arguments: json.RawMessage(`{"to":"bob@example.com"}`), CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Hour)}
-		if err := h.HandleEvent(context.Background(), &plugin.Event{Topic: "confirmation.requested", Group: "main", Source: "core", Payload: payloadOf(t, c)}); err != nil {
+		if err := h.HandleEvent(context.Background(), &plugin.Event{Topic: "confirmation.requested", Group: "main", Source: "core", Payload: plugintest.Payload(c)}); err != nil {
 			t.Fatalf("helper: the card: %v", err)
 		}
 	}
@@ -229,8 +229,8 @@ func TestSIGKILL(t *testing.T) {
 				t.Fatalf("%d message.inbound events across the crash, want %d", len(evs), tc.events)
 			}
 			for _, ev := range evs {
-				if member(ev, "text") != "exactly once, please" {
-					t.Errorf("event text %q", member(ev, "text"))
+				if plugintest.Member(&ev, "text") != "exactly once, please" {
+					t.Errorf("event text %q", plugintest.Member(&ev, "text"))
 				}
 			}
 			told := strings.Contains(strings.Join(fake.Texts(owner), "\n"), "may or may not have reached")

@@ -2,6 +2,7 @@ package plugintest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -156,4 +157,22 @@ func TestGetToolCatalog(t *testing.T) {
 	if s.Tools[0].Name != "echo" {
 		t.Error("GetToolCatalog returned the Services' own slice")
 	}
+}
+
+// TestPayloadAndMember: a payload built by hand is what NewEvent encodes,
+// and Member reads it back, numbers as json.Number.
+func TestPayloadAndMember(t *testing.T) {
+	ev := &plugin.Event{Topic: "x.y", Payload: Payload(map[string]any{"n": 7, "s": "hi"})}
+	if string(ev.Payload) != `{"n":7,"s":"hi"}` || Member(ev, "n") != json.Number("7") || Member(ev, "s") != "hi" || Member(ev, "none") != nil {
+		t.Fatalf("payload %s: n %#v, s %#v", ev.Payload, Member(ev, "n"), Member(ev, "s"))
+	}
+	if Member(&plugin.Event{Payload: json.RawMessage(`[1]`)}, "n") != nil {
+		t.Error("Member of a payload that is not an object")
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("Payload of a non-object did not panic")
+		}
+	}()
+	Payload([]int{1})
 }
