@@ -21,6 +21,7 @@ import (
 
 	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/plugin"
+	"github.com/carapace-dev/carapace/internal/textutil"
 )
 
 var (
@@ -230,7 +231,7 @@ func cardText(c api.Confirmation, args string, cut bool, total int, detailsAppro
 	if !c.ExpiresAt.IsZero() {
 		line("Expires", c.ExpiresAt.UTC().Format("15:04:05 MST"), false)
 	}
-	if sum := escapeInvisible(clip(c.Summary, 1000)); sum != "" {
+	if sum := escapeInvisible(textutil.Clip(c.Summary, 1000)); sum != "" {
 		text("\n" + sum + "\n")
 	}
 	if c.ArgumentsOmitted {
@@ -268,7 +269,7 @@ func hiddenText(hidden []api.Hidden, id8 string) string {
 			fmt.Fprintf(&b, "• and %d more\n", len(hidden)-i)
 			break
 		}
-		path := escapeInvisible(clip(h.Path, 100))
+		path := escapeInvisible(textutil.Clip(h.Path, 100))
 		if path == "" {
 			path = "(the arguments)"
 		}
@@ -276,7 +277,7 @@ func hiddenText(hidden []api.Hidden, id8 string) string {
 		if h.Chars > 0 {
 			chars = fmt.Sprintf("%d characters", h.Chars)
 		}
-		fmt.Fprintf(&b, "• %s: %s, %s hidden\n", path, escapeInvisible(clip(h.Kind, 40)), chars)
+		fmt.Fprintf(&b, "• %s: %s, %s hidden\n", path, escapeInvisible(textutil.Clip(h.Kind, 40)), chars)
 	}
 	fmt.Fprintf(&b, "To see what runs and approve it, on the computer: carapace confirm show --raw %s, then carapace confirm approve --raw %s. You can deny here.\n", id8, id8)
 	return b.String()
@@ -467,7 +468,7 @@ func (h *Handler) sendDetails(conf, args string, tokens map[string]string) {
 // answerPress answers a button press (the phone stops its spinner and
 // shows text for a moment).
 func (h *Handler) answerPress(query, text string) {
-	if _, err := h.api.AnswerCallbackQuery(h.ctx, &bot.AnswerCallbackQueryParams{CallbackQueryID: query, Text: clip(text, 190)}); err != nil {
+	if _, err := h.api.AnswerCallbackQuery(h.ctx, &bot.AnswerCallbackQueryParams{CallbackQueryID: query, Text: textutil.Clip(text, 190)}); err != nil {
 		h.log.Warn("telegram: answerCallbackQuery failed", "err", err)
 	}
 }
@@ -575,11 +576,11 @@ func outcomeText(c api.Confirmation) string {
 		return "Expired: nobody answered in time, so it was denied."
 	case "withdrawn":
 		if c.Reason != "" {
-			return "Withdrawn: " + clip(c.Reason, 200)
+			return "Withdrawn: " + textutil.Clip(c.Reason, 200)
 		}
 		return "Withdrawn."
 	}
-	return "No longer pending (" + clip(c.Decision, 40) + ")."
+	return "No longer pending (" + textutil.Clip(c.Decision, 40) + ")."
 }
 
 func nonEmpty(s, def string) string {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/carapace-dev/carapace/core/plugin"
+	"github.com/carapace-dev/carapace/internal/textutil"
 )
 
 // Notes to the owner about a prompt's fate.
@@ -135,7 +136,7 @@ func (h *Handler) publish(chat, id int64) {
 		if err := h.db.setPrompt(h.ctx, id, stFailed, "", h.clock.Now()); err != nil {
 			h.log.Error("telegram: record a prompt's failure", "prompt", id, "err", err)
 		}
-		note := "I could not hand your message to the agent (" + clip(perr.Error(), 200) + "). If no answer comes, send it again."
+		note := "I could not hand your message to the agent (" + textutil.Clip(perr.Error(), 200) + "). If no answer comes, send it again."
 		if errors.Is(perr, plugin.ErrGroupNotGranted) {
 			note = fmt.Sprintf("Carapace does not let the Telegram plugin talk to the group %q: add it to [plugins.telegram] allowed_groups in config.toml, "+
 				"then run carapace plugin restart telegram, and send your message again.", p.Group)
@@ -306,7 +307,7 @@ func (h *Handler) onReply(ctx context.Context, ev *plugin.Event) error {
 	if strings.TrimSpace(text) == "" {
 		switch {
 		case r.Error != "":
-			text = "The agent could not answer: " + clip(r.Error, 300)
+			text = "The agent could not answer: " + textutil.Clip(r.Error, 300)
 		case r.Exit != nil && *r.Exit != 0:
 			text = fmt.Sprintf("The agent stopped without an answer (exit status %d).", *r.Exit)
 		}

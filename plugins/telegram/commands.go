@@ -8,6 +8,7 @@ import (
 	"github.com/go-telegram/bot/models"
 
 	"github.com/carapace-dev/carapace/core/plugin"
+	"github.com/carapace-dev/carapace/internal/textutil"
 )
 
 // botCommands is the menu set with setMyCommands.
@@ -54,7 +55,7 @@ func (h *Handler) commandEffect(a action) string {
 		case errors.Is(err, plugin.ErrNotSurface):
 			return noSurface
 		case err != nil:
-			return "Could not " + a.cmd + ": " + clip(err.Error(), 200)
+			return "Could not " + a.cmd + ": " + textutil.Clip(err.Error(), 200)
 		case pause:
 			return "Paused: no new sessions start for messages or tasks until /resume. Running sessions go on."
 		}
@@ -105,7 +106,7 @@ func (h *Handler) tasksText(group string) string {
 	case errors.Is(err, plugin.ErrNotSurface):
 		return noSurface
 	case err != nil:
-		return "Carapace did not answer: " + clip(err.Error(), 200)
+		return "Carapace did not answer: " + textutil.Clip(err.Error(), 200)
 	case len(tasks) == 0:
 		return "No scheduled tasks" + of + ". Ask the agent to schedule one, or on the computer: carapace tasks add --help"
 	}
@@ -121,7 +122,7 @@ func (h *Handler) tasksText(group string) string {
 		}
 		fmt.Fprintf(&b, "\n\n%s (%s): %s\n%s", t.ID, t.Group, t.Schedule, next)
 		if t.Last != "" {
-			fmt.Fprintf(&b, " · last: %s", clip(t.Last, 200))
+			fmt.Fprintf(&b, " · last: %s", textutil.Clip(t.Last, 200))
 		}
 	}
 	return b.String()
@@ -136,7 +137,7 @@ func (h *Handler) statusText(chat int64, group string) string {
 	case errors.Is(err, plugin.ErrNotSurface):
 		b.WriteString("Carapace's state needs the surface capability ([plugins.telegram] surface = true).\n")
 	case err != nil:
-		fmt.Fprintf(&b, "Carapace did not answer: %s\n", clip(err.Error(), 200))
+		fmt.Fprintf(&b, "Carapace did not answer: %s\n", textutil.Clip(err.Error(), 200))
 	default:
 		state := "running"
 		if st.Paused {
@@ -200,7 +201,7 @@ func (h *Handler) stop(chat int64) string {
 		if errors.Is(err, plugin.ErrNotSurface) {
 			msg = "Stopped waiting for the session, but it goes on: stopping it needs [plugins.telegram] surface = true."
 		} else {
-			msg = "Stopped waiting for the session (" + clip(err.Error(), 150) + ")."
+			msg = "Stopped waiting for the session (" + textutil.Clip(err.Error(), 150) + ")."
 		}
 		fallthrough
 	default:

@@ -62,7 +62,7 @@ func parseConfig(m map[string]any) (config, error) {
 				n, err := strconv.ParseInt(id, 10, 64)
 				gs, _ := g.(string)
 				if err != nil || n == 0 || !groupRE.MatchString(gs) {
-					return c, fmt.Errorf(`chats: %q: want "chat id" = "group name" (the chat id as Telegram gives it, e.g. "-1001234567890")`, clip(id, 40))
+					return c, fmt.Errorf(`chats: %q: want "chat id" = "group name" (the chat id as Telegram gives it, e.g. "-1001234567890")`, textutil.Clip(id, 40))
 				}
 				c.Chats[n] = gs
 			}
@@ -85,7 +85,7 @@ func parseConfig(m map[string]any) (config, error) {
 			}
 			c.StaleAfter = time.Duration(n) * time.Second
 		default:
-			return c, fmt.Errorf("unknown setting %q: the telegram plugin takes owner_id, owner_group, chats, api_url, debounce_ms and degraded_after_s", clip(k, 40))
+			return c, fmt.Errorf("unknown setting %q: the telegram plugin takes owner_id, owner_group, chats, api_url, debounce_ms and degraded_after_s", textutil.Clip(k, 40))
 		}
 	}
 	if c.OwnerID != 0 {
@@ -144,8 +144,3 @@ func (c *config) groupOf(owner, chat int64) (string, bool) {
 	g, ok := c.Chats[chat]
 	return g, ok
 }
-
-// clip is textutil.Clip: s cut to at most n bytes, between characters,
-// with an ellipsis. The short name keeps the plugin's many messages
-// readable.
-func clip(s string, n int) string { return textutil.Clip(s, n) }

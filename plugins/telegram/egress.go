@@ -12,6 +12,8 @@ import (
 	"net/url"
 	"path"
 	"strings"
+
+	"github.com/carapace-dev/carapace/internal/textutil"
 )
 
 // Nothing leaves through a chat. Telegram fetches the first URL in a
@@ -94,7 +96,7 @@ func (g *egressGuard) Do(req *http.Request) (*http.Response, error) {
 func checkEgress(method, contentType string, body []byte) error {
 	kind, ok := egressPolicy[method]
 	if !ok {
-		return fmt.Errorf("%w: the plugin does not call %s (egress.go lists what it may, after checking what each can carry)", errEgress, clip(method, 40))
+		return fmt.Errorf("%w: the plugin does not call %s (egress.go lists what it may, after checking what each can carry)", errEgress, textutil.Clip(method, 40))
 	}
 	params, err := formParams(contentType, body)
 	if err != nil {
@@ -143,7 +145,7 @@ func checkButtons(raw string) error {
 						return fmt.Errorf("%w: a button with copy_text", errEgress)
 					}
 				default:
-					return fmt.Errorf("%w: a button with %s (only callback buttons)", errEgress, clip(k, 40))
+					return fmt.Errorf("%w: a button with %s (only callback buttons)", errEgress, textutil.Clip(k, 40))
 				}
 			}
 		}
@@ -160,7 +162,7 @@ func formParams(contentType string, body []byte) (map[string]string, error) {
 	}
 	ct, ctParams, err := mime.ParseMediaType(contentType)
 	if err != nil {
-		return nil, fmt.Errorf("content type %q", clip(contentType, 60))
+		return nil, fmt.Errorf("content type %q", textutil.Clip(contentType, 60))
 	}
 	switch ct {
 	case "multipart/form-data":
@@ -206,5 +208,5 @@ func formParams(contentType string, body []byte) (map[string]string, error) {
 		}
 		return out, nil
 	}
-	return nil, fmt.Errorf("content type %q", clip(ct, 60))
+	return nil, fmt.Errorf("content type %q", textutil.Clip(ct, 60))
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/core/plugin/plugintest"
+	"github.com/carapace-dev/carapace/internal/textutil"
 	"github.com/carapace-dev/carapace/plugins/telegram/fakebot"
 	"github.com/carapace-dev/carapace/plugins/telegram/pairing"
 )
@@ -35,7 +36,7 @@ func previewLeaks(reqs []fakebot.Request) []string {
 			bad = append(bad, r.Method+" with a url")
 		case textless[r.Method]:
 		case !r.PreviewDisabled():
-			bad = append(bad, r.Method+": "+clip(r.Params["text"], 60))
+			bad = append(bad, r.Method+": "+textutil.Clip(r.Params["text"], 60))
 		}
 	}
 	return bad

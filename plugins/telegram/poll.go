@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/go-telegram/bot/models"
+
+	"github.com/carapace-dev/carapace/internal/textutil"
 )
 
 // The plugin polls getUpdates itself rather than through go-telegram/bot,
@@ -62,7 +64,7 @@ type apiError struct {
 }
 
 func (e *apiError) Error() string {
-	return fmt.Sprintf("the Bot API answered %d: %s", e.Code, clip(e.Description, 200))
+	return fmt.Sprintf("the Bot API answered %d: %s", e.Code, textutil.Clip(e.Description, 200))
 }
 
 // decodeUpdates decodes a getUpdates answer update by update. It fails
@@ -254,7 +256,7 @@ func (h *Handler) pollFailed(err error, wait time.Duration) time.Duration {
 		case http.StatusUnauthorized, http.StatusNotFound:
 			why = "the Bot API refused the bot token (set it again: carapace auth set --plugin telegram --key bot_token)"
 		case http.StatusConflict:
-			why = "another program polls this bot, or a webhook is set (" + clip(ae.Description, 120) + ")"
+			why = "another program polls this bot, or a webhook is set (" + textutil.Clip(ae.Description, 120) + ")"
 		}
 	}
 	h.health.failed(why)

@@ -18,6 +18,7 @@ import (
 	"github.com/go-telegram/bot"
 
 	"github.com/carapace-dev/carapace/core/plugin"
+	"github.com/carapace-dev/carapace/internal/textutil"
 	"github.com/carapace-dev/carapace/plugins/telegram/pairing"
 )
 
@@ -381,7 +382,7 @@ func (h *Handler) Invoke(ctx context.Context, req *plugin.Request) (map[string]a
 	case "send_telegram":
 		return h.sendTool(ctx, req)
 	}
-	return nil, plugin.NewToolError(fmt.Sprintf("the telegram plugin has no tool %q; it has send_telegram", clip(req.Tool, 64)), false)
+	return nil, plugin.NewToolError(fmt.Sprintf("the telegram plugin has no tool %q; it has send_telegram", textutil.Clip(req.Tool, 64)), false)
 }
 
 // HandleEvent handles the events the plugin subscribes to (the manifest's
