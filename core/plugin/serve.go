@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -54,7 +56,65 @@ func Serve(h Handler) error {
 	if len(missing) > 0 {
 		return fmt.Errorf("%w (%s not set)", errNotStarted, strings.Join(missing, ", "))
 	}
-	return serve(h, env[pluginproto.EnvEndpoint], env[pluginproto.EnvToken], parentWatch{getppid: os.Getppid, every: parentEvery})
+	endpoint := env[pluginproto.EnvEndpoint]
+	if fd := os.Getenv(pluginproto.EnvConnFD); fd != "" {
+		ep, err := inherit(fd, endpoint)
+		if err != nil {
+			return err
+		}
+		endpoint = ep
+	}
+	return serve(h, endpoint, env[pluginproto.EnvToken], parentWatch{getppid: os.Getppid, every: parentEvery})
+}
+
+// inherited holds the connection the core made for this handler until the
+// transport takes it: once, since a lost connection is the end of the
+// handler (there is nothing to dial again).
+var inherited struct {
+	sync.Mutex
+	conn net.Conn
+}
+
+// inheritedName is the scheme of inheritedScheme.
+const inheritedName = "zipc-inherited"
+
+// inheritedScheme is the transport of a handler's inherited connection:
+// the hardened Unix transport, except that its one "dial" takes the
+// connection the core made.
+var inheritedScheme = zmtp.Lazy(inheritedName, zmtp.New(zmtp.Options{
+	DialConn: func(context.Context, string) (net.Conn, error) {
+		inherited.Lock()
+		defer inherited.Unlock()
+		c := inherited.conn
+		inherited.conn = nil
+		if c == nil {
+			return nil, errors.New("plugin: the connection to the core is gone and cannot be made again")
+		}
+		return c, nil
+	},
+}))
+
+// inherit takes the connection the core made for this handler on
+// descriptor fd, and returns the endpoint that speaks on it.
+func inherit(fd, endpoint string) (string, error) {
+	n, err := strconv.Atoi(fd)
+	if err != nil || n < 3 {
+		return "", fmt.Errorf("plugin: %s=%q is not a descriptor the core passes", pluginproto.EnvConnFD, fd)
+	}
+	ep, err := zmtp.Endpoint(endpoint)
+	if err != nil {
+		return "", fmt.Errorf("plugin: %s: %w", pluginproto.EnvEndpoint, err)
+	}
+	f := os.NewFile(uintptr(n), "carapace-core")
+	c, err := net.FileConn(f)
+	f.Close() // FileConn holds a duplicate
+	if err != nil {
+		return "", fmt.Errorf("plugin: the connection to the core on descriptor %d: %w", n, err)
+	}
+	inherited.Lock()
+	inherited.conn = c
+	inherited.Unlock()
+	return inheritedScheme() + "://" + strings.TrimPrefix(ep, zmtp.Scheme+"://"), nil
 }
 
 var errNotStarted = errors.New("this program is a Carapace plugin handler: the Carapace core starts it " +
@@ -101,9 +161,12 @@ type client struct {
 }
 
 func serve(h Handler, endpoint, token string, parent parentWatch) error {
-	ep, err := zmtp.Endpoint(endpoint)
-	if err != nil {
-		return fmt.Errorf("plugin: %s: %w", pluginproto.EnvEndpoint, err)
+	ep := endpoint
+	if !strings.HasPrefix(ep, inheritedName+"://") {
+		var err error
+		if ep, err = zmtp.Endpoint(endpoint); err != nil {
+			return fmt.Errorf("plugin: %s: %w", pluginproto.EnvEndpoint, err)
+		}
 	}
 	ppid := parent.getppid()
 	ctx, cancel := context.WithCancel(context.Background())

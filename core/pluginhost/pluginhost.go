@@ -59,6 +59,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -318,6 +319,21 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 	return nil, fmt.Errorf("pluginhost: plugin %s (%s) did not start: %w", spec.Name, spec.Exec, why)
 }
 
+// connect makes the handler's connection to its socket and returns it as
+// a file to pass to the child.
+func (p *Process) connect() (*os.File, error) {
+	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: p.socket, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("pluginhost: plugin %s: connect the handler's socket: %w", p.spec.Name, err)
+	}
+	defer c.Close()
+	f, err := c.File() // a duplicate, in blocking mode, for the child
+	if err != nil {
+		return nil, fmt.Errorf("pluginhost: plugin %s: connect the handler's socket: %w", p.spec.Name, err)
+	}
+	return f, nil
+}
+
 // startProcess starts the executable in its own process group with the
 // minimal environment, its output on pipes that pump drains.
 func (p *Process) startProcess(tmp string) error {
@@ -338,6 +354,14 @@ func (p *Process) startProcess(tmp string) error {
 		pluginproto.EnvName + "=" + spec.Name,
 		pluginproto.EnvData + "=" + spec.DataDir,
 	}
+	// The handler's connection, made here: a confined handler may not
+	// create sockets, so it inherits this one as descriptor 3.
+	conn, err := p.connect()
+	if err != nil {
+		return err
+	}
+	defer conn.Close() // the child has its copy once started
+	env = append(env, pluginproto.EnvConnFD+"=3")
 	// Pipes of our own rather than cmd.StdoutPipe: Wait then returns when
 	// the process exits, even if a child it left behind holds the pipe.
 	outR, outW, err := os.Pipe()
@@ -357,6 +381,7 @@ func (p *Process) startProcess(tmp string) error {
 		Env:         env,
 		Stdout:      outW, // Stdin nil: /dev/null
 		Stderr:      errW,
+		ExtraFiles:  []*os.File{conn},
 		SysProcAttr: sysProcAttr(),
 	}
 	err = cmd.Start()

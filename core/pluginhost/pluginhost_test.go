@@ -537,6 +537,7 @@ func TestMinimalEnvironment(t *testing.T) {
 		pluginproto.EnvName:     "env",
 		pluginproto.EnvData:     f.spec.DataDir,
 		pluginproto.EnvToken:    env[pluginproto.EnvToken],
+		pluginproto.EnvConnFD:   "3",
 	}
 	if !reflect.DeepEqual(env, want) {
 		t.Errorf("environment = %v\nwant %v", env, want)

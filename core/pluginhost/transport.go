@@ -27,7 +27,10 @@ var scheme = zmtp.Lazy("zipc-plugin", zmtp.New(zmtp.Options{
 	MaxFrames:    1,
 	MaxConns:     maxConns,
 	WriteTimeout: sendTimeout,
-	OnReject:     onReject,
+	// The core makes the handler's connection before starting it, so the
+	// handshake waits as long as the hello may.
+	HandshakeTimeout: pluginproto.HelloTimeout,
+	OnReject:         onReject,
 }))
 
 var bySocket sync.Map // socket path → *Process

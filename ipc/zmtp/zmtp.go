@@ -69,6 +69,11 @@ type Options struct {
 	// runtime) is the peer here. The same rules as OnReject apply: it runs
 	// on the accept loop, so it must not block.
 	OnAccept func(socket string)
+	// DialConn, if set, replaces the dial of the Unix socket: it returns
+	// the raw connection to the socket at addr, which the transport then
+	// filters as any other. A process that may not create sockets speaks
+	// on a connection it inherited this way.
+	DialConn func(ctx context.Context, addr string) (net.Conn, error)
 }
 
 func (o Options) withDefaults() Options {
@@ -182,10 +187,17 @@ func (t *unixTransport) Dial(ctx context.Context, dialer transport.Dialer, addr 
 	if err := checkPath(addr); err != nil {
 		return nil, err
 	}
-	if dialer == nil {
-		dialer = &net.Dialer{Timeout: t.o.HandshakeTimeout}
+	var raw net.Conn
+	var err error
+	switch {
+	case t.o.DialConn != nil:
+		raw, err = t.o.DialConn(ctx, addr)
+	default:
+		if dialer == nil {
+			dialer = &net.Dialer{Timeout: t.o.HandshakeTimeout}
+		}
+		raw, err = dialer.DialContext(ctx, "unix", addr)
 	}
-	raw, err := dialer.DialContext(ctx, "unix", addr)
 	if err != nil {
 		return nil, err
 	}

@@ -42,6 +42,11 @@ const (
 	EnvToken    = "CARAPACE_PLUGIN_TOKEN"    // 64 hex characters, one per start
 	EnvName     = "CARAPACE_PLUGIN_NAME"     // the plugin's name (its directory)
 	EnvData     = "CARAPACE_PLUGIN_DATA"     // the plugin's private data directory
+	// EnvConnFD names the descriptor of the handler's connection to its
+	// socket, made by the core before the start ("3"). A confined handler
+	// cannot create sockets, so it speaks on this one instead of dialling
+	// EnvEndpoint; EnvEndpoint still names the socket, for messages.
+	EnvConnFD = "CARAPACE_PLUGIN_CONN_FD"
 )
 
 // Message types.
