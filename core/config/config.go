@@ -172,6 +172,12 @@ type Plugin struct {
 	// (manifest.CapabilitySurface): confirmations to show and decide, the
 	// core's status, pause and resume, stopping its own sessions.
 	Surface bool `toml:"surface"`
+	// Unconfined runs the plugin's handler without the operating system's
+	// confinement (Landlock and seccomp on Linux, Seatbelt on macOS): it
+	// can then read every file of the user's, reach the core's sockets and
+	// any host. The user accepts that risk for this plugin by name; without
+	// it, a kernel that cannot confine makes the plugin fail to start.
+	Unconfined bool `toml:"unconfined"`
 }
 
 // Duration is a time.Duration written as "30s" or "5m".

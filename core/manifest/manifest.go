@@ -44,6 +44,8 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -89,6 +91,8 @@ type Manifest struct {
 	AllowedGroups []string        `json:"allowed_groups,omitempty"` // nil: every group
 	Session       string          `json:"session,omitempty"`        // "", SessionFresh, SessionResume or SessionExplicit
 	Install       *Install        `json:"install,omitempty"`
+	Network       *Network        `json:"network,omitempty"`       // the hosts an out-of-process handler may reach; nil: none
+	Filesystem    []PathGrant     `json:"filesystem,omitempty"`    // folders the user may grant it in its config
 	ConfigSchema  json.RawMessage `json:"config_schema,omitempty"` // JSON Schema of [plugins.NAME.config]
 
 	configSchema *jsonschema.Schema // ConfigSchema compiled by Parse
@@ -127,6 +131,31 @@ type Tool struct {
 	Description     string          `json:"description"`
 	RiskLevel       string          `json:"risk_level"`       // RiskLow or RiskHigh
 	ArgumentsSchema json.RawMessage `json:"arguments_schema"` // JSON Schema of the arguments
+}
+
+// Network declares what an out-of-process handler may reach, through its
+// egress point in the core (docs/PLUGINS.md#network). A plugin without it
+// has no network at all.
+type Network struct {
+	// Hosts are "host:port" the handler may connect to over TCP; the host
+	// is a DNS name or an IP address (IPv6 in brackets).
+	Hosts []string `json:"hosts,omitempty"`
+	// HostsFromConfig name keys of the plugin's config whose values (a URL
+	// or host:port) are hosts it may reach: "api_url", "accounts.*.imap"
+	// (* for every element of an array or member of an object).
+	HostsFromConfig []string `json:"hosts_from_config,omitempty"`
+	// Public: any public address (a plugin whose job is the open web).
+	// Loopback, private, link-local, metadata and the other special ranges
+	// stay refused, by the address dialled.
+	Public bool `json:"public,omitempty"`
+}
+
+// PathGrant is a folder the user may grant a plugin by setting a key of its
+// config to the folder's path; read-only unless Write.
+type PathGrant struct {
+	Config      string `json:"config"`      // a top-level key of [plugins.NAME.config]
+	Description string `json:"description"` // why the plugin needs it
+	Write       bool   `json:"write,omitempty"`
 }
 
 // Install is what installing the plugin asks of the user.
@@ -242,6 +271,7 @@ func parse(file string, data []byte, opts Options) (map[string]any, *Manifest, [
 	cs, csProbs := checkConfigSchema(file, tree)
 	probs = append(probs, csProbs...)
 	probs = append(probs, checkCredentials(file, tree)...)
+	probs = append(probs, checkNetwork(file, tree)...)
 	sortProblems(probs)
 	if n := len(probs); n > MaxProblems {
 		probs = append(probs[:MaxProblems:MaxProblems], Problem{File: file, Message: fmt.Sprintf("and %d more problems", n-MaxProblems), Fix: "fix the problems above first"})
@@ -348,6 +378,46 @@ func checkCredentials(file string, tree map[string]any) []Problem {
 		}
 	}
 	return probs
+}
+
+// checkNetwork checks each declared host: a port from 1 to 65535, and an
+// address that parses where the host is one.
+func checkNetwork(file string, tree map[string]any) []Problem {
+	var probs []Problem
+	hosts, _ := lookupArray(tree, "/network/hosts")
+	for i, h := range hosts {
+		hs, ok := h.(string)
+		if !ok {
+			continue
+		}
+		if _, _, err := SplitHost(hs); err != nil {
+			probs = append(probs, Problem{File: file, Pointer: fmt.Sprintf("/network/hosts/%d", i),
+				Message: err.Error(), Fix: `write host:port with a port from 1 to 65535, such as "api.example.com:443"`})
+		}
+	}
+	return probs
+}
+
+// SplitHost splits a declared "host:port" and checks it: a port from 1 to
+// 65535, a host that is a DNS name or an IP address (IPv6 in brackets).
+// The host is returned lower-cased, without brackets.
+func SplitHost(hostport string) (host string, port uint16, err error) {
+	h, p, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return "", 0, fmt.Errorf("%s is not host:port", quoteShort(hostport))
+	}
+	n, err := strconv.ParseUint(p, 10, 16)
+	if err != nil || n == 0 {
+		return "", 0, fmt.Errorf("%s: the port must be a number from 1 to 65535", quoteShort(hostport))
+	}
+	if strings.HasPrefix(hostport, "[") {
+		if a, err := netip.ParseAddr(h); err != nil || !a.Is6() {
+			return "", 0, fmt.Errorf("%s: %s in brackets is not an IPv6 address", quoteShort(hostport), quoteShort(h))
+		}
+	} else if strings.Contains(h, ":") || h == "" || len(h) > 253 || strings.ContainsAny(h, "/@?#% ") {
+		return "", 0, fmt.Errorf("%s: %s is not a host name or address", quoteShort(hostport), quoteShort(h))
+	}
+	return strings.ToLower(h), uint16(n), nil
 }
 
 func lookupArray(tree any, ptr string) ([]any, bool) {

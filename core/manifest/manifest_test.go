@@ -547,3 +547,38 @@ func TestLargeHostile(t *testing.T) {
 		})
 	}
 }
+
+func TestNetwork(t *testing.T) {
+	doc := func(network string) []byte {
+		return []byte(`{"description":"d","version":"1.0.0","app_compat":">=0.1.0","author":{"name":"a"},"provides":{"channels":[],"tools":[]},"subscribes":[],"network":` + network + `}`)
+	}
+	for _, tc := range []struct {
+		network string
+		want    string // "" = valid; else part of the error
+	}{
+		{`{"hosts":["api.telegram.org:443"]}`, ""},
+		{`{"hosts":["127.0.0.1:8080","[2001:db8::1]:443"],"public":true}`, ""},
+		{`{"hosts_from_config":["api_url","accounts.*.imap"]}`, ""},
+		{`{"hosts":["api.telegram.org"]}`, "host:port"},
+		{`{"hosts":["api.telegram.org:0"]}`, "from 1 to 65535"},
+		{`{"hosts":["api.telegram.org:70000"]}`, "from 1 to 65535"},
+		{`{"hosts":["[example.com]:443"]}`, "host:port"},
+		{`{"hosts":["user@evil.example:443"]}`, "host:port"},
+		{`{"hosts_from_config":["../api_url"]}`, "hosts_from_config"},
+		{`{"anything":true}`, "anything"},
+	} {
+		m, err := Parse("m.json", doc(tc.network), Options{})
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.network, err)
+		case tc.want == "" && m.Network == nil:
+			t.Errorf("%s: Network not decoded", tc.network)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: err = %v, want it to mention %q", tc.network, err, tc.want)
+		}
+	}
+	h, p, err := SplitHost("API.Telegram.org:443")
+	if err != nil || h != "api.telegram.org" || p != 443 {
+		t.Errorf("SplitHost = %q %d %v", h, p, err)
+	}
+}
