@@ -60,4 +60,23 @@ type PluginStatus struct {
 	Tools   []string `json:"tools,omitempty"`   // the tools it provides, when healthy
 	PID     int      `json:"pid,omitempty"`     // the handler process, for out-of-process plugins
 	Problem string   `json:"problem,omitempty"` // why it failed or is degraded, for the user (never sent to the agent)
+	// Confinement is what an out-of-process plugin's handler may reach and
+	// how that is imposed; nil for a plugin that runs in the core.
+	Confinement *Confinement `json:"confinement,omitempty"`
+}
+
+// Confinement modes.
+const (
+	ConfinementConfined   = "confined"   // the operating system imposes the policy
+	ConfinementUnconfined = "unconfined" // the user set [plugins.NAME] unconfined = true
+)
+
+// Confinement is the policy of an out-of-process plugin's handler.
+type Confinement struct {
+	Mode      string   `json:"mode"`                // ConfinementConfined or ConfinementUnconfined
+	Mechanism string   `json:"mechanism,omitempty"` // what imposes it here, e.g. "landlock ABI 7, seccomp"
+	Read      []string `json:"read,omitempty"`      // folders it reads ("path (why)")
+	Write     []string `json:"write,omitempty"`     // folders it reads and writes
+	Hosts     []string `json:"hosts,omitempty"`     // "host:port (where declared)"; none: no network
+	Public    bool     `json:"public,omitempty"`    // any public address
 }

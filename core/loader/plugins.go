@@ -30,6 +30,7 @@ import (
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/core/plugindir"
 	"github.com/carapace-dev/carapace/core/pluginhost"
+	"github.com/carapace-dev/carapace/core/pluginpolicy"
 	"github.com/carapace-dev/carapace/core/skills"
 	"github.com/carapace-dev/carapace/internal/textutil"
 	"github.com/carapace-dev/carapace/keychain"
@@ -64,7 +65,8 @@ type pluginState struct {
 	groups   []string // the groups it is granted (grant.go): config.toml's allowed_groups, else its manifest's; none: every group
 	surface  bool     // the surface capability: asked for in the manifest and granted in config.toml
 	pin      install.Pin
-	pinErr   error // why an out-of-process plugin has no pin (plugindir.Plugin.PinErr)
+	pinErr   error                // why an out-of-process plugin has no pin (plugindir.Plugin.PinErr)
+	policy   *pluginpolicy.Policy // what an out-of-process plugin may reach; nil in process
 	skills   fs.FS
 
 	handler plugin.Handler      // the running handler (in process, or a *pluginhost.Process)
@@ -185,6 +187,14 @@ func (l *Loader) prepare(c *candidate, pc config.Plugin) *pluginState {
 	}
 	for _, t := range st.manifest.Provides.Tools {
 		st.tools = append(st.tools, t.Name)
+	}
+	if c.builtin == nil {
+		pol, err := pluginpolicy.For(l.opts.Home, c.Name, c.Dir, filepath.Join(c.Dir, install.HandlerFile), st.manifest,
+			config.Plugin{Config: st.config, Unconfined: pc.Unconfined})
+		if err != nil {
+			return l.failed(st, plugin.CategoryConfig, err)
+		}
+		st.policy = &pol
 	}
 	switch asks := st.manifest.HasCapability(manifest.CapabilitySurface); {
 	case asks && pc.Surface:

@@ -19,7 +19,7 @@ import (
 // kitEvents reads the events an oopkit plugin called name has handled.
 func kitEvents(t *testing.T, h home.Dir, name string) []plugin.Event {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(h.PluginsDir(), name, "events.jsonl"))
+	raw, err := os.ReadFile(filepath.Join(h.DataDir(name), "events.jsonl"))
 	if err != nil && !os.IsNotExist(err) {
 		t.Fatal(err)
 	}
