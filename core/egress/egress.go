@@ -358,7 +358,11 @@ func (p *Point) refuseWithin(d time.Duration, uc *net.UnixConn, req *pluginproto
 	_ = uc.SetWriteDeadline(time.Now().Add(d))
 	_, _ = uc.Write(pluginproto.EncodeEgressReply(&pluginproto.EgressReply{Code: code, Error: why}))
 	uc.Close()
-	p.record(Record{Plugin: p.o.Plugin, Host: req.Host, Port: req.Port, Duration: time.Since(start), Refused: why, Code: code})
+	host := req.Host
+	if !validHost(host) { // the plugin's bytes, on their way to an audit log
+		host = fmt.Sprintf("%.100q", host)
+	}
+	p.record(Record{Plugin: p.o.Plugin, Host: host, Port: req.Port, Duration: time.Since(start), Refused: why, Code: code})
 }
 
 func (p *Point) record(r Record) {

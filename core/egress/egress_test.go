@@ -436,11 +436,12 @@ func TestMalformedRequests(t *testing.T) {
 	rec.none(t)
 
 	// Readable, but not servable: BAD_REQUEST, recorded.
-	for name, tc := range map[string]struct{ msg, why string }{
-		"udp":    {`{"v":1,"network":"udp","host":"127.0.0.1","port":53}`, `network "udp": only tcp`},
-		"port 0": {`{"v":1,"network":"tcp","host":"127.0.0.1","port":0}`, "port 0"},
-		"host":   {`{"v":1,"network":"tcp","host":"a b\n","port":80}`, "is not a host name or an IP literal"},
-		"empty":  {`{"v":1,"network":"tcp","host":"","port":80}`, "is not a host name or an IP literal"},
+	for name, tc := range map[string]struct{ msg, why, host string }{
+		"udp":    {`{"v":1,"network":"udp","host":"127.0.0.1","port":53}`, `network "udp": only tcp`, "127.0.0.1"},
+		"port 0": {`{"v":1,"network":"tcp","host":"127.0.0.1","port":0}`, "port 0", "127.0.0.1"},
+		// A host that is no host is recorded quoted: it goes to the audit log.
+		"host":  {`{"v":1,"network":"tcp","host":"a b\n","port":80}`, "is not a host name or an IP literal", `"a b\n"`},
+		"empty": {`{"v":1,"network":"tcp","host":"","port":80}`, "is not a host name or an IP literal", `""`},
 	} {
 		ours, theirs := streamPair(t)
 		send(t, p, []byte(tc.msg), theirs)
@@ -450,7 +451,7 @@ func TestMalformedRequests(t *testing.T) {
 		if err != nil || r.OK || r.Code != pluginproto.EgressBadRequest || !strings.Contains(r.Error, tc.why) || strings.Count(got, "\n") != 1 {
 			t.Errorf("%s: answered %q (%v), want BAD_REQUEST %q", name, got, err, tc.why)
 		}
-		if rr := rec.next(t); rr.Code != pluginproto.EgressBadRequest {
+		if rr := rec.next(t); rr.Code != pluginproto.EgressBadRequest || rr.Host != tc.host {
 			t.Errorf("%s: record %+v", name, rr)
 		}
 	}
