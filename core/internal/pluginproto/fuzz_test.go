@@ -50,3 +50,33 @@ func FuzzDecode(f *testing.F) {
 		_ = JSONType(m.Result)
 	})
 }
+
+// FuzzDecodeEgressRequest feeds the core's egress decoder what a hostile
+// plugin could send: it must never panic, and what it accepts must encode
+// back to a request that decodes the same.
+func FuzzDecodeEgressRequest(f *testing.F) {
+	for _, s := range []string{
+		`{"v":1,"network":"tcp","host":"api.telegram.org","port":443}`,
+		`{"v":1,"network":"udp","host":"","port":0}`, `{"v":1,"x":1}`, `null`, `{"v":1}{"v":1}`,
+		`{"v":1,"host":"` + string(bytes.Repeat([]byte("\\u0000"), 200)) + `"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, msg []byte) {
+		r, err := DecodeEgressRequest(msg)
+		if err != nil {
+			return
+		}
+		if r.V != EgressVersion {
+			t.Fatalf("accepted version %d: %q", r.V, msg)
+		}
+		again, err := EncodeEgressRequest(r)
+		if err != nil {
+			return // escapes can grow past the cap
+		}
+		r2, err := DecodeEgressRequest(again)
+		if err != nil || *r2 != *r {
+			t.Fatalf("round trip: %q -> %+v -> %q -> %+v, %v", msg, r, again, r2, err)
+		}
+	})
+}

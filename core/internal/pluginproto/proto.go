@@ -38,10 +38,11 @@ const Version = 1
 
 // Environment variables the core sets for a handler process.
 const (
-	EnvEndpoint = "CARAPACE_PLUGIN_ENDPOINT" // zipc:///abs/path/run/plugins/<name>.sock
-	EnvToken    = "CARAPACE_PLUGIN_TOKEN"    // 64 hex characters, one per start
-	EnvName     = "CARAPACE_PLUGIN_NAME"     // the plugin's name (its directory)
-	EnvData     = "CARAPACE_PLUGIN_DATA"     // the plugin's private data directory
+	EnvEndpoint = "CARAPACE_PLUGIN_ENDPOINT"  // zipc:///abs/path/run/plugins/<name>.sock
+	EnvToken    = "CARAPACE_PLUGIN_TOKEN"     // 64 hex characters, one per start
+	EnvName     = "CARAPACE_PLUGIN_NAME"      // the plugin's name (its directory)
+	EnvData     = "CARAPACE_PLUGIN_DATA"      // the plugin's private data directory
+	EnvEgressFD = "CARAPACE_PLUGIN_EGRESS_FD" // the egress socket's descriptor number (egress.go), "4"
 	// EnvConnFD names the descriptor of the handler's connection to its
 	// socket, made by the core before the start ("3"). A confined handler
 	// cannot create sockets, so it speaks on this one instead of dialling
