@@ -73,12 +73,28 @@ type filterTarget struct {
 	scopeSignals bool
 }
 
-// seccompProgram assembles the filter for t.
+// seccompProgram assembles the filter for t on this architecture.
 func seccompProgram(t filterTarget) ([]bpf.Instruction, error) {
 	info, err := arch.GetInfo("")
 	if err != nil {
 		return nil, fmt.Errorf("seccomp: %w", err)
 	}
+	policy := seccomp.Policy{DefaultAction: seccomp.ActionAllow, Syscalls: filterGroups(info, t)}
+	body, err := policy.Assemble() // for this architecture, which info is
+	if err != nil {
+		return nil, fmt.Errorf("seccomp: %w", err)
+	}
+	pre, err := prefix(info)
+	if err != nil {
+		return nil, err
+	}
+	return append(pre, body...), nil
+}
+
+// filterGroups are the filter's rules for t, with the system call names
+// of the architecture info (go-seccomp-bpf refuses a name the
+// architecture lacks).
+func filterGroups(info *arch.Info, t filterTarget) []seccomp.SyscallGroup {
 	have := func(names ...string) []string {
 		var out []string
 		for _, n := range names {
@@ -143,16 +159,7 @@ func seccompProgram(t filterTarget) ([]bpf.Instruction, error) {
 	if !t.scopeSignals {
 		groups = append(groups, signalGroup(t, errno(unix.EPERM)))
 	}
-	policy := seccomp.Policy{DefaultAction: seccomp.ActionAllow, Syscalls: groups}
-	body, err := policy.Assemble()
-	if err != nil {
-		return nil, fmt.Errorf("seccomp: %w", err)
-	}
-	pre, err := prefix(info)
-	if err != nil {
-		return nil, err
-	}
-	return append(pre, body...), nil
+	return groups
 }
 
 // signalGroup confines signals when Landlock cannot (ABI < 6): kill(2)

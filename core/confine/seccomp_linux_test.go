@@ -3,6 +3,7 @@ package confine
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"testing"
 
 	seccomp "github.com/elastic/go-seccomp-bpf"
@@ -166,5 +167,35 @@ func TestSeccompProgram(t *testing.T) {
 	}
 	if got, _ := vm.Run(seccompData(nr("kill"), uint32(info.ID), pid, 0)); uint32(got) != allow {
 		t.Errorf("kill(self) outside its own group: %#x, want allow", got)
+	}
+}
+
+// TestSeccompNames checks the filter's rules against the system call
+// tables of both architectures Carapace ships for: go-seccomp-bpf
+// refuses a name the running one lacks, and the launcher would then fail
+// (closed) on every start. The program itself is assembled for the
+// running architecture only (TestSeccompProgram).
+func TestSeccompNames(t *testing.T) {
+	for _, info := range []*arch.Info{arch.X86_64, arch.AARCH64} {
+		for _, scoped := range []bool{true, false} {
+			for _, g := range filterGroups(info, filterTarget{pid: 1, ownGroup: true, scopeSignals: scoped}) {
+				names := slices.Clone(g.Names)
+				for _, c := range g.NamesWithCondtions {
+					names = append(names, c.Name)
+				}
+				for _, n := range names {
+					if _, ok := info.SyscallNames[n]; !ok {
+						t.Errorf("%s: no system call %q", info.Name, n)
+					}
+				}
+			}
+		}
+		if _, err := prefix(info); err != nil {
+			t.Errorf("%s: %v", info.Name, err)
+		}
+	}
+	// The control: a name arm64 lacks is caught.
+	if _, ok := arch.AARCH64.SyscallNames["iopl"]; ok {
+		t.Error("arm64 has iopl: the table check cannot tell")
 	}
 }
