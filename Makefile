@@ -22,16 +22,17 @@ help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[1m%-10s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
-build: ## build bin/carapace (cgo, for SQLite), the bundled plugins in bin/plugins/, bin/ipc (static), the linux/amd64 + linux/arm64 ipc for agent images, and bin/carapace-app
+build: ## build bin/carapace (cgo, for SQLite), the bundled plugins in bin/plugins/, bin/ipc and bin/carapace-confine (static), the linux/amd64 + linux/arm64 ipc for agent images, and bin/carapace-app
 	@pins=$$(GO='$(GO)' GOBUILDFLAGS='$(BUILDFLAGS)' LDFLAGS='$(LDFLAGS)' scripts/bundle-plugins.sh bin/plugins) || exit 1; \
 	echo "CGO_ENABLED=1 $(GO) build ... -o bin/carapace ./cmd/carapace (bundled plugins: $${pins:-none})"; \
 	CGO_ENABLED=1 $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)'" -X $(PINS_VAR)=$$pins" -o bin/carapace ./cmd/carapace
 	CGO_ENABLED=0 $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)' -o bin/ipc ./cmd/ipc
+	CGO_ENABLED=0 $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)' -o bin/carapace-confine ./cmd/carapace-confine
 	@for arch in amd64 arm64; do \
 	  CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)' -o bin/linux-$$arch/ipc ./cmd/ipc || exit 1; \
 	done
 	CGO_ENABLED=$(APP_CGO) $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)' -o bin/carapace-app ./cmd/carapace-app
-	@for f in bin/ipc bin/linux-amd64/ipc bin/linux-arm64/ipc; do \
+	@for f in bin/ipc bin/carapace-confine bin/linux-amd64/ipc bin/linux-arm64/ipc; do \
 	  printf '  %-24s %7d KiB\n' $$f $$(( $$(wc -c < $$f) / 1024 )); done
 
 # The menu-bar app. fyne systray is pure Go on Linux and cgo on macOS,
