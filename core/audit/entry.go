@@ -18,6 +18,7 @@ const (
 	StageService   = "service"   // a plugin used a core service (credential reads)
 	StageChannel   = "channel"   // what a channel plugin received and dropped unhandled (strangers)
 	StageBrief     = "brief"     // the memory brief given to a session at its start
+	StageEgress    = "egress"    // a plugin's connection through its egress point (host, port, bytes; never content)
 	StageLLM       = "llm"       // a model API call through the session's proxy
 )
 

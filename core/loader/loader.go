@@ -10,6 +10,7 @@ import (
 	"github.com/carapace-dev/carapace/core/audit"
 	"github.com/carapace-dev/carapace/core/catalog"
 	"github.com/carapace-dev/carapace/core/config"
+	"github.com/carapace-dev/carapace/core/confine"
 	"github.com/carapace-dev/carapace/core/events"
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/plugin"
@@ -38,6 +39,9 @@ type Options struct {
 	// InitTimeout bounds each plugin's start and Init; zero means
 	// InitTimeout.
 	InitTimeout time.Duration
+	// ConfineSupport replaces what this system can confine plugins with
+	// (confine.Probe): tests give one without Landlock. Nil: the probe.
+	ConfineSupport *confine.Support
 	// Core is what the surface services ask of the rest of the core; nil
 	// refuses them. It is called only once CoreReady has been, until
 	// Shutdown.

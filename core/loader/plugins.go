@@ -331,12 +331,17 @@ func (l *Loader) start(ctx context.Context, st *pluginState) {
 			l.failed(st, plugin.CategoryConfig, st.pinErr)
 			return
 		}
-		proc, err := pluginhost.Start(ictx, pluginhost.Spec{
+		spec := pluginhost.Spec{
 			Name: st.name, Dir: st.dir, Exec: filepath.Join(st.dir, install.HandlerFile), SHA256: st.pin.SHA256,
 			DataDir: l.opts.Home.DataDir(st.name), SocketDir: l.opts.Home.PluginSocketDir(),
 			Logger: l.log, // pluginhost names the plugin in every line
 			OnExit: func(err error) { l.crashed(st, err) },
-		})
+		}
+		if err := l.confineSpec(st, &spec); err != nil {
+			l.failed(st, plugin.CategoryConfig, err)
+			return
+		}
+		proc, err := pluginhost.Start(ictx, spec)
 		if err != nil {
 			l.failed(st, startCategory(err), err)
 			return
@@ -739,6 +744,7 @@ func (l *Loader) pluginStatus(st *pluginState) api.PluginStatus {
 	if st.proc != nil && st.proc.Alive() {
 		ps.PID = st.proc.PID()
 	}
+	ps.Confinement = l.confinement(st.policy)
 	return ps
 }
 

@@ -70,6 +70,8 @@ import (
 	"github.com/go-zeromq/zmq4"
 	"golang.org/x/time/rate"
 
+	"github.com/carapace-dev/carapace/core/confine"
+	"github.com/carapace-dev/carapace/core/egress"
 	"github.com/carapace-dev/carapace/core/internal/pluginproto"
 	"github.com/carapace-dev/carapace/ipc/zmtp"
 )
@@ -118,6 +120,14 @@ type Spec struct {
 	// HelloTimeout bounds the wait for the handler's hello; zero means
 	// pluginproto.HelloTimeout.
 	HelloTimeout time.Duration
+	// Confine, if set, is what the operating system lets the handler
+	// touch: it starts through the launcher of core/confine, which
+	// confines itself and then execs the handler. Its Exec must be Exec.
+	Confine *confine.Policy
+	// Egress, if set, gives the handler an egress point in the core
+	// (core/egress), its only way to the network, as descriptor 4. One
+	// point per start; it closes when the process is gone.
+	Egress *egress.Options
 
 	// serviceRate and serviceBurst replace defaultServiceRate and
 	// defaultServiceBurst when not zero: tests make them small.
@@ -362,6 +372,18 @@ func (p *Process) startProcess(tmp string) error {
 	}
 	defer conn.Close() // the child has its copy once started
 	env = append(env, pluginproto.EnvConnFD+"=3")
+	files := []*os.File{conn}
+	if spec.Egress != nil {
+		pt, err := egress.New(*spec.Egress)
+		if err != nil {
+			return fmt.Errorf("pluginhost: plugin %s: egress point: %w", spec.Name, err)
+		}
+		p.egress = pt
+		end := pt.PluginEnd()
+		defer end.Close() // the child has its copy once started; the point ends when the child's does
+		files = append(files, end)
+		env = append(env, pluginproto.EnvEgressFD+"=4")
+	}
 	// Pipes of our own rather than cmd.StdoutPipe: Wait then returns when
 	// the process exits, even if a child it left behind holds the pipe.
 	outR, outW, err := os.Pipe()
@@ -381,8 +403,18 @@ func (p *Process) startProcess(tmp string) error {
 		Env:         env,
 		Stdout:      outW, // Stdin nil: /dev/null
 		Stderr:      errW,
-		ExtraFiles:  []*os.File{conn},
+		ExtraFiles:  files,
 		SysProcAttr: sysProcAttr(),
+	}
+	if spec.Confine != nil {
+		if err := confine.Wrap(cmd, *spec.Confine); err != nil {
+			outR.Close()
+			outW.Close()
+			errR.Close()
+			errW.Close()
+			p.closeEgress()
+			return fmt.Errorf("pluginhost: plugin %s: %w", spec.Name, err)
+		}
 	}
 	err = cmd.Start()
 	outW.Close()
@@ -390,6 +422,7 @@ func (p *Process) startProcess(tmp string) error {
 	if err != nil {
 		outR.Close()
 		errR.Close()
+		p.closeEgress()
 		return fmt.Errorf("pluginhost: plugin %s: start %s: %w", spec.Name, spec.Exec, err)
 	}
 	p.mu.Lock()

@@ -15,6 +15,7 @@ import (
 	"github.com/go-zeromq/zmq4"
 	"golang.org/x/time/rate"
 
+	"github.com/carapace-dev/carapace/core/egress"
 	"github.com/carapace-dev/carapace/core/internal/pluginproto"
 	"github.com/carapace-dev/carapace/core/plugin"
 )
@@ -32,6 +33,7 @@ type Process struct {
 	cmd      *exec.Cmd
 	pid      int
 	pipes    []*os.File
+	egress   *egress.Point // its egress point, if it has one; closed with the process
 
 	router  zmq4.Socket
 	rctx    context.Context // the socket's life; cancelled at cleanup
@@ -443,6 +445,7 @@ func (p *Process) wait() {
 
 	p.closeTransport()
 	p.closeOutput()
+	p.closeEgress()
 	switch {
 	case cut != "":
 		p.log.Error("plugin cut off for breaking the protocol", "reason", cut, "exit", describeExit(err))
@@ -471,6 +474,16 @@ func (p *Process) settle() {
 			return
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// closeEgress closes the process's egress point, if it has one: its
+// relayed connections end with the process.
+func (p *Process) closeEgress() {
+	if p.egress != nil {
+		if err := p.egress.Close(); err != nil {
+			p.log.Warn("plugin egress point: close", "err", err)
+		}
 	}
 }
 

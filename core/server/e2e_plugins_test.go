@@ -31,6 +31,7 @@ var kitActions = []struct{ action, risk, schema string }{
 	{"flood", "low", `{"type":"object","additionalProperties":false,"properties":{}}`},
 	{"scope", "low", `{"type":"object","additionalProperties":false,"properties":{}}`},
 	{"spawn", "low", `{"type":"object","additionalProperties":false,"properties":{}}`},
+	{"probe", "low", `{"type":"object","additionalProperties":false,"required":["kind","target"],"properties":{"kind":{"type":"string","maxLength":32},"target":{"type":"string","maxLength":1000}}}`},
 	{"publish", "low", `{"type":"object","additionalProperties":false,"required":["topic"],"properties":{"topic":{"type":"string","maxLength":64},` +
 		`"group":{"type":"string","maxLength":64},"text":{"type":"string","maxLength":4000},"conversation":{"type":"string","maxLength":200}}}`},
 }
@@ -341,11 +342,11 @@ fail_init = "hang"
 	}
 	// Shutdown is called on the healthy plugin only.
 	for _, n := range []string{"alpha", "beta", "gamma", "delta", "eps"} {
-		if _, err := os.Stat(filepath.Join(c.Home.PluginsDir(), n, "shutdown-calls")); !os.IsNotExist(err) {
+		if _, err := os.Stat(filepath.Join(c.Home.DataDir(n), "shutdown-calls")); !os.IsNotExist(err) {
 			t.Errorf("shutdown was called on %s, which never initialised", n)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(c.Home.PluginsDir(), "zeta", "shutdown-calls")); err != nil {
+	if _, err := os.Stat(filepath.Join(c.Home.DataDir("zeta"), "shutdown-calls")); err != nil {
 		t.Errorf("shutdown was not called on zeta: %v", err)
 	}
 }

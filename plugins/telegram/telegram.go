@@ -69,6 +69,10 @@ type Options struct {
 	Logger *slog.Logger
 	// PollTimeout is the getUpdates long-poll timeout (default 30 s).
 	PollTimeout time.Duration
+	// Transport carries the Bot API's requests: an out-of-process handler
+	// gives the SDK's (plugin.HTTPClient), through its egress point, the
+	// only way out of its confinement. Nil: http.DefaultTransport.
+	Transport http.RoundTripper
 
 	// crash, in tests, is called at the steps of the exactly-once
 	// protocol (see the package documentation) to kill the process there,
@@ -229,7 +233,7 @@ func (h *Handler) Init(ctx context.Context, cfgMap map[string]any, svc plugin.Se
 
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	h.token = token
-	h.http = &egressGuard{client: &http.Client{Timeout: h.opts.PollTimeout + 15*time.Second}}
+	h.http = &egressGuard{client: &http.Client{Timeout: h.opts.PollTimeout + 15*time.Second, Transport: h.opts.Transport}}
 	// The library sends; the plugin polls itself (poll.go).
 	h.bot, err = bot.New(token,
 		bot.WithServerURL(cfg.APIURL),

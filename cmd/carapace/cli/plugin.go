@@ -67,7 +67,7 @@ pinned hash.`,
   carapace plugin restart weather`,
 	})
 	c.AddCommand(a.pluginCreateCmd(), a.pluginValidateCmd(), a.pluginBuildCmd(), a.pluginInstallCmd(),
-		a.pluginRemoveCmd(), a.pluginListCmd(), a.pluginRestartCmd())
+		a.pluginRemoveCmd(), a.pluginListCmd(), a.pluginShowCmd(), a.pluginRestartCmd())
 	return c
 }
 

@@ -15,7 +15,9 @@ import (
 
 func main() {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	h := telegram.New(telegram.Options{DataDir: os.Getenv("CARAPACE_PLUGIN_DATA"), Logger: log})
+	// The Bot API through the plugin's egress point in the core, its only
+	// way to the network (it reaches the one host its api_url names).
+	h := telegram.New(telegram.Options{DataDir: os.Getenv("CARAPACE_PLUGIN_DATA"), Logger: log, Transport: plugin.HTTPClient().Transport})
 	if err := plugin.Serve(h); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -46,7 +47,7 @@ func (k *kit) Shutdown(ctx context.Context) error {
 	if os.Getenv("OOPKIT_MARK") != "" { // never set: the environment is minimal
 		return nil
 	}
-	if f, err := os.OpenFile("shutdown-calls", os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600); err == nil {
+	if f, err := os.OpenFile(filepath.Join(os.Getenv("CARAPACE_PLUGIN_DATA"), "shutdown-calls"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600); err == nil {
 		fmt.Fprintln(f, time.Now().UTC().Format(time.RFC3339Nano))
 		f.Close()
 	}
@@ -54,13 +55,14 @@ func (k *kit) Shutdown(ctx context.Context) error {
 }
 
 // HandleEvent appends each event it is given to events.jsonl in its
-// folder, one JSON line, for the tests to read.
+// data folder (the only one it may write), one JSON line, for the tests to
+// read.
 func (k *kit) HandleEvent(ctx context.Context, ev *plugin.Event) error {
 	b, err := json.Marshal(ev)
 	if err != nil {
 		return err
 	}
-	f, err := os.OpenFile("events.jsonl", os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	f, err := os.OpenFile(filepath.Join(os.Getenv("CARAPACE_PLUGIN_DATA"), "events.jsonl"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
 		return err
 	}
@@ -140,6 +142,10 @@ func (k *kit) Invoke(ctx context.Context, req *plugin.Request) (map[string]any, 
 			os.Stderr.WriteString(line)
 		}
 		return map[string]any{"flooded": true}, nil
+	case "probe":
+		kind, _ := req.Arguments["kind"].(string)
+		target, _ := req.Arguments["target"].(string)
+		return probe(ctx, kind, target), nil
 	case "scope":
 		info, err := k.svc.GetSessionInfo(ctx)
 		if err != nil {
