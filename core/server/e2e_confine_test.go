@@ -217,3 +217,26 @@ func TestHostilePluginIsConfined(t *testing.T) {
 	}
 
 }
+
+// Where the kernel cannot confine, a plugin does not start unconfined: it
+// fails with the feature it lacks and the setting that accepts the risk;
+// with that setting it starts, reported as unconfined.
+func TestNoConfinementNoStart(t *testing.T) {
+	none := &confine.Support{OS: "linux"} // a kernel without Landlock
+	c := startCoreWith(t, coreOptions{ConfineSupport: none, Config: "[plugins.trusted]\nunconfined = true\n", Setup: func(h home.Dir) {
+		installKit(t, h, "plain")
+		installKit(t, h, "trusted")
+	}})
+	st := pluginStatus(t, c, "plain")
+	if st.Healthy || st.State != "failed" || !strings.Contains(st.Problem, "Landlock") || !strings.Contains(st.Problem, "[plugins.plain] unconfined = true") {
+		t.Errorf("plain on a kernel without Landlock: %+v", st)
+	}
+	st = pluginStatus(t, c, "trusted")
+	if !st.Healthy || st.Confinement == nil || st.Confinement.Mode != api.ConfinementUnconfined {
+		t.Errorf("trusted, unconfined by the user's setting: %+v confinement %+v", st, st.Confinement)
+	}
+	r := runIPC(t, c.Session(t, "main").Socket, nil, "tool.invoke.trusted_echo", `{"message":"hi"}`)
+	if r.Code != 0 || r.Result["message"] != "hi" {
+		t.Errorf("trusted_echo: %d %s %v", r.Code, r.Stderr, r.Result)
+	}
+}

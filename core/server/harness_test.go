@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/carapace-dev/carapace/cmd/wiring/coretest"
+	"github.com/carapace-dev/carapace/core/confine"
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/loader"
 	"github.com/carapace-dev/carapace/core/plugin"
@@ -141,6 +142,8 @@ type coreOptions struct {
 	NewEngine func(name string) (runtime.Engine, error)
 	// Bundled are first-party out-of-process plugins shipped beside the core.
 	Bundled []loader.Bundled
+	// ConfineSupport replaces what the kernel can confine plugins with.
+	ConfineSupport *confine.Support
 }
 
 // startCore runs a core in a fresh short home with config as config.toml.
@@ -175,6 +178,7 @@ func runCore(t testing.TB, h home.Dir, o coreOptions) (*testCore, error) {
 	}
 	c, err := coretest.Start(t, h, coretest.Options{Config: o.Config, Setup: o.Setup, Server: server.Options{NewEngine: o.NewEngine, Bundled: o.Bundled,
 		Builtins: builtins, InitTimeout: o.InitTimeout, BriefTimeout: o.BriefTimeout, NoShadows: o.NoShadows,
+		ConfineSupport: o.ConfineSupport,
 	}})
 	if err != nil {
 		return nil, err

@@ -41,6 +41,7 @@ import (
 	"github.com/carapace-dev/carapace/core/audit"
 	"github.com/carapace-dev/carapace/core/catalog"
 	"github.com/carapace-dev/carapace/core/config"
+	"github.com/carapace-dev/carapace/core/confine"
 	"github.com/carapace-dev/carapace/core/confirm"
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/events"
@@ -72,6 +73,9 @@ type Options struct {
 	// InitTimeout bounds each plugin's start and Init; zero means
 	// loader.InitTimeout (10 s).
 	InitTimeout time.Duration
+	// ConfineSupport replaces what this system can confine plugins with
+	// (loader.Options.ConfineSupport): tests give one without Landlock.
+	ConfineSupport *confine.Support
 	// Credentials replaces the credential store; nil means
 	// keychain.Default for the home.
 	Credentials keychain.Store
@@ -198,6 +202,7 @@ func Run(ctx context.Context, opts Options) error {
 	s.plugins = loader.New(loader.Options{
 		Home: opts.Home, Version: opts.Version, Config: cfg, Logger: s.log, Audit: s.audit, Catalog: s.catalog,
 		Credentials: s.creds, Bus: s.bus, Builtins: opts.Builtins, Bundled: opts.Bundled, InitTimeout: opts.InitTimeout, Core: s,
+		ConfineSupport: opts.ConfineSupport,
 	})
 	if err := s.plugins.Load(ctx); err != nil {
 		return err

@@ -16,6 +16,7 @@ import (
 	"github.com/carapace-dev/carapace/core/agentimage"
 	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/config"
+	"github.com/carapace-dev/carapace/core/confine"
 	"github.com/carapace-dev/carapace/core/control"
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/llmproxy"
@@ -116,6 +117,7 @@ func (a *app) doctor(ctx context.Context, online bool) ([]Check, error) {
 		add(checkPlugins(st))
 	}
 	add(checkPins(h, a.cfg.Version))
+	add(checkConfinement(cfg, st, confine.Probe()))
 	add(a.checkCredential(ctx, cfg, online))
 	add(a.checkTelegram(ctx, h, st))
 	checks = append(checks, checkApp(h)...)
