@@ -8,11 +8,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// enforce confines the calling process by p, with the kernel features of
-// s: capabilities dropped (when it has any), Landlock on every thread
-// (which sets no_new_privs), then the seccomp filter on every thread.
-// The caller holds its OS thread locked: the capability bounding set is
-// per thread, and the handler is exec'd from that thread.
+// enforce confines the calling thread by p, with the kernel features of
+// s: capabilities dropped (when it has any), no_new_privs and Landlock,
+// then the seccomp filter. The caller holds its OS thread locked and execs
+// the handler from it next: capabilities, Landlock domains and seccomp
+// filters are per thread, and exec leaves the new program only the thread
+// that called it. The launcher's other threads (the Go runtime's) run
+// none of the handler's code and die at the exec.
 func enforce(p Policy, s Support) error {
 	if err := s.Missing(); err != nil {
 		return err
@@ -22,10 +24,6 @@ func enforce(p Policy, s Support) error {
 	}
 	if err := restrictLandlock(s.Landlock, p.Rules()); err != nil {
 		return err
-	}
-	// Landlock set it on every thread already; this thread execs.
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("no_new_privs: %w", err)
 	}
 	pid := os.Getpid()
 	pgid, err := unix.Getpgid(0)
