@@ -141,6 +141,8 @@ type coreOptions struct {
 	NewEngine func(name string) (runtime.Engine, error)
 	// Bundled are first-party out-of-process plugins shipped beside the core.
 	Bundled []loader.Bundled
+	// Revival says how crashed plugins are started again (zero: the defaults).
+	Revival loader.Revival
 }
 
 // startCore runs a core in a fresh short home with config as config.toml.
@@ -175,6 +177,7 @@ func runCore(t testing.TB, h home.Dir, o coreOptions) (*testCore, error) {
 	}
 	c, err := coretest.Start(t, h, coretest.Options{Config: o.Config, Setup: o.Setup, Server: server.Options{NewEngine: o.NewEngine, Bundled: o.Bundled,
 		Builtins: builtins, InitTimeout: o.InitTimeout, BriefTimeout: o.BriefTimeout, NoShadows: o.NoShadows,
+		Revival: o.Revival,
 	}})
 	if err != nil {
 		return nil, err

@@ -72,6 +72,9 @@ type Options struct {
 	// InitTimeout bounds each plugin's start and Init; zero means
 	// loader.InitTimeout (10 s).
 	InitTimeout time.Duration
+	// Revival says how crashed and hung plugins are started again; the
+	// zero value is the loader's defaults.
+	Revival loader.Revival
 	// Credentials replaces the credential store; nil means
 	// keychain.Default for the home.
 	Credentials keychain.Store
@@ -198,6 +201,7 @@ func Run(ctx context.Context, opts Options) error {
 	s.plugins = loader.New(loader.Options{
 		Home: opts.Home, Version: opts.Version, Config: cfg, Logger: s.log, Audit: s.audit, Catalog: s.catalog,
 		Credentials: s.creds, Bus: s.bus, Builtins: opts.Builtins, Bundled: opts.Bundled, InitTimeout: opts.InitTimeout, Core: s,
+		Revival: opts.Revival,
 	})
 	if err := s.plugins.Load(ctx); err != nil {
 		return err
@@ -278,6 +282,7 @@ func Run(ctx context.Context, opts Options) error {
 func (s *Server) shutdown() {
 	s.once.Do(func() { close(s.stop) })
 	start := time.Now()
+	s.plugins.Drain() // no plugin is started again from now on
 	s.pipe.Drain()
 	dctx, cancel := context.WithTimeout(context.Background(), s.cfg.Core.HandlerTimeout.Duration+time.Second)
 	drained := s.pipe.Wait(dctx) == nil
