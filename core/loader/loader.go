@@ -130,6 +130,10 @@ func (l *Loader) CoreReady() { l.readyOnce.Do(func() { close(l.ready) }) }
 // error is returned only for what stops the core (conflicting tool names).
 func (l *Loader) Load(ctx context.Context) error {
 	l.startMail()
+	// A plugin that dies while the others still load is started again
+	// only once they are all listed (a revival takes restartMu too).
+	l.restartMu.Lock()
+	defer l.restartMu.Unlock()
 	return l.loadPlugins(ctx)
 }
 

@@ -157,8 +157,9 @@ type revFixture struct {
 	log    *strings.Builder
 }
 
-// newRevFixture loads the flaky plugin with rev; clock nil is the real one.
-func newRevFixture(t *testing.T, rev Revival, clock *fakeClock) *revFixture {
+// newRevFixture loads the flaky plugin with rev; clock nil is the real
+// one. markers are in its data folder from its first start (mark).
+func newRevFixture(t *testing.T, rev Revival, clock *fakeClock, markers ...string) *revFixture {
 	t.Helper()
 	exe := flakyHandler(t)
 	base, err := os.MkdirTemp("", "lv") // short: the sockets live under it
@@ -223,6 +224,12 @@ func newRevFixture(t *testing.T, rev Revival, clock *fakeClock) *revFixture {
 	if clock != nil {
 		o.Clock = clock
 	}
+	for _, m := range markers {
+		if err := os.MkdirAll(h.DataDir("flaky"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		f.mark(t, m, true)
+	}
 	f.l = New(o)
 	if err := f.l.Load(t.Context()); err != nil {
 		t.Fatal(err)
@@ -236,7 +243,7 @@ func newRevFixture(t *testing.T, rev Revival, clock *fakeClock) *revFixture {
 			f.mu.Unlock()
 		}
 	})
-	if st := f.status(t); st.State != stateHealthy || st.PID == 0 {
+	if st := f.status(t); len(markers) == 0 && (st.State != stateHealthy || st.PID == 0) {
 		t.Fatalf("flaky after Load: %+v", st)
 	}
 	return f
@@ -392,33 +399,7 @@ func TestDownAfterRepeatedCrashes(t *testing.T) {
 			if _, err := f.call(context.Background(), "flaky_crash"); !errors.Is(err, pluginhost.ErrCrashed) {
 				t.Fatalf("crash: %v", err)
 			}
-			var waits []time.Duration
-			for {
-				var p []*fakeTimer
-				waitFor(t, "a try to wait, or flaky down", func() bool {
-					p = clock.pending()
-					return len(p) > 0 || f.status(t).State == stateDown
-				})
-				if len(p) == 0 {
-					break
-				}
-				if len(p) != 1 {
-					t.Fatalf("%d tries wait at once", len(p))
-				}
-				st := f.status(t)
-				if st.State != stateRestarting || !st.NextTry.Equal(p[0].at) {
-					t.Fatalf("waiting: %+v, want restarting, next try at %v", st, p[0].at)
-				}
-				if _, err := f.call(context.Background(), "flaky_echo"); !errors.Is(err, outcome.ErrUnavailable) {
-					t.Fatalf("a call while restarting: %v, want unavailable", err)
-				}
-				waits = append(waits, p[0].wait)
-				if len(waits) > DefaultMaxCrashes {
-					t.Fatalf("still trying after %v", waits)
-				}
-				clock.fire(p[0])
-				waitFor(t, "the try to end", func() bool { return len(clock.pending()) > 0 || f.status(t).State == stateDown })
-			}
+			waits := f.untilDown(t)
 			if got := fmt.Sprint(waits); got != "[1s 2s 4s 8s]" {
 				t.Errorf("waits %s, want [1s 2s 4s 8s]", got)
 			}
@@ -459,6 +440,54 @@ func TestDownAfterRepeatedCrashes(t *testing.T) {
 				t.Errorf("after a manual restart: a wait of %v, %+v; want 1s, crash 1", p[0].wait, f.status(t))
 			}
 		})
+	}
+}
+
+// untilDown fires each try as it comes to wait, checking the plugin is
+// restarting and unavailable meanwhile, until it is down; it returns the
+// waits.
+func (f *revFixture) untilDown(t *testing.T) []time.Duration {
+	t.Helper()
+	var waits []time.Duration
+	for {
+		var p []*fakeTimer
+		waitFor(t, "a try to wait, or flaky down", func() bool {
+			p = f.clock.pending()
+			return len(p) > 0 || f.status(t).State == stateDown
+		})
+		if len(p) == 0 {
+			return waits
+		}
+		if len(p) != 1 {
+			t.Fatalf("%d tries wait at once", len(p))
+		}
+		st := f.status(t)
+		if st.State != stateRestarting || !st.NextTry.Equal(p[0].at) {
+			t.Fatalf("waiting: %+v, want restarting, next try at %v", st, p[0].at)
+		}
+		if _, err := f.call(context.Background(), "flaky_echo"); !errors.Is(err, outcome.ErrUnavailable) {
+			t.Fatalf("a call while restarting: %v, want unavailable", err)
+		}
+		waits = append(waits, p[0].wait)
+		if len(waits) > DefaultMaxCrashes {
+			t.Fatalf("still trying after %v", waits)
+		}
+		f.clock.fire(p[0])
+		waitFor(t, "the try to end", func() bool { return len(f.clock.pending()) > 0 || f.status(t).State == stateDown })
+	}
+}
+
+// TestDiesRightAfterItsFirstStart: a handler that dies just after its
+// first Init, while the core loads, is a crash like any other: tried
+// again, then down.
+func TestDiesRightAfterItsFirstStart(t *testing.T) {
+	clock := newFakeClock()
+	f := newRevFixture(t, Revival{}, clock, "die-after-init")
+	if waits := f.untilDown(t); len(waits) != DefaultMaxCrashes-1 {
+		t.Errorf("waits %v, want %d", waits, DefaultMaxCrashes-1)
+	}
+	if n := len(f.starts(t)); n != DefaultMaxCrashes {
+		t.Errorf("%d starts, want %d", n, DefaultMaxCrashes)
 	}
 }
 
