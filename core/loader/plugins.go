@@ -518,6 +518,7 @@ func (l *Loader) restart(ctx context.Context, name string) (api.PluginStatus, er
 	l.forgetCrashes(name)
 	st, err := l.reload(ctx, name)
 	if err != nil {
+		l.stillWaiting(name, err)
 		return api.PluginStatus{}, err
 	}
 	if st.state == stateRemoved {

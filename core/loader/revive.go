@@ -287,6 +287,22 @@ func (l *Loader) forgetCrashes(name string) {
 	}
 }
 
+// stillWaiting gives a plugin that was waiting to be started again, and
+// whose manual restart was refused before anything was stopped (a broken
+// config.toml), a new try: forgetCrashes had cancelled its wait.
+func (l *Loader) stillWaiting(name string, err error) {
+	l.mu.Lock()
+	old := l.find(name)
+	waiting := old != nil && old.state == stateRestarting
+	if waiting {
+		old.problem = "not restarted: " + textutil.OneLine(err.Error())
+	}
+	l.mu.Unlock()
+	if waiting {
+		l.crashTry(old)
+	}
+}
+
 // Drain tells the loader that the core has begun to stop: from now on no
 // plugin is started again on its own, and the tries that wait are
 // cancelled (their plugins are left crashed). Shutdown does it too.

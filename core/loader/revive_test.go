@@ -599,3 +599,33 @@ func TestShutdownDuringARevival(t *testing.T) {
 		waitFor(t, fmt.Sprintf("process %d to be gone", pid), func() bool { return !alive(pid) })
 	}
 }
+
+// TestRefusedRestartKeepsTheWait: a manual restart refused before
+// anything was stopped (config.toml broken) leaves a restarting plugin
+// with a try still to come, which starts it once the file is fixed.
+func TestRefusedRestartKeepsTheWait(t *testing.T) {
+	clock := newFakeClock()
+	f := newRevFixture(t, Revival{}, clock)
+	if _, err := f.call(context.Background(), "flaky_crash"); !errors.Is(err, pluginhost.ErrCrashed) {
+		t.Fatalf("crash: %v", err)
+	}
+	waitFor(t, "a try to wait", func() bool { return len(clock.pending()) == 1 })
+	if err := os.WriteFile(f.home.Config(), []byte("[plugins.flaky\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.l.Restart(t.Context(), "flaky"); !errors.Is(err, api.ErrInvalid) {
+		t.Fatalf("restart with a broken config.toml: %v", err)
+	}
+	p := clock.pending()
+	if st := f.status(t); len(p) != 1 || st.State != stateRestarting || !strings.Contains(st.Problem, "not restarted") {
+		t.Fatalf("after the refused restart: %d tries wait, %+v", len(p), st)
+	}
+	if err := os.WriteFile(f.home.Config(), []byte("[plugins.flaky]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	clock.fire(p[0])
+	waitFor(t, "flaky to be back", func() bool { return f.status(t).State == stateHealthy })
+	if n := len(f.starts(t)); n != 2 {
+		t.Errorf("%d starts, want 2", n)
+	}
+}
