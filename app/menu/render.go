@@ -41,6 +41,11 @@ func Render(s State, now time.Time) Tree {
 	if s.Core == CoreNotRunning {
 		t.Icon = IconAttention
 	}
+	if down := downPlugins(s); len(down) > 0 {
+		// The core gave up on them: only a restart brings them back.
+		t.Icon = IconAttention
+		t.Tooltip += " — down: " + strings.Join(down, ", ")
+	}
 	t.Items = append(t.Items, statusItems(s)...)
 	t.Items = append(t.Items, Item{ID: "sep/status", Separator: true})
 	t.Items = append(t.Items, approvals(s, now), sessions(s, now), taskItems(s, now))
@@ -136,7 +141,12 @@ func plugins(ps []api.PluginStatus) string {
 	}
 	var bad []string
 	for _, p := range ps {
-		if !p.Healthy {
+		switch {
+		case p.Healthy:
+		case p.State == api.PluginDown:
+			name := textutil.Printable(p.Name)
+			bad = append(bad, name+" (down: carapace plugin restart "+name+")")
+		default:
 			bad = append(bad, textutil.Printable(p.Name)+" ("+textutil.Printable(orText(p.State, "unhealthy"))+")")
 		}
 	}
@@ -144,6 +154,21 @@ func plugins(ps []api.PluginStatus) string {
 		return fmt.Sprintf("Plugins: %d healthy", len(ps))
 	}
 	return fmt.Sprintf("Plugins: %d healthy, not: %s", len(ps)-len(bad), strings.Join(bad, ", "))
+}
+
+// downPlugins names the plugins the core stopped starting again after
+// repeated crashes, while it runs.
+func downPlugins(s State) []string {
+	if s.Core != CoreRunning {
+		return nil
+	}
+	var out []string
+	for _, p := range s.Status.Plugins {
+		if p.State == api.PluginDown {
+			out = append(out, textutil.Printable(p.Name))
+		}
+	}
+	return out
 }
 
 // approvals is "Pending approvals (n)" with a submenu per confirmation.

@@ -490,3 +490,38 @@ func TestRenderDegradedPlugin(t *testing.T) {
 		t.Errorf("recovered: %q", got)
 	}
 }
+
+// A plugin the core starts again after a crash shows as restarting; one
+// the core gave up on (down) shows with the command that brings it back,
+// turns the icon to attention and is named in the tooltip, until it comes
+// back.
+func TestRenderDownPlugin(t *testing.T) {
+	s := running(nil, nil).Apply(health(api.PluginStatus{Name: "memory", Healthy: true, State: "healthy"}))
+	plugins := func(tree Tree) string {
+		var out []string
+		for _, it := range tree.Items {
+			if strings.HasPrefix(it.ID, "status/plugins") {
+				out = append(out, strings.TrimPrefix(it.Title, cont))
+			}
+		}
+		return strings.Join(out, "")
+	}
+	s = s.Apply(health(api.PluginStatus{Name: "telegram", State: api.PluginRestarting, Problem: "handler process died"}))
+	tree := Render(s, t0)
+	if got, want := plugins(tree), "Plugins: 2 healthy, not: telegram (restarting)"; got != want || tree.Icon != IconNormal {
+		t.Errorf("restarting: %q (icon %v), want %q and the normal icon", got, tree.Icon, want)
+	}
+	s = s.Apply(health(api.PluginStatus{Name: "telegram", State: api.PluginDown, Problem: "died 5 times within 10m0s"}))
+	tree = Render(s, t0)
+	checkTree(t, tree)
+	if got, want := plugins(tree), "Plugins: 2 healthy, not: telegram (down: carapace plugin restart telegram)"; got != want {
+		t.Errorf("down: %q, want %q", got, want)
+	}
+	if tree.Icon != IconAttention || !strings.HasSuffix(tree.Tooltip, " — down: telegram") {
+		t.Errorf("down: icon %v, tooltip %q; want attention, naming telegram", tree.Icon, tree.Tooltip)
+	}
+	s = s.Apply(health(api.PluginStatus{Name: "telegram", Healthy: true, State: "healthy"}))
+	if tree := Render(s, t0); plugins(tree) != "Plugins: 3 healthy" || tree.Icon != IconNormal || strings.Contains(tree.Tooltip, "down") {
+		t.Errorf("back: %q, icon %v, tooltip %q", plugins(tree), tree.Icon, tree.Tooltip)
+	}
+}

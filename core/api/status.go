@@ -38,6 +38,13 @@ type EngineStatus struct {
 	BinFrom string `json:"bin_from,omitempty"`
 }
 
+// The states of PluginStatus.State that surfaces act on: a plugin the
+// core starts again after a wait, and one it has given up on.
+const (
+	PluginRestarting = "restarting"
+	PluginDown       = "down"
+)
+
 // PluginStatus is the health of one plugin.
 type PluginStatus struct {
 	Name string `json:"name"` // the plugin's name
@@ -51,8 +58,13 @@ type PluginStatus struct {
 	// State is "healthy"; "degraded" (it serves its calls, but reports
 	// that it cannot do all its work — a channel that cannot receive
 	// messages — with why in Problem, until it reports healthy again);
-	// "failed" (did not initialise), "crashed" (its process died; calls
-	// get PLUGIN_UNAVAILABLE until a restart), "stopping" or "removed".
+	// "failed" (did not initialise); "restarting" (its process died or
+	// hung, or did not start again, and the core starts it again at
+	// NextTry); "down" (it crashed too often in a short time: it stays
+	// down until `carapace plugin restart NAME`, and Problem says so);
+	// "crashed" (its process died while the core was stopping), "stopping"
+	// or "removed". Calls to a restarting, down or crashed plugin get
+	// PLUGIN_UNAVAILABLE.
 	State   string   `json:"state,omitempty"`
 	Source  string   `json:"source,omitempty"`  // "builtin" or "user"
 	Dir     string   `json:"dir,omitempty"`     // the plugin's folder, for user plugins
@@ -60,6 +72,13 @@ type PluginStatus struct {
 	Tools   []string `json:"tools,omitempty"`   // the tools it provides, when healthy
 	PID     int      `json:"pid,omitempty"`     // the handler process, for out-of-process plugins
 	Problem string   `json:"problem,omitempty"` // why it failed or is degraded, for the user (never sent to the agent)
+	// Restarts counts the times the core has started the plugin again on
+	// its own after a crash or hang, since the core started or the last
+	// `carapace plugin restart`.
+	Restarts int `json:"restarts,omitempty"`
+	// NextTry is when a restarting plugin is started again; zero
+	// otherwise.
+	NextTry time.Time `json:"next_try,omitzero"`
 	// Confinement is what an out-of-process plugin's handler may reach and
 	// how that is imposed; nil for a plugin that runs in the core.
 	Confinement *Confinement `json:"confinement,omitempty"`

@@ -28,7 +28,7 @@ var (
 var (
 	wirePlugin = api.PluginStatus{Name: "telegram", Healthy: false, Category: "NETWORK_ERROR", State: "degraded", Source: "user",
 		Dir: "/home/u/.carapace/plugins/telegram", Version: "1.2.0", Tools: []string{"telegram_send", "telegram_status"}, PID: 4242,
-		Problem: "getUpdates: connection refused"}
+		Problem: "getUpdates: connection refused", Restarts: 2, NextTry: wireZone}
 	wireEngine  = api.EngineStatus{Name: "docker", Version: "27.3.1", Bin: "/opt/homebrew/bin/docker", BinFrom: "Homebrew, not on PATH"}
 	wireSession = api.Session{ID: "s-r35umrvqcw3sw", Group: "main", Socket: "/home/u/.carapace/run/s-r35umrvqcw3sw.sock",
 		Runtime: "docker", Started: wireTime, Skills: "/home/u/.carapace/run/s-r35umrvqcw3sw/skills", ClaudeMD: "/home/u/.carapace/run/s-r35umrvqcw3sw/CLAUDE.md"}

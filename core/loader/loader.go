@@ -46,6 +46,11 @@ type Options struct {
 	// refuses them. It is called only once CoreReady has been, until
 	// Shutdown.
 	Core Core
+	// Revival says how crashed and hung plugins are started again
+	// (revive.go); the zero value is the defaults.
+	Revival Revival
+	// Clock times the revivals; nil is the system clock.
+	Clock Clock
 }
 
 // Core is what the surface services need from the rest of the core: the
@@ -82,7 +87,14 @@ type Loader struct {
 
 	mu        sync.Mutex
 	plugins   []*pluginState // sorted by name
-	restartMu sync.Mutex     // serialises restarts
+	restartMu sync.Mutex     // serialises restarts and revivals
+
+	revival  Revival
+	clock    Clock
+	revivals map[string]*revival // crash records by plugin name (revive.go); guarded by mu
+	noRevive bool                // the core is stopping: nothing is started again; guarded by mu
+	life     context.Context     // a revival's start; cancelled by Shutdown
+	endLife  context.CancelFunc
 
 	ready     chan struct{} // closed by CoreReady
 	readyOnce sync.Once
@@ -102,7 +114,12 @@ func New(o Options) *Loader {
 	if o.InitTimeout <= 0 {
 		o.InitTimeout = InitTimeout
 	}
+	if o.Clock == nil {
+		o.Clock = realClock{}
+	}
+	life, endLife := context.WithCancel(context.Background())
 	return &Loader{opts: o, cfg: o.Config, log: o.Logger, audit: o.Audit, catalog: o.Catalog, creds: o.Credentials, bus: o.Bus,
+		revival: o.Revival.withDefaults(), clock: o.Clock, life: life, endLife: endLife,
 		ready: make(chan struct{}), closing: make(chan struct{})}
 }
 
@@ -117,12 +134,18 @@ func (l *Loader) CoreReady() { l.readyOnce.Do(func() { close(l.ready) }) }
 // error is returned only for what stops the core (conflicting tool names).
 func (l *Loader) Load(ctx context.Context) error {
 	l.startMail()
+	// A plugin that dies while the others still load is started again
+	// only once they are all listed (a revival takes restartMu too).
+	l.restartMu.Lock()
+	defer l.restartMu.Unlock()
 	return l.loadPlugins(ctx)
 }
 
 // Restart drains and stops plugin name, then loads it again from disk (or
-// unloads it if it is gone; or loads it if it is new). Restarts are
-// serialised. The caller refuses it while the core drains.
+// unloads it if it is gone; or loads it if it is new). It forgets the
+// plugin's crashes: one that was down, or waiting to be started again, is
+// started now with a clean record. Restarts are serialised. The caller
+// refuses it while the core drains; after Shutdown it is refused.
 func (l *Loader) Restart(ctx context.Context, name string) (api.PluginStatus, error) {
 	return l.restart(ctx, name)
 }
@@ -148,6 +171,12 @@ func (l *Loader) Available(name string) bool { return l.available(name) }
 // their tools: the core is stopping.
 func (l *Loader) Shutdown() {
 	l.closeOnce.Do(func() { close(l.closing) })
+	l.Drain()
+	l.endLife()
+	// A restart or revival under way finishes (its start cut short)
+	// before the plugins are listed, so that none is left running.
+	l.restartMu.Lock()
+	defer l.restartMu.Unlock()
 	l.stopMail()
 	var wg sync.WaitGroup
 	l.mu.Lock()

@@ -237,6 +237,7 @@ func (l *Loader) deliverMail(st *pluginState, eh plugin.EventHandler, topics []s
 			err := eh.HandleEvent(ctx, ev)
 			cancel()
 			st.calls.leave()
+			l.callEnded(st, err)
 			if errors.Is(err, pluginhost.ErrCrashed) || errors.Is(err, pluginhost.ErrUnavailable) {
 				return // the process died: the next instance gets it
 			}

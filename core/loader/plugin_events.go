@@ -63,10 +63,12 @@ func (l *Loader) subscribePlugin(st *pluginState) {
 				continue
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), EventTimeout)
-			if err := eh.HandleEvent(ctx, ev); err != nil {
+			err := eh.HandleEvent(ctx, ev)
+			cancel()
+			l.callEnded(st, err)
+			if err != nil {
 				l.log.Warn("plugin failed to handle an event", "plugin", st.name, "topic", ev.Topic, "err", err)
 			}
-			cancel()
 			st.calls.leave()
 		}
 	}()

@@ -46,12 +46,14 @@ const (
 
 // Plugin states, as the control API reports them.
 const (
-	stateHealthy  = "healthy"  // initialised and serving
-	stateDegraded = "degraded" // healthy, but the plugin reports it cannot do all its work (ReportHealth); reported, never stored in pluginState.state
-	stateFailed   = "failed"   // did not load or initialise; never shut down
-	stateCrashed  = "crashed"  // its process died; calls get PLUGIN_UNAVAILABLE until a restart
-	stateStopping = "stopping" // draining for a restart or unload
-	stateRemoved  = "removed"  // unloaded by a restart because it is no longer installed
+	stateHealthy    = "healthy"            // initialised and serving
+	stateDegraded   = "degraded"           // healthy, but the plugin reports it cannot do all its work (ReportHealth); reported, never stored in pluginState.state
+	stateFailed     = "failed"             // did not load or initialise; never shut down
+	stateRestarting = api.PluginRestarting // its process died or hung, or it did not start again: the core starts it again after a wait (revive.go)
+	stateDown       = api.PluginDown       // it crashed too often in a short time: it stays down until a restart (revive.go)
+	stateCrashed    = "crashed"            // its process died while the core was stopping: it is not started again
+	stateStopping   = "stopping"           // draining for a restart or unload
+	stateRemoved    = "removed"            // unloaded by a restart because it is no longer installed
 )
 
 // pluginState is one plugin the core knows of, healthy or not.
@@ -72,6 +74,7 @@ type pluginState struct {
 	handler plugin.Handler      // the running handler (in process, or a *pluginhost.Process)
 	proc    *pluginhost.Process // out-of-process plugins only
 	calls   inflight
+	hang    hangWatch            // its calls that timed out with no reply (revive.go)
 	events  *events.Subscription // its subscribed events, while healthy (plugin_events.go); guarded by Loader.mu
 	// stopMail, closed, ends the delivery of its mailbox (mailbox.go);
 	// guarded by Loader.mu.
@@ -281,7 +284,10 @@ func (l *Loader) loadPlugins(ctx context.Context) error {
 		if st.state == stateFailed {
 			continue
 		}
-		wg.Go(func() { l.start(ctx, st) })
+		wg.Go(func() {
+			l.start(ctx, st)
+			l.startedAlive(st)
+		})
 	}
 	wg.Wait()
 	l.mu.Lock()
@@ -391,7 +397,7 @@ func startCategory(err error) string {
 
 // register puts a healthy plugin's tools in the catalogue.
 func (l *Loader) register(st *pluginState) error {
-	h := &tracked{st: st}
+	h := &tracked{l: l, st: st}
 	tools, err := catalog.FromManifest(st.name, st.manifest, h, st.groups)
 	if err != nil {
 		return fmt.Errorf("plugin %s: %w", st.name, err)
@@ -433,24 +439,11 @@ func (l *Loader) failed(st *pluginState, cat string, err error) *pluginState {
 	return st
 }
 
-// crashed is called when a plugin's process dies on its own. Its tools stay
-// catalogued so that calls get PLUGIN_UNAVAILABLE (not UNKNOWN_TOOL) until
-// `carapace plugin restart` or a core restart.
+// crashed is called when a plugin's process dies on its own (OnExit): the
+// crash path of revive.go, which starts it again after a wait or leaves it
+// down.
 func (l *Loader) crashed(st *pluginState, err error) {
-	problem := "handler process died: " + textutil.OneLine(fmt.Sprint(err))
-	l.mu.Lock()
-	if st.state != stateHealthy {
-		// Dying during start or Init makes it failed (start records
-		// that); during a restart or shutdown it is expected.
-		l.mu.Unlock()
-		return
-	}
-	st.state, st.category, st.problem = stateCrashed, plugin.CategoryInternal, problem
-	l.mu.Unlock()
-	l.unsubscribePlugin(st)
-	l.healthChanged(st)
-	l.log.Error("CRITICAL: plugin handler died; its calls get PLUGIN_UNAVAILABLE until `carapace plugin restart "+st.name+"`", "plugin", st.name, "err", err)
-	_ = l.audit.Write(&audit.Entry{Source: st.name, Stage: audit.StageCore, Outcome: audit.OutcomeCrashed, Code: plugin.CategoryInternal, Reason: textutil.Clip(problem, 4000)})
+	l.crash(st, "handler process died: "+textutil.OneLine(fmt.Sprint(err)))
 }
 
 // available is the pipeline's stage-6 check.
@@ -525,16 +518,36 @@ func (l *Loader) shutdownOne(st *pluginState) {
 	l.log.Info("plugin stopped", "plugin", st.name, "outcome", outcome)
 }
 
-// restart drains and stops the plugin, then
-// load it again from disk (or unload it if it is gone; or load it if it is
-// new). Restarts are serialised.
+// restart is Restart: the plugin's crash record forgotten, then reload.
 func (l *Loader) restart(ctx context.Context, name string) (api.PluginStatus, error) {
 	if err := manifest.CheckPluginName(name); err != nil {
 		return api.PluginStatus{}, fmt.Errorf("%w: %w", api.ErrInvalid, err)
 	}
 	l.restartMu.Lock()
 	defer l.restartMu.Unlock()
+	select {
+	case <-l.closing:
+		return api.PluginStatus{}, fmt.Errorf("the core is stopping: %w", api.ErrConflict)
+	default:
+	}
+	l.forgetCrashes(name)
+	st, err := l.reload(ctx, name)
+	if err != nil {
+		l.stillWaiting(name, err)
+		return api.PluginStatus{}, err
+	}
+	if st.state == stateRemoved {
+		return api.PluginStatus{Name: name, State: stateRemoved}, nil
+	}
+	return l.pluginStatus(st), nil
+}
 
+// reload drains and stops the plugin, then loads it again from disk (or
+// unloads it if it is gone; or loads it if it is new), and returns its new
+// state (the old one, removed, if it was unloaded). On an error nothing
+// was stopped or started. l.restartMu is held: restarts and revivals are
+// serialised.
+func (l *Loader) reload(ctx context.Context, name string) (*pluginState, error) {
 	var old *pluginState
 	l.mu.Lock()
 	for _, p := range l.plugins {
@@ -545,14 +558,14 @@ func (l *Loader) restart(ctx context.Context, name string) (api.PluginStatus, er
 	l.mu.Unlock()
 	c := l.candidateNamed(name)
 	if old == nil && c == nil {
-		return api.PluginStatus{}, fmt.Errorf("plugin %s is neither running nor installed: %w", name, api.ErrNotFound)
+		return nil, fmt.Errorf("plugin %s is neither running nor installed: %w", name, api.ErrNotFound)
 	}
 	// The plugin's section of config.toml is read again, so that a fixed
 	// config or allowed_groups needs no core restart. The rest of the
 	// file is the core's and takes effect at its next start.
 	cfg, err := config.Load(l.opts.Home.Config())
 	if err != nil {
-		return api.PluginStatus{}, fmt.Errorf("%w: %w", api.ErrInvalid, err)
+		return nil, fmt.Errorf("%w: %w", api.ErrInvalid, err)
 	}
 	if old != nil {
 		// Its tools stay catalogued (answering PLUGIN_UNAVAILABLE, not
@@ -568,7 +581,7 @@ func (l *Loader) restart(ctx context.Context, name string) (api.PluginStatus, er
 		l.dropMailbox(name)
 		l.log.Info("plugin unloaded: no longer installed", "plugin", name)
 		_ = l.audit.Write(&audit.Entry{Source: name, Stage: audit.StageCore, Outcome: audit.OutcomeClosed, Reason: "plugin unloaded: no longer installed"})
-		return api.PluginStatus{Name: name, State: stateRemoved}, nil
+		return old, nil
 	}
 	st := l.prepare(c, cfg.Plugins[name])
 	if st.state != stateFailed {
@@ -601,7 +614,8 @@ func (l *Loader) restart(ctx context.Context, name string) (api.PluginStatus, er
 	l.plugins = append(l.plugins, st)
 	sort.Slice(l.plugins, func(i, j int) bool { return l.plugins[i].name < l.plugins[j].name })
 	l.mu.Unlock()
-	return l.pluginStatus(st), nil
+	l.startedAlive(st)
+	return st, nil
 }
 
 // intrinsicOwners maps the intrinsic tools to their owner.
@@ -645,10 +659,14 @@ func (l *Loader) healthyPlugins() []*pluginState {
 }
 
 // tracked is the catalogue's handler for a plugin: it counts in-flight
-// calls, so that a restart can drain them, and refuses calls once the
-// plugin is stopping. The core initialises and shuts plugins down itself,
-// so the catalogue gets only Invoke.
-type tracked struct{ st *pluginState }
+// calls, so that a restart can drain them, refuses calls once the plugin
+// is stopping, and tells the loader how each call ended (hung plugins,
+// revive.go). The core initialises and shuts plugins down itself, so the
+// catalogue gets only Invoke.
+type tracked struct {
+	l  *Loader // nil in tests of the wrapper alone
+	st *pluginState
+}
 
 var _ catalog.Invoker = (*tracked)(nil)
 
@@ -658,7 +676,11 @@ func (t *tracked) Invoke(ctx context.Context, req *plugin.Request) (map[string]a
 		return nil, fmt.Errorf("plugin %s is restarting: %w", t.st.name, outcome.ErrUnavailable)
 	}
 	defer t.st.calls.leave()
+	if t.st.handler == nil { // did not start: its tools wait for a revival (revive.go)
+		return nil, fmt.Errorf("plugin %s is not running: %w", t.st.name, outcome.ErrUnavailable)
+	}
 	res, err := t.st.handler.Invoke(ctx, req)
+	t.l.callEnded(t.st, err)
 	if err == nil {
 		return res, nil
 	}
@@ -745,6 +767,12 @@ func (l *Loader) pluginStatus(st *pluginState) api.PluginStatus {
 		ps.PID = st.proc.PID()
 	}
 	ps.Confinement = l.confinement(st.policy)
+	if r := l.revivals[st.name]; r != nil {
+		ps.Restarts = r.restarts
+		if st.state == stateRestarting {
+			ps.NextTry = r.next
+		}
+	}
 	return ps
 }
 
@@ -769,7 +797,7 @@ func (l *Loader) BriefProvider() (string, plugin.BriefProvider) {
 			l.log.Warn("plugin declares the memory_brief hook but its handler does not implement MemoryBrief", "plugin", st.name)
 			return "", nil
 		}
-		return st.name, &tracked{st: st}
+		return st.name, &tracked{l: l, st: st}
 	}
 	return "", nil
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -55,6 +56,8 @@ type Process struct {
 	loops     sync.WaitGroup
 	services  sync.WaitGroup
 	output    sync.WaitGroup
+
+	replies atomic.Uint64 // replies received, late ones too (Replies)
 
 	mu        sync.Mutex
 	nextID    uint64
@@ -309,8 +312,15 @@ func (p *Process) cancel(id uint64) {
 	}
 }
 
+// Replies returns how many replies the handler has sent since it started,
+// to any call, including late ones to calls whose ctx had already ended
+// (which are dropped). A caller that sees it unchanged across several
+// timed-out calls knows the handler answered nothing in between.
+func (p *Process) Replies() uint64 { return p.replies.Load() }
+
 // deliver hands a reply to its caller. Runs on the receive loop.
 func (p *Process) deliver(m *pluginproto.Message) {
+	p.replies.Add(1)
 	p.mu.Lock()
 	c, ok := p.calls[m.ID]
 	if ok {

@@ -204,15 +204,57 @@ func TestOutOfProcessPluginServesTheAgent(t *testing.T) {
 	}
 }
 
-func TestCrashedPluginIsUnavailableUntilRestarted(t *testing.T) {
-	c := startCoreWith(t, coreOptions{Setup: func(h home.Dir) { installKit(t, h, "alpha") }})
+// TestCrashedPluginComesBack: a handler that crashes is started again by
+// the core, with no `carapace plugin restart`, and serves the agent again
+// through bin/ipc; the crash and the restart are audited.
+func TestCrashedPluginComesBack(t *testing.T) {
+	c := startCoreWith(t, coreOptions{Revival: loader.Revival{Backoff: 10 * time.Millisecond}, Setup: func(h home.Dir) { installKit(t, h, "alpha") }})
 	s := c.Session(t, "main")
 	before := pluginStatus(t, c, "alpha").PID
 
 	wantError(t, runIPC(t, s.Socket, nil, "tool.invoke.alpha_crash", `{}`), ipc.CodePluginError, 0, "")
-	waitFor(t, "the crash to be noticed", func() bool { return pluginStatus(t, c, "alpha").State == "crashed" })
+	var after api.PluginStatus
+	waitFor(t, "alpha to come back", func() bool {
+		after = pluginStatus(t, c, "alpha")
+		return after.State == "healthy" && after.Restarts == 1 && after.PID != 0
+	})
+	if after.PID == before {
+		t.Errorf("after the revival: %+v, the same process as before", after)
+	}
+	if r := runIPC(t, s.Socket, nil, "tool.invoke.alpha_echo", `{"message":"back"}`); r.Code != 0 || r.Result["message"] != "back" || int(r.Result["pid"].(float64)) != after.PID {
+		t.Fatalf("after the revival: %+v", r)
+	}
+	var crashes, revived int
+	for _, e := range c.Audit(t) {
+		switch {
+		case e.Source == "alpha" && e.Outcome == "crashed":
+			crashes++
+		case e.Source == "alpha" && strings.Contains(e.Reason, "started again by the core"):
+			revived++
+		}
+	}
+	if crashes != 1 || revived != 1 {
+		t.Fatalf("audit: %d crashes, %d restarts by the core; want 1 and 1", crashes, revived)
+	}
+}
+
+// TestDownPluginIsUnavailableUntilRestarted: a plugin that crashed as
+// often as the core allows (here once) stays down, its calls get
+// PLUGIN_UNAVAILABLE, plugin list says how to bring it back, and
+// `carapace plugin restart` does.
+func TestDownPluginIsUnavailableUntilRestarted(t *testing.T) {
+	c := startCoreWith(t, coreOptions{Revival: loader.Revival{MaxCrashes: 1}, Setup: func(h home.Dir) { installKit(t, h, "alpha") }})
+	s := c.Session(t, "main")
+	before := pluginStatus(t, c, "alpha").PID
+
+	wantError(t, runIPC(t, s.Socket, nil, "tool.invoke.alpha_crash", `{}`), ipc.CodePluginError, 0, "")
+	waitFor(t, "the crash to be noticed", func() bool { return pluginStatus(t, c, "alpha").State == "down" })
 	r := runIPC(t, s.Socket, nil, "tool.invoke.alpha_echo", `{"message":"x"}`)
 	wantError(t, r, ipc.CodePluginUnavailable, 6, "")
+	if out, _, code := runCLI(t, c.Home, "plugin", "list"); code != 0 || !strings.Contains(out, "alpha down: INTERNAL_ERROR: died, hung or failed to start again once within 10m0s") ||
+		!strings.Contains(out, "bring it back with `carapace plugin restart alpha`") {
+		t.Errorf("plugin list with alpha down: exit %d\n%s", code, out)
+	}
 
 	// The agent sees the category, never the detail.
 	info := runIPC(t, s.Socket, nil, "tool.invoke.get_session_info", `{}`)
@@ -626,10 +668,11 @@ func processAlive(pid int) bool {
 // a tool call through the real core and bin/ipc: a non-object result is
 // the handler's error; a frame that is not JSON, or one over the size cap,
 // cuts the handler off (its process killed) and the agent gets
-// PLUGIN_ERROR, then PLUGIN_UNAVAILABLE.
+// PLUGIN_ERROR, then PLUGIN_UNAVAILABLE (the core is told to give up after
+// one crash, so that the plugin stays down).
 func TestMisbehavingHandlerIsCutOff(t *testing.T) {
 	names := []string{"results", "late-garbage-json", "late-oversized"}
-	c := startCoreWith(t, coreOptions{Setup: func(h home.Dir) {
+	c := startCoreWith(t, coreOptions{Revival: loader.Revival{MaxCrashes: 1}, Setup: func(h home.Dir) {
 		for _, n := range names {
 			if _, err := install.Install(h, rawSource(t, n), install.Options{}); err != nil {
 				t.Fatalf("install %s: %v", n, err)
@@ -649,7 +692,7 @@ func TestMisbehavingHandlerIsCutOff(t *testing.T) {
 		tool := "tool.invoke." + strings.ReplaceAll(name, "-", "_") + "_raw"
 		pid := pluginStatus(t, c, name).PID
 		wantError(t, runIPC(t, s.Socket, nil, tool, `{"raw":"{}"}`), ipc.CodePluginError, 0, "")
-		waitFor(t, name+" to be cut off", func() bool { return pluginStatus(t, c, name).State == "crashed" })
+		waitFor(t, name+" to be cut off", func() bool { return pluginStatus(t, c, name).State == "down" })
 		if processAlive(pid) {
 			t.Fatalf("%s: handler %d still alive after it was cut off", name, pid)
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/carapace-dev/carapace/core/audit"
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/loader"
+	"github.com/carapace-dev/carapace/ipc"
 	"github.com/carapace-dev/carapace/keychain"
 	"github.com/carapace-dev/carapace/plugins/telegram/fakebot"
 )
@@ -446,10 +447,11 @@ func containsString(list []string, s string) bool {
 	return false
 }
 
-// SIGKILL of the plugin mid-stream: the session it started goes on, its
+// SIGKILL of the plugin mid-stream: the core starts it again by itself
+// (no `carapace plugin restart`), the session it started goes on, its
 // answer waits in the core for the next plugin process, and the owner's
-// message sent while the plugin was dead is handled once after the
-// restart: nothing lost, nothing twice.
+// message sent while the plugin was dead is handled once after it is
+// back: nothing lost, nothing twice.
 func TestTelegramPluginKilled(t *testing.T) {
 	bot := fakebot.New(t)
 	c := startTelegramCore(t, bot)
@@ -460,7 +462,7 @@ func TestTelegramPluginKilled(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the plugin to be seen crashed", func() bool { return !pluginStatus(t, c, "telegram").Healthy })
+	waitFor(t, "the plugin to be seen crashed", func() bool { return pluginStatus(t, c, "telegram").State != "healthy" })
 	while := bot.PrivateText(tgOwner, echo("sent while the plugin was dead"))
 	p := pendingConfirmations(t, c)
 	if len(p) != 1 {
@@ -477,9 +479,11 @@ func TestTelegramPluginKilled(t *testing.T) {
 		}
 		return true
 	})
-	if out, errs, code := runCLI(t, c.Home, "plugin", "restart", "telegram"); code != 0 {
-		t.Fatalf("carapace plugin restart telegram: exit %d\n%s%s", code, out, errs)
-	}
+	var back api.PluginStatus
+	waitFor(t, "the plugin to be back", func() bool {
+		back = pluginStatus(t, c, "telegram")
+		return back.Healthy && back.Restarts == 1 && back.PID != 0 && back.PID != pid
+	})
 	waitAnswer(t, bot, tgOwner, `{"message":"outlive the plugin"}`)
 	waitAnswer(t, bot, tgOwner, `{"message":"sent while the plugin was dead"}`)
 	bot.Wait(t, 30*time.Second, "the update to be confirmed", func() bool { return bot.Confirmed() >= while })
@@ -494,6 +498,39 @@ func TestTelegramPluginKilled(t *testing.T) {
 	}
 	if n := len(textsWith(bot, tgOwner, "restarted before the agent answered")); n != 0 {
 		t.Errorf("the owner was told a prompt was lost, though the core that took it kept its answer: %q", bot.Texts(tgOwner))
+	}
+}
+
+// Another plugin going down reaches the owner's phone, once, with the
+// command that brings it back; a plugin the core starts again after a
+// crash is not worth a message.
+func TestTelegramToldWhenAPluginGoesDown(t *testing.T) {
+	bot := fakebot.New(t)
+	c := startCoreWith(t, coreOptions{Config: telegramConfig(t, bot, ""), Bundled: []loader.Bundled{telegramBundle(t)},
+		Revival: loader.Revival{Backoff: 10 * time.Millisecond, MaxCrashes: 2},
+		Setup: func(h home.Dir) {
+			setToken(t, h)
+			installKit(t, h, "alpha")
+		}})
+	bot.WaitCount(t, "getUpdates", 1)
+	s := c.Session(t, "main")
+	crash := func() {
+		t.Helper()
+		wantError(t, runIPC(t, s.Socket, nil, "tool.invoke.alpha_crash", `{}`), ipc.CodePluginError, 0, "")
+	}
+	crash() // the first of two: started again, no message
+	waitFor(t, "alpha to be back", func() bool {
+		st := pluginStatus(t, c, "alpha")
+		return st.State == "healthy" && st.Restarts == 1 && st.PID != 0
+	})
+	crash()
+	waitFor(t, "alpha to be down", func() bool { return pluginStatus(t, c, "alpha").State == "down" })
+	note := waitAnswer(t, bot, tgOwner, "Plugin alpha is down")
+	if !strings.Contains(note, "twice within 10m0s") || !strings.Contains(note, "carapace plugin restart alpha") {
+		t.Errorf("the owner's note: %q", note)
+	}
+	if n := len(textsWith(bot, tgOwner, "Plugin alpha")); n != 1 {
+		t.Errorf("%d notes about alpha, want 1: %q", n, bot.Texts(tgOwner))
 	}
 }
 

@@ -144,6 +144,8 @@ type coreOptions struct {
 	Bundled []loader.Bundled
 	// ConfineSupport replaces what the kernel can confine plugins with.
 	ConfineSupport *confine.Support
+	// Revival says how crashed plugins are started again (zero: the defaults).
+	Revival loader.Revival
 }
 
 // startCore runs a core in a fresh short home with config as config.toml.
@@ -179,6 +181,7 @@ func runCore(t testing.TB, h home.Dir, o coreOptions) (*testCore, error) {
 	c, err := coretest.Start(t, h, coretest.Options{Config: o.Config, Setup: o.Setup, Server: server.Options{NewEngine: o.NewEngine, Bundled: o.Bundled,
 		Builtins: builtins, InitTimeout: o.InitTimeout, BriefTimeout: o.BriefTimeout, NoShadows: o.NoShadows,
 		ConfineSupport: o.ConfineSupport,
+		Revival:        o.Revival,
 	}})
 	if err != nil {
 		return nil, err

@@ -76,6 +76,9 @@ type Options struct {
 	// ConfineSupport replaces what this system can confine plugins with
 	// (loader.Options.ConfineSupport): tests give one without Landlock.
 	ConfineSupport *confine.Support
+	// Revival says how crashed and hung plugins are started again; the
+	// zero value is the loader's defaults.
+	Revival loader.Revival
 	// Credentials replaces the credential store; nil means
 	// keychain.Default for the home.
 	Credentials keychain.Store
@@ -203,6 +206,7 @@ func Run(ctx context.Context, opts Options) error {
 		Home: opts.Home, Version: opts.Version, Config: cfg, Logger: s.log, Audit: s.audit, Catalog: s.catalog,
 		Credentials: s.creds, Bus: s.bus, Builtins: opts.Builtins, Bundled: opts.Bundled, InitTimeout: opts.InitTimeout, Core: s,
 		ConfineSupport: opts.ConfineSupport,
+		Revival:        opts.Revival,
 	})
 	if err := s.plugins.Load(ctx); err != nil {
 		return err
@@ -283,6 +287,7 @@ func Run(ctx context.Context, opts Options) error {
 func (s *Server) shutdown() {
 	s.once.Do(func() { close(s.stop) })
 	start := time.Now()
+	s.plugins.Drain() // no plugin is started again from now on
 	s.pipe.Drain()
 	dctx, cancel := context.WithTimeout(context.Background(), s.cfg.Core.HandlerTimeout.Duration+time.Second)
 	drained := s.pipe.Wait(dctx) == nil

@@ -112,6 +112,7 @@ type Handler struct {
 	chats    map[int64]*chatState
 	sessions map[string]int64 // session → chat, from channel.started
 	pausedTo map[int64]bool   // prompts the owner was told wait for /resume
+	down     map[string]bool  // the other plugins the owner was told are down (plugindown.go)
 	surf     surfaceGrant     // what the plugin learned of its surface grant (learnSurface)
 
 	cardMu sync.Mutex // approval cards: sending one against resolving it
@@ -154,7 +155,7 @@ func New(opts Options) *Handler {
 		opts.PollTimeout = defaultPollTimeout
 	}
 	h := &Handler{opts: opts, clock: opts.Clock, log: opts.Logger.With("plugin", Name),
-		chats: map[int64]*chatState{}, sessions: map[string]int64{}, pausedTo: map[int64]bool{}}
+		chats: map[int64]*chatState{}, sessions: map[string]int64{}, pausedTo: map[int64]bool{}, down: map[string]bool{}}
 	h.health = &pollHealth{h: h}
 	return h
 }
@@ -391,8 +392,9 @@ func (h *Handler) Invoke(ctx context.Context, req *plugin.Request) (map[string]a
 
 // HandleEvent handles the events the plugin subscribes to (the manifest's
 // "subscribes"): a chat's session started and its answer (onStarted,
-// onReply in chats.go), and a confirmation to show on the phone or to
-// close there (onRequested, onResolved in approvals.go). The core delivers
+// onReply in chats.go), a confirmation to show on the phone or to close
+// there (onRequested, onResolved in approvals.go), and another plugin gone
+// down (onPluginHealth in plugindown.go). The core delivers
 // them at least once, in order. Only the core's own events count: another
 // plugin could publish the same topics.
 func (h *Handler) HandleEvent(ctx context.Context, ev *plugin.Event) error {
@@ -409,6 +411,8 @@ func (h *Handler) HandleEvent(ctx context.Context, ev *plugin.Event) error {
 		return h.onRequested(ctx, ev)
 	case plugin.TopicConfirmationResolved.Name():
 		return h.onResolved(ctx, ev)
+	case plugin.TopicPluginHealth.Name():
+		return h.onPluginHealth(ctx, ev)
 	}
 	return nil
 }

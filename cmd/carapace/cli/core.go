@@ -125,6 +125,10 @@ func printStatus(out io.Writer, st api.Status) error {
 		switch {
 		case p.State == "degraded":
 			health = "degraded: " + printable(p.Problem)
+		case p.State == api.PluginRestarting:
+			health = "restarting after a crash" + revivalNote(p, time.Now())
+		case p.State == api.PluginDown:
+			health = "down after repeated crashes: carapace plugin restart " + printable(p.Name)
 		case !p.Healthy:
 			health = "failed: " + orDash(p.Category)
 		}

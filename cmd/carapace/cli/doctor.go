@@ -207,17 +207,35 @@ func (a *app) checkCore(ctx context.Context, h home.Dir) (*api.Status, Check) {
 	return &st, Check{Name: "core", Status: checkOK, Message: fmt.Sprintf("running, version %s, pid %d", st.Version, st.PID)}
 }
 
-// checkPlugins reports the plugins that do not serve.
+// checkPlugins reports the plugins that do not serve: a plugin the core
+// is starting again after a crash is a warning, one that is down (it
+// crashed too often) or failed is a failure, with the restart that fixes
+// it.
 func checkPlugins(st *api.Status) Check {
-	var bad, fix []string
+	var bad, fix, restarting []string
 	for _, p := range st.Plugins {
-		if !p.Healthy {
+		switch {
+		case p.Healthy:
+		case p.State == api.PluginRestarting:
+			restarting = append(restarting, p.Name)
+		case p.State == api.PluginDown:
+			bad = append(bad, p.Name+" (down after repeated crashes)")
+			fix = append(fix, "carapace plugin restart "+p.Name)
+		default:
 			bad = append(bad, p.Name+" ("+p.State+")")
 			fix = append(fix, "carapace plugin restart "+p.Name)
 		}
 	}
-	if len(bad) > 0 {
-		return Check{Name: "plugins", Status: checkFail, Message: "not serving: " + strings.Join(bad, ", ") + " (carapace status says why)", Fix: strings.Join(fix, " && ")}
+	also := ""
+	if len(restarting) > 0 {
+		also = "; restarting after a crash: " + strings.Join(restarting, ", ")
+	}
+	switch {
+	case len(bad) > 0:
+		return Check{Name: "plugins", Status: checkFail, Message: "not serving: " + strings.Join(bad, ", ") + also + " (carapace plugin list says why)", Fix: strings.Join(fix, " && ")}
+	case len(restarting) > 0:
+		return Check{Name: "plugins", Status: checkWarn, Message: "restarting after a crash: " + strings.Join(restarting, ", ") + " (carapace plugin list says why and when)",
+			Fix: "none needed: the core starts them again; one that keeps crashing goes down, then carapace plugin restart NAME"}
 	}
 	return Check{Name: "plugins", Status: checkOK, Message: fmt.Sprintf("%d healthy", len(st.Plugins))}
 }
@@ -355,6 +373,10 @@ func (a *app) checkTelegram(ctx context.Context, h home.Dir, st *api.Status) Che
 		c.Status, c.Message = checkFail, "the running core has no telegram plugin (a build without the bundled plugins?)"
 	case p.State == "degraded":
 		c.Status, c.Message, c.Fix = checkFail, "degraded: "+p.Problem, "check the network and api_url in [plugins.telegram.config], then carapace plugin restart telegram"
+	case p.State == api.PluginRestarting:
+		c.Status, c.Message, c.Fix = checkWarn, "restarting after a crash: "+p.Problem+revivalNote(*p, time.Now()), "none needed: the core starts it again; if it goes down, carapace plugin restart telegram"
+	case p.State == api.PluginDown:
+		c.Status, c.Message, c.Fix = checkFail, "down: "+p.Problem, "carapace plugin restart telegram"
 	case !p.Healthy:
 		c.Status, c.Message, c.Fix = checkFail, p.State+": "+p.Problem, "carapace plugin restart telegram (after the fix the message names)"
 	case owner == 0:

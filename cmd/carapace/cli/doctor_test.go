@@ -243,6 +243,10 @@ func TestDoctorTelegram(t *testing.T) {
 		{api.PluginStatus{Name: "telegram", State: "healthy", Healthy: true}, "4242", true, "ok", "owned by Telegram user 4242", ""},
 		{api.PluginStatus{Name: "telegram", State: "failed", Category: "CONFIG_ERROR", Problem: "telegram: no owner"}, "", false, "fail", "nobody owns the bot", "carapace telegram pair"},
 		{api.PluginStatus{Name: "telegram", State: "degraded", Problem: "no message from Telegram can arrive"}, "4242", false, "fail", "degraded: no message from Telegram can arrive", "carapace plugin restart telegram"},
+		{api.PluginStatus{Name: "telegram", State: api.PluginRestarting, Problem: "handler process died", Restarts: 1, NextTry: time.Now().Add(time.Hour)}, "4242", false,
+			"warn", "restarting after a crash: handler process died [next try in ", "none needed"},
+		{api.PluginStatus{Name: "telegram", State: api.PluginDown, Problem: "died, hung or failed to start again 5 times within 10m0s"}, "4242", false,
+			"fail", "down: died, hung or failed to start again 5 times", "carapace plugin restart telegram"},
 	} {
 		fc.b.SetStatus(api.Status{Version: "test", Plugins: []api.PluginStatus{tc.plugin}})
 		os.RemoveAll(h.DataDir("telegram"))
@@ -329,4 +333,37 @@ func TestDoctorWithoutEngines(t *testing.T) {
 		}
 	}
 	t.Errorf("doctor has no engine check: %+v", checks)
+}
+
+// TestDoctorPlugins: a plugin the core starts again after a crash is a
+// warning that needs nothing done; one that is down or failed is a
+// failure with the restart that brings it back.
+func TestDoctorPlugins(t *testing.T) {
+	fc := newFakeCore(t)
+	run := func(args ...string) result { return carapace(t, fc.home, args...) }
+	healthy := api.PluginStatus{Name: "echo", Healthy: true, State: "healthy"}
+	restarting := api.PluginStatus{Name: "mail", State: api.PluginRestarting}
+	down := api.PluginStatus{Name: "notes", State: api.PluginDown}
+	failed := api.PluginStatus{Name: "weather", State: "failed"}
+	for _, tc := range []struct {
+		name          string
+		plugins       []api.PluginStatus
+		status, words string
+		fix           string
+	}{
+		{"all healthy", []api.PluginStatus{healthy}, "ok", "1 healthy", ""},
+		{"restarting", []api.PluginStatus{healthy, restarting}, "warn", "restarting after a crash: mail", "none needed"},
+		{"down", []api.PluginStatus{healthy, down}, "fail", "not serving: notes (down after repeated crashes)", "carapace plugin restart notes"},
+		{"down, failed and restarting", []api.PluginStatus{down, failed, restarting}, "fail", "notes (down after repeated crashes), weather (failed); restarting after a crash: mail",
+			"carapace plugin restart notes && carapace plugin restart weather"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fc.b.SetStatus(api.Status{Version: "test", Plugins: tc.plugins})
+			checks, _ := doctorChecks(t, run)
+			c := checks["plugins"]
+			if c.Status != tc.status || !strings.Contains(c.Message, tc.words) || !strings.Contains(c.Fix, tc.fix) || (tc.fix == "" && c.Fix != "") {
+				t.Errorf("%+v", c)
+			}
+		})
+	}
 }

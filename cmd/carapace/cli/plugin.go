@@ -643,7 +643,8 @@ func state(st api.PluginStatus) string {
 	return "failed"
 }
 
-// describeFailure says why a plugin is not healthy.
+// describeFailure says why a plugin is not healthy, and, for one the
+// core starts again after a crash, when.
 func describeFailure(st api.PluginStatus) string {
 	var parts []string
 	for _, s := range []string{st.Category, st.Problem} {
@@ -652,9 +653,29 @@ func describeFailure(st api.PluginStatus) string {
 		}
 	}
 	if len(parts) == 0 {
-		return state(st)
+		return state(st) + revivalNote(st, time.Now())
 	}
-	return strings.Join(parts, ": ")
+	return strings.Join(parts, ": ") + revivalNote(st, time.Now())
+}
+
+// revivalNote says when a restarting plugin is tried next and how often
+// the core has started it again; "" for any other.
+func revivalNote(st api.PluginStatus, now time.Time) string {
+	var notes []string
+	if st.State == api.PluginRestarting && !st.NextTry.IsZero() {
+		if wait := st.NextTry.Sub(now).Round(time.Second); wait > 0 {
+			notes = append(notes, "next try in "+wait.String())
+		} else {
+			notes = append(notes, "next try now")
+		}
+	}
+	if st.Restarts > 0 {
+		notes = append(notes, fmt.Sprintf("started again %d %s by the core", st.Restarts, plural(st.Restarts, "time")))
+	}
+	if len(notes) == 0 {
+		return ""
+	}
+	return " [" + strings.Join(notes, "; ") + "]"
 }
 
 // printState prints one plugin's state after a restart.
@@ -682,8 +703,11 @@ func (a *app) pluginListCmd() *cobra.Command {
 		Use:   "list",
 		Short: "List the plugins and their state",
 		Long: `With a running core, list every plugin it knows, built-in and user: name,
-state (healthy, failed, crashed, ...), source, version, tools and handler
-pid; for a plugin that is not healthy, the reason follows the table.
+state (healthy, degraded, failed, restarting, down, ...), source, version,
+tools and handler pid; for a plugin that is not healthy, the reason follows
+the table. A plugin whose handler died or hung is "restarting": the core
+starts it again after a wait (its next try follows the reason); one that
+crashed too often in a short time is "down" until carapace plugin restart.
 
 Without a running core, list the user plugins on disk instead, judged as
 the core judges them when it loads them: whether each is valid (its folder

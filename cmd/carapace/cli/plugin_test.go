@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/control/controltest"
@@ -428,17 +429,23 @@ func TestPluginWithCore(t *testing.T) {
 		{Name: "echo", Healthy: true, State: "healthy", Source: "builtin", Version: "1.0.0", Tools: []string{"echo", "echo_confirm"}},
 		{Name: "weather", State: "failed", Category: "CONFIG_ERROR", Source: "user", Version: "1.2.0",
 			Problem: "the handler's SHA-256 does not match its pin\x1b[2J"},
+		{Name: "mail", State: api.PluginRestarting, Category: "INTERNAL_ERROR", Source: "user", Restarts: 2, NextTry: time.Now().Add(time.Hour),
+			Problem: "handler process died: exited with status 3; the core starts it again after 4s (crash 3 within 10m0s; at 5 it stays down)"},
+		{Name: "notes", State: api.PluginDown, Category: "INTERNAL_ERROR", Source: "user", Restarts: 4,
+			Problem: "died, hung or failed to start again 5 times within 10m0s (the last: handler hung): it stays down; bring it back with `carapace plugin restart notes`"},
 	}})
 
 	r := carapace(t, c.home, "plugin", "list")
 	r.want(t, 0, []string{"NAME", "STATE", "SOURCE", "VERSION", "TOOLS", "PID", "echo", "healthy", "builtin", "echo,echo_confirm",
-		"weather", "failed", "user", "1.2.0", "weather failed: CONFIG_ERROR: the handler's SHA-256 does not match its pin"}, nil)
+		"weather", "failed", "user", "1.2.0", "weather failed: CONFIG_ERROR: the handler's SHA-256 does not match its pin",
+		"mail restarting: INTERNAL_ERROR: handler process died: exited with status 3; the core starts it again after 4s", "(crash 3 within 10m0s; at 5 it stays down) [next try in ", "; started again 2 times by the core]",
+		"notes down: INTERNAL_ERROR: died, hung or failed to start again 5 times within 10m0s", "bring it back with `carapace plugin restart notes` [started again 4 times by the core]"}, nil)
 	if strings.Contains(r.stdout, "\x1b") {
 		t.Error("an escape character reached the terminal")
 	}
 	r = carapace(t, c.home, "plugin", "list", "--json")
 	var list []api.PluginStatus
-	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list) != 2 || list[1].Category != "CONFIG_ERROR" {
+	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list) != 4 || list[1].Category != "CONFIG_ERROR" || list[2].Restarts != 2 || list[2].NextTry.IsZero() {
 		t.Errorf("list --json: %v\n%s", err, r.stdout)
 	}
 
