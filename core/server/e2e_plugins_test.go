@@ -189,7 +189,7 @@ func TestOutOfProcessPluginServesTheAgent(t *testing.T) {
 		env = append(env, v.(string))
 	}
 	for _, name := range env {
-		if !slices.Contains([]string{"PATH", "HOME", "TMPDIR", "LANG", "GOMAXPROCS", "CARAPACE_PLUGIN_ENDPOINT", "CARAPACE_PLUGIN_TOKEN", "CARAPACE_PLUGIN_NAME", "CARAPACE_PLUGIN_DATA"}, name) {
+		if !slices.Contains([]string{"PATH", "HOME", "TMPDIR", "LANG", "GOMAXPROCS", "CARAPACE_PLUGIN_ENDPOINT", "CARAPACE_PLUGIN_TOKEN", "CARAPACE_PLUGIN_NAME", "CARAPACE_PLUGIN_DATA", "CARAPACE_PLUGIN_CONN_FD", "CARAPACE_PLUGIN_EGRESS_FD"}, name) {
 			t.Errorf("handler environment has %s: the core must pass a minimal environment", name)
 		}
 	}

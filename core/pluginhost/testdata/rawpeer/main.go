@@ -23,6 +23,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -32,8 +33,29 @@ import (
 	"github.com/go-zeromq/zmq4"
 
 	"github.com/carapace-dev/carapace/core/internal/pluginproto"
-	_ "github.com/carapace-dev/carapace/ipc/zmtp" // the zipc transport
+	"github.com/carapace-dev/carapace/ipc/zmtp"
 )
+
+// endpoint is the core's: over the connection the core made and passed
+// as descriptor 3 (a confined handler cannot create a socket), as the
+// SDK does.
+func endpoint() string {
+	ep := os.Getenv(pluginproto.EnvEndpoint)
+	fd, err := strconv.Atoi(os.Getenv(pluginproto.EnvConnFD))
+	if err != nil {
+		return ep
+	}
+	f := os.NewFile(uintptr(fd), "core")
+	c, err := net.FileConn(f)
+	f.Close()
+	if err != nil {
+		fail(err)
+	}
+	if err := zmtp.Register("zipc-rawfd", zmtp.Options{DialConn: func(context.Context, string) (net.Conn, error) { return c, nil }}); err != nil {
+		fail(err)
+	}
+	return "zipc-rawfd://" + strings.TrimPrefix(ep, zmtp.Scheme+"://")
+}
 
 func main() {
 	name := os.Getenv(pluginproto.EnvName)
@@ -44,7 +66,7 @@ func main() {
 	}
 	ctx := context.Background()
 	d := zmq4.NewDealer(ctx)
-	if err := d.Dial(os.Getenv(pluginproto.EnvEndpoint)); err != nil {
+	if err := d.Dial(endpoint()); err != nil {
 		fail(err)
 	}
 	token, version := os.Getenv(pluginproto.EnvToken), pluginproto.Version
