@@ -14,7 +14,10 @@ import (
 	"github.com/carapace-dev/carapace/core/plugin"
 )
 
-var _ control.Backend = (*Server)(nil)
+var (
+	_ control.Backend      = (*Server)(nil)
+	_ control.ProveBackend = (*Server)(nil)
+)
 
 // Status implements control.Backend.
 func (s *Server) Status(context.Context) api.Status {
@@ -109,4 +112,13 @@ func (s *Server) SessionOrigin(id string) string {
 		return ""
 	}
 	return s.agents.SessionOrigin(id)
+}
+
+// Prove implements control.ProveBackend: the proof on this machine
+// (core/prove), refused while the core stops.
+func (s *Server) Prove(ctx context.Context, req api.ProveRequest, progress func(api.ProveEvent)) (api.ProveReport, error) {
+	if s.pipe.Draining() {
+		return api.ProveReport{}, fmt.Errorf("the core is shutting down: %w", api.ErrConflict)
+	}
+	return s.prover.Run(ctx, req, progress)
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/loader"
 	"github.com/carapace-dev/carapace/core/plugin"
+	"github.com/carapace-dev/carapace/core/prove"
 	"github.com/carapace-dev/carapace/core/runtime"
 	"github.com/carapace-dev/carapace/core/server"
 	"github.com/carapace-dev/carapace/ipc"
@@ -144,6 +145,9 @@ type coreOptions struct {
 	Bundled []loader.Bundled
 	// ConfineSupport replaces what the kernel can confine plugins with.
 	ConfineSupport *confine.Support
+	// ProbeBinary and ProveFaults are server.Options'.
+	ProbeBinary string
+	ProveFaults prove.Faults
 }
 
 // startCore runs a core in a fresh short home with config as config.toml.
@@ -178,7 +182,7 @@ func runCore(t testing.TB, h home.Dir, o coreOptions) (*testCore, error) {
 	}
 	c, err := coretest.Start(t, h, coretest.Options{Config: o.Config, Setup: o.Setup, Server: server.Options{NewEngine: o.NewEngine, Bundled: o.Bundled,
 		Builtins: builtins, InitTimeout: o.InitTimeout, BriefTimeout: o.BriefTimeout, NoShadows: o.NoShadows,
-		ConfineSupport: o.ConfineSupport,
+		ConfineSupport: o.ConfineSupport, ProbeBinary: o.ProbeBinary, ProveFaults: o.ProveFaults,
 	}})
 	if err != nil {
 		return nil, err
