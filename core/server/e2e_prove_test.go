@@ -102,3 +102,86 @@ func TestProvePluginSide(t *testing.T) {
 		})
 	}
 }
+
+// The whole proof through the real core, as `carapace doctor --prove`
+// asks for it: the probe plugin under the real confinement and one
+// container of the offline test image started by Docker exactly as a
+// session's, with the static probe mounted in. Every promise holds, each
+// with a control that worked, and the proof leaves nothing behind.
+func TestProveThroughTheCore(t *testing.T) {
+	if err := confine.Probe().Missing(); err != nil {
+		testutil.Missing(t, "the kernel cannot confine plugins: "+err.Error())
+	}
+	c := startCoreWith(t, coreOptions{Config: dockerConfig(t, ""), ProbeBinary: bins.probe})
+	rep := proveThrough(t, c)
+	if rep.Engine != "docker" {
+		t.Errorf("engine %q", rep.Engine)
+	}
+	sides := map[string]int{}
+	for _, ch := range rep.Checks {
+		sides[ch.Side]++
+		if !ch.Passed || strings.Contains(ch.Control, "FAILED") {
+			t.Errorf("FAILED %s: %s [control: %s]", ch.Name, ch.Detail, ch.Control)
+		}
+	}
+	if sides[api.ProveSidePlugin] != 9 || sides[api.ProveSideBox] != 9 {
+		t.Errorf("checks by side %v, want 9 and 9", sides)
+	}
+	checks := byName(rep)
+	// What the checks rest on, spelled out: a sample of each kind.
+	for name, want := range map[string]string{
+		"box: no route out: public addresses":                 "TCP 1.1.1.1:443",
+		"box: no route out: the host and the engine's bridge": "besides its own controls",
+		"box: no model key inside":                            "found no key-shaped string",
+		"box: the model API only through the core's proxy":    "directly: TCP api.anthropic.com:443",
+		"box: not root": "uid ",
+	} {
+		if !strings.Contains(checks[name].Detail, want) {
+			t.Errorf("%s: detail %q lacks %q", name, checks[name].Detail, want)
+		}
+	}
+	if ctl := checks["box: the model API only through the core's proxy"].Control; !strings.Contains(ctl, "HTTP/1.1 403") {
+		t.Errorf("the relay's answer is not the proxy's refusal of the probe's path: %s", ctl)
+	}
+	if _, err := os.Stat(c.Home.Path("groups", prove.BoxGroup)); !os.IsNotExist(err) {
+		t.Errorf("the proof left its group's folder behind: %v", err)
+	}
+	// The box was a session like any other: opened and closed, audited.
+	var opened bool
+	for _, e := range c.Audit(t) {
+		opened = opened || (e.Group == prove.BoxGroup && e.Session != "")
+	}
+	if !opened {
+		t.Errorf("the audit log has no trace of the proof's session in group %s", prove.BoxGroup)
+	}
+	if got, err := c.Client.Sessions(context.Background()); err != nil || len(got) != 0 {
+		t.Errorf("sessions after the proof: %v %v", got, err)
+	}
+}
+
+// The box side's negative control: the same container run as root and
+// with a key in its environment, on purpose, fails exactly the promises
+// that covers — "not root" says uid 0, "no model key inside" names where
+// the key is — so that a check that could not fail is not what passes
+// above.
+func TestProveBoxFaultsFail(t *testing.T) {
+	c := startCoreWith(t, coreOptions{Config: dockerConfig(t, ""), ProbeBinary: bins.probe,
+		ProveFaults: prove.Faults{BoxRoot: true, BoxKeyInEnv: true}})
+	rep := proveThrough(t, c, api.ProveSideBox)
+	checks := byName(rep)
+	if len(checks) != 9 || !checks["box: starts as an agent session's"].Passed {
+		t.Fatalf("the box did not run to the end: %+v", rep)
+	}
+	if ch := checks["box: not root"]; ch.Passed || !strings.Contains(ch.Detail, "uid 0") {
+		t.Errorf("run as root, not root: %+v", ch)
+	}
+	if ch := checks["box: no model key inside"]; ch.Passed || !strings.Contains(ch.Detail, "environment CARAPACE_PROVE_FAULT") {
+		t.Errorf("a key in the environment, no model key inside: %+v", ch)
+	}
+	for _, name := range []string{"box: no route out: public addresses", "box: no route out: the host and the engine's bridge", "box: no DNS",
+		"box: the model API only through the core's proxy"} {
+		if !checks[name].Passed {
+			t.Errorf("root and a key break nothing of the network, yet %s failed: %+v", name, checks[name])
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	goruntime "runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -29,7 +30,7 @@ import (
 )
 
 // bins are the real binaries under test, built once by TestMain.
-var bins struct{ ipc, carapace, oopkit, rawpeer string }
+var bins struct{ ipc, carapace, oopkit, rawpeer, probe string }
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "cpbin")
@@ -39,10 +40,14 @@ func TestMain(m *testing.M) {
 	}
 	bins.ipc, bins.carapace, bins.oopkit = filepath.Join(dir, "ipc"), filepath.Join(dir, "carapace"), filepath.Join(dir, "oopkit")
 	bins.rawpeer = filepath.Join(dir, "rawpeer")
-	for out, pkg := range map[string]string{bins.ipc: "../../cmd/ipc", bins.carapace: "../../cmd/carapace", bins.oopkit: "./testdata/oopkit",
+	bins.probe = filepath.Join(dir, "linux-"+goruntime.GOARCH, "carapace-probe")
+	for out, pkg := range map[string]string{bins.probe: "../../cmd/carapace-probe", bins.ipc: "../../cmd/ipc", bins.carapace: "../../cmd/carapace", bins.oopkit: "./testdata/oopkit",
 		bins.rawpeer: "../pluginhost/testdata/rawpeer"} {
 		cmd := exec.Command("go", "build", "-o", out, pkg)
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out == bins.probe { // the box's probe: static linux, as make build puts it
+			cmd.Env = append(cmd.Env, "GOOS=linux")
+		}
 		if out == bins.carapace { // the core links the memory plugin: SQLite with FTS5
 			cmd = exec.Command("go", "build", "-tags", "sqlite_fts5", "-o", out, pkg)
 			cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
