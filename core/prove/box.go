@@ -138,7 +138,7 @@ func (p *Prover) proveBox(ctx context.Context, r *run) string {
 	if p.o.Faults.BoxKeyInEnv {
 		probe.Env = append(probe.Env, "CARAPACE_PROVE_FAULT="+keyPrefix+"api03-fault-"+b.plan.Nonce)
 	}
-	r.stage(fmt.Sprintf("box: starting a container with %s, built as an agent session's, running the probe", p.o.Engine))
+	r.stage(fmt.Sprintf("box: starting a container (runtime.engine = %s), built as an agent session's, with the probe instead of the agent", p.o.Engine))
 	res, err := p.o.Box.RunProbe(ctx, probe)
 	if err != nil {
 		failed(err.Error())

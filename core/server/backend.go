@@ -120,5 +120,25 @@ func (s *Server) Prove(ctx context.Context, req api.ProveRequest, progress func(
 	if s.pipe.Draining() {
 		return api.ProveReport{}, fmt.Errorf("the core is shutting down: %w", api.ErrConflict)
 	}
-	return s.prover.Run(ctx, req, progress)
+	rep, err := s.prover.Run(ctx, req, progress)
+	if err != nil {
+		return rep, err
+	}
+	// The proof is in the trail: when it ran and how it came out (each
+	// check's detail goes to whoever asked).
+	e := &audit.Entry{Source: "core", Stage: audit.StageCore, Outcome: audit.OutcomeOK,
+		Reason: fmt.Sprintf("doctor --prove: %d of %d promises held", len(rep.Checks)-rep.Failed(), len(rep.Checks))}
+	if n := rep.Failed(); n > 0 {
+		var failed []string
+		for _, c := range rep.Checks {
+			if !c.Passed {
+				failed = append(failed, c.Name)
+			}
+		}
+		e.Outcome, e.Reason = audit.OutcomeError, e.Reason+"; failed: "+strings.Join(failed, ", ")
+	}
+	if err := s.audit.Write(e); err != nil {
+		s.log.Error("audit the proof", "err", err)
+	}
+	return rep, nil
 }

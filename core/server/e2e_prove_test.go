@@ -147,12 +147,13 @@ func TestProveThroughTheCore(t *testing.T) {
 		t.Errorf("the proof left its group's folder behind: %v", err)
 	}
 	// The box was a session like any other: opened and closed, audited.
-	var opened bool
+	var opened, proved bool
 	for _, e := range c.Audit(t) {
 		opened = opened || (e.Group == prove.BoxGroup && e.Session != "")
+		proved = proved || (e.Stage == "core" && e.Reason == "doctor --prove: 18 of 18 promises held")
 	}
-	if !opened {
-		t.Errorf("the audit log has no trace of the proof's session in group %s", prove.BoxGroup)
+	if !opened || !proved {
+		t.Errorf("the audit log: a trace of the proof's session in group %s %v, the proof's outcome %v", prove.BoxGroup, opened, proved)
 	}
 	if got, err := c.Client.Sessions(context.Background()); err != nil || len(got) != 0 {
 		t.Errorf("sessions after the proof: %v %v", got, err)

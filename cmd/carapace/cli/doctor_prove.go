@@ -14,7 +14,7 @@ import (
 // proveTimeout bounds a whole proof: a plugin's start and probes, a
 // container's start (an engine that must boot a VM first, on a Mac, takes
 // the longest) and its probes.
-const proveTimeout = 5 * time.Minute
+const proveTimeout = 6 * time.Minute
 
 // proveIntro is what doctor --prove says before it starts, so that nobody
 // wonders what the pause is.
