@@ -93,7 +93,8 @@ func New(o Options) *Prover {
 	return &Prover{o: o, log: o.Logger.With("component", "prove")}
 }
 
-// ErrRunning is wrapped when a proof is asked for while one runs.
+// errRunning refuses a proof asked for while one runs (api.ErrConflict:
+// a 409).
 var errRunning = fmt.Errorf("a proof is already running (they share the probe plugin's name and folders): wait for it: %w", api.ErrConflict)
 
 // Run proves the sides req asks for, in order, and reports each check to
