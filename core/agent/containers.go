@@ -165,11 +165,16 @@ const (
 )
 
 // containerSpec is the container of session info, which origin started
-// (openContainerSession).
-func (r *Runner) containerSpec(info session.Info, req api.SessionRequest, origin string) (runtime.Spec, error) {
+// (openContainerSession), with a probe's additions when x is not nil.
+func (r *Runner) containerSpec(info session.Info, req api.SessionRequest, origin string, x *probeExtras) (runtime.Spec, error) {
 	workspace, claude, err := r.groupDirs(info.Group)
 	if err != nil {
 		return runtime.Spec{}, err
+	}
+	if x != nil && x.prepare != nil {
+		if err := x.prepare(workspace); err != nil {
+			return runtime.Spec{}, err
+		}
 	}
 	if !r.opts.NoShadows {
 		if err := shadowTargets(workspace, claudemd.ShadowedWorkspace); err != nil {
@@ -214,6 +219,9 @@ func (r *Runner) containerSpec(info session.Info, req api.SessionRequest, origin
 		spec.Mounts = append(spec.Mounts, runtime.Mount{Source: filepath.Join(dir, promptFile), Target: promptContainer, ReadOnly: true})
 		spec.Env = append(spec.Env, "CARAPACE_PROMPT_FILE="+promptContainer)
 	}
+	if x != nil {
+		x.apply(&spec)
+	}
 	if req.Conversation != "" {
 		id, resume := conversation(claude, origin, info.Group, req.Conversation)
 		spec.Env = append(spec.Env, "CARAPACE_CONVERSATION="+id)
@@ -249,7 +257,10 @@ func conversation(claudeDir, origin, group, name string) (id string, exists bool
 // as the session exists, before its socket is mounted anywhere, so that
 // the agent's very first call is judged as that origin's; and the
 // conversation req names is that origin's own (conversation).
-func (r *Runner) openContainerSession(ctx context.Context, req api.SessionRequest, origin string) (api.Session, *api.Agent, error) {
+//
+// x, if not nil, is a probe's additions to the session's container
+// (RunProbe); every session of an agent has none.
+func (r *Runner) openContainerSession(ctx context.Context, req api.SessionRequest, origin string, x *probeExtras) (api.Session, *api.Agent, error) {
 	eng, err := r.engine(ctx, req.Runtime)
 	if err != nil {
 		return api.Session{}, nil, err
@@ -277,7 +288,7 @@ func (r *Runner) openContainerSession(ctx context.Context, req api.SessionReques
 	if err := r.prepareAgent(ctx, info.ID, req.Group, info.Runtime, req.Prompt); err != nil {
 		return fail(err)
 	}
-	spec, err := r.containerSpec(info, req, origin)
+	spec, err := r.containerSpec(info, req, origin, x)
 	if err != nil {
 		return fail(err)
 	}
@@ -286,7 +297,7 @@ func (r *Runner) openContainerSession(ctx context.Context, req api.SessionReques
 	// it is told to stop: on Apple's runtime one connect to a socket that
 	// is no longer there ends the relay for good (reach.go).
 	llmCtx, stopLLM := context.WithCancel(context.WithoutCancel(ctx))
-	if err := r.startLLMProxy(llmCtx, info); err != nil {
+	if err := r.startLLMProxy(llmCtx, info, x.counter()); err != nil {
 		stopLLM()
 		cancel(err)
 		return fail(err)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/carapace-dev/carapace/core/llmproxy"
@@ -78,8 +79,9 @@ func (r *Runner) llmSocket(id string) string {
 }
 
 // startLLMProxy serves session info's model API socket until ctx ends. It
-// returns once the socket exists, so that it can be mounted.
-func (r *Runner) startLLMProxy(ctx context.Context, info session.Info) error {
+// returns once the socket exists, so that it can be mounted. seen, if not
+// nil, counts the requests that reach the proxy (a probe's: RunProbe).
+func (r *Runner) startLLMProxy(ctx context.Context, info session.Info, seen *atomic.Int64) error {
 	if err := r.llmSetup(); err != nil {
 		return err
 	}
@@ -97,7 +99,15 @@ func (r *Runner) startLLMProxy(ctx context.Context, info session.Info) error {
 	}
 	path := r.llmSocket(info.ID)
 	served := make(chan error, 1)
-	go func() { served <- llmproxy.Serve(ctx, path, r.markReached(info.ID, p)) }()
+	var h http.Handler = r.markReached(info.ID, p)
+	if seen != nil {
+		inner := h
+		h = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			seen.Add(1)
+			inner.ServeHTTP(w, req)
+		})
+	}
+	go func() { served <- llmproxy.Serve(ctx, path, h) }()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		if fi, err := os.Stat(path); err == nil && fi.Mode()&os.ModeSocket != 0 {

@@ -153,7 +153,7 @@ func (r *Runner) Start(ctx context.Context) {
 // otherwise the agent runs in a container and Agent carries its output.
 func (r *Runner) Open(ctx context.Context, req api.SessionRequest) (api.Session, *api.Agent, error) {
 	if req.Runtime != "" && req.Runtime != "none" {
-		return r.openContainerSession(ctx, req, "")
+		return r.openContainerSession(ctx, req, "", nil)
 	}
 	info, err := r.sessions.Open(req.Group, "none")
 	if err != nil {
@@ -321,7 +321,7 @@ func (r *Runner) runForEvent(in spawning) {
 		origin = tasks.OriginTask
 	}
 	sess, agent, err := r.openContainerSession(ctx, api.SessionRequest{Group: in.Group, Runtime: "container", Prompt: in.Text,
-		Conversation: textutil.Clip(in.Conversation, 200)}, origin)
+		Conversation: textutil.Clip(in.Conversation, 200)}, origin, nil)
 	if err != nil {
 		r.log.Warn("event dropped: no agent session could start", "topic", in.Topic, "group", in.Group, "event", in.ID, "err", err)
 		_ = r.audit.Write(&audit.Entry{Source: "core", Group: in.Group, Topic: in.Topic, ID: in.ID, Stage: audit.StageEvent,

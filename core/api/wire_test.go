@@ -43,6 +43,8 @@ var (
 		DecidedAt: &wireZone, Reason: "the session ended"}
 	wireRun = api.TaskRun{ID: 7, Task: "t-ab12cd34", Scheduled: wireTime, Manual: true, Until: &wireZone, Count: 3, State: "skipped",
 		Reason: "missed", LateMS: 1500, Session: "s-r35umrvqcw3sw", Started: &wireTime, Ended: &wireZone}
+	wireCheck = api.ProveCheck{Name: "no route out: a public IP", Side: api.ProveSideBox, Passed: true,
+		Detail: "TCP 1.1.1.1:443: connect: network is unreachable", Control: "TCP to its own listener on 127.0.0.1 worked"}
 	wireTask = api.Task{ID: "t-ab12cd34", Group: "main", Kind: "cron", Expr: "0 9 * * *", Zone: "Europe/Lisbon", Schedule: "every day at 09:00",
 		Prompt: "summarise my mail", Creator: "agent", CreatorSession: "s-r35umrvqcw3sw", CreatorConfirmation: "9f1c2a7e4b3d4c1f8e2a6b5d7c9e0f11",
 		Misfire: "skip", Enabled: true, PausedReason: "3 failed runs", CreatedAt: wireTime, Next: &wireZone, NextFires: []time.Time{wireTime, wireZone},
@@ -77,6 +79,14 @@ var wireValues = map[string][]any{
 		api.WatchEvent{Type: api.WatchEnd, Time: wireTime, Error: "the core is stopping"},
 		api.WatchEvent{},
 	},
+	"prove-request.json": {api.ProveRequest{Sides: []string{api.ProveSidePlugin}}, api.ProveRequest{}},
+	"prove-event.json": {
+		api.ProveEvent{Stage: "starting the agent's box (docker)"},
+		api.ProveEvent{Check: &wireCheck},
+		api.ProveEvent{Report: &api.ProveReport{Engine: "docker", Checks: []api.ProveCheck{wireCheck}}},
+		api.ProveEvent{Error: "the core is shutting down"},
+		api.ProveEvent{},
+	},
 	// The names on the wire: the watch's line types, the topics it
 	// follows, and the runtimes a session may ask for.
 	"names.json": {
@@ -85,6 +95,7 @@ var wireValues = map[string][]any{
 			api.WatchTaskFired, api.WatchTaskFinished, api.WatchTaskRemoved, api.WatchEnd},
 		api.WatchTopics,
 		api.Runtimes,
+		api.ProveSides,
 	},
 }
 

@@ -36,6 +36,7 @@
 //	POST   /v1/confirmations/{id}/deny     Decision → Confirmation (409 likewise)
 //	GET    /v1/watch                       JSON lines: a snapshot, then one line per change (watch.go)
 //	POST   /v1/plugins/{name}/restart      PluginStatus (reload from disk)
+//	POST   /v1/prove ProveRequest          JSON lines of ProveEvent: the proof on this machine (prove.go)
 //
 // POST /v1/sessions holds its response open: the server writes the Session
 // as one JSON line, flushes, and then keeps the stream open for as long as

@@ -75,6 +75,7 @@ func NewServer(b Backend, logger *slog.Logger) *Server {
 	mux.HandleFunc("GET /v1/watch", s.handleWatch)
 	mux.HandleFunc("POST /v1/plugins/{name}/restart", s.handleRestartPlugin)
 	s.registerTasks(mux)
+	s.registerProve(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, fmt.Errorf("%s %s: no such endpoint: %w", r.Method, r.URL.Path, api.ErrNotFound))
 	})

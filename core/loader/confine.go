@@ -19,28 +19,14 @@ import (
 // confine fails the plugin unless the user accepted running it
 // unconfined ([plugins.NAME] unconfined = true).
 func (l *Loader) confineSpec(st *pluginState, spec *pluginhost.Spec) error {
-	pol := st.policy
-	if pol == nil {
+	if st.policy == nil {
 		return nil
 	}
-	if !pol.Unconfined {
-		if err := l.support().Missing(); err != nil {
-			return fmt.Errorf("%w; to run plugin %s without confinement anyway (it can then read all your files, reach the core's sockets and any host), set [plugins.%s] unconfined = true in config.toml", err, st.name, st.name)
-		}
-		cp := &confine.Policy{Plugin: pol.Plugin, Exec: pol.Exec}
-		for _, r := range pol.Read {
-			cp.Read = append(cp.Read, r.Path)
-		}
-		for _, w := range pol.Write {
-			cp.Write = append(cp.Write, w.Path)
-		}
-		spec.Confine = cp
+	cp, eo, err := st.policy.Impose(l.support(), egress.Options{Logger: l.log.With("plugin", st.name), Record: l.egressAudit(st.name)})
+	if err != nil {
+		return err
 	}
-	eo := &egress.Options{Plugin: pol.Plugin, Public: pol.Public, Logger: l.log.With("plugin", st.name), Record: l.egressAudit(st.name)}
-	for _, h := range pol.Hosts {
-		eo.Allow = append(eo.Allow, egress.Host{Name: h.Name, Port: h.Port})
-	}
-	spec.Egress = eo
+	spec.Confine, spec.Egress = cp, eo
 	return nil
 }
 

@@ -31,11 +31,13 @@ var ReservedTools = []string{"list_tools", "get_session_info", "get_diagnostics"
 //     every session's skill tree (core/skills);
 //   - "carapace-llm" holds the model API's credential in the keychain
 //     (keychain.LLMPlugin): a plugin of that name could read it;
+//   - "carapace-prove" is the probe plugin of `carapace doctor --prove`
+//     (core/prove), whose data folder the proof clears;
 //   - "installer", "test-input" and "hello" are the seeds' built-in modules
 //     (the plugin installer, the development input channel and the greeting
 //     module), kept so that a later built-in can take them without
 //     colliding with an installed plugin.
-var ReservedPlugins = []string{"core", "carapace", "carapace-core", "carapace-llm", "installer", "test-input", "hello"}
+var ReservedPlugins = []string{"core", "carapace", "carapace-core", "carapace-llm", "carapace-prove", "installer", "test-input", "hello"}
 
 // CheckToolName enforces tool names: snake_case (^[a-z][a-z0-9_]*$), at most
 // 64 characters, plain ASCII. For a dot- or dash-separated name the error

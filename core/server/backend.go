@@ -14,7 +14,10 @@ import (
 	"github.com/carapace-dev/carapace/core/plugin"
 )
 
-var _ control.Backend = (*Server)(nil)
+var (
+	_ control.Backend      = (*Server)(nil)
+	_ control.ProveBackend = (*Server)(nil)
+)
 
 // Status implements control.Backend.
 func (s *Server) Status(context.Context) api.Status {
@@ -109,4 +112,33 @@ func (s *Server) SessionOrigin(id string) string {
 		return ""
 	}
 	return s.agents.SessionOrigin(id)
+}
+
+// Prove implements control.ProveBackend: the proof on this machine
+// (core/prove), refused while the core stops.
+func (s *Server) Prove(ctx context.Context, req api.ProveRequest, progress func(api.ProveEvent)) (api.ProveReport, error) {
+	if s.pipe.Draining() {
+		return api.ProveReport{}, fmt.Errorf("the core is shutting down: %w", api.ErrConflict)
+	}
+	rep, err := s.prover.Run(ctx, req, progress)
+	if err != nil {
+		return rep, err
+	}
+	// The proof is in the trail: when it ran and how it came out (each
+	// check's detail goes to whoever asked).
+	e := &audit.Entry{Source: "core", Stage: audit.StageCore, Outcome: audit.OutcomeOK,
+		Reason: fmt.Sprintf("doctor --prove: %d of %d promises held", len(rep.Checks)-rep.Failed(), len(rep.Checks))}
+	if n := rep.Failed(); n > 0 {
+		var failed []string
+		for _, c := range rep.Checks {
+			if !c.Passed {
+				failed = append(failed, c.Name)
+			}
+		}
+		e.Outcome, e.Reason = audit.OutcomeError, e.Reason+"; failed: "+strings.Join(failed, ", ")
+	}
+	if err := s.audit.Write(e); err != nil {
+		s.log.Error("audit the proof", "err", err)
+	}
+	return rep, nil
 }

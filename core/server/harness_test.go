@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	goruntime "runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -21,6 +22,7 @@ import (
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/loader"
 	"github.com/carapace-dev/carapace/core/plugin"
+	"github.com/carapace-dev/carapace/core/prove"
 	"github.com/carapace-dev/carapace/core/runtime"
 	"github.com/carapace-dev/carapace/core/server"
 	"github.com/carapace-dev/carapace/ipc"
@@ -28,7 +30,7 @@ import (
 )
 
 // bins are the real binaries under test, built once by TestMain.
-var bins struct{ ipc, carapace, oopkit, rawpeer string }
+var bins struct{ ipc, carapace, oopkit, rawpeer, probe string }
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "cpbin")
@@ -38,10 +40,14 @@ func TestMain(m *testing.M) {
 	}
 	bins.ipc, bins.carapace, bins.oopkit = filepath.Join(dir, "ipc"), filepath.Join(dir, "carapace"), filepath.Join(dir, "oopkit")
 	bins.rawpeer = filepath.Join(dir, "rawpeer")
-	for out, pkg := range map[string]string{bins.ipc: "../../cmd/ipc", bins.carapace: "../../cmd/carapace", bins.oopkit: "./testdata/oopkit",
+	bins.probe = filepath.Join(dir, "linux-"+goruntime.GOARCH, "carapace-probe")
+	for out, pkg := range map[string]string{bins.probe: "../../cmd/carapace-probe", bins.ipc: "../../cmd/ipc", bins.carapace: "../../cmd/carapace", bins.oopkit: "./testdata/oopkit",
 		bins.rawpeer: "../pluginhost/testdata/rawpeer"} {
 		cmd := exec.Command("go", "build", "-o", out, pkg)
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out == bins.probe { // the box's probe: static linux, as make build puts it
+			cmd.Env = append(cmd.Env, "GOOS=linux")
+		}
 		if out == bins.carapace { // the core links the memory plugin: SQLite with FTS5
 			cmd = exec.Command("go", "build", "-tags", "sqlite_fts5", "-o", out, pkg)
 			cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
@@ -146,6 +152,9 @@ type coreOptions struct {
 	ConfineSupport *confine.Support
 	// Revival says how crashed plugins are started again (zero: the defaults).
 	Revival loader.Revival
+	// ProbeBinary and ProveFaults are server.Options'.
+	ProbeBinary string
+	ProveFaults prove.Faults
 }
 
 // startCore runs a core in a fresh short home with config as config.toml.
@@ -180,8 +189,7 @@ func runCore(t testing.TB, h home.Dir, o coreOptions) (*testCore, error) {
 	}
 	c, err := coretest.Start(t, h, coretest.Options{Config: o.Config, Setup: o.Setup, Server: server.Options{NewEngine: o.NewEngine, Bundled: o.Bundled,
 		Builtins: builtins, InitTimeout: o.InitTimeout, BriefTimeout: o.BriefTimeout, NoShadows: o.NoShadows,
-		ConfineSupport: o.ConfineSupport,
-		Revival:        o.Revival,
+		ConfineSupport: o.ConfineSupport, Revival: o.Revival, ProbeBinary: o.ProbeBinary, ProveFaults: o.ProveFaults,
 	}})
 	if err != nil {
 		return nil, err

@@ -49,6 +49,7 @@ import (
 	"github.com/carapace-dev/carapace/core/intrinsics"
 	"github.com/carapace-dev/carapace/core/loader"
 	"github.com/carapace-dev/carapace/core/pipeline"
+	"github.com/carapace-dev/carapace/core/prove"
 	"github.com/carapace-dev/carapace/core/runtime"
 	"github.com/carapace-dev/carapace/core/session"
 	"github.com/carapace-dev/carapace/core/tasks"
@@ -94,6 +95,13 @@ type Options struct {
 	// shadow.go): only for tests that prove the image's managed settings
 	// hold by themselves.
 	NoShadows bool
+	// ProbeBinary is the static linux probe the proof's box runs (`carapace
+	// doctor --prove`); empty means linux-<arch>/carapace-probe beside the
+	// executable (prove.ProbePath). Tests give one they built.
+	ProbeBinary string
+	// ProveFaults break the proof on purpose: tests only, to see that a
+	// broken promise fails its check (prove.Faults).
+	ProveFaults prove.Faults
 }
 
 // Server is a running core.
@@ -117,6 +125,7 @@ type Server struct {
 	spawnerDone chan struct{}
 
 	plugins *loader.Loader
+	prover  *prove.Prover
 	stop    chan struct{}
 	once    sync.Once
 }
@@ -240,6 +249,12 @@ func Run(ctx context.Context, opts Options) error {
 	stopTasks := func() { stopTasksCtx(); <-tasksDone } // nothing fires once the core stops
 	defer stopTasks()
 	s.agents.Start(agentsCtx)
+	support := confine.Probe()
+	if opts.ConfineSupport != nil {
+		support = *opts.ConfineSupport
+	}
+	s.prover = prove.New(prove.Options{Home: opts.Home, Logger: s.log, Support: support, Box: s.agents, Engine: cfg.Runtime.Engine,
+		ModelUpstream: cfg.LLM.Upstream, ProbeBinary: opts.ProbeBinary, Faults: opts.ProveFaults})
 	s.startSpawner()
 
 	ctl := control.NewServer(s, s.log)

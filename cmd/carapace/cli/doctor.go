@@ -41,7 +41,7 @@ const (
 )
 
 func (a *app) doctorCmd() *cobra.Command {
-	var asJSON, online bool
+	var asJSON, online, prove bool
 	c := &cobra.Command{
 		Use:   "doctor",
 		Short: "Check this Carapace: each finding with what is wrong and the command that fixes it",
@@ -57,10 +57,38 @@ status 1 when any check fails.
 
 Nothing leaves this machine unless --online is given: then one request,
 GET /v1/models, which costs no tokens, goes to the model API with the
-stored credential.`,
-		Example: "  carapace doctor\n  carapace doctor --online\n  carapace doctor --json",
+stored credential.
+
+With --prove, doctor does not read settings but proves them: the running
+core starts a probe plugin under the confinement every plugin gets and a
+container built exactly as every agent session's is, with the configured
+engine, and each tries from inside what the core promises it cannot do —
+a route out of the box (a public IP, the host and the engine's bridge,
+DNS), a write to its root, a capability, root, a model key anywhere in
+it, the model API other than through the core's proxy; for the plugin,
+a file outside its folders (the credentials, config.toml, a canary), the
+control socket, the core, a socket of its own, an undeclared host. Each
+refusal is printed beside its positive control from the same run (the
+same probe succeeding where it must), so that a probe that cannot work
+proves nothing. It is what lets you check, on a Mac or any machine, what
+the project's own tests cannot. It takes some seconds; nothing leaves
+this machine (the model API request is answered by the core's proxy).
+It belongs to doctor, not to a command of its own, because it answers
+doctor's question — is this Carapace safe to use here? — with evidence
+rather than configuration. Exit status 1 when any promise fails.`,
+		Example: "  carapace doctor\n  carapace doctor --online\n  carapace doctor --prove\n  carapace doctor --json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if prove {
+				failed, err := a.prove(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), asJSON)
+				if err != nil {
+					return err
+				}
+				if failed > 0 {
+					return exitCode(1)
+				}
+				return nil
+			}
 			checks, err := a.doctor(cmd.Context(), online)
 			if err != nil {
 				return err
@@ -93,6 +121,8 @@ stored credential.`,
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the checks as JSON")
 	c.Flags().BoolVar(&online, "online", false, "also ask the model API whether it accepts the credential (one GET /v1/models)")
+	c.Flags().BoolVar(&prove, "prove", false, "instead of the checks, have the running core prove each promise from inside a real plugin and a real agent container (some seconds)")
+	c.MarkFlagsMutuallyExclusive("prove", "online")
 	return c
 }
 
