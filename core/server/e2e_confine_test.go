@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/carapace-dev/carapace/core/confine"
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/install"
+	"github.com/carapace-dev/carapace/core/loader"
 	"github.com/carapace-dev/carapace/internal/testutil"
 	"github.com/carapace-dev/carapace/keychain"
 )
@@ -238,5 +240,45 @@ func TestNoConfinementNoStart(t *testing.T) {
 	r := runIPC(t, c.Session(t, "main").Socket, nil, "tool.invoke.trusted_echo", `{"message":"hi"}`)
 	if r.Code != 0 || r.Result["message"] != "hi" {
 		t.Errorf("trusted_echo: %d %s %v", r.Code, r.Stderr, r.Result)
+	}
+}
+
+// The Telegram plugin reaches its api_url and nothing else: a Bot API that
+// redirects it to another host (an undeclared one) gets the plugin's
+// request refused at its egress point, and audited; the redirect target
+// sees nothing. The positive control is every other Telegram test, which
+// runs the same confined plugin against its declared api_url.
+func TestTelegramRedirectedToAnUndeclaredHost(t *testing.T) {
+	elsewhere := listenTCP(t)
+	redirect := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "http://"+elsewhere.ln.Addr().String()+r.URL.Path, http.StatusTemporaryRedirect)
+	})}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = redirect.Serve(ln) }()
+	t.Cleanup(func() { redirect.Close() })
+	cfg := dockerConfig(t, fmt.Sprintf("[groups.main]\n[plugins.telegram]\nsurface = true\n[plugins.telegram.config]\nowner_id = %d\napi_url = %q\n", tgOwner, "http://"+ln.Addr().String()))
+	c := startCoreWith(t, coreOptions{Config: cfg, Bundled: []loader.Bundled{telegramBundle(t)}, Setup: func(h home.Dir) { setToken(t, h) }})
+	st := pluginStatus(t, c, "telegram")
+	if st.Healthy {
+		t.Fatalf("the telegram plugin is healthy behind a redirect to an undeclared host: %+v", st)
+	}
+	if !strings.Contains(st.Problem, "HOST_NOT_DECLARED") {
+		t.Errorf("the plugin's problem does not name the refusal: %s", st.Problem)
+	}
+	var refused bool
+	for _, e := range c.Audit(t) {
+		if e.Source == "telegram" && e.Stage == audit.StageEgress && e.Outcome == audit.OutcomeRejected && e.Code == "HOST_NOT_DECLARED" &&
+			strings.Contains(e.Reason, elsewhere.ln.Addr().String()) {
+			refused = true
+		}
+	}
+	if !refused {
+		t.Errorf("no audited refusal of %s", elsewhere.ln.Addr())
+	}
+	if n := elsewhere.n.Load(); n != 0 {
+		t.Errorf("the undeclared host got %d connections", n)
 	}
 }
