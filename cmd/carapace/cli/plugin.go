@@ -738,6 +738,19 @@ installed as a link. Built-in plugins are listed only by a running core.`,
 	return c
 }
 
+// confined is a plugin's confinement in a word: "yes", "NO" (the user's
+// [plugins.NAME] unconfined = true), "-" in the core (built-in). carapace
+// plugin show NAME says what it may reach.
+func confined(p api.PluginStatus) string {
+	switch {
+	case p.Confinement == nil:
+		return "-"
+	case p.Confinement.Mode == api.ConfinementUnconfined:
+		return "NO"
+	}
+	return "yes"
+}
+
 // toolsWidth is how much of a plugin's tool list a table shows.
 const toolsWidth = 40
 
@@ -754,15 +767,15 @@ func listRunning(w io.Writer, plugins []api.PluginStatus, asJSON bool) error {
 		return nil
 	}
 	tw := table(w)
-	fmt.Fprintln(tw, "NAME\tSTATE\tSOURCE\tVERSION\tTOOLS\tPID")
+	fmt.Fprintln(tw, "NAME\tSTATE\tSOURCE\tVERSION\tTOOLS\tPID\tCONFINED")
 	var failed []api.PluginStatus
 	for _, p := range plugins {
 		pid := "-"
 		if p.PID > 0 {
 			pid = fmt.Sprint(p.PID)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", printable(p.Name), printable(state(p)), orDash(p.Source), orDash(p.Version),
-			orDash(truncate(strings.Join(p.Tools, ","), toolsWidth)), pid)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", printable(p.Name), printable(state(p)), orDash(p.Source), orDash(p.Version),
+			orDash(truncate(strings.Join(p.Tools, ","), toolsWidth)), pid, confined(p))
 		if !healthy(p) {
 			failed = append(failed, p)
 		}

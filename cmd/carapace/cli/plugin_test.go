@@ -430,19 +430,32 @@ func TestPluginWithCore(t *testing.T) {
 		{Name: "weather", State: "failed", Category: "CONFIG_ERROR", Source: "user", Version: "1.2.0",
 			Problem: "the handler's SHA-256 does not match its pin\x1b[2J"},
 		{Name: "mail", State: api.PluginRestarting, Category: "INTERNAL_ERROR", Source: "user", Restarts: 2, NextTry: time.Now().Add(time.Hour),
+			Confinement: &api.Confinement{Mode: api.ConfinementConfined, Mechanism: "landlock ABI 7, seccomp", Read: []string{"/h/plugins/mail (its folder)"},
+				Write: []string{"/h/data/mail (its data folder)"}, Hosts: []string{"imap.example.com:993 (config accounts.0.imap)"}},
 			Problem: "handler process died: exited with status 3; the core starts it again after 4s (crash 3 within 10m0s; at 5 it stays down)"},
 		{Name: "notes", State: api.PluginDown, Category: "INTERNAL_ERROR", Source: "user", Restarts: 4,
-			Problem: "died, hung or failed to start again 5 times within 10m0s (the last: handler hung): it stays down; bring it back with `carapace plugin restart notes`"},
+			Confinement: &api.Confinement{Mode: api.ConfinementUnconfined},
+			Problem:     "died, hung or failed to start again 5 times within 10m0s (the last: handler hung): it stays down; bring it back with `carapace plugin restart notes`"},
 	}})
 
 	r := carapace(t, c.home, "plugin", "list")
-	r.want(t, 0, []string{"NAME", "STATE", "SOURCE", "VERSION", "TOOLS", "PID", "echo", "healthy", "builtin", "echo,echo_confirm",
+	r.want(t, 0, []string{"NAME", "STATE", "SOURCE", "VERSION", "TOOLS", "PID", "CONFINED", "echo", "healthy", "builtin", "echo,echo_confirm",
 		"weather", "failed", "user", "1.2.0", "weather failed: CONFIG_ERROR: the handler's SHA-256 does not match its pin",
 		"mail restarting: INTERNAL_ERROR: handler process died: exited with status 3; the core starts it again after 4s", "(crash 3 within 10m0s; at 5 it stays down) [next try in ", "; started again 2 times by the core]",
 		"notes down: INTERNAL_ERROR: died, hung or failed to start again 5 times within 10m0s", "bring it back with `carapace plugin restart notes` [started again 4 times by the core]"}, nil)
 	if strings.Contains(r.stdout, "\x1b") {
 		t.Error("an escape character reached the terminal")
 	}
+	if !regexp.MustCompile(`(?m)^mail .* yes$`).MatchString(r.stdout) || !regexp.MustCompile(`(?m)^notes .* NO$`).MatchString(r.stdout) ||
+		!regexp.MustCompile(`(?m)^echo .* -$`).MatchString(r.stdout) {
+		t.Errorf("the CONFINED column:\n%s", r.stdout)
+	}
+	carapace(t, c.home, "plugin", "show", "mail").want(t, 0, []string{"plugin:      mail", "confinement: confined by landlock ABI 7, seccomp",
+		"reads:\n  /h/plugins/mail (its folder)", "writes:\n  /h/data/mail (its data folder)", "network:\n  imap.example.com:993 (config accounts.0.imap)"}, nil)
+	carapace(t, c.home, "plugin", "show", "notes").want(t, 0, []string{"confinement: NONE: [plugins.notes] unconfined = true", "network:\n  none: no TCP, no UDP, no DNS"}, nil)
+	carapace(t, c.home, "plugin", "show", "echo").want(t, 0, []string{"confinement: none: it runs inside the core"}, nil)
+	carapace(t, c.home, "plugin", "show", "nope").want(t, 1, nil, []string{"the core has no plugin \"nope\""})
+	carapace(t, c.home, "plugin", "show", "../x").want(t, 2, nil, []string{"plugin name"})
 	r = carapace(t, c.home, "plugin", "list", "--json")
 	var list []api.PluginStatus
 	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list) != 4 || list[1].Category != "CONFIG_ERROR" || list[2].Restarts != 2 || list[2].NextTry.IsZero() {
