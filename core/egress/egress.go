@@ -36,14 +36,13 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
-	"golang.org/x/time/rate"
 
 	"github.com/carapace-dev/carapace/core/internal/pluginproto"
+	"github.com/carapace-dev/carapace/internal/ratelog"
 )
 
 // Host is one host a plugin may reach: a DNS name or an IP literal, as
@@ -135,7 +134,7 @@ type Point struct {
 	cancel context.CancelFunc
 	slots  chan struct{}
 	log    *slog.Logger
-	bad    ratedLog
+	bad    ratelog.Limited
 
 	mu     sync.Mutex
 	closed bool
@@ -196,7 +195,7 @@ func New(o Options) (*Point, error) {
 		cancel: cancel,
 		slots:  make(chan struct{}, o.MaxConns),
 		log:    log.With("plugin", o.Plugin),
-		bad:    newRatedLog(),
+		bad:    ratelog.New(),
 		open:   map[*relay]struct{}{},
 		done:   make(chan struct{}),
 	}
@@ -274,7 +273,7 @@ func (p *Point) serve() {
 		}
 		if why != "" {
 			closeAll(fds)
-			p.bad.warn(p.log, "egress request dropped: malformed", "why", why)
+			p.bad.Warn(p.log, "egress request dropped: malformed", "why", why)
 			continue
 		}
 		p.accept(req, fds[0])
@@ -316,7 +315,7 @@ func (p *Point) accept(req *pluginproto.EgressRequest, fd int) {
 	typ, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TYPE)
 	if err != nil || typ != unix.SOCK_STREAM {
 		unix.Close(fd)
-		p.bad.warn(p.log, "egress request dropped: the descriptor attached is not a stream socket", "type", typ, "err", err)
+		p.bad.Warn(p.log, "egress request dropped: the descriptor attached is not a stream socket", "type", typ, "err", err)
 		return
 	}
 	f := os.NewFile(uintptr(fd), "egress-stream")
@@ -327,7 +326,7 @@ func (p *Point) accept(req *pluginproto.EgressRequest, fd int) {
 		if c != nil {
 			c.Close()
 		}
-		p.bad.warn(p.log, "egress request dropped: the descriptor attached is not a Unix stream socket", "err", err)
+		p.bad.Warn(p.log, "egress request dropped: the descriptor attached is not a Unix stream socket", "err", err)
 		return
 	}
 	start := time.Now()
@@ -417,22 +416,4 @@ func (p *Point) untrack(r *relay) {
 	p.mu.Lock()
 	delete(p.open, r)
 	p.mu.Unlock()
-}
-
-// ratedLog rate-limits a kind of warning and says how many it held back.
-type ratedLog struct {
-	lim        *rate.Limiter
-	suppressed *atomic.Uint64
-}
-
-func newRatedLog() ratedLog {
-	return ratedLog{lim: rate.NewLimiter(rate.Every(time.Second), 5), suppressed: new(atomic.Uint64)}
-}
-
-func (r ratedLog) warn(l *slog.Logger, msg string, args ...any) {
-	if !r.lim.Allow() {
-		r.suppressed.Add(1)
-		return
-	}
-	l.Warn(msg, append(args, "suppressed_since_last_report", r.suppressed.Swap(0))...)
 }

@@ -19,10 +19,10 @@ import (
 
 	"github.com/go-zeromq/zmq4"
 	"github.com/google/uuid"
-	"golang.org/x/time/rate"
 
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/plugin"
+	"github.com/carapace-dev/carapace/internal/ratelog"
 	"github.com/carapace-dev/carapace/internal/sockfile"
 )
 
@@ -48,8 +48,8 @@ type Bus struct {
 	ln  *subListener // set by the transport during Open
 	wg  sync.WaitGroup
 
-	dropLog   ratedLog
-	rejectLog ratedLog
+	dropLog   ratelog.Limited
+	rejectLog ratelog.Limited
 
 	published      atomic.Uint64
 	dropped        atomic.Uint64
@@ -84,8 +84,8 @@ func Open(path string, opts Options) (*Bus, error) {
 		log:       opts.Logger,
 		path:      path,
 		byTopic:   map[string][]*Subscription{},
-		dropLog:   newRatedLog(),
-		rejectLog: newRatedLog(),
+		dropLog:   ratelog.New(),
+		rejectLog: ratelog.New(),
 	}
 	ctx := context.WithValue(context.Background(), busKey{}, b)
 	pub := zmq4.NewPub(ctx, zmq4.WithLogger(log.New(slogWriter{b.log}, "", 0)))
@@ -250,11 +250,11 @@ func (b *Bus) deliver(s *Subscription, ev *plugin.Event) {
 		b.dropped.Add(1)
 		if s.cutOff {
 			s.cutOnce.Do(func() { close(s.cut) })
-			b.dropLog.warn(b.log, "subscriber cut off: it is not keeping up",
+			b.dropLog.Warn(b.log, "subscriber cut off: it is not keeping up",
 				"topic", ev.Topic, "subscription", s.id)
 			return
 		}
-		b.dropLog.warn(b.log, "event dropped: an in-process subscriber is not keeping up",
+		b.dropLog.Warn(b.log, "event dropped: an in-process subscriber is not keeping up",
 			"topic", ev.Topic, "subscription", s.id, "dropped_by_subscription", n)
 	}
 }
@@ -471,24 +471,6 @@ func (s *Subscription) Close() error {
 	defer s.b.mu.Unlock()
 	s.b.unsubscribe(s)
 	return nil
-}
-
-// ratedLog rate-limits a kind of warning and says how many it held back.
-type ratedLog struct {
-	lim        *rate.Limiter
-	suppressed *atomic.Uint64
-}
-
-func newRatedLog() ratedLog {
-	return ratedLog{lim: rate.NewLimiter(rate.Every(time.Second), 5), suppressed: new(atomic.Uint64)}
-}
-
-func (r ratedLog) warn(l *slog.Logger, msg string, args ...any) {
-	if !r.lim.Allow() {
-		r.suppressed.Add(1)
-		return
-	}
-	l.Warn(msg, append(args, "suppressed_since_last_report", r.suppressed.Swap(0))...)
 }
 
 // slogWriter routes zmq4's log.Logger output to slog at debug level: what

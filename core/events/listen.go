@@ -184,7 +184,7 @@ func (l *subListener) remove(c *subConn) {
 // rejected counts and logs (rate-limited) a refused subscriber connection.
 func (b *Bus) rejected(reason string) {
 	b.remoteRejected.Add(1)
-	b.rejectLog.warn(b.log, "event socket refused a subscriber connection", "socket", b.path, "reason", reason)
+	b.rejectLog.Warn(b.log, "event socket refused a subscriber connection", "socket", b.path, "reason", reason)
 }
 
 // protoError is a subscriber's protocol violation: a short fixed reason
@@ -373,7 +373,7 @@ func (c *subConn) Write(p []byte) (int, error) {
 	c.buf, dropped = c.out.feed(c.buf, p, full)
 	if dropped > 0 {
 		c.l.b.remoteDropped.Add(uint64(dropped))
-		c.l.b.dropLog.warn(c.l.b.log, "event dropped: a remote subscriber is not keeping up",
+		c.l.b.dropLog.Warn(c.l.b.log, "event dropped: a remote subscriber is not keeping up",
 			"socket", c.l.b.path, "buffered_bytes", len(c.buf)+c.inflight)
 	}
 	c.wcond.Signal()

@@ -14,6 +14,7 @@ import (
 	"github.com/carapace-dev/carapace/core/events"
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/plugin"
+	"github.com/carapace-dev/carapace/internal/clock"
 	"github.com/carapace-dev/carapace/keychain"
 )
 
@@ -115,7 +116,7 @@ func New(o Options) *Loader {
 		o.InitTimeout = InitTimeout
 	}
 	if o.Clock == nil {
-		o.Clock = realClock{}
+		o.Clock = clock.Real{}
 	}
 	life, endLife := context.WithCancel(context.Background())
 	return &Loader{opts: o, cfg: o.Config, log: o.Logger, audit: o.Audit, catalog: o.Catalog, creds: o.Credentials, bus: o.Bus,

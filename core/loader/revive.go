@@ -10,6 +10,7 @@ import (
 
 	"github.com/carapace-dev/carapace/core/audit"
 	"github.com/carapace-dev/carapace/core/plugin"
+	"github.com/carapace-dev/carapace/internal/clock"
 	"github.com/carapace-dev/carapace/internal/textutil"
 )
 
@@ -37,26 +38,11 @@ import (
 // group is killed and it goes the way of a crash.
 
 // Clock is the loader's time for reviving plugins: the real one, or a
-// fake in tests. Its shape is the Telegram plugin's (plugins/telegram).
-type Clock interface {
-	Now() time.Time
-	// AfterFunc calls f in its own goroutine once d has passed.
-	AfterFunc(d time.Duration, f func()) Timer
-}
+// fake in tests (internal/clock).
+type Clock = clock.Clock
 
-// Timer is a pending AfterFunc.
-type Timer interface {
-	// Stop prevents the call if it has not happened; it reports whether
-	// it did so.
-	Stop() bool
-}
-
-// realClock is the system clock.
-type realClock struct{}
-
-func (realClock) Now() time.Time { return time.Now() }
-
-func (realClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
+// Timer is a pending Clock.AfterFunc.
+type Timer = clock.Timer
 
 // The revival's defaults (Revival's zero values).
 const (

@@ -18,6 +18,7 @@ import (
 	"github.com/go-telegram/bot"
 
 	"github.com/carapace-dev/carapace/core/plugin"
+	"github.com/carapace-dev/carapace/internal/clock"
 	"github.com/carapace-dev/carapace/internal/textutil"
 	"github.com/carapace-dev/carapace/plugins/telegram/pairing"
 )
@@ -146,7 +147,7 @@ var (
 // New returns the plugin's handler.
 func New(opts Options) *Handler {
 	if opts.Clock == nil {
-		opts.Clock = realClock{}
+		opts.Clock = clock.Real{}
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
