@@ -1,10 +1,6 @@
 package main
 
 import (
-	"debug/elf"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
 	"github.com/carapace-dev/carapace/internal/testutil/deptest"
@@ -40,23 +36,4 @@ func TestDependencies(t *testing.T) {
 
 // TestStaticBinary builds the launcher as the Makefile does and checks it
 // has no dynamic loader.
-func TestStaticBinary(t *testing.T) {
-	out := filepath.Join(t.TempDir(), "carapace-confine")
-	for _, arch := range []string{"amd64", "arm64"} {
-		cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", out, ".")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
-		if b, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("build %s: %v\n%s", arch, err, b)
-		}
-		f, err := elf.Open(out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range f.Progs {
-			if p.Type == elf.PT_INTERP || p.Type == elf.PT_DYNAMIC {
-				t.Errorf("linux/%s launcher is dynamically linked", arch)
-			}
-		}
-		f.Close()
-	}
-}
+func TestStaticBinary(t *testing.T) { deptest.Static(t, "carapace-confine") }

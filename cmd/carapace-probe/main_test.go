@@ -2,10 +2,6 @@ package main
 
 import (
 	"bytes"
-	"debug/elf"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -40,26 +36,7 @@ func TestDependencies(t *testing.T) {
 
 // TestStaticBinary builds the probe as the Makefile does and checks it
 // has no dynamic loader: it runs in any image.
-func TestStaticBinary(t *testing.T) {
-	out := filepath.Join(t.TempDir(), "carapace-probe")
-	for _, arch := range []string{"amd64", "arm64"} {
-		cmd := exec.Command("go", "build", "-o", out, ".")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
-		if b, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("build %s: %v\n%s", arch, err, b)
-		}
-		f, err := elf.Open(out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range f.Progs {
-			if p.Type == elf.PT_INTERP || p.Type == elf.PT_DYNAMIC {
-				t.Errorf("linux/%s binary is dynamically linked", arch)
-			}
-		}
-		f.Close()
-	}
-}
+func TestStaticBinary(t *testing.T) { deptest.Static(t, "carapace-probe") }
 
 func TestUsage(t *testing.T) {
 	for _, args := range [][]string{nil, {"{", "x"}, {"not json"}} {

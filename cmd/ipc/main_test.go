@@ -2,11 +2,7 @@ package main
 
 import (
 	"bytes"
-	"debug/elf"
 	"encoding/json"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -40,26 +36,7 @@ func TestDependencies(t *testing.T) {
 
 // TestStaticBinary builds the binary as the Makefile does and checks it has
 // no dynamic loader: it must run on an image with nothing else in it.
-func TestStaticBinary(t *testing.T) {
-	out := filepath.Join(t.TempDir(), "ipc")
-	for _, arch := range []string{"amd64", "arm64"} {
-		cmd := exec.Command("go", "build", "-o", out, ".")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
-		if b, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("build %s: %v\n%s", arch, err, b)
-		}
-		f, err := elf.Open(out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range f.Progs {
-			if p.Type == elf.PT_INTERP || p.Type == elf.PT_DYNAMIC {
-				t.Errorf("linux/%s binary is dynamically linked", arch)
-			}
-		}
-		f.Close()
-	}
-}
+func TestStaticBinary(t *testing.T) { deptest.Static(t, "ipc") }
 
 func TestRunUsage(t *testing.T) {
 	tests := []struct {
