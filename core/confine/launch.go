@@ -14,10 +14,10 @@ import (
 // Launch is the launcher's main (bin/carapace-confine, or a binary that
 // links this package re-executed by Wrap). It reads the Policy the core
 // put in the environment, removes the launcher's variables, confines the
-// process (no_new_privs, no capabilities, Landlock on every thread, the
-// seccomp filter on every thread) and execs the Policy's executable with
-// the launcher's arguments after the first, the remaining environment and
-// the inherited file descriptors. exec keeps the pid, the process group
+// thread that will exec (no_new_privs, no capabilities, Landlock, the
+// seccomp filter: exec leaves the handler only that thread) and execs the
+// Policy's executable with the launcher's arguments after the first, the
+// remaining environment and the inherited file descriptors. exec keeps the pid, the process group
 // and the parent-death signal.
 //
 // It does not return. On any failure it writes one line to stderr,

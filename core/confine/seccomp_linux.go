@@ -252,8 +252,8 @@ func littleEndian() bool {
 	return b[0] == 1
 }
 
-// loadSeccomp installs prog on every thread of the process
-// (SECCOMP_FILTER_FLAG_TSYNC). no_new_privs must be set already.
+// loadSeccomp installs prog on the calling thread, the one that execs the
+// handler. no_new_privs must be set already.
 func loadSeccomp(prog []bpf.Instruction) error {
 	raw, err := bpf.Assemble(prog)
 	if err != nil {
