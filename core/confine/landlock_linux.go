@@ -68,7 +68,7 @@ func restrictLandlock(abi int, rules []Rule) error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("no_new_privs: %w", err)
 	}
-	if err := ll.LandlockRestrictSelf(fd, 0); err != nil {
+	if err := ll.LandlockRestrictSelf(fd, logFlags(abi)); err != nil {
 		return fmt.Errorf("landlock ABI %d: restrict: %w", abi, err)
 	}
 	return nil
@@ -94,4 +94,18 @@ func addRule(fd int, r Rule, handled landlock.AccessFSSet) error {
 		return nil
 	}
 	return ll.LandlockAddPathBeneathRule(fd, &ll.PathBeneathAttr{AllowedAccess: uint64(set), ParentFd: pfd}, 0)
+}
+
+// landlockLogs is the first ABI with the logging flags.
+const landlockLogs = 7
+
+// logFlags has the kernel log (to its audit log, where audit is on) what
+// Landlock denies the handler, which runs after the launcher's exec, and
+// not what it denies the launcher itself; before ABI 7 there are no such
+// flags, and nothing is logged after an exec.
+func logFlags(abi int) uint32 {
+	if abi < landlockLogs {
+		return 0
+	}
+	return ll.FlagRestrictSelfLogSameExecOff | ll.FlagRestrictSelfLogNewExecOn
 }
