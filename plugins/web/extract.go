@@ -25,6 +25,7 @@ func Extract(body []byte, page *url.URL) (title, markdown string, err error) {
 	if err != nil {
 		return "", "", fmt.Errorf("parse the page: %w", err)
 	}
+	preClean(doc)
 	parser := readability.NewParser()
 	art, perr := parser.ParseAndMutate(doc, page)
 	node := art.Node
@@ -35,6 +36,7 @@ func Extract(body []byte, page *url.URL) (title, markdown string, err error) {
 		if err != nil {
 			return "", "", fmt.Errorf("parse the page: %w", err)
 		}
+		preClean(doc)
 		dropTags(doc, "script", "style", "noscript", "template", "iframe", "svg")
 		node = doc
 		if title == "" {
@@ -48,6 +50,51 @@ func Extract(body []byte, page *url.URL) (title, markdown string, err error) {
 		return "", "", fmt.Errorf("convert the page to Markdown: %w", err)
 	}
 	return title, strings.TrimSpace(string(md)), nil
+}
+
+// preClean removes what readability keeps but a reader does not want:
+// tracking pixels (images of 0 or 1 pixel) and heading permalinks
+// (Sphinx's and MkDocs' "¶").
+func preClean(n *html.Node) {
+	for c := n.FirstChild; c != nil; {
+		next := c.NextSibling
+		if c.Type == html.ElementNode && (isPixel(c) || isPermalink(c)) {
+			n.RemoveChild(c)
+		} else {
+			preClean(c)
+		}
+		c = next
+	}
+}
+
+func attr(n *html.Node, key string) string {
+	for _, a := range n.Attr {
+		if a.Key == key {
+			return a.Val
+		}
+	}
+	return ""
+}
+
+func isPixel(n *html.Node) bool {
+	if n.Data != "img" {
+		return false
+	}
+	tiny := func(v string) bool { v = strings.TrimSuffix(strings.TrimSpace(v), "px"); return v == "0" || v == "1" }
+	return tiny(attr(n, "width")) || tiny(attr(n, "height"))
+}
+
+func isPermalink(n *html.Node) bool {
+	if n.Data != "a" || !strings.HasPrefix(attr(n, "href"), "#") {
+		return false
+	}
+	for _, c := range strings.Fields(attr(n, "class")) {
+		if c == "headerlink" || c == "anchor" || c == "headeranchor" {
+			return true
+		}
+	}
+	return n.FirstChild != nil && n.FirstChild == n.LastChild && n.FirstChild.Type == html.TextNode &&
+		(strings.TrimSpace(n.FirstChild.Data) == "¶" || strings.TrimSpace(n.FirstChild.Data) == "#")
 }
 
 // dropTags removes every element named in tags.
