@@ -43,7 +43,7 @@ func call(h *Handler, group, tool string, args map[string]any) (map[string]any, 
 }
 
 // server is an httptest server on the loopback; its address.
-func server(t *testing.T, h http.HandlerFunc) (*httptest.Server, string) {
+func server(t testing.TB, h http.HandlerFunc) (*httptest.Server, string) {
 	t.Helper()
 	s := httptest.NewServer(h)
 	t.Cleanup(s.Close)
