@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/net/html/charset"
+	"golang.org/x/net/idna"
 
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/internal/netclass"
@@ -77,6 +78,20 @@ func (c *config) checkURL(u *url.URL) *plugin.ToolError {
 	if err != nil || pn == 0 {
 		return toolErr(CodeInvalidURL, "the URL's port %q is not a port", textutil.Clip(port, 10))
 	}
+	if !isASCII(host) {
+		// An internationalised name, or another spelling of digits (full
+		// width): the ASCII form a resolver is asked for, before any check.
+		ascii, err := idna.Lookup.ToASCII(host)
+		if err != nil {
+			return toolErr(CodeInvalidURL, "the host %q is not a valid name", textutil.Clip(host, 60))
+		}
+		host = strings.ToLower(ascii)
+		if u.Port() != "" {
+			u.Host = host + ":" + u.Port()
+		} else {
+			u.Host = host
+		}
+	}
 	a, isAddr, numeric := hostAddr(host)
 	switch {
 	case isAddr:
@@ -97,12 +112,44 @@ func (c *config) checkURL(u *url.URL) *plugin.ToolError {
 		return toolErr(CodeInvalidURL, "the host %q looks like an address but is not one", textutil.Clip(host, 60))
 	default:
 		h := strings.TrimSuffix(host, ".")
+		if !validName(h) {
+			return toolErr(CodeInvalidURL, "the host %q is not a valid name", textutil.Clip(host, 60))
+		}
 		if h == "localhost" || strings.HasSuffix(h, ".localhost") {
 			return toolErr(CodeAddressRefused, "%s is the loopback, refused: web_fetch reaches public addresses only; %s", textutil.Clip(h, 60), addressOptIn)
 		}
 		host = h
 	}
 	return c.checkDomain(host)
+}
+
+// validName reports whether s is a DNS name: labels of 1 to 63 letters,
+// digits, '-' or '_', 253 bytes at most.
+func validName(s string) bool {
+	if s == "" || len(s) > 253 {
+		return false
+	}
+	for _, l := range strings.Split(s, ".") {
+		if l == "" || len(l) > 63 {
+			return false
+		}
+		for i := 0; i < len(l); i++ {
+			c := l[i]
+			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // checkDomain applies deny_domains and allow_domains to a host.

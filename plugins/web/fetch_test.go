@@ -63,7 +63,14 @@ func TestAddressSpellings(t *testing.T) {
 		_, err := call(refused, "main", "web_fetch", map[string]any{"url": u})
 		wantCode(t, err, CodeAddressRefused, "allow_addresses")
 	}
-	for _, u := range []string{"http://1.2.3.4.5/", "http://0x1g/", "http://example.123/", "http://[fe80::1%25eth0]/"} {
+	// Full-width digits are the loopback too, once mapped as a resolver
+	// would map them.
+	_, err := call(refused, "main", "web_fetch", map[string]any{"url": "http://１２７.０.０.１:" + port + "/"})
+	wantCode(t, err, CodeAddressRefused, "loopback")
+	if r, err := call(allowed, "main", "web_fetch", map[string]any{"url": "http://１２７.０.０.１:" + port + "/"}); err != nil || r["title"] != "Local page" {
+		t.Errorf("positive control: full-width digits, allowed: %v %v", r, err)
+	}
+	for _, u := range []string{"http://1.2.3.4.5/", "http://0x1g/", "http://example.123/", "http://[fe80::1%25eth0]/", "http://exa\u00admple..com/"} {
 		_, err := call(refused, "main", "web_fetch", map[string]any{"url": u})
 		wantCode(t, err, CodeInvalidURL)
 	}
@@ -71,7 +78,7 @@ func TestAddressSpellings(t *testing.T) {
 		_, err := call(refused, "main", "web_fetch", map[string]any{"url": u})
 		wantCode(t, err, CodeSchemeRefused)
 	}
-	_, err := call(allowed, "main", "web_fetch", map[string]any{"url": "http://user:pw@127.0.0.1:" + port + "/"})
+	_, err = call(allowed, "main", "web_fetch", map[string]any{"url": "http://user:pw@127.0.0.1:" + port + "/"})
 	wantCode(t, err, CodeInvalidURL, "password")
 }
 
