@@ -255,3 +255,57 @@ func chain(addr string, n int) string {
 	}
 	return u
 }
+
+// TestWebSearchThroughTheCore: web_search against a SearXNG on the
+// loopback, reached because searxng_url names it (the manifest's
+// hosts_from_config declares it to the egress point), while web_fetch of
+// that same address stays refused (the opt-in is the search's only); and
+// the access per group: "kids" may search but not fetch, "work" neither.
+func TestWebSearchThroughTheCore(t *testing.T) {
+	if err := confine.Probe().Missing(); err != nil {
+		testutil.Missing(t, fmt.Sprintf("the kernel cannot confine plugins: %v", err))
+	}
+	var searches atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/search" || r.URL.Query().Get("format") != "json" {
+			http.NotFound(w, r)
+			return
+		}
+		searches.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"query": %q, "results": [{"title": "One", "url": "https://one.example/", "content": "first"}, {"title": "Two", "url": "https://two.example/", "content": "second"}, {"title": "Three", "url": "https://three.example/", "content": "third"}]}`, r.URL.Query().Get("q"))
+	}))
+	t.Cleanup(srv.Close)
+	c := startWebCore(t, fmt.Sprintf("searxng_url = %q\ntimeout_s = 5\ngroups = { kids = \"search\", work = \"off\" }\n", srv.URL))
+	search := func(group string) ipcRun {
+		return runIPC(t, c.Session(t, group).Socket, nil, "tool.invoke.web_search", `{"query": "carapace", "count": 2}`)
+	}
+	for _, g := range []string{"main", "kids"} {
+		r := search(g)
+		if r.Code != 0 {
+			t.Fatalf("web_search in %s: %s\ncore log:\n%s", g, r.Stderr, c.Log.String())
+		}
+		rs, _ := r.Result["results"].([]any)
+		first, _ := rs[0].(map[string]any)
+		if len(rs) != 2 || first["url"] != "https://one.example/" || first["snippet"] != "first" || r.Result["provider"] != "searxng" {
+			t.Errorf("web_search in %s: %v", g, r.Result)
+		}
+	}
+	if n := searches.Load(); n != 2 {
+		t.Errorf("the SearXNG got %d searches, want 2", n)
+	}
+	if r := search("work"); r.Code == 0 || r.Err == nil || !strings.Contains(r.Err.Message, "web_search is off for the group work") {
+		t.Errorf("web_search in work (off): %+v %v", r.Err, r.Result)
+	}
+	_, msg := webFetch(t, c.Session(t, "main").Socket, srv.URL+"/search?q=x&format=json")
+	if !strings.Contains(msg, "loopback address, refused") {
+		t.Errorf("web_fetch of the SearXNG's address: %q, want it refused", msg)
+	}
+	_, msg = webFetch(t, c.Session(t, "kids").Socket, "https://example.org/")
+	if !strings.Contains(msg, "web_fetch is off for the group kids") {
+		t.Errorf("web_fetch in kids (search only): %q", msg)
+	}
+	if n := searches.Load(); n != 2 {
+		t.Errorf("the SearXNG got %d requests after the refusals, want 2", n)
+	}
+}
