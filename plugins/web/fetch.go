@@ -289,6 +289,11 @@ func fetch(ctx context.Context, c *config, tr http.RoundTripper, raw string, now
 	if resp.ContentLength > c.MaxBytes {
 		return nil, toolErr(CodeTooLarge, "%s is %d bytes, over the %d bytes web_fetch reads (max_bytes)", textutil.Clip(final.String(), 100), resp.ContentLength, c.MaxBytes)
 	}
+	if ce := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding"))); ce != "" && ce != "identity" && !resp.Uncompressed {
+		// Only gzip is asked for and undone (by the transport); anything
+		// else would reach the agent as bytes.
+		return nil, toolErr(CodeContentType, "%s is encoded as %s, which web_fetch does not decode", textutil.Clip(final.String(), 100), textutil.Clip(ce, 40))
+	}
 	ct := resp.Header.Get("Content-Type")
 	mt, _, _ := mime.ParseMediaType(ct)
 	mt = strings.ToLower(mt)

@@ -213,6 +213,9 @@ func TestBodyBounds(t *testing.T) {
 				w.Write(bytes.Repeat([]byte("a"), max/2))
 				w.(http.Flusher).Flush()
 			}
+		case "br":
+			w.Header().Set("Content-Encoding", "br")
+			w.Write([]byte{0x1b, 0x03, 0x00, 0xf8})
 		case "png":
 			w.Write([]byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"))
 		default:
@@ -232,6 +235,8 @@ func TestBodyBounds(t *testing.T) {
 		_, err = fetchQ(q)
 		wantCode(t, err, CodeTooLarge, "max_bytes")
 	}
+	_, err = fetchQ("body=br")
+	wantCode(t, err, CodeContentType, "encoded as br")
 	for _, q := range []string{"ct=image/png&body=png", "ct=application/octet-stream", "ct=application/pdf", "ct=none&body=png"} {
 		_, err = fetchQ(q)
 		wantCode(t, err, CodeContentType, "HTML, text and JSON")
@@ -360,6 +365,20 @@ func TestDomainsAndAccess(t *testing.T) {
 		wantCode(t, err, tc.code, "_domains")
 	}
 
+	// A name that resolves to a special address (here every name leads to
+	// the loopback) is refused by the address the connection reached, and
+	// the server sees nothing; allowed, it is reached (above).
+	before := hits.Load()
+	strict := New(Options{Dial: namedDial(routes), Now: func() time.Time { return fixedNow }})
+	if err := strict.Init(context.Background(), map[string]any{}, &plugintest.Services{Credentials: plugintest.NewFakeCredentials(nil)}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := call(strict, "main", "web_fetch", map[string]any{"url": "http://docs.example.com/"})
+	wantCode(t, err, CodeAddressRefused, "resolved to 127.0.0.1", "loopback", "allow_addresses")
+	if hits.Load() != before {
+		t.Error("the server was reached through a name that resolved to the loopback")
+	}
+
 	groups := mk(map[string]any{"default_access": "off", "groups": map[string]any{"main": "fetch", "kids": "search"}})
 	for _, tc := range []struct {
 		group, tool string
@@ -372,7 +391,7 @@ func TestDomainsAndAccess(t *testing.T) {
 		if tc.tool == "web_search" {
 			args = map[string]any{"query": "x"}
 		}
-		_, err := call(groups, tc.group, tc.tool, args)
+		_, err = call(groups, tc.group, tc.tool, args)
 		te, _ := err.(interface{ Error() string })
 		switch {
 		case tc.ok && err != nil && strings.Contains(te.Error(), CodeOff):
