@@ -3,8 +3,12 @@ package web
 import (
 	"fmt"
 	"net/http"
+	"runtime"
+	"runtime/metrics"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // bigPage is an HTML page of about size bytes: an article of many
@@ -28,7 +32,8 @@ func bigPage(size int) []byte {
 
 // BenchmarkFetchExtract is web_fetch of a 1 MiB HTML page from a local
 // server: the request, the bounded read, readability and the Markdown
-// conversion (make bench; time and allocated bytes per fetch).
+// conversion (make bench; time, allocated bytes per fetch, and the peak of
+// the live heap over the fetches above the heap before them).
 func BenchmarkFetchExtract(b *testing.B) {
 	body := bigPage(1 << 20)
 	_, addr := server(b, func(w http.ResponseWriter, r *http.Request) {
@@ -42,7 +47,26 @@ func BenchmarkFetchExtract(b *testing.B) {
 	args := map[string]any{"url": "http://" + addr + "/", "max_chars": num(MaxMaxChars)}
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
-	b.ResetTimer()
+	// The peak of the live heap while fetching, sampled: what a fetch
+	// costs in memory at once, beside what it allocates in all (B/op).
+	runtime.GC()
+	base := heapLive()
+	var peak atomic.Uint64
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			if h := heapLive(); h > peak.Load() {
+				peak.Store(h)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}()
 	for b.Loop() {
 		r, err := call(hd, "main", "web_fetch", args)
 		if err != nil {
@@ -52,4 +76,16 @@ func BenchmarkFetchExtract(b *testing.B) {
 			b.Fatal("a 1 MiB page within 100000 characters?")
 		}
 	}
+	close(stop)
+	<-done
+	if p := peak.Load(); p > base {
+		b.ReportMetric(float64(p-base)/(1<<20), "peak-heap-MiB")
+	}
+}
+
+// heapLive is the bytes of live and not yet swept heap objects.
+func heapLive() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
 }
