@@ -39,6 +39,7 @@ const (
 	CodeHTTPStatus       = "HTTP_STATUS"          // the server answered with an error status
 	CodeFetchFailed      = "FETCH_FAILED"         // anything else on the way (TLS, a reset, ...)
 	CodeNotResolved      = "NOT_RESOLVED"         // the name has no address
+	CodeInvalidArgument  = "INVALID_ARGUMENT"     // max_chars, count or query out of bounds
 )
 
 // DefaultMaxChars and MaxMaxChars bound the answer's content.
@@ -268,6 +269,7 @@ func fetch(ctx context.Context, c *config, tr http.RoundTripper, raw string, now
 			return terr
 		}
 		req.Host = ""
+		req.Header.Del("Referer") // the previous URL is not the next host's business
 		return nil
 	}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)

@@ -100,7 +100,11 @@ func h(t *testing.T, cfg map[string]any) *Handler {
 // than 5 hops are refused, 5 are followed.
 func TestRedirects(t *testing.T) {
 	var targetHits, hopHits atomic.Int64
-	_, target := server(t, page(&targetHits))
+	var referer atomic.Value
+	_, target := server(t, func(w http.ResponseWriter, r *http.Request) {
+		referer.Store(r.Header.Get("Referer"))
+		page(&targetHits)(w, r)
+	})
 	_, hop := server(t, func(w http.ResponseWriter, r *http.Request) {
 		hopHits.Add(1)
 		switch to := r.URL.Query().Get("to"); to {
@@ -128,6 +132,9 @@ func TestRedirects(t *testing.T) {
 	r, err := call(both, "main", "web_fetch", map[string]any{"url": "http://" + hop + "/?to=http://" + target + "/"})
 	if err != nil || targetHits.Load() != 1 || r["url"] != "http://"+target+"/" {
 		t.Fatalf("positive control: the chain to the allowed target: %v %v", r, err)
+	}
+	if ref := referer.Load(); ref != "" {
+		t.Errorf("the redirect target was told where the fetch came from: Referer %q", ref)
 	}
 	// Five redirects are followed, six are not.
 	if _, err := call(onlyHop, "main", "web_fetch", map[string]any{"url": "http://" + hop + "/5"}); err != nil {
@@ -297,6 +304,10 @@ func TestMaxChars(t *testing.T) {
 	}
 	if r["fetched_at"] != "2026-01-02T10:42:00Z" || r["content_type"] != "text/plain" {
 		t.Errorf("answer: %v", r)
+	}
+	for _, n := range []int{99, MaxMaxChars + 1} {
+		_, err = call(hd, "main", "web_fetch", map[string]any{"url": "http://" + addr + "/", "max_chars": num(n)})
+		wantCode(t, err, CodeInvalidArgument, "max_chars")
 	}
 	r, err = call(hd, "main", "web_fetch", map[string]any{"url": "http://" + addr + "/"})
 	if err != nil || r["content"] != text || r["truncated"] != false || r["note"] != nil {

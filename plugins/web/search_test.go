@@ -104,10 +104,10 @@ func TestBraveSearch(t *testing.T) {
 	}
 	for _, n := range []int{0, MaxCount + 1, -1} {
 		_, err = call(hd, "main", "web_search", map[string]any{"query": "x", "count": num(n)})
-		wantCode(t, err, CodeSearchFailed, "count")
+		wantCode(t, err, CodeInvalidArgument, "count")
 	}
 	_, err = call(hd, "main", "web_search", map[string]any{"query": "   "})
-	wantCode(t, err, CodeSearchFailed, "empty")
+	wantCode(t, err, CodeInvalidArgument, "empty")
 
 	// No key: a clear error that names the command; a wrong key: refused.
 	none := newHandler(t, cfg, nil, s.URL+"/res/v1/web/search")

@@ -117,7 +117,7 @@ func (h *Handler) Invoke(ctx context.Context, req *plugin.Request) (map[string]a
 		if v, ok := req.Arguments["max_chars"]; ok {
 			n, err := intOf(v)
 			if err != nil || n < 100 || n > MaxMaxChars {
-				return nil, &plugin.ToolError{Code: CodeInvalidURL, Message: fmt.Sprintf("max_chars: want a number from 100 to %d", MaxMaxChars), Field: "max_chars"}
+				return nil, &plugin.ToolError{Code: CodeInvalidArgument, Message: fmt.Sprintf("max_chars: want a number from 100 to %d", MaxMaxChars), Field: "max_chars"}
 			}
 			max = int(n)
 		}
@@ -133,13 +133,13 @@ func (h *Handler) Invoke(ctx context.Context, req *plugin.Request) (map[string]a
 		q, _ := req.Arguments["query"].(string)
 		q = strings.TrimSpace(q)
 		if q == "" {
-			return nil, &plugin.ToolError{Code: CodeSearchFailed, Message: "query is empty", Field: "query"}
+			return nil, &plugin.ToolError{Code: CodeInvalidArgument, Message: "query is empty", Field: "query"}
 		}
 		count := DefaultCount
 		if v, ok := req.Arguments["count"]; ok {
 			n, err := intOf(v)
 			if err != nil || n < 1 || n > MaxCount {
-				return nil, &plugin.ToolError{Code: CodeSearchFailed, Message: fmt.Sprintf("count: want a number from 1 to %d", MaxCount), Field: "count"}
+				return nil, &plugin.ToolError{Code: CodeInvalidArgument, Message: fmt.Sprintf("count: want a number from 1 to %d", MaxCount), Field: "count"}
 			}
 			count = int(n)
 		}
