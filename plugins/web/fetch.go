@@ -117,7 +117,7 @@ func (c *config) checkURL(u *url.URL) *plugin.ToolError {
 			return toolErr(CodeInvalidURL, "the host %q is not a valid name", textutil.Clip(host, 60))
 		}
 		if h == "localhost" || strings.HasSuffix(h, ".localhost") {
-			return toolErr(CodeAddressRefused, "%s is the loopback, refused: web_fetch reaches public addresses only; %s", textutil.Clip(h, 60), addressOptIn)
+			return toolErr(CodeAddressRefused, "%s is the loopback, refused: web_fetch reaches public addresses only; for a server of yours on this machine, add \"127.0.0.1:%d\" to allow_addresses in [plugins.web.config] and fetch it by that address", textutil.Clip(h, 60), pn)
 		}
 		host = h
 	}
