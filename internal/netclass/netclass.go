@@ -1,0 +1,102 @@
+// Package netclass says which special-purpose range an IP address is in
+// (loopback, private, metadata, the IPv6 embeddings of IPv4 ...): the one
+// list that the plugins' egress point in the core (core/egress) and the
+// web plugin (plugins/web), which checks a URL's address before it asks
+// the egress point for it, both refuse by.
+package netclass
+
+import "net/netip"
+
+// special is one special-purpose range and its class.
+type special struct {
+	p     netip.Prefix
+	class string
+}
+
+// specials are the ranges an address may not be in to count as public,
+// after the IANA special-purpose registries (IPv4 and IPv6), the cloud
+// metadata services, and the ranges that embed another address. The list
+// is searched in order, so a narrower range comes before the range that
+// holds it. IPv6 outside 2000::/3 (global unicast) is "reserved" whatever
+// it is not listed as.
+var specials = func() []special {
+	var s []special
+	for _, r := range [][2]string{
+		// IPv4.
+		{"255.255.255.255/32", "broadcast"},
+		{"169.254.169.254/32", "metadata"}, // AWS, GCP, Azure, OpenStack ...
+		{"169.254.170.2/32", "metadata"},   // AWS ECS task metadata
+		{"100.100.100.200/32", "metadata"}, // Alibaba Cloud
+		{"168.63.129.16/32", "metadata"},   // Azure wire server: a public address
+		{"0.0.0.0/8", "unspecified"},       // "this network"; 0.0.0.0 reaches the local host
+		{"10.0.0.0/8", "private"},
+		{"100.64.0.0/10", "cgnat"},
+		{"127.0.0.0/8", "loopback"},
+		{"169.254.0.0/16", "link-local"},
+		{"172.16.0.0/12", "private"},
+		{"192.0.0.0/24", "reserved"}, // IETF protocol assignments
+		{"192.0.2.0/24", "documentation"},
+		{"192.88.99.0/24", "6to4"}, // 6to4 relay anycast
+		{"192.168.0.0/16", "private"},
+		{"198.18.0.0/15", "benchmark"},
+		{"198.51.100.0/24", "documentation"},
+		{"203.0.113.0/24", "documentation"},
+		{"224.0.0.0/4", "multicast"},
+		{"240.0.0.0/4", "reserved"},
+		// IPv6. IPv4-mapped addresses (::ffff:0:0/96) never get here:
+		// Classify unmaps them first.
+		{"::/128", "unspecified"},
+		{"::1/128", "loopback"},
+		{"::/96", "ipv4-compatible"},           // deprecated embedding
+		{"::ffff:0:0:0/96", "ipv4-translated"}, // SIIT embedding
+		{"64:ff9b::/96", "nat64"},              // embeds an IPv4 address, any one
+		{"64:ff9b:1::/48", "nat64"},            // local-use NAT64
+		{"100::/64", "discard"},
+		{"2001::/32", "teredo"}, // embeds an IPv4 address
+		{"2001:2::/48", "benchmark"},
+		{"2001::/23", "reserved"}, // IETF protocol assignments (ORCHID, AMT, AS112 ...)
+		{"2001:db8::/32", "documentation"},
+		{"2002::/16", "6to4"}, // embeds an IPv4 address
+		{"3fff::/20", "documentation"},
+		{"fd00:ec2::254/128", "metadata"}, // AWS over IPv6
+		{"fc00::/7", "unique-local"},
+		{"fe80::/10", "link-local"},
+		{"fec0::/10", "site-local"}, // deprecated
+		{"ff00::/8", "multicast"},
+	} {
+		s = append(s, special{netip.MustParsePrefix(r[0]), r[1]})
+	}
+	return s
+}()
+
+// globalUnicast is the only part of IPv6 that may be public.
+var globalUnicast = netip.MustParsePrefix("2000::/3")
+
+// Classify says which special-purpose range a holds: "loopback",
+// "private", "cgnat", "link-local", "metadata", "unique-local",
+// "multicast", "unspecified", "broadcast", "benchmark", "documentation",
+// "reserved", "discard", "site-local", the embeddings "nat64", "6to4",
+// "teredo", "ipv4-compatible", "ipv4-translated", and "invalid" for the
+// zero Addr; special is then true. A public address is ("", false).
+//
+// An IPv4-mapped IPv6 address is classified as the IPv4 address it maps
+// (::ffff:127.0.0.1 is "loopback", ::ffff:1.1.1.1 public), which is the
+// address a connection to it reaches. A zone is ignored. The embeddings
+// of an IPv4 address in IPv6 (NAT64, 6to4, Teredo) are special whatever
+// the address they embed: a gateway would turn them into it, past this
+// check.
+func Classify(a netip.Addr) (class string, special bool) {
+	if !a.IsValid() {
+		return "invalid", true
+	}
+	a = a.Unmap().WithZone("")
+	for _, s := range specials {
+		if s.p.Contains(a) {
+			return s.class, true
+		}
+	}
+	if a.Is6() && !globalUnicast.Contains(a) {
+		return "reserved", true
+	}
+	return "", false
+}
