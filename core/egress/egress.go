@@ -343,8 +343,11 @@ func (p *Point) accept(req *pluginproto.EgressRequest, fd int) {
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
-		defer func() { <-p.slots }()
-		p.handle(uc, req, start)
+		// The slot is freed before the connection is recorded, so that
+		// whoever sees its record may count on its slot.
+		release := sync.OnceFunc(func() { <-p.slots })
+		defer release()
+		p.handle(uc, req, start, release)
 	}()
 }
 
@@ -371,11 +374,12 @@ func (p *Point) record(r Record) {
 }
 
 // handle checks, resolves and dials one request, answers it, and relays.
-func (p *Point) handle(uc *net.UnixConn, req *pluginproto.EgressRequest, start time.Time) {
+func (p *Point) handle(uc *net.UnixConn, req *pluginproto.EgressRequest, start time.Time, release func()) {
 	ctx, cancel := context.WithTimeout(p.ctx, p.o.DialTimeout)
 	remote, addr, code, why := p.connect(ctx, req)
 	cancel()
 	if code != "" {
+		release()
 		p.refuse(uc, req, start, code, why)
 		return
 	}
@@ -384,6 +388,7 @@ func (p *Point) handle(uc *net.UnixConn, req *pluginproto.EgressRequest, start t
 	if _, err := uc.Write(pluginproto.EncodeEgressReply(&pluginproto.EgressReply{OK: true, Addr: rec.Addr})); err != nil {
 		uc.Close()
 		remote.Close()
+		release()
 		rec.Duration = time.Since(start)
 		p.record(rec)
 		return
@@ -392,12 +397,14 @@ func (p *Point) handle(uc *net.UnixConn, req *pluginproto.EgressRequest, start t
 	r := &relay{plugin: uc, remote: remote}
 	if !p.track(r) {
 		r.close()
+		release()
 		rec.Duration = time.Since(start)
 		p.record(rec)
 		return
 	}
 	rec.BytesOut, rec.BytesIn = r.run()
 	p.untrack(r)
+	release()
 	rec.Duration = time.Since(start)
 	p.record(rec)
 }
