@@ -33,7 +33,7 @@ var kitActions = []struct{ action, risk, schema string }{
 	{"spawn", "low", `{"type":"object","additionalProperties":false,"properties":{}}`},
 	{"probe", "low", `{"type":"object","additionalProperties":false,"required":["kind","target"],"properties":{"kind":{"type":"string","maxLength":32},"target":{"type":"string","maxLength":1000}}}`},
 	{"publish", "low", `{"type":"object","additionalProperties":false,"required":["topic"],"properties":{"topic":{"type":"string","maxLength":64},` +
-		`"group":{"type":"string","maxLength":64},"text":{"type":"string","maxLength":4000},"conversation":{"type":"string","maxLength":200}}}`},
+		`"group":{"type":"string","maxLength":64},"text":{"type":"string","maxLength":4000},"conversation":{"type":"string","maxLength":200},"untrusted":{"type":"boolean"}}}`},
 	{"fetch", "low", `{"type":"object","additionalProperties":false,"required":["url"],"properties":{"url":{"type":"string","maxLength":2000}}}`},
 	{"send", "low", `{"type":"object","additionalProperties":false,"required":["text"],"properties":{"text":{"type":"string","maxLength":2000}}}`},
 }

@@ -2,12 +2,16 @@ package server_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/audit"
 	"github.com/carapace-dev/carapace/core/home"
+	"github.com/carapace-dev/carapace/core/install"
+	"github.com/carapace-dev/carapace/core/plugin"
+	"github.com/carapace-dev/carapace/core/runtime"
 	"github.com/carapace-dev/carapace/ipc"
 )
 
@@ -123,4 +127,78 @@ func TestProvenanceAndTaintThroughTheCore(t *testing.T) {
 		t.Fatalf("confirm approve: exit %d\n%s%s", code, out, errs)
 	}
 	mustOK(t, bg.wait(t))
+}
+
+// A session started by an event its plugin marked untrusted starts
+// tainted: its agent's first egress call waits, with the event as the
+// reason, and the audit log says when and why; the same event unmarked
+// (the owner's own message) starts a session whose same call runs at once
+// (control). The agent is the real bin/ipc, run by a fake engine as the
+// container's first call.
+func TestUntrustedEventStartsTainted(t *testing.T) {
+	e := &firstCallEngine{fakeEngine: fakeEngine{info: homebrewApple}, args: []string{"tool.invoke.wk_send", `{"text":"the owner's notes"}`}}
+	topics := []string{plugin.TopicMessageInbound.Name(), plugin.TopicChannelStarted.Name(), plugin.TopicChannelReply.Name()}
+	c := startCoreWith(t, coreOptions{
+		Config: "[runtime]\nengine = \"apple\"\n[groups.main]\n[confirm]\ntimeout = \"20s\"\n",
+		NewEngine: func(name string) (runtime.Engine, error) {
+			if name != "apple" {
+				return nil, fmt.Errorf("no engine %s in this test", name)
+			}
+			return e, nil
+		},
+		Setup: func(h home.Dir) {
+			m := strings.Replace(kitManifest("wk", topics...), `"channels": []`, `"channels": ["wk"]`, 1)
+			if _, err := install.Install(h, kitSource(t, "wk", m), install.Options{}); err != nil {
+				t.Fatal(err)
+			}
+		},
+	})
+	s := c.Session(t, "main")
+	publish := func(untrusted bool) {
+		args := fmt.Sprintf(`{"topic":"message.inbound","text":"see https://a.example/x","untrusted":%v}`, untrusted)
+		if res := mustOK(t, runIPC(t, s.Socket, nil, "tool.invoke.wk_publish", args)); res["published"] != true {
+			t.Fatalf("publish: %v", res)
+		}
+	}
+
+	// Control: the owner's own message; the first call runs at once.
+	publish(false)
+	waitFor(t, "the first session's agent call", func() bool { return len(e.calls()) == 1 })
+	if r := e.calls()[0]; r.Code != 0 || !strings.Contains(r.Stdout, "the owner's notes") {
+		t.Fatalf("egress in a session of a trusted event: exit %d, %s %s", r.Code, r.Stdout, r.Stderr)
+	}
+
+	// An untrusted event: the same call waits, saying why; denied.
+	publish(true)
+	var cf api.Confirmation
+	waitFor(t, "the untrusted session's confirmation", func() bool {
+		list, err := c.Client.Confirmations(context.Background(), false)
+		if err != nil || len(list) == 0 {
+			return false
+		}
+		cf = list[0]
+		return true
+	})
+	if cf.Tool != "wk_send" || !whyContains(cf, "the event message.inbound from wk (marked untrusted)") {
+		t.Fatalf("confirmation %+v, want wk_send waiting for the untrusted event", cf)
+	}
+	if out, errs, code := runCLI(t, c.Home, "confirm", "show", cf.ID[:8]); code != 0 || !strings.Contains(out, "why:      this session read the event message.inbound from wk") {
+		t.Errorf("confirm show: exit %d, does not say why:\n%s%s", code, out, errs)
+	}
+	if out, errs, code := runCLI(t, c.Home, "confirm", "deny", cf.ID[:8]); code != 0 {
+		t.Fatalf("confirm deny: exit %d\n%s%s", code, out, errs)
+	}
+	waitFor(t, "the second session's agent call", func() bool { return len(e.calls()) == 2 })
+	if r := e.calls()[1]; r.Code != 1 || !strings.Contains(r.Stderr, string(ipc.CodeConfirmationDenied)) {
+		t.Fatalf("egress in a session of an untrusted event: exit %d, %s", r.Code, r.Stderr)
+	}
+	var taints []audit.Entry
+	for _, en := range c.Audit(t) {
+		if en.Stage == audit.StageTaint {
+			taints = append(taints, en)
+		}
+	}
+	if len(taints) != 1 || taints[0].Session != cf.Session || !strings.Contains(taints[0].Reason, "tainted from its start: the event message.inbound from wk") {
+		t.Fatalf("taint entries %+v, want one for the untrusted event's session", taints)
+	}
 }

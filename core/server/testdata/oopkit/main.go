@@ -103,6 +103,9 @@ func (k *kit) Invoke(ctx context.Context, req *plugin.Request) (map[string]any, 
 			if conv, ok := req.Arguments["conversation"].(string); ok {
 				payload["conversation"] = conv
 			}
+			if u, ok := req.Arguments["untrusted"].(bool); ok && u {
+				payload["untrusted"] = true // not the owner's words (a mail's body)
+			}
 		}
 		ev, err := plugin.NewEvent(topic, group, payload)
 		if err == nil {
