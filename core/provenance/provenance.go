@@ -102,6 +102,9 @@ func Extract(text string) []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, m := range urlRE.FindAllString(text, -1) {
+		if len(m) > 2*MaxURLLen {
+			continue // too long to be kept, whatever trimming leaves: not given
+		}
 		m = trimURL(m)
 		if n, ok := Normalize(m); ok && !seen[n] {
 			seen[n] = true
@@ -112,19 +115,27 @@ func Extract(text string) []string {
 }
 
 // trimURL drops what ends a sentence or closes a bracket opened before
-// the URL.
+// the URL. It counts the brackets once, so that a hostile run of them
+// costs linear time.
 func trimURL(s string) string {
+	open := [2]int{strings.Count(s, "("), strings.Count(s, "[")}
+	closed := [2]int{strings.Count(s, ")"), strings.Count(s, "]")}
 	for s != "" {
-		last := s[len(s)-1]
+		last, k := s[len(s)-1], -1
+		switch last {
+		case ')':
+			k = 0
+		case ']':
+			k = 1
+		}
 		switch {
 		case strings.IndexByte(".,;:!?", last) >= 0:
-			s = s[:len(s)-1]
-		case last == ')' && strings.Count(s, "(") < strings.Count(s, ")"),
-			last == ']' && strings.Count(s, "[") < strings.Count(s, "]"):
-			s = s[:len(s)-1]
+		case k >= 0 && open[k] < closed[k]:
+			closed[k]--
 		default:
 			return s
 		}
+		s = s[:len(s)-1]
 	}
 	return s
 }
