@@ -330,8 +330,12 @@ func (p *Pipeline) confirm(ctx context.Context, c *call, canonical []byte, summa
 	// The gate's observer records the confirmation itself; a call that
 	// joins an identical pending one is recorded here.
 	if tk.Joined {
+		reason := "joined an identical pending confirmation"
+		for _, w := range why {
+			reason += "; " + textutil.Clip(w, 500)
+		}
 		if err := p.write(c, &audit.Entry{Stage: audit.StageConfirm, Outcome: audit.OutcomePending, Source: "core", Confirmation: tk.ID(),
-			Reason: "joined an identical pending confirmation"}); err != nil {
+			Reason: reason}); err != nil {
 			return &confirmFailure{audit.OutcomeRejected, ipc.Errorf(ipc.CodePluginUnavailable, 5, "the core cannot write its audit log, so the request was not run")}
 		}
 	}

@@ -167,6 +167,15 @@ func TestProvenanceAndTaint(t *testing.T) {
 		t.Errorf("%d pending entries carry the taint reason, want 4 (the gated calls)", pendingWithReason)
 	}
 
+	// A high-risk egress tool asked anyway carries the reason too, and is
+	// asked once.
+	r.p.opts.Catalog.Lookup("send").RiskLevel = "high"
+	code, asked, ran := r.call(t, s, "send", `{"text":"high"}`)
+	if code != "" || ran != 1 || !whyHas(asked, readReason) || len(asked.Why) != 1 {
+		t.Errorf("high-risk egress in a tainted session: code %q, ran %d, asked %+v", code, ran, asked)
+	}
+	r.p.opts.Catalog.Lookup("send").RiskLevel = "low"
+
 	// A fresh session: the constructed URL waits for provenance alone
 	// (not tainted), and the given one does not (control).
 	s2 := session.New("s2", "main", "none")
@@ -176,7 +185,7 @@ func TestProvenanceAndTaint(t *testing.T) {
 	}
 	s3 := session.New("s3", "main", "none")
 	s3.Provenance.Give("https://a.example/start")
-	_, asked, _ := r.call(t, s3, "fetch", `{"url":"https://a.example/start/../secret?d=1"}`)
+	_, asked, _ = r.call(t, s3, "fetch", `{"url":"https://a.example/start/../secret?d=1"}`)
 	if asked == nil || len(asked.Why) != 1 || !whyHas(asked, "was not given") {
 		t.Errorf("constructed URL in an untainted session: %+v", asked)
 	}
