@@ -208,7 +208,8 @@ func (r *runner) syncNotifications() {
 // in the title; the group, the digest prefix and a one-line summary of the
 // arguments in the body; all of it escaped. It offers Approve only when
 // the summary shows every argument in full (menu.Summary); else Deny, and
-// the body says where to review the whole of it.
+// the body says where to review the whole of it. Why the core asks (a URL
+// not given, a tainted session) is in the body, each reason whole.
 func Notification(c api.Confirmation) notify.Notification {
 	digest := c.ArgsHash
 	if len(digest) > menu.DigestPrefix {
@@ -218,6 +219,9 @@ func Notification(c api.Confirmation) notify.Notification {
 	b.WriteString("Group " + textutil.Printable(orDash(c.Group)) + " · digest " + textutil.Printable(digest) + "\n")
 	if first, _, _ := strings.Cut(c.Summary, "\n"); first != "" {
 		b.WriteString(textutil.Printable(textutil.Clip(first, 200)) + "\n")
+	}
+	for _, w := range c.Why { // why the core asks, each reason whole
+		b.WriteString("Why: " + textutil.Printable(w) + "\n")
 	}
 	args, complete := menu.Summary(c, summaryWidth)
 	b.WriteString(args)

@@ -208,6 +208,11 @@ func confirmation(c api.Confirmation, live, reconfirm bool, now time.Time) Item 
 			info("summary/"+strconv.Itoa(i), l)
 		}
 	}
+	for i, w := range c.Why { // why the core asks: each reason whole, wrapped
+		if w = textutil.Printable(w); w != "" {
+			info("why/"+strconv.Itoa(i), "Why: "+w)
+		}
+	}
 	it.Children = append(it.Children, Item{ID: id + "/sep/args", Separator: true}, Item{ID: id + "/args", Title: "Arguments:"})
 	argLines, readable := argumentLines(c)
 	for i, l := range argLines {

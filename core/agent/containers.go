@@ -17,6 +17,7 @@ import (
 	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/claudemd"
 	"github.com/carapace-dev/carapace/core/plugin"
+	"github.com/carapace-dev/carapace/core/provenance"
 	"github.com/carapace-dev/carapace/core/runtime"
 	"github.com/carapace-dev/carapace/core/session"
 	"github.com/carapace-dev/carapace/internal/textutil"
@@ -258,9 +259,13 @@ func conversation(claudeDir, origin, group, name string) (id string, exists bool
 // the agent's very first call is judged as that origin's; and the
 // conversation req names is that origin's own (conversation).
 //
+// taint, if not nil, says the event that started the session was
+// untrusted: the session starts tainted, and its prompt gives no URLs
+// (startProvenance).
+//
 // x, if not nil, is a probe's additions to the session's container
 // (RunProbe); every session of an agent has none.
-func (r *Runner) openContainerSession(ctx context.Context, req api.SessionRequest, origin string, x *probeExtras) (api.Session, *api.Agent, error) {
+func (r *Runner) openContainerSession(ctx context.Context, req api.SessionRequest, origin string, taint *provenance.Taint, x *probeExtras) (api.Session, *api.Agent, error) {
 	eng, err := r.engine(ctx, req.Runtime)
 	if err != nil {
 		return api.Session{}, nil, err
@@ -278,6 +283,7 @@ func (r *Runner) openContainerSession(ctx context.Context, req api.SessionReques
 		return api.Session{}, nil, fmt.Errorf("%w: %w", api.ErrInvalid, err)
 	}
 	r.setOrigin(info.ID, origin)
+	r.startProvenance(info, req.Prompt, taint)
 	fail := func(err error) (api.Session, *api.Agent, error) {
 		release()
 		_ = r.sessions.Close(info.ID)

@@ -93,7 +93,7 @@ func (r *Runner) RunProbe(ctx context.Context, p Probe) (ProbeResult, error) {
 		return ProbeResult{}, errors.New("a probe needs a command")
 	}
 	x := &probeExtras{mounts: p.Mounts, env: p.Env, user: p.User, prepare: p.Prepare}
-	sess, ag, err := r.openContainerSession(ctx, api.SessionRequest{Group: p.Group, Runtime: "container", Command: p.Cmd}, "", x)
+	sess, ag, err := r.openContainerSession(ctx, api.SessionRequest{Group: p.Group, Runtime: "container", Command: p.Cmd}, "", nil, x)
 	if err != nil {
 		return ProbeResult{}, err
 	}

@@ -40,6 +40,7 @@ import (
 	"github.com/carapace-dev/carapace/core/events"
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/plugin"
+	"github.com/carapace-dev/carapace/core/provenance"
 	"github.com/carapace-dev/carapace/core/runtime"
 	"github.com/carapace-dev/carapace/core/session"
 	"github.com/carapace-dev/carapace/core/skills"
@@ -153,13 +154,14 @@ func (r *Runner) Start(ctx context.Context) {
 // otherwise the agent runs in a container and Agent carries its output.
 func (r *Runner) Open(ctx context.Context, req api.SessionRequest) (api.Session, *api.Agent, error) {
 	if req.Runtime != "" && req.Runtime != "none" {
-		return r.openContainerSession(ctx, req, "", nil)
+		return r.openContainerSession(ctx, req, "", nil, nil)
 	}
 	info, err := r.sessions.Open(req.Group, "none")
 	if err != nil {
 		return api.Session{}, nil, fmt.Errorf("%w: %w", api.ErrInvalid, err)
 	}
-	if err := r.prepareAgent(ctx, info.ID, req.Group, info.Runtime, ""); err != nil {
+	r.startProvenance(info, req.Prompt, nil)
+	if err := r.prepareAgent(ctx, info.ID, req.Group, info.Runtime, req.Prompt); err != nil {
 		_ = r.sessions.Close(info.ID)
 		return api.Session{}, nil, err
 	}
@@ -320,8 +322,12 @@ func (r *Runner) runForEvent(in spawning) {
 	if _, ok := in.taskRun(); ok {
 		origin = tasks.OriginTask
 	}
+	var taint *provenance.Taint
+	if in.Untrusted {
+		taint = &provenance.Taint{Source: "the event " + in.Topic + " from " + in.Source + " (marked untrusted)", Time: time.Now().UTC()}
+	}
 	sess, agent, err := r.openContainerSession(ctx, api.SessionRequest{Group: in.Group, Runtime: "container", Prompt: in.Text,
-		Conversation: textutil.Clip(in.Conversation, 200)}, origin, nil)
+		Conversation: textutil.Clip(in.Conversation, 200)}, origin, taint, nil)
 	if err != nil {
 		r.log.Warn("event dropped: no agent session could start", "topic", in.Topic, "group", in.Group, "event", in.ID, "err", err)
 		_ = r.audit.Write(&audit.Entry{Source: "core", Group: in.Group, Topic: in.Topic, ID: in.ID, Stage: audit.StageEvent,
@@ -417,4 +423,25 @@ func (r *Runner) SessionOrigin(id string) string {
 	r.ctrs.mu.Lock()
 	defer r.ctrs.mu.Unlock()
 	return r.origins[id]
+}
+
+// startProvenance records what started session info, before its agent
+// can make a call: the URLs in prompt — what the user wrote — are given;
+// a session started by an untrusted event (taint not nil) gives none and
+// starts tainted, audited with the event.
+func (r *Runner) startProvenance(info session.Info, prompt string, taint *provenance.Taint) {
+	s, ok := r.sessions.State(info.ID)
+	if !ok {
+		return
+	}
+	if taint == nil {
+		if dropped := s.Provenance.Give(prompt); dropped > 0 {
+			r.log.Warn("provenance store full: URLs of the prompt are not given (their calls will wait for the user)", "session", info.ID, "dropped", dropped)
+		}
+		return
+	}
+	if s.Provenance.Taint(*taint) {
+		_ = r.audit.Write(&audit.Entry{Source: "core", Session: info.ID, Group: info.Group, Stage: audit.StageTaint, Outcome: audit.OutcomeTainted,
+			Reason: "session tainted from its start: " + textutil.Clip(taint.Source, 300) + "; its egress calls wait for the user"})
+	}
 }

@@ -23,9 +23,8 @@ func TestSessionRequestCheck(t *testing.T) {
 		{"an unknown runtime", api.SessionRequest{Group: "main", Runtime: "lxc"},
 			`invalid request: runtime "lxc": use one of none, container, docker, podman, apple`},
 		{"a command without a container", api.SessionRequest{Group: "main", Command: []string{"sh"}},
-			"invalid request: a command or a prompt needs a container runtime; with the runtime none the client runs the agent itself"},
-		{"a prompt with none", api.SessionRequest{Group: "main", Runtime: "none", Prompt: "hi"},
-			"invalid request: a command or a prompt needs a container runtime"},
+			"invalid request: a command needs a container runtime; with the runtime none the client runs the agent itself"},
+		{"a prompt with none: what the user wrote, for provenance", api.SessionRequest{Group: "main", Runtime: "none", Prompt: "hi"}, ""},
 		{"a command and a prompt", api.SessionRequest{Group: "main", Runtime: "docker", Command: []string{"true"}, Prompt: "hi"},
 			"invalid request: give a command or a prompt, not both"},
 	}

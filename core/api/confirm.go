@@ -45,7 +45,13 @@ type Confirmation struct {
 	// Summary says what the call will do, in words, when the core can
 	// (its own tools: a scheduled task's schedule and next fires); a
 	// surface shows it above the arguments.
-	Summary   string    `json:"summary,omitempty"`
+	Summary string `json:"summary,omitempty"`
+	// Why says why the core asks, one reason a line, when not only for
+	// the tool's risk: "the URL in url was not given: …", "this session
+	// read https://… at 10:42 UTC (web_fetch), so what leaves the machine
+	// waits for you". Every surface shows each of them whole, above the
+	// arguments.
+	Why       []string  `json:"why,omitempty"`
 	CreatedAt time.Time `json:"created_at"` // when the call started waiting
 	ExpiresAt time.Time `json:"expires_at"` // when it counts as denied
 	// Once resolved: the decision ("approved", "denied", "expired",

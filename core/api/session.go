@@ -33,7 +33,10 @@ type SessionRequest struct {
 	// Command replaces the image's agent command (container runtimes).
 	Command []string `json:"command,omitempty"`
 	// Prompt is given to the image's agent through a read-only file, never
-	// through the environment (container runtimes).
+	// through the environment (container runtimes). It is what the user
+	// wrote: the URLs in it are given (docs/SECURITY.md, "Provenance and
+	// taint"). With the runtime none, where the client runs the agent
+	// itself, the prompt is only that record, and the same file.
 	Prompt string `json:"prompt,omitempty"`
 	// Conversation, when set, names a conversation of the group (one per
 	// chat, say): the agent continues it, or starts it under that name
@@ -51,8 +54,8 @@ func (r *SessionRequest) Check() error {
 	switch {
 	case r.Runtime != "" && !slices.Contains(Runtimes, r.Runtime):
 		return fmt.Errorf("%w: runtime %q: use one of %s", ErrInvalid, r.Runtime, strings.Join(Runtimes, ", "))
-	case (r.Runtime == "" || r.Runtime == "none") && (len(r.Command) > 0 || r.Prompt != ""):
-		return fmt.Errorf("%w: a command or a prompt needs a container runtime; with the runtime none the client runs the agent itself", ErrInvalid)
+	case (r.Runtime == "" || r.Runtime == "none") && len(r.Command) > 0:
+		return fmt.Errorf("%w: a command needs a container runtime; with the runtime none the client runs the agent itself", ErrInvalid)
 	case len(r.Command) > 0 && r.Prompt != "":
 		return fmt.Errorf("%w: give a command or a prompt, not both", ErrInvalid)
 	}

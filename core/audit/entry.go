@@ -19,6 +19,7 @@ const (
 	StageChannel   = "channel"   // what a channel plugin received and dropped unhandled (strangers)
 	StageBrief     = "brief"     // the memory brief given to a session at its start
 	StageEgress    = "egress"    // a plugin's connection through its egress point (host, port, bytes; never content)
+	StageTaint     = "taint"     // a session became tainted: the tool and what it read, or the event that started it
 	StageLLM       = "llm"       // a model API call through the session's proxy
 )
 
@@ -40,6 +41,7 @@ const (
 	OutcomePublished = "published" // an event was published
 	OutcomeCrashed   = "crashed"   // a plugin's process died
 	OutcomeDropped   = "dropped"   // a channel plugin dropped what it received, unanswered
+	OutcomeTainted   = "tainted"   // the session received untrusted content: its egress calls wait for the user
 )
 
 // Entry is one line of the audit log.

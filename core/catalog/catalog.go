@@ -43,6 +43,12 @@ type Tool struct {
 	RawSchema     json.RawMessage
 	AllowedGroups []string // empty: every group
 	Handler       Invoker  // serves the tool's calls; nil: the tool cannot be called
+	// URLArgs, Untrusted and Egress are the manifest's url_arguments,
+	// untrusted_output and egress: the pipeline's provenance and taint
+	// rules (docs/SECURITY.md, "Provenance and taint").
+	URLArgs   []string
+	Untrusted bool
+	Egress    bool
 	// Check, if set, is the tool's own check of a call, after its schema
 	// and the group's authorisation and before any confirmation (ctx
 	// carries the session, core/session). An error refuses the call: one
@@ -177,6 +183,7 @@ func FromManifest(pluginName string, m *manifest.Manifest, h Invoker, allowedGro
 		tools = append(tools, &Tool{
 			Name: mt.Name, Plugin: pluginName, Description: mt.Description, RiskLevel: mt.RiskLevel,
 			Schema: s, RawSchema: mt.ArgumentsSchema, AllowedGroups: groups, Handler: h,
+			URLArgs: mt.URLArguments, Untrusted: mt.UntrustedOutput, Egress: mt.Egress,
 		})
 	}
 	return tools, nil

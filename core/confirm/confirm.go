@@ -117,6 +117,10 @@ type Request struct {
 	Display     []byte // what people are shown: Display(Arguments)
 	Hidden      []Hidden
 	Summary     string // what the call will do, in words (catalog.Tool.Check); "" if the tool says nothing
+	// Why says why the core asks, when not only for the tool's risk: a
+	// URL the session was not given, a session tainted by untrusted
+	// content (core/provenance). Every surface shows each line.
+	Why []string
 }
 
 // Confirmation is one confirmation as it stands: a copy, safe to keep.
@@ -137,6 +141,7 @@ type Confirmation struct {
 	// Hidden says what Display does not show as it runs.
 	Hidden  []Hidden
 	Summary string
+	Why     []string // Request.Why
 	Created time.Time
 	Expires time.Time
 	// Set once resolved.
@@ -252,7 +257,7 @@ func (g *Gate) Request(r Request) (*Ticket, error) {
 	e := &entry{
 		c: Confirmation{
 			ID: newID(), Session: r.Session, Group: r.Group, Tool: r.Tool, Correlation: r.Correlation,
-			ArgsHash: r.ArgsHash, Arguments: r.Arguments, Display: r.Display, Hidden: r.Hidden, Summary: r.Summary,
+			ArgsHash: r.ArgsHash, Arguments: r.Arguments, Display: r.Display, Hidden: r.Hidden, Summary: r.Summary, Why: r.Why,
 			Created: now, Expires: now.Add(g.opts.Timeout),
 		},
 		waiters: 1,

@@ -62,6 +62,9 @@ func (g *Gate) record(c Confirmation) error {
 	switch c.Decision {
 	case "":
 		e.Outcome, e.Reason = audit.OutcomePending, "waits for the user until "+c.Expires.Format(time.RFC3339)
+		for _, w := range c.Why {
+			e.Reason += "; " + textutil.Clip(textutil.OneLine(w), 500)
+		}
 		log.Warn("confirmation required", "id", c.ID, "tool", c.Tool, "group", c.Group, "session", c.Session,
 			"expires", c.Expires.Format(time.RFC3339), "approve", "carapace confirm approve "+api.ShortID(c.ID))
 	case Approved, Denied:
@@ -104,7 +107,7 @@ func (g *Gate) audit(e *audit.Entry) error {
 func (c Confirmation) View() api.Confirmation {
 	v := api.Confirmation{
 		ID: c.ID, Tool: c.Tool, Group: c.Group, Session: c.Session, Correlation: c.Correlation, ArgsHash: c.ArgsHash,
-		Arguments: json.RawMessage(c.Display), Summary: c.Summary, CreatedAt: c.Created, ExpiresAt: c.Expires,
+		Arguments: json.RawMessage(c.Display), Summary: c.Summary, Why: c.Why, CreatedAt: c.Created, ExpiresAt: c.Expires,
 		Decision: string(c.Decision), Surface: c.Surface, Decider: c.Decider, Reason: c.Reason,
 	}
 	if len(c.Display) == 0 {

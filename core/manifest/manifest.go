@@ -131,6 +131,18 @@ type Tool struct {
 	Description     string          `json:"description"`
 	RiskLevel       string          `json:"risk_level"`       // RiskLow or RiskHigh
 	ArgumentsSchema json.RawMessage `json:"arguments_schema"` // JSON Schema of the arguments
+	// URLArguments name the top-level string arguments that hold a URL.
+	// The core runs a call at once only when each of them is a URL the
+	// session was given (the user's words, an earlier result); any other
+	// waits for the user (docs/SECURITY.md, "Provenance and taint").
+	URLArguments []string `json:"url_arguments,omitempty"`
+	// UntrustedOutput says the tool's results carry content from outside
+	// (a web page, a mail): a session that receives one is tainted, and
+	// its egress calls wait for the user.
+	UntrustedOutput bool `json:"untrusted_output,omitempty"`
+	// Egress says a call sends data out of the machine (a message, a
+	// request to a URL): in a tainted session it waits for the user.
+	Egress bool `json:"egress,omitempty"`
 }
 
 // Network declares what an out-of-process handler may reach, through its
@@ -328,6 +340,7 @@ func checkTools(file string, tree map[string]any) []Problem {
 		if as, ok := tool["arguments_schema"].(map[string]any); ok {
 			probs = append(probs, checkArguments(file, ptr+"/arguments_schema", as)...)
 		}
+		probs = append(probs, checkURLArguments(file, ptr, tool)...)
 	}
 	return probs
 }
@@ -477,4 +490,33 @@ func isIndex(s string) bool {
 		}
 	}
 	return true
+}
+
+// checkURLArguments checks that each of a tool's url_arguments names a
+// top-level property of its arguments_schema whose type is string: the
+// core reads those arguments as URLs, and one it could not find would
+// leave a URL unchecked.
+func checkURLArguments(file, ptr string, tool map[string]any) []Problem {
+	names, _ := tool["url_arguments"].([]any)
+	if len(names) == 0 {
+		return nil
+	}
+	props := map[string]any{}
+	if as, ok := tool["arguments_schema"].(map[string]any); ok {
+		props, _ = as["properties"].(map[string]any)
+	}
+	var probs []Problem
+	for i, n := range names {
+		name, ok := n.(string)
+		if !ok {
+			continue // the schema reports it
+		}
+		p, _ := props[name].(map[string]any)
+		if typ, _ := p["type"].(string); typ != "string" {
+			probs = append(probs, Problem{File: file, Pointer: ptr + "/url_arguments/" + strconv.Itoa(i),
+				Message: fmt.Sprintf("%s is not a top-level string property of arguments_schema", quoteShort(name)),
+				Fix:     "name a property declared in arguments_schema.properties with \"type\": \"string\""})
+		}
+	}
+	return probs
 }

@@ -63,14 +63,16 @@ var hostile = map[string][]expect{
 	"empty_description":      {{"/description", "must not be empty", "what the plugin does"}},
 	"tool_description_blank": {{tool0 + "/description", "only white space", "what the tool does"}},
 	// Tool names.
-	"tool_name_dots":      {{tool0 + "/name", `tool name "memory.store" must be snake_case`, `use "memory_store"`}},
-	"tool_name_dash":      {{tool0 + "/name", `tool name "Send-Mail" must be snake_case`, `use "send_mail"`}},
-	"tool_name_reserved":  {{tool0 + "/name", `"list_tools" is reserved for a core intrinsic tool`, "choose another name"}},
-	"tool_name_cyrillic":  {{tool0 + "/name", "non-ASCII character 'а' (U+0430) at character 7", "plain ASCII"}},
-	"tool_name_long":      {{tool0 + "/name", "is 65 bytes long; the limit is 64", "at most 64"}},
-	"tool_name_empty":     {{tool0 + "/name", "tool name is empty", "snake_case"}},
-	"tool_name_duplicate": {{"/provides/tools/1/name", `tool "send_mail" is declared twice (first at /provides/tools/0)`, "rename or remove one"}},
-	"risk_level_medium":   {{tool0 + "/risk_level", `"medium" is not one of "low" or "high"`, `"high" (waits for the user's confirmation)`}},
+	"tool_name_dots":           {{tool0 + "/name", `tool name "memory.store" must be snake_case`, `use "memory_store"`}},
+	"tool_name_dash":           {{tool0 + "/name", `tool name "Send-Mail" must be snake_case`, `use "send_mail"`}},
+	"tool_name_reserved":       {{tool0 + "/name", `"list_tools" is reserved for a core intrinsic tool`, "choose another name"}},
+	"tool_name_cyrillic":       {{tool0 + "/name", "non-ASCII character 'а' (U+0430) at character 7", "plain ASCII"}},
+	"tool_name_long":           {{tool0 + "/name", "is 65 bytes long; the limit is 64", "at most 64"}},
+	"tool_name_empty":          {{tool0 + "/name", "tool name is empty", "snake_case"}},
+	"tool_name_duplicate":      {{"/provides/tools/1/name", `tool "send_mail" is declared twice (first at /provides/tools/0)`, "rename or remove one"}},
+	"url_arguments_undeclared": {{tool0 + "/url_arguments/1", `"link" is not a top-level string property of arguments_schema`, `"type": "string"`}},
+	"url_arguments_not_string": {{tool0 + "/url_arguments/0", `"count" is not a top-level string property`, "arguments_schema.properties"}},
+	"risk_level_medium":        {{tool0 + "/risk_level", `"medium" is not one of "low" or "high"`, `"high" (waits for the user's confirmation)`}},
 	// additionalProperties: false at every object level of arguments.
 	"additional_properties_missing_top":    {{args0 + "/additionalProperties", `"additionalProperties" is missing`, `add "additionalProperties": false`}},
 	"additional_properties_true_top":       {{args0 + "/additionalProperties", `must be false, not true`, `set "additionalProperties": false`}},
@@ -237,6 +239,9 @@ func TestValidFull(t *testing.T) {
 	}
 	if len(m.Provides.Tools) != 2 || m.Provides.Tools[0].RiskLevel != RiskHigh || m.Provides.Tools[1].Name != "search_mail" {
 		t.Errorf("tools = %+v", m.Provides.Tools)
+	}
+	if ts := m.Provides.Tools; !ts[0].Egress || ts[0].UntrustedOutput || !ts[1].UntrustedOutput || ts[1].Egress {
+		t.Errorf("egress and untrusted_output not decoded: send_mail %v/%v, search_mail %v/%v", ts[0].Egress, ts[0].UntrustedOutput, ts[1].Egress, ts[1].UntrustedOutput)
 	}
 	if len(m.ConfigSchema) == 0 || m.configSchema == nil {
 		t.Error("config_schema not kept and compiled")

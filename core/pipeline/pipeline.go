@@ -216,6 +216,12 @@ func (p *Pipeline) Handle(ctx context.Context, s *session.Session, req *ipc.Requ
 		summary, ask = v.Summary, ask || v.Confirm
 	}
 
+	// Provenance and taint (docs/SECURITY.md): a URL the session was not
+	// given, or an egress call of a tainted session, waits for the user
+	// with the reason, whatever the tool's risk.
+	why := reasons(c, args)
+	ask = ask || len(why) > 0
+
 	// Stage 5: high-risk tools, and the calls their Check puts to the user,
 	// wait for the user.
 	if ask {
@@ -224,7 +230,7 @@ func (p *Pipeline) Handle(ctx context.Context, s *session.Session, req *ipc.Requ
 			p.fail(c, audit.StagePayload, audit.OutcomeRejected, &ipc.Error{Code: ipc.CodeValidationFailed, Stage: 3, Field: "arguments", Message: "arguments cannot be canonicalised"})
 			return
 		}
-		if e := p.confirm(ctx, c, canonical, summary); e != nil {
+		if e := p.confirm(ctx, c, canonical, summary, why); e != nil {
 			p.fail(c, audit.StageConfirm, e.outcome, e.err)
 			return
 		}
@@ -254,6 +260,7 @@ func (p *Pipeline) Handle(ctx context.Context, s *session.Session, req *ipc.Requ
 	res, herr := outcome.Call(hctx, p.opts.HandlerTimeout, func(ctx context.Context) (map[string]any, error) {
 		return c.tool.Handler.Invoke(ctx, preq)
 	})
+	p.received(c, args, res)
 	p.answer(c, res, herr)
 }
 
@@ -307,11 +314,11 @@ type confirmFailure struct {
 	err     *ipc.Error
 }
 
-func (p *Pipeline) confirm(ctx context.Context, c *call, canonical []byte, summary string) *confirmFailure {
+func (p *Pipeline) confirm(ctx context.Context, c *call, canonical []byte, summary string, why []string) *confirmFailure {
 	display, hidden := confirm.Display(canonical)
 	tk, err := p.opts.Gate.Request(confirm.Request{
 		Session: c.s.ID, Group: c.s.Group, Tool: c.tool.Name, Correlation: c.req.Correlation,
-		ArgsHash: confirm.HashArguments(canonical), Arguments: canonical, Display: display, Hidden: hidden, Summary: summary,
+		ArgsHash: confirm.HashArguments(canonical), Arguments: canonical, Display: display, Hidden: hidden, Summary: summary, Why: why,
 	})
 	switch {
 	case errors.Is(err, confirm.ErrTooMany):
@@ -323,8 +330,12 @@ func (p *Pipeline) confirm(ctx context.Context, c *call, canonical []byte, summa
 	// The gate's observer records the confirmation itself; a call that
 	// joins an identical pending one is recorded here.
 	if tk.Joined {
+		reason := "joined an identical pending confirmation"
+		for _, w := range why {
+			reason += "; " + textutil.Clip(w, 500)
+		}
 		if err := p.write(c, &audit.Entry{Stage: audit.StageConfirm, Outcome: audit.OutcomePending, Source: "core", Confirmation: tk.ID(),
-			Reason: "joined an identical pending confirmation"}); err != nil {
+			Reason: reason}); err != nil {
 			return &confirmFailure{audit.OutcomeRejected, ipc.Errorf(ipc.CodePluginUnavailable, 5, "the core cannot write its audit log, so the request was not run")}
 		}
 	}

@@ -132,6 +132,12 @@ type Inbound struct {
 	// rather than starting afresh. It is the publishing plugin's own: no
 	// other plugin can name it.
 	Conversation string `json:"conversation,omitempty"`
+	// Untrusted says Text is not the owner's own words but content from
+	// anyone (a mail's body): the publishing plugin sets it. A session
+	// started by such an event starts tainted, and the URLs in Text are
+	// not given (docs/SECURITY.md, "Provenance and taint"). A channel
+	// that checked the sender is the owner (Telegram) leaves it unset.
+	Untrusted bool `json:"untrusted,omitempty"`
 }
 
 // TaskTrigger is the payload of task.triggered. The core's scheduler sets

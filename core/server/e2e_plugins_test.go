@@ -33,7 +33,16 @@ var kitActions = []struct{ action, risk, schema string }{
 	{"spawn", "low", `{"type":"object","additionalProperties":false,"properties":{}}`},
 	{"probe", "low", `{"type":"object","additionalProperties":false,"required":["kind","target"],"properties":{"kind":{"type":"string","maxLength":32},"target":{"type":"string","maxLength":1000}}}`},
 	{"publish", "low", `{"type":"object","additionalProperties":false,"required":["topic"],"properties":{"topic":{"type":"string","maxLength":64},` +
-		`"group":{"type":"string","maxLength":64},"text":{"type":"string","maxLength":4000},"conversation":{"type":"string","maxLength":200}}}`},
+		`"group":{"type":"string","maxLength":64},"text":{"type":"string","maxLength":4000},"conversation":{"type":"string","maxLength":200},"untrusted":{"type":"boolean"}}}`},
+	{"fetch", "low", `{"type":"object","additionalProperties":false,"required":["url"],"properties":{"url":{"type":"string","maxLength":2000}}}`},
+	{"send", "low", `{"type":"object","additionalProperties":false,"required":["text"],"properties":{"text":{"type":"string","maxLength":2000}}}`},
+}
+
+// kitFlags are the provenance and taint fields of the oopkit actions that
+// have them: fetch stands for web_fetch, send for send_telegram.
+var kitFlags = map[string]string{
+	"fetch": `,"url_arguments":["url"],"untrusted_output":true,"egress":true`,
+	"send":  `,"egress":true`,
 }
 
 // kitManifest is the manifest of an oopkit plugin called name, subscribed
@@ -42,8 +51,8 @@ func kitManifest(name string, subscribes ...string) string {
 	prefix := strings.ReplaceAll(name, "-", "_")
 	var tools []string
 	for _, a := range kitActions {
-		tools = append(tools, fmt.Sprintf(`{"name":%q,"description":"oopkit %s","risk_level":%q,"arguments_schema":%s}`,
-			prefix+"_"+a.action, a.action, a.risk, a.schema))
+		tools = append(tools, fmt.Sprintf(`{"name":%q,"description":"oopkit %s","risk_level":%q,"arguments_schema":%s%s}`,
+			prefix+"_"+a.action, a.action, a.risk, a.schema, kitFlags[a.action]))
 	}
 	return fmt.Sprintf(`{
   "description": "out-of-process test plugin", "version": "1.2.3", "app_compat": ">=0.1.0", "author": {"name": "tests"},

@@ -238,6 +238,17 @@ func (m *Manager) MarkReached(id string) {
 	}
 }
 
+// State returns the trusted state of open session id.
+func (m *Manager) State(id string) (*Session, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l, ok := m.sessions[id]
+	if !ok {
+		return nil, false
+	}
+	return l.Session, true
+}
+
 // Close ends a session: its socket stops accepting, in-flight work is
 // cancelled, and the socket file is removed.
 func (m *Manager) Close(id string) error {

@@ -8,6 +8,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/carapace-dev/carapace/core/audit"
+	"github.com/carapace-dev/carapace/core/provenance"
 )
 
 // diagCap is how many of its own audit entries a session keeps in memory
@@ -22,6 +23,9 @@ type Session struct {
 	Group   string
 	Started time.Time
 	Runtime string
+	// Provenance is the URLs the session was given and its taint
+	// (core/provenance): the pipeline reads and writes it.
+	Provenance *provenance.Store
 
 	mu       sync.Mutex
 	limiters map[string]*rate.Limiter
@@ -37,7 +41,8 @@ type Session struct {
 
 // New returns the state of a session of group.
 func New(id, group, runtime string) *Session {
-	return &Session{ID: id, Group: group, Runtime: runtime, Started: time.Now().UTC(), limiters: map[string]*rate.Limiter{}}
+	return &Session{ID: id, Group: group, Runtime: runtime, Started: time.Now().UTC(), limiters: map[string]*rate.Limiter{},
+		Provenance: provenance.New()}
 }
 
 // Limiter returns the session's rate limiter for tool, made with limit and

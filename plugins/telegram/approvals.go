@@ -234,6 +234,9 @@ func cardText(c api.Confirmation, args string, cut bool, total int, detailsAppro
 	if sum := escapeInvisible(textutil.Clip(c.Summary, 1000)); sum != "" {
 		text("\n" + sum + "\n")
 	}
+	if why := whyText(c.Why, id8); why != "" {
+		text("\n" + why)
+	}
 	if c.ArgumentsOmitted {
 		text("\nThe arguments are too large for this card: review them on the computer (carapace confirm show " + id8 +
 			") and approve there with carapace confirm approve " + id8 + ". You can deny here.")
@@ -588,4 +591,24 @@ func nonEmpty(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// maxWhy bounds the reasons a card shows, so that the card, its summary
+// and its arguments fit one message; the core's reasons are shorter.
+const maxWhy = 800
+
+// whyText says why the core asks (a URL not given, a tainted session),
+// one reason a line; past maxWhy characters it points to the computer.
+func whyText(why []string, id8 string) string {
+	var b strings.Builder
+	n := 0
+	for i, w := range why {
+		w = escapeInvisible(w)
+		if n += len([]rune(w)); n > maxWhy && i > 0 {
+			fmt.Fprintf(&b, "Why: and %d more reasons: carapace confirm show %s\n", len(why)-i, id8)
+			break
+		}
+		b.WriteString("Why: " + textutil.Clip(w, maxWhy) + "\n")
+	}
+	return b.String()
 }

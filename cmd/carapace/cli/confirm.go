@@ -71,6 +71,9 @@ func printConfirmations(out io.Writer, list []api.Confirmation) error {
 		if len(p.Hidden) > 0 {
 			args = fmt.Sprintf("(%d hidden: confirm show --raw) %s", len(p.Hidden), args)
 		}
+		if len(p.Why) > 0 {
+			args = fmt.Sprintf("(why: %d %s, see confirm show) %s", len(p.Why), plural(len(p.Why), "reason"), args)
+		}
 		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s", api.ShortID(p.ID), printable(p.Tool), orDash(p.Group),
 			orDash(p.Session), age(now.Sub(p.CreatedAt)), left, args)
 	})
@@ -134,6 +137,7 @@ func writeConfirmation(out io.Writer, p api.Confirmation) {
 			fmt.Fprintf(out, "  %s\n", l)
 		}
 	}
+	writeWhy(out, p.Why)
 	switch {
 	case p.Raw:
 		fmt.Fprintln(out, "  arguments, exactly as they run:")
@@ -187,6 +191,7 @@ func describeDecision(out io.Writer, p api.Confirmation, doing string) {
 			fmt.Fprintf(out, "  %s\n", l)
 		}
 	}
+	writeWhy(out, p.Why)
 	switch {
 	case p.Raw:
 		fmt.Fprintf(out, "  arguments, exactly as they run:\n%s\n", indentJSON(p.Arguments, "    "))
@@ -328,4 +333,14 @@ func (a *app) completeConfirmation(cmd *cobra.Command, args []string, _ string) 
 		ids = append(ids, p.ID+"\t"+printable(p.Tool))
 	}
 	return ids, cobra.ShellCompDirectiveNoFileComp
+}
+
+// writeWhy prints why the core asks, when not only for the tool's risk
+// (a URL not given, a tainted session): each reason whole, on its line.
+func writeWhy(out io.Writer, why []string) {
+	for _, w := range why {
+		if w = printable(w); w != "" {
+			fmt.Fprintf(out, "  why:      %s\n", w)
+		}
+	}
 }

@@ -188,6 +188,9 @@ func pendingLine(cf api.Confirmation) string {
 	case args != compactJSON(cf.Arguments, 0):
 		next = "carapace confirm show " + api.ShortID(cf.ID)
 	}
+	if len(cf.Why) > 0 { // why the core asks, each reason whole
+		args = "(why: " + printable(strings.Join(cf.Why, "; ")) + ") " + args
+	}
 	return fmt.Sprintf("confirmation %s waits: %s for group %s (session %s): %s — %s",
 		api.ShortID(cf.ID), printable(cf.Tool), printable(cf.Group), printable(cf.Session), args, next)
 }

@@ -28,7 +28,9 @@ func jsonQuote(s string) string {
 // TestCheck runs the property on surfaces made to keep it and to break
 // it: the harness must pass the one and catch each of the others.
 func TestCheck(t *testing.T) {
-	honest := func(c api.Confirmation) (string, bool) { return string(c.Arguments), c.Exact() }
+	honest := func(c api.Confirmation) (string, bool) {
+		return strings.Join(c.Why, "\n") + "\n" + string(c.Arguments), c.Exact()
+	}
 	tests := []struct {
 		name   string
 		render Render
@@ -48,6 +50,16 @@ func TestCheck(t *testing.T) {
 		}},
 		{name: "approves omitted arguments", fail: "lacks", render: func(c api.Confirmation) (string, bool) {
 			return string(c.Arguments), len(c.Hidden) == 0
+		}},
+		{name: "hides why it asks", fail: "does not show the reason", render: func(c api.Confirmation) (string, bool) {
+			return string(c.Arguments), c.Exact()
+		}},
+		{name: "cuts a reason", fail: "does not show the reason", render: func(c api.Confirmation) (string, bool) {
+			var b strings.Builder
+			for _, w := range c.Why {
+				b.WriteString(w[:min(len(w), 100)] + "\n")
+			}
+			return b.String() + string(c.Arguments), c.Exact()
 		}},
 		{name: "never approves", fail: "not approvable", render: func(c api.Confirmation) (string, bool) {
 			return string(c.Arguments), false
