@@ -1,7 +1,6 @@
 package telegram
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -9,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/internal/textutil"
 )
 
@@ -42,7 +42,7 @@ func parseConfig(m map[string]any) (config, error) {
 	for k, v := range m {
 		switch k {
 		case "owner_id":
-			n, err := intOf(v)
+			n, err := plugin.Int(v)
 			if err != nil || n < 1 {
 				return c, fmt.Errorf("owner_id: want a Telegram user id (a positive integer): message @userinfobot in Telegram to learn yours, or leave owner_id out and run `carapace telegram pair`")
 			}
@@ -73,13 +73,13 @@ func parseConfig(m map[string]any) (config, error) {
 			}
 			c.APIURL = strings.TrimRight(s, "/")
 		case "debounce_ms":
-			n, err := intOf(v)
+			n, err := plugin.Int(v)
 			if err != nil || n < 0 || n > 10000 {
 				return c, fmt.Errorf("debounce_ms: want a number of milliseconds from 0 to 10000")
 			}
 			c.Debounce = time.Duration(n) * time.Millisecond
 		case "degraded_after_s":
-			n, err := intOf(v)
+			n, err := plugin.Int(v)
 			if err != nil || n < 5 || n > 3600 {
 				return c, fmt.Errorf("degraded_after_s: want a number of seconds from 5 to 3600")
 			}
@@ -114,24 +114,6 @@ func checkAPIURL(s string) error {
 		return fmt.Errorf("api_url: plain http is allowed only on the loopback (127.0.0.1, localhost, [::1]), since the bot token travels in every request: use https")
 	}
 	return fmt.Errorf("api_url: want an https address such as %s", DefaultAPIURL)
-}
-
-// intOf reads an integer the core decoded as json.Number (or a Go int, in
-// tests).
-func intOf(v any) (int64, error) {
-	switch n := v.(type) {
-	case json.Number:
-		return n.Int64()
-	case int:
-		return int64(n), nil
-	case int64:
-		return n, nil
-	case float64:
-		if n == float64(int64(n)) {
-			return int64(n), nil
-		}
-	}
-	return 0, fmt.Errorf("not an integer")
 }
 
 // groupOf returns the group a chat maps to for the owner, and whether it

@@ -430,7 +430,7 @@ func (h *Handler) sendTool(ctx context.Context, req *plugin.Request) (map[string
 	h.mu.Unlock()
 	var target int64
 	if v, ok := req.Arguments["chat"]; ok {
-		n, err := intOf(v)
+		n, err := plugin.Int(v)
 		if err != nil || !containsChat(allowed, n) {
 			return nil, &plugin.ToolError{Code: "CHAT_NOT_ALLOWED", Field: "chat",
 				Message: fmt.Sprintf("chat %v is not one this session may write to; allowed: %s", v, describeChats(allowed))}

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/netip"
@@ -11,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/internal/textutil"
 )
 
@@ -114,13 +114,13 @@ func parseConfig(m map[string]any) (config, error) {
 			}
 			c.SearXNG = u
 		case "timeout_s":
-			n, err := intOf(v)
+			n, err := plugin.Int(v)
 			if err != nil || n < 1 || n > 25 {
 				return c, fmt.Errorf("timeout_s: want a number of seconds from 1 to 25 (a call has 30 s in all)")
 			}
 			c.Timeout = time.Duration(n) * time.Second
 		case "max_bytes":
-			n, err := intOf(v)
+			n, err := plugin.Int(v)
 			if err != nil || n < 1<<12 || n > 32<<20 {
 				return c, fmt.Errorf("max_bytes: want a number of bytes from 4096 to 33554432 (32 MiB)")
 			}
@@ -203,24 +203,6 @@ func addrPortOf(s string) (netip.AddrPort, error) {
 		return netip.AddrPort{}, fmt.Errorf("%q: want an IP address and a port, e.g. 192.168.1.20:8080 (an exact address, not a name)", textutil.Clip(s, 80))
 	}
 	return netip.AddrPortFrom(a.Unmap(), uint16(port)), nil
-}
-
-// intOf reads an integer the core decoded as json.Number (or a Go int, in
-// tests).
-func intOf(v any) (int64, error) {
-	switch n := v.(type) {
-	case json.Number:
-		return n.Int64()
-	case int:
-		return int64(n), nil
-	case int64:
-		return n, nil
-	case float64:
-		if n == float64(int64(n)) {
-			return int64(n), nil
-		}
-	}
-	return 0, fmt.Errorf("not an integer")
 }
 
 // domainMatch reports whether host is domain or one of its subdomains.

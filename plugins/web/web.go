@@ -115,7 +115,7 @@ func (h *Handler) Invoke(ctx context.Context, req *plugin.Request) (map[string]a
 		raw, _ := req.Arguments["url"].(string)
 		max := DefaultMaxChars
 		if v, ok := req.Arguments["max_chars"]; ok {
-			n, err := intOf(v)
+			n, err := plugin.Int(v)
 			if err != nil || n < 100 || n > MaxMaxChars {
 				return nil, &plugin.ToolError{Code: CodeInvalidArgument, Message: fmt.Sprintf("max_chars: want a number from 100 to %d", MaxMaxChars), Field: "max_chars"}
 			}
@@ -137,7 +137,7 @@ func (h *Handler) Invoke(ctx context.Context, req *plugin.Request) (map[string]a
 		}
 		count := DefaultCount
 		if v, ok := req.Arguments["count"]; ok {
-			n, err := intOf(v)
+			n, err := plugin.Int(v)
 			if err != nil || n < 1 || n > MaxCount {
 				return nil, &plugin.ToolError{Code: CodeInvalidArgument, Message: fmt.Sprintf("count: want a number from 1 to %d", MaxCount), Field: "count"}
 			}
