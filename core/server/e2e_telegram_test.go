@@ -350,6 +350,16 @@ func TestTelegramConversation(t *testing.T) {
 	if total < 10000 || len(chunks) < 3 {
 		t.Errorf("the long answer: %d chunks, %d units; want ≥ 3 chunks and ≥ 10,000 units", len(chunks), total)
 	}
+	// A message shows in the fake before its answer is written (and its
+	// status recorded): wait for the answers, then look at them.
+	bot.Wait(t, 10*time.Second, "every sendMessage answered", func() bool {
+		for _, r := range bot.Requests() {
+			if r.Method == "sendMessage" && !r.Done {
+				return false
+			}
+		}
+		return true
+	})
 	for _, r := range bot.Requests() {
 		if r.Method == "sendMessage" && r.Status != 200 {
 			t.Errorf("Telegram refused a message: %d %v", r.Status, r.Params["text"][:min(80, len(r.Params["text"]))])
