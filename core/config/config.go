@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"net/netip"
 	"net/url"
 	"os"
 	"regexp"
@@ -20,6 +21,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/carapace-dev/carapace/core/plugin"
+	"github.com/carapace-dev/carapace/internal/netclass"
 )
 
 // Config is the core's configuration. The zero value of every field means
@@ -34,6 +36,7 @@ type Config struct {
 	Sessions  Sessions          `toml:"sessions"`
 	LLM       LLM               `toml:"llm"`
 	Tasks     Tasks             `toml:"tasks"`
+	Network   Network           `toml:"network"`
 	// Groups are the groups the core starts agent sessions for when an
 	// event names them ([groups.NAME]); events of other groups are logged
 	// and dropped.
@@ -65,6 +68,30 @@ type LLM struct {
 	DailyTokens int64 `toml:"daily_tokens"`
 	// Port is where `ipc relay` listens inside the container; default 8377.
 	Port int `toml:"port"`
+}
+
+// Network holds the settings of the machine's network that every plugin's
+// egress point (core/egress) obeys.
+type Network struct {
+	// FakeIP are the prefixes a fake-IP DNS (Clash, Surge, sing-box)
+	// answers from, each inside 198.18.0.0/15 or fc00::/7: an address in
+	// one is reached when it came from resolving a name (never when a
+	// plugin names it literally), by plugins that reach public addresses
+	// and for declared host names alike. Empty, the default: those ranges
+	// are refused like every special address.
+	FakeIP []string `toml:"fake_ip"`
+}
+
+// FakeIPPrefixes returns FakeIP parsed; Load refused a config whose
+// prefixes do not parse, so none is left out but in a Config made by hand.
+func (n Network) FakeIPPrefixes() []netip.Prefix {
+	var out []netip.Prefix
+	for _, s := range n.FakeIP {
+		if p, err := netclass.FakeIPPrefix(s); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Tasks configures the scheduler of scheduled tasks.
@@ -271,6 +298,11 @@ func (c *Config) problems() []keyProblem {
 	if c.Runtime.Engine != "" && !slices.Contains(Engines, c.Runtime.Engine) {
 		add("runtime.engine", "runtime.engine %q: use one of %s", c.Runtime.Engine, strings.Join(Engines, ", "))
 	}
+	for _, s := range c.Network.FakeIP {
+		if _, err := netclass.FakeIPPrefix(s); err != nil {
+			add("network.fake_ip", "network.fake_ip: %v", err)
+		}
+	}
 	if c.Tasks.MaxFailures < 0 {
 		add("tasks.max_failures", "tasks.max_failures must not be negative (0 is the default, 3)")
 	}
@@ -361,6 +393,9 @@ func (c *Config) withDefaults() *Config {
 	orDefault(&c.LLM.Upstream, "https://api.anthropic.com")
 	orDefault(&c.LLM.RequestsPerMinute, 60)
 	orDefault(&c.LLM.Port, 8377)
+	if len(c.Network.FakeIP) == 0 {
+		c.Network.FakeIP = nil // fake_ip = [] is the default, none
+	}
 	for name, g := range c.Groups {
 		if len(g.Topics) == 0 {
 			g.Topics = SpawnTopics

@@ -48,6 +48,24 @@ func TestLoad(t *testing.T) {
 		{name: "upstream with a path", toml: "[llm]\nupstream = \"https://gateway.example/anthropic\"\n", wantErr: "no path"},
 		{name: "plain http upstream", toml: "[llm]\nupstream = \"http://api.example\"\n", wantErr: "llm.upstream"},
 		{name: "upstream with credentials", toml: "[llm]\nupstream = \"https://user:hunter2@api.example\"\n", wantErr: "llm.upstream holds a user name or password"},
+		{name: "fake-IP ranges", toml: "[network]\nfake_ip = [\"198.18.0.0/16\", \"fdfe:dcba:9876::/48\"]\n", check: func(t *testing.T, c *Config) {
+			got := c.Network.FakeIPPrefixes()
+			if len(got) != 2 || got[0].String() != "198.18.0.0/16" || got[1].String() != "fdfe:dcba:9876::/48" {
+				t.Errorf("fake_ip = %v", got)
+			}
+		}},
+		{name: "no fake-IP by default", toml: "", check: func(t *testing.T, c *Config) {
+			if c.Network.FakeIP != nil || c.Network.FakeIPPrefixes() != nil {
+				t.Errorf("fake_ip = %v", c.Network.FakeIP)
+			}
+		}},
+		{name: "fake-IP outside the ranges", toml: "[network]\nfake_ip = [\"10.0.0.0/8\"]\n", wantErr: `line 2: network.fake_ip: "10.0.0.0/8" is not inside 198.18.0.0/15 or fc00::/7`},
+		{name: "fake-IP wider than the range", toml: "[network]\nfake_ip = [\"198.0.0.0/8\"]\n", wantErr: "not inside 198.18.0.0/15 or fc00::/7"},
+		{name: "fake-IP the whole IPv6", toml: "[network]\nfake_ip = [\"::/0\"]\n", wantErr: "not inside 198.18.0.0/15 or fc00::/7"},
+		{name: "fake-IP a public address", toml: "[network]\nfake_ip = [\"1.1.1.1/32\"]\n", wantErr: "not inside 198.18.0.0/15 or fc00::/7"},
+		{name: "fake-IP not a prefix", toml: "[network]\nfake_ip = [\"198.18.0.1\"]\n", wantErr: "is not an address prefix"},
+		{name: "fake-IP host bits", toml: "[network]\nfake_ip = [\"198.18.0.1/15\"]\n", wantErr: `write "198.18.0.0/15"`},
+		{name: "fake-IP mapped", toml: "[network]\nfake_ip = [\"::ffff:198.18.0.0/111\"]\n", wantErr: "IPv4-mapped"},
 		{name: "unknown engine", toml: "[runtime]\nengine = \"lxc\"\n", wantErr: "runtime.engine"},
 		{name: "option as image", toml: "[runtime]\nimage = \"--privileged\"\n", wantErr: "runtime.image"},
 		{name: "tiny memory", toml: "[runtime]\nmemory_mb = 8\n", wantErr: "memory_mb"},

@@ -7,7 +7,7 @@
 // stream socket pair of its own attached; the point checks the host
 // against the plugin's declared hosts, resolves the name itself, refuses
 // every special-purpose address (Classify) but one that was configured as
-// such, dials, answers one JSON line on the passed stream, and from then
+// such or a fake-IP DNS answer the user opted into, dials, answers one JSON line on the passed stream, and from then
 // on relays bytes between it and the TCP connection, counting them. TLS
 // stays in the plugin: the point sees hosts, ports and byte counts, never
 // content. The wire is pluginproto's (egress.go there), the handler's side
@@ -42,6 +42,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/carapace-dev/carapace/core/internal/pluginproto"
+	"github.com/carapace-dev/carapace/internal/netclass"
 	"github.com/carapace-dev/carapace/internal/ratelog"
 )
 
@@ -74,6 +75,12 @@ type Options struct {
 	// plugin): a request for a host not in Allow is served if every
 	// address dialled is public, whether it was named or given literally.
 	Public bool
+	// FakeIP are the prefixes of a fake-IP DNS ([network] fake_ip in
+	// config.toml, each inside netclass.FakeIPRanges): an address in one
+	// is accepted when the point resolved it from a name (never an IP
+	// literal: fake IPs only come from DNS), whether the name is declared
+	// or Public serves it, and the reply says so (EgressReply.FakeIP).
+	FakeIP []netip.Prefix
 	// Resolver resolves names; nil is net.DefaultResolver.
 	Resolver Resolver
 	// Dialer dials an "ip:port" address the point has checked; nil is a
@@ -103,6 +110,7 @@ type Record struct {
 	BytesOut int64  // plugin to host
 	BytesIn  int64  // host to plugin
 	Duration time.Duration
+	FakeIP   bool   // Addr was accepted as a fake-IP DNS answer (Options.FakeIP)
 	Refused  string // why the request was refused, for a person; "" for a connection
 	Code     string // the refusal's code (pluginproto.Egress*); "" for a connection
 }
@@ -163,6 +171,11 @@ func New(o Options) (*Point, error) {
 			return nil, fmt.Errorf("egress: plugin %s: declared host %q port %d is not a host name or IP literal and a port", o.Plugin, h.Name, h.Port)
 		}
 		allow[Host{strings.ToLower(h.Name), h.Port}] = true
+	}
+	for _, pr := range o.FakeIP {
+		if _, err := netclass.FakeIPPrefix(pr.String()); err != nil {
+			return nil, fmt.Errorf("egress: plugin %s: fake-IP prefix: %w", o.Plugin, err)
+		}
 	}
 	fds, err := socketpair()
 	if err != nil {
@@ -376,16 +389,16 @@ func (p *Point) record(r Record) {
 // handle checks, resolves and dials one request, answers it, and relays.
 func (p *Point) handle(uc *net.UnixConn, req *pluginproto.EgressRequest, start time.Time, release func()) {
 	ctx, cancel := context.WithTimeout(p.ctx, p.o.DialTimeout)
-	remote, addr, code, why := p.connect(ctx, req)
+	remote, addr, fake, code, why := p.connect(ctx, req)
 	cancel()
 	if code != "" {
 		release()
 		p.refuse(uc, req, start, code, why)
 		return
 	}
-	rec := Record{Plugin: p.o.Plugin, Host: req.Host, Port: req.Port, Addr: addr.String()}
+	rec := Record{Plugin: p.o.Plugin, Host: req.Host, Port: req.Port, Addr: addr.String(), FakeIP: fake}
 	_ = uc.SetWriteDeadline(time.Now().Add(replyTimeout))
-	if _, err := uc.Write(pluginproto.EncodeEgressReply(&pluginproto.EgressReply{OK: true, Addr: rec.Addr})); err != nil {
+	if _, err := uc.Write(pluginproto.EncodeEgressReply(&pluginproto.EgressReply{OK: true, Addr: rec.Addr, FakeIP: fake})); err != nil {
 		uc.Close()
 		remote.Close()
 		release()

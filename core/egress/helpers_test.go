@@ -169,8 +169,10 @@ func newServer(t *testing.T, hold bool) *server {
 	}
 	s := &server{ln: ln, conns: make(chan net.Conn, 100), hold: hold}
 	s.wg.Add(1)
+	accepting := make(chan struct{})
 	go func() {
 		defer s.wg.Done()
+		defer close(accepting)
 		for {
 			c, err := ln.Accept()
 			if err != nil {
@@ -191,6 +193,7 @@ func newServer(t *testing.T, hold bool) *server {
 	}()
 	t.Cleanup(func() {
 		ln.Close()
+		<-accepting // no send on conns after it is closed
 		close(s.conns)
 		for c := range s.conns {
 			c.Close()

@@ -1,7 +1,9 @@
 package loader
 
 import (
+	"context"
 	"fmt"
+	"net"
 	"sync"
 
 	"golang.org/x/time/rate"
@@ -22,12 +24,26 @@ func (l *Loader) confineSpec(st *pluginState, spec *pluginhost.Spec) error {
 	if st.policy == nil {
 		return nil
 	}
-	cp, eo, err := st.policy.Impose(l.support(), egress.Options{Logger: l.log.With("plugin", st.name), Record: l.egressAudit(st.name)})
+	eo := egress.Options{Logger: l.log.With("plugin", st.name), Record: l.egressAudit(st.name)}
+	if n := l.opts.EgressNet; n != nil {
+		eo.Resolver, eo.Dialer = n.Resolver, n.Dialer
+	}
+	if l.cfg != nil {
+		eo.FakeIP = l.cfg.Network.FakeIPPrefixes()
+	}
+	cp, peo, err := st.policy.Impose(l.support(), eo)
 	if err != nil {
 		return err
 	}
-	spec.Confine, spec.Egress = cp, eo
+	spec.Confine, spec.Egress = cp, peo
 	return nil
+}
+
+// EgressNet is the network under the plugins' egress points, replaced
+// (Options.EgressNet): egress.Options' Resolver and Dialer.
+type EgressNet struct {
+	Resolver egress.Resolver
+	Dialer   func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // support is what this system can confine with (core/confine), unless a
@@ -68,6 +84,9 @@ func (l *Loader) egressAudit(plugin string) func(egress.Record) {
 		} else {
 			e.Outcome = audit.OutcomeClosed
 			e.Reason = fmt.Sprintf("%s via %s: %d bytes out, %d bytes in", target, r.Addr, r.BytesOut, r.BytesIn)
+			if r.FakeIP {
+				e.Reason += " (a fake-IP DNS answer: [network] fake_ip)"
+			}
 		}
 		if err := l.audit.Write(e); err != nil {
 			l.log.Error("audit egress", "plugin", plugin, "err", err)

@@ -43,6 +43,11 @@ type Options struct {
 	// ConfineSupport replaces what this system can confine plugins with
 	// (confine.Probe): tests give one without Landlock. Nil: the probe.
 	ConfineSupport *confine.Support
+	// EgressNet, if set, replaces the resolver and the dialler of every
+	// plugin's egress point: tests stand in for DNS (a test machine's
+	// resolver may answer nothing) and for a fake-IP tunnel. Nil: the
+	// system's resolver, and a dialler that checks each address again.
+	EgressNet *EgressNet
 	// Core is what the surface services ask of the rest of the core; nil
 	// refuses them. It is called only once CoreReady has been, until
 	// Shutdown.

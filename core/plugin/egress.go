@@ -41,7 +41,8 @@ func (e *EgressError) Error() string { return "egress: " + e.Code + ": " + e.Mes
 // returned. A refusal is an *EgressError; without an egress point (a
 // handler not started by the core, or a plugin that declares no hosts)
 // the error wraps ErrNoEgress. The connection's RemoteAddr is the TCP
-// address the core connected to.
+// address the core connected to, and AcceptedAsFakeIP of it says whether
+// the core let that address through as a fake-IP DNS answer.
 func Dial(ctx context.Context, network, address string) (net.Conn, error) {
 	v, ok := os.LookupEnv(pluginproto.EnvEgressFD)
 	if !ok || v == "" {
@@ -79,6 +80,25 @@ func Dial(ctx context.Context, network, address string) (net.Conn, error) {
 type egressConn struct {
 	*net.UnixConn
 	remote net.Addr
+	fakeIP bool
+}
+
+// FakeIP reports whether the core accepted the address as a fake-IP DNS
+// answer.
+func (c *egressConn) FakeIP() bool { return c.fakeIP }
+
+// AcceptedAsFakeIP reports whether c is a connection of Dial whose
+// address the core accepted as a fake-IP DNS answer: a special address
+// (198.18.0.0/15 or a prefix of fc00::/7) that a name resolved to, in a
+// range the user configured ([network] fake_ip in config.toml). A handler
+// that checks the address it reached again (as the web plugin does)
+// accepts such an address on the core's word instead of refusing it: the
+// core owns that decision. Any other connection is false. c may be a
+// connection that wraps one of Dial's and has a method FakeIP() bool
+// passing its answer on.
+func AcceptedAsFakeIP(c net.Conn) bool {
+	f, ok := c.(interface{ FakeIP() bool })
+	return ok && f.FakeIP()
 }
 
 // RemoteAddr is the TCP address the core connected to.
@@ -127,7 +147,7 @@ func readReply(ctx context.Context, c *net.UnixConn) (net.Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the egress point's answer: address %q: %w", r.Addr, err)
 	}
-	return &egressConn{UnixConn: c, remote: net.TCPAddrFromAddrPort(ap)}, nil
+	return &egressConn{UnixConn: c, remote: net.TCPAddrFromAddrPort(ap), fakeIP: r.FakeIP}, nil
 }
 
 // HTTPClient returns an HTTP client whose connections go through Dial:

@@ -85,7 +85,16 @@ func webBundle(t testing.TB) loader.Bundled {
 // [plugins.web.config], and checks the plugin runs confined.
 func startWebCore(t *testing.T, config string) *testCore {
 	t.Helper()
-	c := startCoreWith(t, coreOptions{Config: "[plugins.web]\n[plugins.web.config]\n" + config, Bundled: []loader.Bundled{webBundle(t)}})
+	return startWebCoreWith(t, coreOptions{}, config)
+}
+
+// startWebCoreWith is startWebCore with o's options and o.Config before
+// the plugin's section.
+func startWebCoreWith(t *testing.T, o coreOptions, config string) *testCore {
+	t.Helper()
+	o.Config += "\n[plugins.web]\n[plugins.web.config]\n" + config
+	o.Bundled = []loader.Bundled{webBundle(t)}
+	c := startCoreWith(t, o)
 	st := pluginStatus(t, c, "web")
 	if !st.Healthy || st.Source != "bundled" || st.Confinement == nil || st.Confinement.Mode != api.ConfinementConfined {
 		t.Fatalf("the web plugin: %+v (confinement %+v)\ncore log:\n%s", st, st.Confinement, c.Log.String())
@@ -115,8 +124,8 @@ func webFetch(t *testing.T, c *testCore, group, url string) (map[string]any, str
 	return nil, r.Err.Message
 }
 
-// webServer is the loopback server of the tests: a page, redirects
-// (?to=), a gzip bomb, a slow drip, an oversize body and a PNG.
+// webServer is the loopback server of the tests: a page (also at /close,
+// on a connection closed after it), redirects (?to=), a gzip bomb, a slow drip, an oversize body and a PNG.
 type webServer struct {
 	addr string
 	hits atomic.Int64
@@ -160,6 +169,10 @@ func newWebServer(t *testing.T) *webServer {
 		case "/big":
 			w.Header().Set("Content-Type", "text/plain")
 			w.Write(bytes.Repeat([]byte("a"), 2<<20))
+		case "/close": // the page, on a connection closed after it
+			w.Header().Set("Connection", "close")
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			fmt.Fprint(w, `<html><head><title>Loopback page</title></head><body><article><h1>Loopback page</h1><p>This paragraph is the main content of the page, long enough for the readability port to keep it.</p></article></body></html>`)
 		case "/png":
 			w.Header().Set("Content-Type", "image/png")
 			w.Write([]byte("\x89PNG\r\n\x1a\n"))

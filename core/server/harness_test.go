@@ -150,6 +150,8 @@ type coreOptions struct {
 	Bundled []loader.Bundled
 	// ConfineSupport replaces what the kernel can confine plugins with.
 	ConfineSupport *confine.Support
+	// EgressNet replaces the network under the plugins' egress points.
+	EgressNet *loader.EgressNet
 	// Revival says how crashed plugins are started again (zero: the defaults).
 	Revival loader.Revival
 	// ProbeBinary and ProveFaults are server.Options'.
@@ -189,7 +191,7 @@ func runCore(t testing.TB, h home.Dir, o coreOptions) (*testCore, error) {
 	}
 	c, err := coretest.Start(t, h, coretest.Options{Config: o.Config, Setup: o.Setup, Server: server.Options{NewEngine: o.NewEngine, Bundled: o.Bundled,
 		Builtins: builtins, InitTimeout: o.InitTimeout, BriefTimeout: o.BriefTimeout, NoShadows: o.NoShadows,
-		ConfineSupport: o.ConfineSupport, Revival: o.Revival, ProbeBinary: o.ProbeBinary, ProveFaults: o.ProveFaults,
+		ConfineSupport: o.ConfineSupport, EgressNet: o.EgressNet, Revival: o.Revival, ProbeBinary: o.ProbeBinary, ProveFaults: o.ProveFaults,
 	}})
 	if err != nil {
 		return nil, err

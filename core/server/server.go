@@ -77,6 +77,10 @@ type Options struct {
 	// ConfineSupport replaces what this system can confine plugins with
 	// (loader.Options.ConfineSupport): tests give one without Landlock.
 	ConfineSupport *confine.Support
+	// EgressNet replaces the network under every plugin's egress point
+	// (loader.Options.EgressNet): tests stand in for DNS and for a
+	// fake-IP tunnel. Nil: the system's.
+	EgressNet *loader.EgressNet
 	// Revival says how crashed and hung plugins are started again; the
 	// zero value is the loader's defaults.
 	Revival loader.Revival
@@ -215,6 +219,7 @@ func Run(ctx context.Context, opts Options) error {
 		Home: opts.Home, Version: opts.Version, Config: cfg, Logger: s.log, Audit: s.audit, Catalog: s.catalog,
 		Credentials: s.creds, Bus: s.bus, Builtins: opts.Builtins, Bundled: opts.Bundled, InitTimeout: opts.InitTimeout, Core: s,
 		ConfineSupport: opts.ConfineSupport,
+		EgressNet:      opts.EgressNet,
 		Revival:        opts.Revival,
 	})
 	if err := s.plugins.Load(ctx); err != nil {

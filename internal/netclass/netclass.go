@@ -5,7 +5,10 @@
 // the egress point for it, both refuse by.
 package netclass
 
-import "net/netip"
+import (
+	"fmt"
+	"net/netip"
+)
 
 // special is one special-purpose range and its class.
 type special struct {
@@ -99,4 +102,47 @@ func Classify(a netip.Addr) (class string, special bool) {
 		return "reserved", true
 	}
 	return "", false
+}
+
+// FakeIPRanges are the ranges a fake-IP DNS answers from: Clash, Surge
+// and sing-box resolve every name to an address of 198.18.0.0/15 (or, for
+// IPv6, of a prefix inside fc00::/7) and route it through a local tunnel
+// to the real host. Both are special ("benchmark", "unique-local"): an
+// address in them is reached only when the user configured its prefix
+// ([network] fake_ip in config.toml) and it came from resolving a name.
+var FakeIPRanges = []netip.Prefix{netip.MustParsePrefix("198.18.0.0/15"), netip.MustParsePrefix("fc00::/7")}
+
+// InFakeIPRange reports whether a lies in one of FakeIPRanges: an address
+// a fake-IP DNS could have answered, which a refusal then names the
+// opt-in for.
+func InFakeIPRange(a netip.Addr) bool {
+	a = a.Unmap().WithZone("")
+	for _, r := range FakeIPRanges {
+		if r.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// FakeIPPrefix reads one prefix a user configured as fake-IP: it must be
+// a prefix ("198.18.0.0/15", host bits zero) inside one of FakeIPRanges.
+// The error says what to write.
+func FakeIPPrefix(s string) (netip.Prefix, error) {
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("%q is not an address prefix: write the range your fake-IP DNS answers from, such as \"198.18.0.0/15\" (Clash's fake-ip-range, Surge's, sing-box's inet4_range)", s)
+	}
+	if p.Addr().Is4In6() {
+		return netip.Prefix{}, fmt.Errorf("%q is an IPv4-mapped prefix: write it as IPv4, such as \"198.18.0.0/15\"", s)
+	}
+	if p != p.Masked() {
+		return netip.Prefix{}, fmt.Errorf("%q has bits set past its length: write %q", s, p.Masked().String())
+	}
+	for _, r := range FakeIPRanges {
+		if p.Bits() >= r.Bits() && r.Contains(p.Addr()) {
+			return p, nil
+		}
+	}
+	return netip.Prefix{}, fmt.Errorf("%q is not inside 198.18.0.0/15 or fc00::/7, the ranges fake-IP DNS answers from: write the fake-IP range of your Clash, Surge or sing-box setup (for instance \"198.18.0.0/15\"); to let a plugin reach another address, declare it to that plugin instead", s)
 }

@@ -40,7 +40,8 @@ type config struct {
 	AllowDomains  []string // empty: every domain not denied
 	DenyDomains   []string
 	// AllowAddresses are the special addresses (host:port) the user opted
-	// into: a SearXNG on the LAN, a fake-IP DNS setup's address.
+	// into: a SearXNG on the LAN. (A fake-IP DNS setup is the core's
+	// [network] fake_ip, which the egress point decides by.)
 	AllowAddresses map[netip.AddrPort]bool
 	Provider       string // "brave", "searxng" or "" (none configured)
 	SearXNG        *url.URL

@@ -53,7 +53,12 @@ func toolErr(code, format string, a ...any) *plugin.ToolError {
 }
 
 // addressOptIn is what every refusal of an address says the user can do.
-const addressOptIn = "if this address is yours and meant to be reached (a server on your network, a fake-IP DNS setup), add it as \"ADDRESS:PORT\" to allow_addresses in [plugins.web.config]"
+const addressOptIn = "if this address is yours and meant to be reached (a server on your network), add it as \"ADDRESS:PORT\" to allow_addresses in [plugins.web.config]"
+
+// fakeIPOptIn is what a refusal of an address a name resolved to adds when
+// the address could be a fake-IP DNS answer: the core's setting, which
+// the core's egress point decides by (plugin.AcceptedAsFakeIP).
+const fakeIPOptIn = "if this machine uses fake-IP DNS (Clash, Surge, sing-box), add its range, such as \"198.18.0.0/15\", to [network] fake_ip in config.toml"
 
 // checkURL checks one URL of a fetch (the first and each redirect's) and
 // rewrites an address host to its one canonical spelling, so that what is
@@ -177,7 +182,10 @@ type DialFunc func(ctx context.Context, network, address string) (net.Conn, erro
 
 // checkedDial dials and then checks the address the connection actually
 // reached (for plugin.Dial, the address the egress point dialled), as the
-// egress point does: a special address not in allow is closed at once.
+// egress point does: a special address not in allow is closed at once,
+// unless a name resolved to it and the core accepted it as a fake-IP DNS
+// answer ([network] fake_ip in config.toml; the core decides, this check
+// defers to its word).
 func checkedDial(allow map[netip.AddrPort]bool, dial DialFunc) DialFunc {
 	return func(ctx context.Context, network, address string) (net.Conn, error) {
 		conn, err := dial(ctx, network, address)
@@ -190,11 +198,23 @@ func checkedDial(allow map[netip.AddrPort]bool, dial DialFunc) DialFunc {
 			return nil, toolErr(CodeAddressRefused, "the connection to %s reached an address that cannot be checked (%s)", textutil.Clip(address, 80), textutil.Clip(conn.RemoteAddr().String(), 60))
 		}
 		ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
-		if class, special := netclass.Classify(ap.Addr()); special && !allow[ap] {
-			conn.Close()
-			return nil, toolErr(CodeAddressRefused, "%s resolved to %s, a %s address, refused: web_fetch reaches public addresses only; %s", textutil.Clip(address, 80), ap.Addr(), class, addressOptIn)
+		class, special := netclass.Classify(ap.Addr())
+		if !special || allow[ap] {
+			return conn, nil
 		}
-		return conn, nil
+		host, _, _ := net.SplitHostPort(address)
+		_, lerr := netip.ParseAddr(host)
+		named := lerr != nil
+		fake := named && netclass.InFakeIPRange(ap.Addr())
+		if fake && plugin.AcceptedAsFakeIP(conn) {
+			return conn, nil
+		}
+		conn.Close()
+		hint := addressOptIn
+		if fake {
+			hint = fakeIPOptIn + "; " + addressOptIn
+		}
+		return nil, toolErr(CodeAddressRefused, "%s resolved to %s, a %s address, refused: web_fetch reaches public addresses only; %s", textutil.Clip(address, 80), ap.Addr(), class, hint)
 	}
 }
 
@@ -357,7 +377,13 @@ func fetchErr(ctx context.Context, c *config, err error) error {
 	if errors.As(err, &ee) {
 		switch ee.Code {
 		case "ADDRESS_REFUSED":
-			return toolErr(CodeAddressRefused, "refused by the egress point: %s; web_fetch reaches public addresses only; %s", textutil.Clip(ee.Message, 200), addressOptIn)
+			hint := addressOptIn
+			if strings.Contains(ee.Message, "[network] fake_ip") {
+				// The core's refusal of a fake-IP answer names its opt-in;
+				// a cut message must not lose it.
+				hint = fakeIPOptIn + "; " + addressOptIn
+			}
+			return toolErr(CodeAddressRefused, "refused by the egress point: %s; web_fetch reaches public addresses only; %s", textutil.Clip(ee.Message, 200), hint)
 		case "RESOLVE_FAILED":
 			return &plugin.ToolError{Code: CodeNotResolved, Message: "the name has no address: " + textutil.Clip(ee.Message, 200), Retriable: true}
 		}

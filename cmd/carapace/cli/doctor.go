@@ -148,6 +148,7 @@ func (a *app) doctor(ctx context.Context, online bool) ([]Check, error) {
 	}
 	add(checkPins(h, a.cfg.Version))
 	add(checkConfinement(cfg, st, confine.Probe()))
+	add(checkNetwork(cfg))
 	add(a.checkCredential(ctx, cfg, online))
 	add(a.checkTelegram(ctx, h, st))
 	checks = append(checks, checkApp(h)...)

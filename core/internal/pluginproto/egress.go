@@ -67,10 +67,15 @@ type EgressRequest struct {
 // it relays anything: OK and the address dialled, or a Code and a message
 // for a person.
 type EgressReply struct {
-	OK    bool   `json:"ok"`
-	Addr  string `json:"addr,omitempty"`  // OK: the address connected to, "ip:port"
-	Code  string `json:"code,omitempty"`  // not OK: one of EgressCodes
-	Error string `json:"error,omitempty"` // not OK: one line for a person
+	OK   bool   `json:"ok"`
+	Addr string `json:"addr,omitempty"` // OK: the address connected to, "ip:port"
+	// FakeIP, with OK: Addr is special (198.18.0.0/15 or fc00::/7) and
+	// the core accepted it as a fake-IP DNS answer the user opted into
+	// ([network] fake_ip in config.toml). A plugin that checks the address
+	// again defers to this: the core owns the decision.
+	FakeIP bool   `json:"fake_ip,omitempty"`
+	Code   string `json:"code,omitempty"`  // not OK: one of EgressCodes
+	Error  string `json:"error,omitempty"` // not OK: one line for a person
 }
 
 // EncodeEgressRequest returns the request message, or an error wrapping
