@@ -24,6 +24,7 @@ func (l *Loader) confineSpec(st *pluginState, spec *pluginhost.Spec) error {
 	if st.policy == nil {
 		return nil
 	}
+	spec.Env = st.policy.Env
 	eo := egress.Options{Logger: l.log.With("plugin", st.name), Record: l.egressAudit(st.name)}
 	if n := l.opts.EgressNet; n != nil {
 		eo.Resolver, eo.Dialer = n.Resolver, n.Dialer

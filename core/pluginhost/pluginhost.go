@@ -64,6 +64,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -128,6 +129,9 @@ type Spec struct {
 	// (core/egress), its only way to the network, as descriptor 4. One
 	// point per start; it closes when the process is gone.
 	Egress *egress.Options
+	// Env is added to the handler's minimal environment ("NAME=value"):
+	// the certificates to trust (pluginpolicy.TrustEnv).
+	Env []string
 
 	// serviceRate and serviceBurst replace defaultServiceRate and
 	// defaultServiceBurst when not zero: tests make them small.
@@ -364,6 +368,9 @@ func (p *Process) startProcess(tmp string) error {
 		pluginproto.EnvName + "=" + spec.Name,
 		pluginproto.EnvData + "=" + spec.DataDir,
 	}
+	// spec.Env first: a variable of the core's own below wins over it
+	// (os/exec keeps the last of a name).
+	env = append(slices.Clone(spec.Env), env...)
 	// The handler's connection, made here: a confined handler may not
 	// create sockets, so it inherits this one as descriptor 3.
 	conn, err := p.connect()

@@ -64,6 +64,56 @@ type Policy struct {
 	// Unconfined: the user set [plugins.NAME] unconfined = true; nothing
 	// of the above is imposed by the operating system.
 	Unconfined bool
+	// Env is what the handler's environment gets beyond the core's
+	// minimal one: the certificates to trust (TrustEnv), "NAME=value".
+	Env []string
+}
+
+// TrustEnv are the variables of the core's environment that name the TLS
+// certificates to trust: OpenSSL's convention, which Go's crypto/x509
+// (and so every Go handler) reads in place of the system's roots. A
+// plugin that may reach the network gets them, with the paths they name
+// readable under its confinement: a company CA, a self-signed SearXNG or
+// a TLS-inspecting proxy is trusted by setting them where the core runs,
+// as for any other program. SSL_CERT_DIR may list several folders, ":"
+// between them.
+var TrustEnv = []string{"SSL_CERT_FILE", "SSL_CERT_DIR"}
+
+// trust returns the environment and the read grants of TrustEnv as getenv
+// has them. Each path must be absolute, exist, and neither hold nor lie in
+// the Carapace home; an error names the variable and the fix.
+func trust(h home.Dir, getenv func(string) string) ([]string, []Path, error) {
+	var env []string
+	var read []Path
+	for _, name := range TrustEnv {
+		v := getenv(name)
+		if v == "" {
+			continue
+		}
+		parts := []string{v}
+		if name == "SSL_CERT_DIR" {
+			parts = strings.Split(v, ":")
+		}
+		var resolved []string
+		for _, part := range parts {
+			if part == "" {
+				continue
+			}
+			path, err := grantPath(h, part)
+			if err == nil {
+				_, err = os.Stat(path)
+			}
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s in the core's environment: %w: it names the TLS certificates plugins trust; fix or unset it where the core starts (for the service: in its unit's environment)", name, err)
+			}
+			resolved = append(resolved, path)
+			read = append(read, Path{Path: path, Why: name + ": TLS certificates to trust (the core's environment)"})
+		}
+		if len(resolved) > 0 {
+			env = append(env, name+"="+strings.Join(resolved, ":"))
+		}
+	}
+	return env, read, nil
 }
 
 // For computes the policy of plugin name, whose folder is dir and handler
@@ -102,6 +152,11 @@ func For(h home.Dir, name, dir, exec string, m *manifest.Manifest, pc config.Plu
 	if m.Network == nil {
 		return p, nil
 	}
+	env, read, err := trust(h, os.Getenv)
+	if err != nil {
+		return p, err
+	}
+	p.Env, p.Read = env, append(p.Read, read...)
 	p.Public = m.Network.Public
 	for _, hp := range m.Network.Hosts {
 		host, port, err := manifest.SplitHost(hp)

@@ -37,9 +37,10 @@ import (
 // allows nothing, their positive controls in one that allows the server.
 // A resolver that answers a public address and then a private one (DNS
 // rebinding) is the egress point's own test: core/egress TestResolvesOnce.
-// A redirect from https to http needs a TLS server the confined plugin
-// trusts, which a test cannot give it: plugins/web TestDowngrade runs the
-// same check in process.
+// A redirect from https to http, with a test CA the confined plugin
+// trusts through the core's SSL_CERT_FILE, is TestWebDowngrade's; a name
+// a fake-IP DNS resolves into 198.18.0.0/15 is TestWebFakeIP's
+// (e2e_webnet_test.go).
 
 var webBundled struct {
 	once    sync.Once

@@ -2,9 +2,16 @@ package server_test
 
 import (
 	"context"
+	"encoding/pem"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -111,5 +118,73 @@ func TestWebFakeIP(t *testing.T) {
 	_, err := runCore(t, newHome(t), coreOptions{Config: "[network]\nfake_ip = [\"10.0.0.0/8\"]\n"})
 	if err == nil || !strings.Contains(err.Error(), "network.fake_ip") || !strings.Contains(err.Error(), "not inside 198.18.0.0/15 or fc00::/7") {
 		t.Errorf("a fake_ip range outside 198.18.0.0/15 and fc00::/7: %v, want config load to fail naming it", err)
+	}
+}
+
+// TestWebDowngrade: through the real core and the confined web plugin, a
+// redirect from https to plain http is refused. The plugin trusts the test
+// server's certificate because the core's SSL_CERT_FILE names it (the
+// core passes it on and grants read on it); the https page of the same
+// server is fetched (so the refusal is the downgrade check, not a TLS
+// failure), and a core without SSL_CERT_FILE fails that same fetch on the
+// certificate (so the trust comes from the variable).
+func TestWebDowngrade(t *testing.T) {
+	if err := confine.Probe().Missing(); err != nil {
+		testutil.Missing(t, fmt.Sprintf("the kernel cannot confine plugins: %v", err))
+	}
+	plain := newWebServer(t)
+	var tlsHits atomic.Int64
+	tlsSrv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tlsHits.Add(1)
+		if to := r.URL.Query().Get("to"); to != "" {
+			http.Redirect(w, r, to, http.StatusFound)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, `<html><head><title>TLS page</title></head><body><article><h1>TLS page</h1><p>This paragraph came over TLS and is long enough for the readability port to keep it.</p></article></body></html>`)
+	}))
+	t.Cleanup(tlsSrv.Close)
+	tlsAddr := strings.TrimPrefix(tlsSrv.URL, "https://")
+	pemFile := filepath.Join(t.TempDir(), "test-ca.pem")
+	if err := os.WriteFile(pemFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: tlsSrv.Certificate().Raw}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	webCfg := fmt.Sprintf("timeout_s = 5\nallow_addresses = [%q, %q]\n", tlsAddr, plain.addr)
+	page := "https://" + tlsAddr + "/"
+
+	// Without SSL_CERT_FILE the plugin does not trust the server.
+	t.Setenv("SSL_CERT_FILE", "")
+	untrusting := startWebCore(t, webCfg)
+	if _, msg := webFetch(t, untrusting, "main", page); !strings.Contains(msg, "certificate") {
+		t.Errorf("https without the test CA trusted: %q, want a certificate failure", msg)
+	}
+
+	t.Setenv("SSL_CERT_FILE", pemFile)
+	c := startWebCore(t, webCfg)
+	if st := pluginStatus(t, c, "web"); !slices.ContainsFunc(st.Confinement.Read, func(r string) bool { return strings.HasPrefix(r, pemFile+" (SSL_CERT_FILE") }) {
+		t.Errorf("the web plugin's confinement does not show the trusted certificates readable: %v", st.Confinement.Read)
+	}
+	// The positive control: the https page, trusted through SSL_CERT_FILE.
+	r, msg := webFetch(t, c, "main", page)
+	if msg != "" || r["title"] != "TLS page" || r["url"] != page {
+		t.Fatalf("https with the test CA trusted: %v %q\ncore log:\n%s", r, msg, c.Log.String())
+	}
+	// The downgrade: refused, and the plain server never asked.
+	before := tlsHits.Load()
+	_, msg = webFetch(t, c, "main", page+"?to="+url.QueryEscape("http://"+plain.addr+"/"))
+	if !strings.Contains(msg, "redirects from https to plain http") || !strings.Contains(msg, "refused") {
+		t.Errorf("a redirect from https to http: %q, want the downgrade refused", msg)
+	}
+	if tlsHits.Load() != before+1 {
+		t.Errorf("the TLS server got %d requests for the redirect, want 1", tlsHits.Load()-before)
+	}
+	if n := plain.hits.Load(); n != 0 {
+		t.Errorf("the plain http server got %d requests after a downgrade", n)
+	}
+	// A redirect from https to https on the same trusted server is
+	// followed (the check is the scheme, not any redirect).
+	r, msg = webFetch(t, c, "main", page+"?to="+url.QueryEscape(page))
+	if msg != "" || r["title"] != "TLS page" {
+		t.Errorf("a redirect from https to https: %v %q", r, msg)
 	}
 }
