@@ -92,6 +92,71 @@ func runAgent(t *testing.T, c *testCore, req api.SessionRequest) (stdout, stderr
 	return
 }
 
+// agentRun is a container session's agent read in the background, so that
+// the test can decide its confirmations while it runs.
+type agentRun struct {
+	info api.Session
+	done chan struct{}
+
+	mu             sync.Mutex
+	stdout, stderr strings.Builder
+	exit           *int
+	err            string
+}
+
+// startAgent opens a container session as req asks and reads its output
+// until the agent exits; the session is closed at the end of the test.
+func startAgent(t *testing.T, c *testCore, req api.SessionRequest) *agentRun {
+	t.Helper()
+	h, err := c.Client.Open(context.Background(), req)
+	if err != nil {
+		t.Fatalf("open %+v: %v", req, err)
+	}
+	t.Cleanup(func() { _ = h.Close() })
+	a := &agentRun{info: h.Info(), done: make(chan struct{})}
+	go func() {
+		defer close(a.done)
+		for o := range h.Output() {
+			a.mu.Lock()
+			switch {
+			case o.Exit != nil:
+				a.exit = o.Exit
+			case o.Error != "":
+				a.err = o.Error
+			case o.Stream == "stderr":
+				a.stderr.WriteString(o.Data)
+			default:
+				a.stdout.WriteString(o.Data)
+			}
+			a.mu.Unlock()
+		}
+	}()
+	return a
+}
+
+// wait waits for the agent's exit and returns its status and output.
+func (a *agentRun) wait(t *testing.T) (exit int, stdout, stderr string) {
+	t.Helper()
+	select {
+	case <-a.done:
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("the agent did not exit\n%s", a.output())
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.exit == nil {
+		t.Fatalf("the agent ended without an exit status: %q\nstdout:\n%s\nstderr:\n%s", a.err, a.stdout.String(), a.stderr.String())
+	}
+	return *a.exit, a.stdout.String(), a.stderr.String()
+}
+
+// output is what the agent printed so far, for a failure's message.
+func (a *agentRun) output() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return "stdout:\n" + a.stdout.String() + "\nstderr:\n" + a.stderr.String()
+}
+
 // containersOf lists the containers of a label, through the docker CLI.
 func containersOf(t *testing.T, key, value string) []string {
 	t.Helper()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/audit"
@@ -33,6 +34,26 @@ func pendingWhy(t *testing.T, c *testCore, bg *bgIPC) api.Confirmation {
 	t.Helper()
 	id := bg.waitPending(t)
 	cf, err := c.Client.Confirmation(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cf
+}
+
+// pendingOne waits until exactly one confirmation is pending and returns
+// it as the control API shows it.
+func pendingOne(t *testing.T, c *testCore, a *agentRun, what string) api.Confirmation {
+	t.Helper()
+	var list []api.Confirmation
+	waitWithin(t, 90*time.Second, what, func() bool {
+		var err error
+		list, err = c.Client.Confirmations(context.Background(), false)
+		return err == nil && len(list) > 0
+	})
+	if len(list) != 1 {
+		t.Fatalf("%d confirmations pending, want 1 (%s): %+v\n%s", len(list), what, list, a.output())
+	}
+	cf, err := c.Client.Confirmation(context.Background(), list[0].ID)
 	if err != nil {
 		t.Fatal(err)
 	}

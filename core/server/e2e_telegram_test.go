@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -173,6 +174,13 @@ func waitAnswer(t testing.TB, bot *fakebot.Server, chat int64, s string) string 
 		return len(got) > 0
 	})
 	return got[0]
+}
+
+// waitText waits until chat got a message whose text is exactly text (a
+// card quotes it in its arguments, which this does not count).
+func waitText(t *testing.T, bot *fakebot.Server, chat int64, text string) {
+	t.Helper()
+	bot.Wait(t, 90*time.Second, fmt.Sprintf("the message %q in chat %d", text, chat), func() bool { return slices.Contains(bot.Texts(chat), text) })
 }
 
 // card waits for the approval card whose arguments contain s and returns

@@ -130,6 +130,16 @@ func webFetch(t *testing.T, c *testCore, group, url string) (map[string]any, str
 type webServer struct {
 	addr string
 	hits atomic.Int64
+
+	mu  sync.Mutex
+	log []string // the request URI of every request, in order
+}
+
+// requests are the request URIs (path and query) the server got.
+func (ws *webServer) requests() []string {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	return append([]string(nil), ws.log...)
 }
 
 func newWebServer(t *testing.T) *webServer {
@@ -145,6 +155,9 @@ func newWebServer(t *testing.T) *webServer {
 	stop := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ws.hits.Add(1)
+		ws.mu.Lock()
+		ws.log = append(ws.log, r.URL.RequestURI())
+		ws.mu.Unlock()
 		if to := r.URL.Query().Get("to"); to != "" {
 			http.Redirect(w, r, to, http.StatusFound)
 			return

@@ -2,6 +2,7 @@ package agentimagetest_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -98,5 +99,45 @@ func TestTestAgentParses(t *testing.T) {
 	}
 	if out, err := exec.Command(bb, "sh", "-n", p).CombinedOutput(); err != nil {
 		t.Fatalf("busybox sh -n test-agent: %v\n%s", err, out)
+	}
+}
+
+// The scripted agent runs each line of its prompt and prints it with its
+// status: "TOPIC JSON" as one ipc call, "sh SCRIPT" as a script, which may
+// read a file and make a call of its own; one failed line makes it exit 1.
+// Busybox is its shell, as in the image; ipc is a stand-in that prints its
+// arguments.
+func TestTestAgentRunsLines(t *testing.T) {
+	bb := agentimagetest.StaticBusybox(t)
+	dir := t.TempDir()
+	for _, name := range []string{"sh", "cat"} {
+		if err := os.Symlink(bb, filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files := map[string]string{
+		"test-agent": string(agenttest.TestAgent),
+		"ipc":        "#!" + filepath.Join(dir, "sh") + "\necho \"ipc[$1][$2]\"\n",
+		"word":       "planted\n",
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prompt := "tool.invoke.echo {\"message\":\"hi\"}\n\n# a comment\n" + `sh w=$(cat word); ipc tool.invoke.x "{\"w\":\"$w\"}"; exit 3`
+	cmd := exec.Command(filepath.Join(dir, "sh"), filepath.Join(dir, "test-agent"), "--prompt", prompt)
+	cmd.Dir, cmd.Env = dir, []string{"PATH=" + dir}
+	out, err := cmd.Output()
+	want := `> tool.invoke.echo {"message":"hi"}
+ipc[tool.invoke.echo][{"message":"hi"}]
+exit 0
+> sh w=$(cat word); ipc tool.invoke.x "{\"w\":\"$w\"}"; exit 3
+ipc[tool.invoke.x][{"w":"planted"}]
+exit 3
+`
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || string(out) != want {
+		t.Fatalf("test-agent: %v\ngot:\n%s\nwant:\n%s", err, out, want)
 	}
 }
