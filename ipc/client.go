@@ -3,17 +3,17 @@ package ipc
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
-	"log"
+	"math/rand/v2"
+	"os"
 	"time"
+	"unicode/utf8"
 
-	"github.com/go-zeromq/zmq4"
-
-	"github.com/carapace-dev/carapace/ipc/zmtp"
+	"github.com/carapace-dev/carapace/ipc/zmtp/wire"
 )
 
 // Client defaults.
@@ -22,6 +22,8 @@ const (
 	DefaultTimeout       = 35 * time.Second // must exceed the core's 30 s handler timeout
 	DefaultRetryInterval = 10 * time.Second
 	DefaultConnectWait   = 5 * time.Second
+
+	handshakeTimeout = 3 * time.Second // connect, greeting, READY and the request, each attempt
 )
 
 // ClientOptions tune Call. Zero values take the defaults.
@@ -34,10 +36,15 @@ type ClientOptions struct {
 	OnPending func(Confirmation)
 }
 
-// NewCorrelation returns a random correlation id.
+// NewCorrelation returns a random correlation id: 32 hex digits from the
+// runtime's generator (math/rand/v2, seeded by the operating system). A
+// correlation is not a secret — the agent may choose its own — only unique
+// within a session, and crypto/rand's start-up was a measurable share of
+// an ipc run.
 func NewCorrelation() string {
 	var b [16]byte
-	_, _ = rand.Read(b[:])
+	binary.LittleEndian.PutUint64(b[:8], rand.Uint64())
+	binary.LittleEndian.PutUint64(b[8:], rand.Uint64())
 	return hex.EncodeToString(b[:])
 }
 
@@ -51,14 +58,52 @@ func EncodeRequest(topic, correlation string, args []byte) ([]byte, *Error) {
 	if !json.Valid(args) || args[0] != '{' {
 		return nil, &Error{Code: CodeValidationFailed, Field: "arguments", Message: "arguments must be a JSON object, e.g. '{\"message\": \"hi\"}'"}
 	}
-	wire, err := json.Marshal(Request{Topic: topic, Correlation: correlation, Arguments: json.RawMessage(args)})
-	if err != nil {
-		return nil, &Error{Code: CodeValidationFailed, Field: "arguments", Message: "arguments cannot be encoded: " + err.Error()}
-	}
+	// The wire message by hand, as encoding/json would write it (arguments
+	// are already valid JSON and go as they are): its reflection caches are
+	// not worth building for one message per process.
+	wire := make([]byte, 0, len(args)+len(topic)+len(correlation)+48)
+	wire = append(wire, `{"topic":`...)
+	wire = appendString(wire, topic)
+	wire = append(wire, `,"correlation":`...)
+	wire = appendString(wire, correlation)
+	wire = append(wire, `,"arguments":`...)
+	wire = append(wire, args...)
+	wire = append(wire, '}')
 	if len(wire) > MaxRequestBytes {
 		return nil, &Error{Code: CodeValidationFailed, Field: "arguments", Message: fmt.Sprintf("request of %d bytes exceeds the %d-byte limit", len(wire), MaxRequestBytes)}
 	}
 	return wire, nil
+}
+
+// appendString appends s as a JSON string: quote, backslash and control
+// characters escaped, invalid UTF-8 as U+FFFD, as encoding/json does
+// (which also escapes <, > and & for HTML; nothing here is HTML).
+func appendString(b []byte, s string) []byte {
+	const hexDigits = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				b = append(b, '\\', c)
+			case c < 0x20:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			default:
+				b = append(b, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, `\ufffd`...)
+		} else {
+			b = append(b, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(b, '"')
 }
 
 // Call sends one request to the core at endpoint and waits for its answer,
@@ -77,11 +122,11 @@ func Call(ctx context.Context, endpoint, topic string, args []byte, opts ClientO
 		opts.ConnectWait = DefaultConnectWait
 	}
 	correlation := NewCorrelation()
-	wire, werr := EncodeRequest(topic, correlation, args)
+	req, werr := EncodeRequest(topic, correlation, args)
 	if werr != nil {
 		return nil, werr
 	}
-	ep, err := zmtp.Endpoint(endpoint)
+	path, err := wire.Path(endpoint)
 	if err != nil {
 		return nil, &Error{Code: CodePluginUnavailable, Message: fmt.Sprintf("bad endpoint %q: %v", endpoint, err)}
 	}
@@ -94,7 +139,7 @@ func Call(ctx context.Context, endpoint, topic string, args []byte, opts ClientO
 		if ctx.Err() != nil {
 			return nil, &Error{Code: CodePluginTimeout, Message: "interrupted before the core answered", Retriable: true}
 		}
-		res, e, retry := attempt(ctx, ep, wire, correlation, &deadline, opts)
+		res, e, retry := attempt(ctx, path, req, correlation, &deadline, opts)
 		if !retry {
 			return res, e
 		}
@@ -119,72 +164,66 @@ func Call(ctx context.Context, endpoint, topic string, args []byte, opts ClientO
 
 // attempt makes one connection, sends the request and waits up to the retry
 // interval. retry is true when the caller should reconnect and resend.
-func attempt(ctx context.Context, ep string, wire []byte, correlation string, deadline *time.Time, opts ClientOptions) (json.RawMessage, *Error, bool) {
-	actx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	d := zmq4.NewDealer(actx, zmq4.WithDialerMaxRetries(0), zmq4.WithDialerTimeout(2*time.Second),
-		zmq4.WithTimeout(5*time.Second), zmq4.WithLogger(log.New(io.Discard, "", 0)))
-	defer d.Close()
-	if err := d.Dial(ep); err != nil {
+//
+// It speaks ZMTP through package wire, synchronously: no zmq4 socket and no
+// goroutine, which is most of what starting the ipc binary used to cost
+// (docs/PERFORMANCE.md). The core's greeting, READY (a ROUTER) and every
+// frame header are checked as before.
+func attempt(ctx context.Context, path string, req []byte, correlation string, deadline *time.Time, opts ClientOptions) (json.RawMessage, *Error, bool) {
+	// The request goes in the handshake's write; the core reads it once
+	// the handshake is done.
+	d, err := wire.Dial(ctx, path, earliest(time.Now().Add(handshakeTimeout), *deadline), wire.Limits{}, req)
+	if err != nil {
 		return nil, &Error{Code: CodePluginUnavailable, Message: dialReason(err)}, true
 	}
-	if err := d.Send(zmq4.NewMsg(wire)); err != nil {
-		return nil, &Error{Code: CodePluginUnavailable, Message: "send failed"}, true
-	}
-	frames := make(chan []byte, 4)
-	go func() {
-		defer close(frames)
-		for {
-			msg, err := d.Recv()
-			if err != nil {
-				return
-			}
-			if msg.Type == zmq4.CmdMsg || len(msg.Frames) == 0 {
-				continue
-			}
-			select {
-			case frames <- msg.Frames[len(msg.Frames)-1]:
-			case <-actx.Done():
-				return
-			}
-		}
-	}()
-	wait := time.NewTimer(min(opts.RetryInterval, time.Until(*deadline)))
-	defer wait.Stop()
+	defer d.Close()
+	// An interrupt unblocks a Recv by closing the connection; no goroutine
+	// waits for it.
+	defer context.AfterFunc(ctx, func() { _ = d.Close() })()
+	wait := earliest(time.Now().Add(opts.RetryInterval), *deadline)
 	for {
-		select {
-		case f, ok := <-frames:
-			if !ok {
-				return nil, &Error{Code: CodePluginTimeout, Message: "connection closed"}, true
-			}
-			resp, err := DecodeResponse(f)
-			if err != nil {
-				return nil, &Error{Code: CodePluginError, Message: "invalid answer from the core: " + err.Error()}, false
-			}
-			if resp.Correlation != "" && resp.Correlation != correlation {
-				continue // a stale answer; keep waiting for ours
-			}
-			if resp.Type == TypePending {
-				if opts.OnPending != nil {
-					opts.OnPending(*resp.Payload.Confirmation)
-				}
-				// Wait for the user, then for the handler.
-				if ext := resp.Payload.Confirmation.ExpiresAt.Add(DefaultTimeout); ext.After(*deadline) {
-					*deadline = ext
-				}
-				wait.Reset(time.Until(*deadline))
-				continue
-			}
-			if resp.Payload.Error != nil {
-				return nil, resp.Payload.Error, false
-			}
-			return resp.Payload.Result, nil, false
-		case <-wait.C:
-			return nil, &Error{Code: CodePluginTimeout, Message: "no answer yet"}, true
-		case <-ctx.Done():
-			return nil, &Error{Code: CodePluginTimeout, Message: "interrupted before the core answered", Retriable: true}, false
+		if err := d.SetReadDeadline(wait); err != nil {
+			return nil, &Error{Code: CodePluginTimeout, Message: "connection closed"}, true
 		}
+		f, err := d.Recv()
+		switch {
+		case ctx.Err() != nil:
+			return nil, &Error{Code: CodePluginTimeout, Message: "interrupted before the core answered", Retriable: true}, false
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			return nil, &Error{Code: CodePluginTimeout, Message: "no answer yet"}, true
+		case err != nil:
+			return nil, &Error{Code: CodePluginTimeout, Message: "connection closed"}, true
+		}
+		resp, err := DecodeResponse(f)
+		if err != nil {
+			return nil, &Error{Code: CodePluginError, Message: "invalid answer from the core: " + err.Error()}, false
+		}
+		if resp.Correlation != "" && resp.Correlation != correlation {
+			continue // a stale answer; keep waiting for ours
+		}
+		if resp.Type == TypePending {
+			if opts.OnPending != nil {
+				opts.OnPending(*resp.Payload.Confirmation)
+			}
+			// Wait for the user, then for the handler.
+			if ext := resp.Payload.Confirmation.ExpiresAt.Add(DefaultTimeout); ext.After(*deadline) {
+				*deadline = ext
+			}
+			wait = *deadline
+			continue
+		}
+		if resp.Payload.Error != nil {
+			return nil, resp.Payload.Error, false
+		}
+		return resp.Payload.Result, nil, false
 	}
+}
+
+func earliest(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // dialReason says why a dial failed without the library's wrapping.

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
+	"strconv"
 	"time"
 	"unicode/utf8"
 )
@@ -33,8 +33,6 @@ const (
 	TypeResponse = "response"
 	TypePending  = "pending" // interim frame: the request waits for the user
 )
-
-var correlationRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]*$`)
 
 // Request is the wire message: exactly topic, correlation and arguments.
 type Request struct {
@@ -262,10 +260,26 @@ func checkRequest(req *Request) (*Request, *Error) {
 // CheckCorrelation validates a correlation id: 1 to MaxCorrelationLen
 // characters from [A-Za-z0-9._:-], starting with a letter or digit.
 func CheckCorrelation(c string) *Error {
-	if len(c) == 0 || len(c) > MaxCorrelationLen || !correlationRE.MatchString(c) {
+	if len(c) == 0 || len(c) > MaxCorrelationLen || !correlationChars(c) {
 		return stage1("correlation", "correlation must be 1 to %d characters of [A-Za-z0-9._:-]", MaxCorrelationLen)
 	}
 	return nil
+}
+
+// correlationChars reports whether c matches ^[A-Za-z0-9][A-Za-z0-9._:-]*$.
+func correlationChars(c string) bool {
+	if c == "" {
+		return false
+	}
+	for i := 0; i < len(c); i++ {
+		switch b := c[i]; {
+		case 'a' <= b && b <= 'z', 'A' <= b && b <= 'Z', '0' <= b && b <= '9':
+		case i > 0 && (b == '.' || b == '_' || b == ':' || b == '-'):
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 func stage1(field, format string, args ...any) *Error {
@@ -345,14 +359,33 @@ type Confirmation struct {
 }
 
 // DecodeResponse parses a response envelope, enforcing MaxResponseBytes.
+//
+// The envelope the core writes (every field once, spelled as tagged, no
+// null outside the payload) takes a one-pass path that builds no
+// reflection caches: the ipc binary decodes one answer per process, and
+// encoding/json's first Unmarshal of these types cost more than the rest
+// of its call. Anything else takes encoding/json's own path, and the
+// tests check that the two agree.
 func DecodeResponse(b []byte) (*Response, error) {
 	if len(b) > MaxResponseBytes {
 		return nil, fmt.Errorf("response of %d bytes exceeds the %d-byte limit", len(b), MaxResponseBytes)
 	}
-	var r Response
-	if err := json.Unmarshal(b, &r); err != nil {
+	if !json.Valid(b) {
+		var r Response
+		err := json.Unmarshal(b, &r)
 		return nil, fmt.Errorf("response is not a valid envelope: %w", err)
 	}
+	r, ok := decodeResponseFast(b)
+	if !ok {
+		r = new(Response)
+		if err := json.Unmarshal(b, r); err != nil {
+			return nil, fmt.Errorf("response is not a valid envelope: %w", err)
+		}
+	}
+	return checkResponse(r)
+}
+
+func checkResponse(r *Response) (*Response, error) {
 	switch r.Type {
 	case TypeResponse:
 		if r.Payload.Error == nil && (len(r.Payload.Result) == 0 || r.Payload.Result[0] != '{') {
@@ -365,5 +398,122 @@ func DecodeResponse(b []byte) (*Response, error) {
 	default:
 		return nil, fmt.Errorf("unknown envelope type %q", r.Type)
 	}
-	return &r, nil
+	return r, nil
+}
+
+// decodeResponseFast decodes valid JSON in the envelope's canonical shape;
+// ok is false for anything else (a key in another case or twice, a null
+// where a string is expected, a number that is not a small integer),
+// which encoding/json then decodes with its own rules.
+func decodeResponseFast(b []byte) (r *Response, ok bool) {
+	r = new(Response)
+	seen := 0
+	ok = members(b, skipWS(b, 0), func(key string, val []byte) bool {
+		var bit int
+		switch key {
+		case "id", "type", "topic", "source", "correlation", "group":
+			if val[0] != '"' {
+				return false
+			}
+			v := unquote(val)
+			switch key {
+			case "id":
+				r.ID, bit = v, 1
+			case "type":
+				r.Type, bit = v, 2
+			case "topic":
+				r.Topic, bit = v, 4
+			case "source":
+				r.Source, bit = v, 8
+			case "correlation":
+				r.Correlation, bit = v, 16
+			default:
+				r.Group, bit = v, 32
+			}
+		case "version":
+			n, err := strconv.Atoi(string(val))
+			if err != nil {
+				return false
+			}
+			r.Version, bit = n, 64
+		case "timestamp":
+			if val[0] != '"' || r.Timestamp.UnmarshalJSON(val) != nil {
+				return false
+			}
+			bit = 128
+		case "payload":
+			if val[0] != '{' || !decodePayloadFast(val, &r.Payload) {
+				return false
+			}
+			bit = 256
+		default:
+			return false
+		}
+		if seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		return true
+	})
+	return r, ok
+}
+
+// decodePayloadFast decodes the payload object; an error or a
+// confirmation, which the ipc binary meets rarely, is left to
+// encoding/json.
+func decodePayloadFast(b []byte, p *Payload) bool {
+	seen := 0
+	return members(b, 0, func(key string, val []byte) bool {
+		var bit int
+		switch key {
+		case "result":
+			// As encoding/json does: a RawMessage keeps a null too.
+			p.Result, bit = append(json.RawMessage(nil), val...), 1
+		case "error":
+			if string(val) != "null" && (val[0] != '{' || json.Unmarshal(val, &p.Error) != nil) {
+				return false
+			}
+			bit = 2
+		case "confirmation":
+			if string(val) != "null" && (val[0] != '{' || json.Unmarshal(val, &p.Confirmation) != nil) {
+				return false
+			}
+			bit = 4
+		default:
+			return false
+		}
+		if seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		return true
+	})
+}
+
+// members calls f with each member of the valid JSON object at b[i], in
+// order, until f returns false; it reports whether every call returned
+// true (false too when b[i] is not an object).
+func members(b []byte, i int, f func(key string, val []byte) bool) bool {
+	if i >= len(b) || b[i] != '{' {
+		return false
+	}
+	i = skipWS(b, i+1)
+	for b[i] != '}' {
+		ke := stringEnd(b, i)
+		key := b[i:ke]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			return false // an escaped key: encoding/json's rules
+		}
+		i = skipWS(b, ke)
+		i = skipWS(b, i+1) // the colon
+		ve := valueEnd(b, i)
+		if !f(string(key[1:len(key)-1]), b[i:ve]) {
+			return false
+		}
+		i = skipWS(b, ve)
+		if b[i] == ',' {
+			i = skipWS(b, i+1)
+		}
+	}
+	return true
 }

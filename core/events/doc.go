@@ -87,7 +87,7 @@
 //   - Inbound filtering before zmq4 sees a byte: the peer's greeting must be
 //     ZMTP 3.x with the NULL mechanism; its READY must be one command frame
 //     of at most 4 KiB whose metadata parses to its exact end and names
-//     Socket-Type SUB or XSUB (both checked by ipc/zmtp's CheckGreeting and
+//     Socket-Type SUB or XSUB (both checked by ipc/zmtp/wire's CheckGreeting and
 //     ParseReady, the same code that guards the ROUTER sockets); zmq4 is
 //     shown a READY of the bus's own making instead, with the socket type in
 //     canonical spelling and no other property; after that, only single-frame subscription

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/carapace-dev/carapace/ipc/zmtp"
+	"github.com/carapace-dev/carapace/ipc/zmtp/wire"
 	"github.com/go-zeromq/zmq4/transport"
 )
 
@@ -232,7 +233,7 @@ type subConn struct {
 }
 
 func newSubConn(raw *net.UnixConn, l *subListener) *subConn {
-	c := &subConn{Conn: raw, raw: raw, l: l, br: bufio.NewReaderSize(raw, 4096), out: outStream{greeting: zmtp.GreetingLen}}
+	c := &subConn{Conn: raw, raw: raw, l: l, br: bufio.NewReaderSize(raw, 4096), out: outStream{greeting: wire.GreetingLen}}
 	c.wcond = sync.NewCond(&c.wmu)
 	return c
 }
@@ -262,11 +263,11 @@ func (c *subConn) Read(p []byte) (int, error) {
 func (c *subConn) next() error {
 	switch c.phase {
 	case phaseGreeting:
-		var g [zmtp.GreetingLen]byte
+		var g [wire.GreetingLen]byte
 		if _, err := io.ReadFull(c.br, g[:]); err != nil {
 			return err
 		}
-		if err := zmtp.CheckGreeting(&g); err != nil {
+		if err := wire.CheckGreeting(&g); err != nil {
 			return protoError(err.Error())
 		}
 		c.pending, c.phase = g[:], phaseReady
@@ -509,14 +510,14 @@ func (s *outStream) feed(buf, p []byte, full bool) ([]byte, int) {
 // socket type in canonical spelling (zmq4 panics on types it does not know)
 // and no other property, so no peer-chosen Identity reaches it.
 func checkReady(body []byte) ([]byte, error) {
-	st, err := zmtp.ParseReady(body)
+	st, err := wire.ParseReady(body)
 	if err != nil {
 		return nil, protoError(err.Error())
 	}
 	if st != "SUB" && st != "XSUB" {
 		return nil, protoError("peer is not a SUB socket")
 	}
-	return zmtp.EncodeReady(st), nil
+	return wire.EncodeReady(st), nil
 }
 
 var (

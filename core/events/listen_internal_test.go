@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/carapace-dev/carapace/ipc/zmtp"
+	"github.com/carapace-dev/carapace/ipc/zmtp/wire"
 )
 
 // zframe encodes one ZMTP frame.
@@ -23,7 +23,7 @@ func zframe(flags byte, body []byte) []byte {
 // and checks that exactly the messages that began while "full" are
 // missing, whole, from the result.
 func TestOutStreamDropsWholeMessages(t *testing.T) {
-	greet := make([]byte, zmtp.GreetingLen)
+	greet := make([]byte, wire.GreetingLen)
 	greet[0], greet[9], greet[10] = 0xFF, 0x7F, 3
 	ready := zframe(flagCommand, append([]byte{5}, "READY"...))
 	var msgs [][]byte
@@ -44,7 +44,7 @@ func TestOutStreamDropsWholeMessages(t *testing.T) {
 		for seed := range uint64(20) {
 			rng := rand.New(rand.NewPCG(seed, 1))
 			var s outStream
-			s.greeting = zmtp.GreetingLen
+			s.greeting = wire.GreetingLen
 			var buf []byte
 			feed := func(p []byte, full bool) int {
 				total := 0
@@ -128,10 +128,10 @@ func TestCheckReady(t *testing.T) {
 				t.Fatalf("checkReady accepted it: %q", got)
 			case tt.want != "" && err != nil:
 				t.Fatalf("checkReady = %v, want a READY of %s", err, tt.want)
-			case tt.want != "" && !bytes.Equal(got, zmtp.EncodeReady(tt.want)):
+			case tt.want != "" && !bytes.Equal(got, wire.EncodeReady(tt.want)):
 				// Only the canonical Socket-Type reaches zmq4: never an
 				// Identity or the peer's spelling.
-				t.Fatalf("checkReady = %q, want %q", got, zmtp.EncodeReady(tt.want))
+				t.Fatalf("checkReady = %q, want %q", got, wire.EncodeReady(tt.want))
 			}
 		})
 	}

@@ -12,15 +12,18 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/carapace-dev/carapace/ipc/zmtp/wire"
 )
 
-// Fixed limits of the handshake and of post-handshake commands.
+// Fixed limits of the handshake and of post-handshake commands (package
+// wire's, where the checks live).
 const (
 	// MaxReadySize is the largest READY command body accepted from a peer.
-	MaxReadySize = 4 << 10
+	MaxReadySize = wire.MaxReadySize
 	// MaxCommandSize is the largest command frame (PING, SUBSCRIBE, ...)
 	// accepted from a peer after the handshake.
-	MaxCommandSize = 512
+	MaxCommandSize = wire.MaxCommandSize
 )
 
 type side uint8
@@ -62,14 +65,12 @@ type conn struct {
 	rmu     sync.Mutex // read state; zmq4 reads from one goroutine at a time, this makes it certain
 	br      *bufio.Reader
 	phase   phase
-	pending []byte // handed to Read before anything else is read: replayed handshake, or a header
-	body    uint64 // bytes of the current frame body not yet handed to Read
-	inMsg   bool   // the last frame had the MORE flag
-	frames  int    // frames so far in the current message
-	total   uint64 // body bytes so far in the current message
-	rerr    error  // sticky: once Read failed it keeps failing
+	pending []byte       // handed to Read before anything else is read: replayed handshake, or a header
+	body    uint64       // bytes of the current frame body not yet handed to Read
+	frames  wire.Counter // checks each header after the handshake
+	rerr    error        // sticky: once Read failed it keeps failing
 	hdr     [9]byte
-	greet   [GreetingLen]byte
+	greet   [wire.GreetingLen]byte
 
 	wmu     sync.Mutex
 	swallow []byte // listener: the part of zmq4's greeting not yet swallowed (we sent ours already)
@@ -82,6 +83,7 @@ func newConn(raw net.Conn, o *Options, s side, onClose func()) *conn {
 		side:    s,
 		onClose: onClose,
 		br:      bufio.NewReader(raw),
+		frames:  wire.Counter{Limits: wire.Limits{MaxFrame: o.MaxFrame, MaxMessage: o.MaxMessage, MaxFrames: o.MaxFrames}},
 	}
 	if s == sideListen {
 		c.phase = phaseFrames // serverHandshake fills pending with the replay
@@ -108,64 +110,46 @@ func (c *conn) expire() {
 func (c *conn) serverHandshake() error {
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
-	if _, err := c.writeRaw(localGreeting[:]); err != nil {
+	if _, err := c.writeRaw(wire.Greeting[:]); err != nil {
 		return c.handshakeFail(err)
 	}
 	if _, err := io.ReadFull(c.br, c.greet[:]); err != nil {
 		return c.handshakeFail(err)
 	}
-	if err := CheckGreeting(&c.greet); err != nil {
+	if err := wire.CheckGreeting(&c.greet); err != nil {
 		return c.handshakeFail(err)
 	}
 	ready, err := c.readReady()
 	if err != nil {
 		return c.handshakeFail(err)
 	}
-	replay := make([]byte, 0, GreetingLen+len(ready))
+	replay := make([]byte, 0, wire.GreetingLen+len(ready))
 	replay = append(replay, c.greet[:]...)
 	c.pending = append(replay, ready...)
 	c.phase = phaseFrames
 	c.wmu.Lock()
-	c.swallow = localGreeting[:]
+	c.swallow = wire.Greeting[:]
 	c.wmu.Unlock()
 	return nil
 }
 
-// readReady reads the peer's READY command frame (at most MaxReadySize
-// bytes, allocated only after the size is checked), validates it and
-// returns the re-encoded frame zmq4 will be shown.
+// readReady reads the peer's READY command frame (wire.ReadReady: at most
+// MaxReadySize bytes, allocated only after the size is checked), validates
+// it and returns the re-encoded frame zmq4 will be shown.
 func (c *conn) readReady() ([]byte, error) {
-	flags, err := c.br.ReadByte()
-	if err != nil {
-		return nil, err
-	}
-	if flags&^flagLong != flagCommand {
-		return nil, fmt.Errorf("%w: not a single command frame", ErrBadReady)
-	}
-	size, err := c.readSize(flags)
-	if err != nil {
-		return nil, err
-	}
-	if size > MaxReadySize {
-		return nil, fmt.Errorf("%w: too large", ErrBadReady)
-	}
-	body := make([]byte, size)
-	if _, err := io.ReadFull(c.br, body); err != nil {
-		return nil, err
-	}
-	st, err := ParseReady(body)
+	st, err := wire.ReadReady(c.br)
 	if err != nil {
 		return nil, err
 	}
 	if c.side == sideListen && st != "DEALER" {
 		return nil, ErrSocketType
 	}
-	return EncodeReady(st), nil
+	return wire.EncodeReady(st), nil
 }
 
 // readSize reads the size field that follows a flags byte into c.hdr.
 func (c *conn) readSize(flags byte) (uint64, error) {
-	if flags&flagLong == 0 {
+	if flags&wire.FlagLong == 0 {
 		b, err := c.br.ReadByte()
 		if err != nil {
 			return 0, err
@@ -221,7 +205,7 @@ func (c *conn) advance() error {
 		if _, err := io.ReadFull(c.br, c.greet[:]); err != nil {
 			return c.handshakeFail(err)
 		}
-		if err := CheckGreeting(&c.greet); err != nil {
+		if err := wire.CheckGreeting(&c.greet); err != nil {
 			return c.handshakeFail(err)
 		}
 		c.pending = c.greet[:]
@@ -243,49 +227,27 @@ func (c *conn) advance() error {
 	}
 }
 
-// nextHeader reads one frame header and checks it against the limits before
-// anything proportional to its claimed size exists anywhere.
+// nextHeader reads one frame header and checks it against the limits
+// (wire.Counter) before anything proportional to its claimed size exists
+// anywhere.
 func (c *conn) nextHeader() error {
 	flags, err := c.br.ReadByte()
 	if err != nil {
 		return c.ioFail(err, false)
 	}
 	c.hdr[0] = flags
-	if flags&^flagsKnown != 0 {
+	if flags&^wire.FlagsKnown != 0 {
 		return c.protoFail(fmt.Errorf("%w: unknown flags", ErrBadFrame))
-	}
-	isCmd := flags&flagCommand != 0
-	more := flags&flagMore != 0
-	if isCmd && (c.inMsg || more) {
-		return c.protoFail(fmt.Errorf("%w: command inside a message", ErrBadFrame))
 	}
 	size, err := c.readSize(flags)
 	if err != nil {
 		return c.ioFail(err, true)
 	}
-	if isCmd {
-		if size > MaxCommandSize {
-			return c.protoFail(ErrCommandTooLarge)
-		}
-	} else {
-		if size > uint64(c.o.MaxFrame) {
-			return c.protoFail(ErrFrameTooLarge)
-		}
-		c.frames++
-		if c.frames > c.o.MaxFrames {
-			return c.protoFail(ErrTooManyFrames)
-		}
-		c.total += size // both terms are at most MaxMessage + MaxFrame: no overflow
-		if c.total > uint64(c.o.MaxMessage) {
-			return c.protoFail(ErrMessageTooLarge)
-		}
-		c.inMsg = more
-		if !more {
-			c.frames, c.total = 0, 0
-		}
+	if err := c.frames.Check(flags, size); err != nil {
+		return c.protoFail(err)
 	}
 	hl := 2
-	if flags&flagLong != 0 {
+	if flags&wire.FlagLong != 0 {
 		hl = 9
 	}
 	c.pending = c.hdr[:hl]

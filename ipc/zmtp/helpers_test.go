@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/go-zeromq/zmq4"
+
+	"github.com/carapace-dev/carapace/ipc/zmtp/wire"
 )
 
 // wait is the functional bound of every "eventually" in these tests.
@@ -282,3 +284,20 @@ func waitClosed(t testing.TB, c net.Conn) {
 		t.Fatalf("connection still open after %v", wait)
 	}
 }
+
+// The wire's names as the tests of this package have always spelled them
+// (the checks moved to package wire).
+const (
+	flagMore    = wire.FlagMore
+	flagLong    = wire.FlagLong
+	flagCommand = wire.FlagCommand
+	GreetingLen = wire.GreetingLen
+	cmdReady    = "READY"
+)
+
+var (
+	localGreeting = wire.Greeting
+	CheckGreeting = wire.CheckGreeting
+	ParseReady    = wire.ParseReady
+	EncodeReady   = wire.EncodeReady
+)

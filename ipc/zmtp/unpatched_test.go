@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -83,7 +84,7 @@ func TestZMQ4SocketTypePanics(t *testing.T) {
 			md = prop("Identity", "x")
 		}
 		st, err := ParseReady(cat([]byte("\x05READY"), md))
-		if err == nil && canonicalType([]byte(st)) != st {
+		if err == nil && !slices.Contains([]string{"PAIR", "PUB", "SUB", "REQ", "REP", "DEALER", "ROUTER", "PULL", "PUSH", "XPUB", "XSUB"}, st) {
 			t.Errorf("ParseReady(%q) = %q, not canonical", tc.peer, st)
 		}
 	}

@@ -4,12 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-zeromq/zmq4"
 	"github.com/go-zeromq/zmq4/transport"
+
+	"github.com/carapace-dev/carapace/ipc/zmtp/wire"
 )
 
 // Scheme is the zmq4 transport name this package registers at init with
@@ -21,11 +22,11 @@ const Scheme = "zipc"
 const (
 	// DefaultMaxFrame is the default Options.MaxFrame: ipc.MaxRequestBytes
 	// (1 MiB) plus 64 KiB of headroom.
-	DefaultMaxFrame = 1<<20 + 64<<10
+	DefaultMaxFrame = wire.DefaultMaxFrame
 	// DefaultMaxMessage is the default Options.MaxMessage.
-	DefaultMaxMessage = DefaultMaxFrame
+	DefaultMaxMessage = wire.DefaultMaxMessage
 	// DefaultMaxFrames is the default Options.MaxFrames.
-	DefaultMaxFrames = 4
+	DefaultMaxFrames = wire.DefaultMaxFrames
 	// DefaultHandshakeTimeout is the default Options.HandshakeTimeout.
 	DefaultHandshakeTimeout = 3 * time.Second
 	// DefaultWriteTimeout is the default Options.WriteTimeout.
@@ -147,38 +148,17 @@ func init() {
 // "/run/carapace/ipc.sock" — to the endpoint of the hardened transport,
 // "zipc:///run/carapace/ipc.sock". A "zipc://" endpoint is returned as is.
 // Anything else (tcp://, relative paths, Linux abstract sockets "@name") is
-// an error wrapping ErrBadEndpoint.
+// an error wrapping ErrBadEndpoint (wire.Path's rules).
 func Endpoint(ep string) (string, error) {
-	var path string
-	switch {
-	case strings.HasPrefix(ep, "ipc://"):
-		path = ep[len("ipc://"):]
-	case strings.HasPrefix(ep, Scheme+"://"):
-		path = ep[len(Scheme+"://"):]
-	case strings.HasPrefix(ep, "/"):
-		path = ep
-	default:
-		return "", fmt.Errorf("%w: %q is neither ipc:///path nor an absolute path", ErrBadEndpoint, ep)
-	}
-	if err := checkPath(path); err != nil {
+	path, err := wire.Path(ep)
+	if err != nil {
 		return "", err
 	}
 	return Scheme + "://" + path, nil
 }
 
-// checkPath accepts absolute filesystem paths only: the socket file's
-// permissions are the identity boundary, and an abstract socket has none.
-func checkPath(path string) error {
-	switch {
-	case !strings.HasPrefix(path, "/"):
-		return fmt.Errorf("%w: %q is not an absolute path", ErrBadEndpoint, path)
-	case strings.Contains(path, "://"):
-		return fmt.Errorf("%w: %q contains \"://\"", ErrBadEndpoint, path)
-	case strings.IndexByte(path, 0) >= 0:
-		return fmt.Errorf("%w: path contains a NUL byte", ErrBadEndpoint)
-	}
-	return nil
-}
+// checkPath accepts absolute filesystem paths only (wire.CheckPath).
+func checkPath(path string) error { return wire.CheckPath(path) }
 
 // Dial connects to the Unix socket at addr. The peer's greeting and READY
 // are validated as zmq4 reads them (zmq4 writes first on the dial side, and

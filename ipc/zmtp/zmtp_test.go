@@ -205,6 +205,7 @@ func TestImports(t *testing.T) {
 			CGO:  "0",
 			AllowedImports: []string{
 				"github.com/go-zeromq/zmq4", "github.com/go-zeromq/zmq4/transport",
+				"github.com/carapace-dev/carapace/ipc/zmtp/wire",
 				"net", "io", "bufio", "encoding/binary", "errors",
 				"fmt", "sync", "sync/atomic", "time", "context",
 				"os", "strings", "bytes",

@@ -1,4 +1,4 @@
-package zmtp
+package wire
 
 import (
 	"encoding/binary"
@@ -12,21 +12,23 @@ const (
 	sigHeader = 0xFF // greeting byte 0
 	sigFooter = 0x7F // greeting byte 9
 
-	flagMore    = 0x01
-	flagLong    = 0x02
-	flagCommand = 0x04
-	flagsKnown  = flagMore | flagLong | flagCommand
+	// Frame header flags.
+	FlagMore    = 0x01
+	FlagLong    = 0x02
+	FlagCommand = 0x04
+	FlagsKnown  = FlagMore | FlagLong | FlagCommand
 
 	cmdReady       = "READY"
 	propSocketType = "Socket-Type"
 	mechanismNull  = "NULL"
 )
 
-// localGreeting is the greeting this side sends. It is byte for byte the
+// Greeting is the greeting this side sends. It is byte for byte the
 // greeting zmq4 v0.17.0 writes for the NULL mechanism (signature with zero
 // padding, version 3.0, "NULL", as-server 0, zero filler): the listener sends
-// it before zmq4 takes the connection over and then swallows zmq4's own copy.
-var localGreeting = func() (g [GreetingLen]byte) {
+// it before zmq4 takes the connection over and then swallows zmq4's own copy,
+// and the Dealer sends it as its own.
+var Greeting = func() (g [GreetingLen]byte) {
 	g[0] = sigHeader
 	g[9] = sigFooter
 	g[10] = 3
@@ -170,13 +172,13 @@ func canonicalType(v []byte) string {
 // only property is Socket-Type. This is what zmq4 is shown instead of the
 // peer's own READY, so it never sees a peer-chosen Identity.
 //
-// CheckGreeting, ParseReady and EncodeReady are exported for the module's
-// other hardened listener, the event bus (core/events), which filters its
-// subscribers' handshakes the same way.
+// CheckGreeting, ParseReady and EncodeReady serve ipc/zmtp's transport,
+// the Dealer, and the module's other hardened listener, the event bus
+// (core/events), which filters its subscribers' handshakes the same way.
 func EncodeReady(socketType string) []byte {
 	bodyLen := 1 + len(cmdReady) + 1 + len(propSocketType) + 4 + len(socketType)
 	b := make([]byte, 0, 2+bodyLen) // always < 256 bytes: a short frame
-	b = append(b, flagCommand, byte(bodyLen))
+	b = append(b, FlagCommand, byte(bodyLen))
 	b = append(b, byte(len(cmdReady)))
 	b = append(b, cmdReady...)
 	b = append(b, byte(len(propSocketType)))

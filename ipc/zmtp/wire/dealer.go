@@ -1,0 +1,134 @@
+package wire
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"time"
+)
+
+// Dealer is one connection of a ZMTP DEALER to a ROUTER on a Unix socket,
+// used synchronously: Send a message, Recv what comes back. It starts no
+// goroutine. It is not safe for concurrent use, but Close and SetDeadline
+// may be called from another goroutine to interrupt a Recv.
+type Dealer struct {
+	conn net.Conn
+	br   *bufio.Reader
+	cnt  Counter
+	wbuf []byte
+}
+
+// Dial connects to the ROUTER listening on the Unix socket at path and
+// completes the handshake before deadline. It writes its greeting and a
+// READY at once (with the NULL mechanism neither side waits for the other
+// before its READY) and, when first is not nil, first as a one-part
+// message in the same write — the peer reads it once the handshake is
+// done, and a client that sends one request saves a round trip. Then it
+// reads the peer's greeting and READY, which must pass CheckGreeting and
+// ParseReady and say ROUTER. Frames after the handshake are held to lim
+// (zero fields: the defaults).
+func Dial(ctx context.Context, path string, deadline time.Time, lim Limits, first []byte) (*Dealer, error) {
+	if err := CheckPath(path); err != nil {
+		return nil, err
+	}
+	d := net.Dialer{Deadline: deadline}
+	conn, err := d.DialContext(ctx, "unix", path)
+	if err != nil {
+		return nil, err
+	}
+	dl, err := handshake(conn, deadline, lim, first)
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return dl, nil
+}
+
+func handshake(conn net.Conn, deadline time.Time, lim Limits, first []byte) (*Dealer, error) {
+	if err := conn.SetDeadline(deadline); err != nil {
+		return nil, err
+	}
+	hello := make([]byte, 0, GreetingLen+32+9+len(first))
+	hello = append(hello, Greeting[:]...)
+	hello = append(hello, EncodeReady("DEALER")...)
+	if first != nil {
+		hello = AppendFrame(hello, first)
+	}
+	if _, err := conn.Write(hello); err != nil {
+		return nil, err
+	}
+	br := bufio.NewReaderSize(conn, 4096)
+	var g [GreetingLen]byte
+	if _, err := io.ReadFull(br, g[:]); err != nil {
+		return nil, fmt.Errorf("read the greeting: %w", err)
+	}
+	if err := CheckGreeting(&g); err != nil {
+		return nil, err
+	}
+	st, err := ReadReady(br)
+	if err != nil {
+		return nil, fmt.Errorf("read the READY: %w", err)
+	}
+	if st != "ROUTER" {
+		return nil, fmt.Errorf("%w: the peer is a %s, not a ROUTER", ErrSocketType, st)
+	}
+	if err := conn.SetDeadline(time.Time{}); err != nil {
+		return nil, err
+	}
+	return &Dealer{conn: conn, br: br, cnt: Counter{Limits: lim.WithDefaults()}}, nil
+}
+
+// Send writes body as a one-part message, whole, before deadline.
+func (d *Dealer) Send(body []byte, deadline time.Time) error {
+	if err := d.conn.SetWriteDeadline(deadline); err != nil {
+		return err
+	}
+	d.wbuf = AppendFrame(d.wbuf[:0], body)
+	_, err := d.conn.Write(d.wbuf)
+	return err
+}
+
+// Recv reads the next message and returns its last frame (a ROUTER's
+// answer to a DEALER carries no envelope; a multi-part one ends with the
+// payload). Commands between messages (PING and the like) are skipped.
+// Every header is checked against the limits before its body is read. It
+// waits until the read deadline (SetReadDeadline); a clean close between
+// messages is io.EOF.
+func (d *Dealer) Recv() ([]byte, error) {
+	for {
+		flags, err := d.br.ReadByte()
+		if err != nil {
+			return nil, err
+		}
+		size, err := ReadSize(d.br, flags)
+		if err != nil {
+			return nil, unexpected(err)
+		}
+		if err := d.cnt.Check(flags, size); err != nil {
+			return nil, err
+		}
+		body := make([]byte, size)
+		if _, err := io.ReadFull(d.br, body); err != nil {
+			return nil, unexpected(err)
+		}
+		if flags&(FlagCommand|FlagMore) == 0 {
+			return body, nil
+		}
+	}
+}
+
+// unexpected turns an EOF inside a frame into io.ErrUnexpectedEOF.
+func unexpected(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// SetReadDeadline bounds the next Recv.
+func (d *Dealer) SetReadDeadline(t time.Time) error { return d.conn.SetReadDeadline(t) }
+
+// Close closes the connection.
+func (d *Dealer) Close() error { return d.conn.Close() }
