@@ -151,21 +151,24 @@ func analysis(r *results) string {
 	p("At the default rate limit (60 a minute, 2-minute memory) a session holds about 120 correlations and never reaches the cap; a raised limit or a busy agent does.\n\n")
 
 	p("### (e) one ipc run\n\n")
-	ex, help, call, run, oneP := median(r.ExecTrue), median(r.IPCHelp), median(r.IPCCall), median(r.IPC), median(r.IPCOneP)
+	ex, help, call, run, oneP, hello := median(r.ExecTrue), median(r.IPCHelp), median(r.IPCCall), median(r.IPC), median(r.IPCOneP), median(r.Hello)
 	p("`bin/ipc` from exec to exit takes %s (target %s: %s). Of that, starting any process from this one takes %s (`/bin/true`), ", ms(run), ms(targetIPC), strings.Trim(metWord(targets[3].Met), "*"), ms(ex))
 	p("the Go runtime and package initialisation of `ipc` %s more (`ipc --help`: %s), and the call itself %s more — ", ms(help-ex), ms(help), ms(run-help))
 	p("although the same client code in a warm process (`ipc.Call`) needs only %s, handshake and close included.\n\n", us(call))
+	if hello > 0 {
+		p("A Go hello-world built the same way (`CGO_ENABLED=0`, `-trimpath`, `-ldflags '-s -w'`) takes %s from exec to exit, so an ipc run is %.2f of it (target %.1f: %s). ",
+			ms(hello), float64(run)/float64(hello), targetIPCHello, strings.Trim(metWord(targets[4].Met), "*"))
+		p("`ipc --help` alone is %.2f of it: what the binary links and initialises before any connection.\n\n", float64(help)/float64(hello))
+	}
 	rc, rf, rv, ri := r.RunStats.Per()
 	hc, hf, hv, hi2 := r.HelpStats.Per()
 	p("| per process | CPU (user+sys) | minor page faults | voluntary switches | involuntary switches |\n| --- | ---: | ---: | ---: | ---: |\n")
 	p("| `ipc tool.invoke.echo …` | %s | %.0f | %.0f | %.0f |\n", ms(rc), rf, rv, ri)
 	p("| `ipc --help` | %s | %.0f | %.0f | %.0f |\n\n", ms(hc), hf, hv, hi2)
-	p("So the call's extra time in a fresh process is a cold process's: page faults as the heap and zmq4's goroutine stacks are first touched, ")
-	p("new OS threads for the goroutines that block in syscalls, and their wake-ups — not the core (its side is inside the %s of `ipc.Call`). ", us(call))
-	p("With `GOMAXPROCS=1` the run takes %s. The package initialisers add a little too: `GODEBUG=inittrace=1 bin/ipc --help` shows `golang.org/x/text` (pulled in by zmq4's `protocol.go` for `cases.Title`) ", ms(oneP))
-	p("and the `ipc` package's correlation regexp among the larger ones. ")
-	p("The target leaves %s beyond `ipc --help` (process and Go runtime start) for the connection, the handshake and the request, and this run is %s %s it, so it is met or missed by the machine's load as much as by the code.\n\n",
-		ms(targetIPC-help), ms(absDur(targetIPC-run)), map[bool]string{true: "inside", false: "outside"}[run <= targetIPC])
+	p("The binary speaks ZMTP itself (`ipc/zmtp/wire`): one `write(2)` carries its greeting, READY and the request, it then checks the core's greeting, READY and each frame header as the hardened transport does, and it starts no goroutine; ")
+	p("the request is encoded and the answer decoded without building encoding/json's reflection caches (both fuzzed against encoding/json). It links neither zmq4 nor `golang.org/x/text`, `regexp` or `crypto/rand` (`cmd/ipc` TestDependencies). ")
+	p("What is left of the call in a fresh process is a cold process's — first page faults of the heap and the binary, the netpoller's set-up, the exit — and the core's side: its accept, handshake and pipeline, inside the %s of `ipc.Call`, ", us(call))
+	p("but woken from idle between runs rather than kept busy as in that loop. With `GOMAXPROCS=1` the run takes %s.\n\n", ms(oneP))
 
 	p("### (b) p99 and (d) throughput\n\n")
 	top := sessionCounts[len(sessionCounts)-1]
@@ -215,8 +218,8 @@ func analysis(r *results) string {
 		us(handler.PerOp), perReq(seq, invokeFn...), us(seq.PerRequest(seq.InclusiveAll([]string{"runtime.newproc"}, invokeFn))),
 		us(seq.PerRequest(seq.InclusiveAll(newstack, []string{"pipeline.(*Pipeline).invoke.func"}))))
 	p("4. **zmq4 itself** starts a goroutine, an errgroup and a timer per `Send` and reads a frame's header and body with separate reads. Fixing that upstream lowers the floor and (b) alike — good for latency, but it makes the ratio (c) *larger*.\n")
-	p("5. **For (e)**: the process start and a cold Go runtime dominate; `GOMAXPROCS=1` for `ipc` (it is single-request; %s against %s in this run) is worth measuring on the target machines, and dropping zmq4's `x/text` dependency would trim initialisation. ", ms(oneP), ms(run))
-	p("Neither brings the call near the in-process %s: an agent that makes many calls would need a long-lived client.\n", us(call))
+	p("5. **For (e)**: the process start and a cold Go runtime dominate; `GOMAXPROCS=1` for `ipc` (it is single-request; %s against %s in this run) is worth measuring on the target machines. ", ms(oneP), ms(run))
+	p("Nothing in a fresh process brings the call near the in-process %s: an agent that makes many calls would need a long-lived client.\n", us(call))
 	if ratio > targetRatio {
 		p("\nNone of these brings (c) to %.1f, for the reason given under (c): two synchronous audit writes and the core's other pieces of work over a floor of %s.\n", targetRatio, us(fl))
 	}

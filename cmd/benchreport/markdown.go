@@ -98,7 +98,7 @@ func markdown(r *results) string {
 	p("**(m)** is the difference of their medians, %d timed calls per side and repetition after %d untimed, %d repetitions; **(n)** times %d streamed calls per side and repetition (after %d untimed), request sent to last byte read, and compares the throughputs of the two sides' median stream times.\n", r.P.LLMOps, r.P.LLMOps/10+1, r.P.LLMReps, measure.LLMStreams(r.P.LLMOps), measure.LLMStreams(r.P.LLMOps)/5+1)
 	p("- **(e)** `%s tool.invoke.echo '{\"message\":\"hello\"}'` against a session of the same core, exec to exit with stdout through a pipe, %d runs per repetition after 5 untimed", r.P.IPCBin, r.P.IPCRuns)
 	p(". The process start, the Go runtime's start, the connection and ZMTP handshake and the request are all in it. ")
-	p("Its parts are measured the same way: exec of `/bin/true`, `ipc --help` (starts and exits without connecting), and `ipc.Call` — the binary's client code — in process against the same session; the variant runs the binary with `GOMAXPROCS=1`.\n")
+	p("Its parts are measured the same way: exec of `/bin/true`, `ipc --help` (starts and exits without connecting), and `ipc.Call` — the binary's client code — in process against the same session; the variant runs the binary with `GOMAXPROCS=1`. **(e′)** is a Go hello-world built as `bin/ipc` is (`CGO_ENABLED=0`, `-trimpath`, `-ldflags '-s -w'`, the same Go), run the same way, interleaved with (e).\n")
 	containerMethod(&b, r)
 	p("\n")
 

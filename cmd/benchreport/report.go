@@ -18,6 +18,8 @@ const (
 	targetPipeP99    = time.Millisecond
 	targetThroughput = 15000.0
 	targetIPC        = 3 * time.Millisecond
+	// Issue 29, item 3.
+	targetIPCHello = 1.3
 	// Issue 3, item 10.
 	targetPluginRatio = 2.0
 	targetStartup     = 300 * time.Millisecond
@@ -61,6 +63,7 @@ func (r *results) targets() []target {
 		{"(b) p99 of a request through the pipeline", "≤ " + ms(targetPipeP99), ms(tail), tail <= targetPipeP99},
 		{fmt.Sprintf("(d) throughput, %d sessions", top), fmt.Sprintf("≥ %.0f requests/s", targetThroughput), fmt.Sprintf("%.0f requests/s", tput), tput >= targetThroughput},
 		{"(e) one ipc run, exec to exit (median)", "≤ " + ms(targetIPC), ms(ipcMed), ipcMed <= targetIPC},
+		r.helloTarget(),
 		{"(f) out-of-process echo ÷ in-process echo, medians", fmt.Sprintf("≤ %.1f", targetPluginRatio), fmt.Sprintf("%.2f", measure.Median(r.PlugRatio)), measure.Median(r.PlugRatio) <= targetPluginRatio},
 		{fmt.Sprintf("(g) core start to ready, %d out-of-process plugins (median)", startupPlugins), "≤ " + ms(targetStartup), ms(measure.Median(r.Startup)), measure.Median(r.Startup) <= targetStartup},
 		r.memTarget("(h) memory_search", func(m measure.Memory) measure.Latency { return m.Search }, targetMemSearch),
@@ -236,6 +239,7 @@ func (r *results) latencyRows() []latencyRow {
 		{"(e) part: bin/ipc --help (process + Go runtime start, no connection)", r.IPCHelp, ms},
 		{"(e) part: ipc.Call in process (dial, handshake, request, close)", r.IPCCall, us},
 		{"(e) variant: bin/ipc with GOMAXPROCS=1", r.IPCOneP, ms},
+		{"(e′) a Go hello-world built as bin/ipc is, exec to exit", r.Hello, ms},
 	}
 }
 
@@ -261,6 +265,19 @@ func medianOf(ls []measure.Latency, stat func(measure.Latency) time.Duration) ti
 
 // median is the median over repetitions of the repetitions' medians.
 func median(ls []measure.Latency) time.Duration { return medianOf(ls, p50) }
+
+// helloTarget is (e′): an ipc run over a Go hello-world's, medians; a
+// recording without the hello-world reports it as not measured.
+func (r *results) helloTarget() target {
+	const name = "(e′) one ipc run ÷ a Go hello-world built the same way, medians"
+	want := fmt.Sprintf("≤ %.1f", targetIPCHello)
+	h := median(r.Hello)
+	if h == 0 {
+		return target{name, want, notMeasured, false}
+	}
+	ratio := float64(median(r.IPC)) / float64(h)
+	return target{name, want, fmt.Sprintf("%.2f", ratio), ratio <= targetIPCHello}
+}
 
 func perSec(t measure.Throughput) float64 { return t.PerSec }
 

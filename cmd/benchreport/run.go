@@ -68,6 +68,7 @@ type results struct {
 	IPCHelp   []measure.Latency    // ipc --help
 	IPCCall   []measure.Latency    // ipc.Call in process
 	IPCOneP   []measure.Latency    // (e) with GOMAXPROCS=1
+	Hello     []measure.Latency    // (e′) a Go hello-world built as bin/ipc is
 	RunStats  measure.ProcStats    // resource usage of the (e) runs
 	HelpStats measure.ProcStats    // and of the ipc --help runs
 
@@ -187,7 +188,17 @@ func run(p params) error {
 	}
 
 	// (e), and its parts: starting a process, starting ipc without a
-	// connection, and ipc's client code without a process.
+	// connection, and ipc's client code without a process; (e′) the same
+	// run against a Go hello-world built the same way.
+	helloDir, err := os.MkdirTemp("", "benchreport-hello")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(helloDir)
+	hello, err := measure.BuildHello(helloDir)
+	if err != nil {
+		return err
+	}
 	for i := range p.Reps {
 		h, err := core.OpenSession()
 		if err != nil {
@@ -196,8 +207,8 @@ func run(p params) error {
 		run := measure.IPCRunner{Bin: ipcBin, Socket: h.Info().Socket, Stats: &r.RunStats}
 		help := measure.IPCRunner{Bin: ipcBin, Stats: &r.HelpStats}
 		oneP := measure.IPCRunner{Bin: ipcBin, Socket: h.Info().Socket, Env: []string{"GOMAXPROCS=1"}}
-		var ls [5]measure.Latency
-		for j, op := range []func() error{measure.ExecTrue, help.Help, run.Call, run.Run, oneP.Run} {
+		var ls [6]measure.Latency
+		for j, op := range []func() error{measure.ExecTrue, help.Help, run.Call, run.Run, oneP.Run, measure.ExecHello(hello)} {
 			if ls[j], err = measure.Sample(p.IPCRuns, 5, op); err != nil {
 				h.Close()
 				return fmt.Errorf("ipc exec: %w", err)
@@ -205,9 +216,9 @@ func run(p params) error {
 		}
 		h.Close()
 		r.ExecTrue, r.IPCHelp, r.IPCCall = append(r.ExecTrue, ls[0]), append(r.IPCHelp, ls[1]), append(r.IPCCall, ls[2])
-		r.IPC, r.IPCOneP = append(r.IPC, ls[3]), append(r.IPCOneP, ls[4])
-		log("rep %d/%d: ipc exec to exit %s (p99 %s); /bin/true %s, ipc --help %s, ipc.Call in process %s, ipc with GOMAXPROCS=1 %s", i+1, p.Reps,
-			ms(ls[3].Median), ms(ls[3].P99), ms(ls[0].Median), ms(ls[1].Median), ms(ls[2].Median), ms(ls[4].Median))
+		r.IPC, r.IPCOneP, r.Hello = append(r.IPC, ls[3]), append(r.IPCOneP, ls[4]), append(r.Hello, ls[5])
+		log("rep %d/%d: ipc exec to exit %s (p99 %s); /bin/true %s, a Go hello-world %s, ipc --help %s, ipc.Call in process %s, ipc with GOMAXPROCS=1 %s", i+1, p.Reps,
+			ms(ls[3].Median), ms(ls[3].P99), ms(ls[0].Median), ms(ls[5].Median), ms(ls[1].Median), ms(ls[2].Median), ms(ls[4].Median))
 	}
 
 	// Where the time goes.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -106,3 +107,52 @@ func (r IPCRunner) Call() error {
 // ExecTrue executes /bin/true, the cost of starting any process from this
 // one, or returns an error if it is missing.
 func ExecTrue() error { return exec.Command("/bin/true").Run() }
+
+// helloSource is the Go hello-world bin/ipc is compared with.
+const helloSource = `package main
+
+import "os"
+
+func main() { os.Stdout.WriteString("hello\n") }
+`
+
+// BuildHello builds a Go hello-world into dir the way make build builds
+// bin/ipc (CGO_ENABLED=0, -trimpath, -ldflags '-s -w', this machine's
+// Go) and returns its path: the yardstick of an ipc run.
+func BuildHello(dir string) (string, error) {
+	src := filepath.Join(dir, "hello")
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(src, "main.go"), []byte(helloSource), 0o644); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(src, "go.mod"), []byte("module hello\n\ngo 1.22\n"), 0o644); err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "hello.bin")
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, ".")
+	cmd.Dir = src
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=", "GOWORK=off")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build the hello-world: %v\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// ExecHello returns a function that executes the hello-world at bin,
+// stdout through a pipe as an ipc run's.
+func ExecHello(bin string) func() error {
+	return func() error {
+		cmd := exec.Command(bin)
+		var out bytes.Buffer
+		cmd.Stdout = &out
+		if err := cmd.Run(); err != nil {
+			return err
+		}
+		if out.String() != "hello\n" {
+			return fmt.Errorf("the hello-world printed %q", out.String())
+		}
+		return nil
+	}
+}
