@@ -12,13 +12,13 @@
 // process they started, when the test ends; their logs are printed when
 // it failed.
 //
-// A server per test, rather than one per package, costs about a second
-// and buys isolation: no mailbox, UID, queue or rate-limit state leaks
+// A server per test, rather than one per package, costs about 0.3 s (start
+// and stop, measured by BenchmarkStart) and buys isolation: no mailbox, UID, queue or rate-limit state leaks
 // from one test into the next, and a test may stop its servers (Stop) to
 // exercise a client's reconnects without disturbing the others.
 //
-// The servers need root (Postfix's master does, and the mail is stored
-// as root) and the Debian packages dovecot-imapd, dovecot-lmtpd and
+// The servers need root (Postfix's master does; the mail is stored as
+// the system user mail) and the Debian packages dovecot-imapd, dovecot-lmtpd and
 // postfix, which .ci/run installs. Without them Start fails the test under
 // the project's CI (CARAPACE_CI=1) and skips it elsewhere.
 package mailserver
@@ -128,7 +128,6 @@ func Require(t testing.TB) {
 		testutil.Missing(t, "the test mail servers need root (Postfix's master daemon does); "+why)
 	}
 	testutil.Require(t, "dovecot", why)
-	testutil.Require(t, "doveadm", why)
 	testutil.RequireFile(t, PostfixMaster, why)
 	for _, u := range []string{"postfix", "dovecot", "dovenull", "mail"} {
 		if _, err := user.Lookup(u); err != nil {
@@ -216,27 +215,28 @@ func start(t testing.TB, o options) (s *Server, err error) {
 
 	dctx, dcancel := context.WithTimeout(context.Background(), startTimeout)
 	defer dcancel()
+	// Both start at once: Postfix reaches Dovecot only per session (SASL,
+	// LMTP), and every port is awaited before Start returns.
 	dove, err := s.run("dovecot", "dovecot", "-F", "-c", filepath.Join(dir, "dovecot", "dovecot.conf"))
 	if err != nil {
 		return s, err
-	}
-	for _, p := range []struct {
-		port int
-		tls  bool
-	}{{s.IMAPPort, false}, {s.IMAPSPort, true}, {s.LMTPPort, false}} {
-		if err := s.awaitGreeting(dctx, dove, p.port, p.tls); err != nil {
-			return s, err
-		}
 	}
 	pf, err := s.run("postfix", PostfixMaster, "-d", "-c", filepath.Join(dir, "postfix", "etc"))
 	if err != nil {
 		return s, err
 	}
+	if err := s.watch(); err != nil {
+		return s, err
+	}
 	for _, p := range []struct {
+		proc *proc
 		port int
 		tls  bool
-	}{{s.SubmissionPort, false}, {s.SubmissionsPort, true}} {
-		if err := s.awaitGreeting(dctx, pf, p.port, p.tls); err != nil {
+	}{
+		{dove, s.IMAPPort, false}, {dove, s.IMAPSPort, true}, {dove, s.LMTPPort, false},
+		{pf, s.SubmissionPort, false}, {pf, s.SubmissionsPort, true},
+	} {
+		if err := s.awaitGreeting(dctx, p.proc, p.port, p.tls); err != nil {
 			return s, err
 		}
 	}
@@ -353,7 +353,15 @@ func (s *Server) writeFiles(o options) error {
 		{"postfix/etc/master.cf", pmc, 0o644},
 	}
 	for _, f := range files {
-		if err := os.WriteFile(filepath.Join(s.Dir, f.path), f.data, f.mode); err != nil {
+		p := filepath.Join(s.Dir, f.path)
+		if err := os.WriteFile(p, f.data, f.mode); err != nil {
+			return fmt.Errorf("mailserver: %w", err)
+		}
+		// Postfix rereads a table or main.cf modified within the current
+		// second until it is older (it may be half written), 300 ms at a
+		// time: dated a minute back, the start does not wait.
+		past := time.Now().Add(-time.Minute)
+		if err := os.Chtimes(p, past, past); err != nil {
 			return fmt.Errorf("mailserver: %w", err)
 		}
 	}
@@ -432,6 +440,7 @@ func (s *Server) run(name, bin string, args ...string) (*proc, error) {
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.Dir = s.Dir
+	// Its own group, for Stop to reach every process it starts.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("mailserver: starting %s: %w", name, err)
@@ -440,6 +449,34 @@ func (s *Server) run(name, bin string, args ...string) (*proc, error) {
 	go func() { p.err = cmd.Wait(); close(p.done) }()
 	s.procs = append(s.procs, p)
 	return p, nil
+}
+
+// watchdog is the shell loop of watch: $0 is the test binary's pid, $1
+// the servers' directory, the other arguments their process groups.
+const watchdog = `while [ "$(cut -d' ' -f4 /proc/$$/stat)" = "$0" ]; do sleep 1; done
+dir=$1; shift
+for g in "$@"; do kill -KILL "-$g"; done
+sleep 1; rm -rf -- "$dir"`
+
+// watch starts a watchdog that kills both servers' process groups, and
+// removes their directory, when the test binary dies without its cleanups (a -timeout panic, a
+// SIGKILL): Dovecot's and Postfix's masters drop the parent-death signal
+// when they change credentials, so Pdeathsig cannot do it. The watchdog
+// notices within a second that its parent is gone; Stop ends it first.
+func (s *Server) watch() error {
+	args := []string{"-c", watchdog, strconv.Itoa(os.Getpid()), s.Dir}
+	for _, p := range s.procs {
+		args = append(args, strconv.Itoa(p.cmd.Process.Pid))
+	}
+	cmd := exec.Command("/bin/sh", args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("mailserver: starting the watchdog: %w", err)
+	}
+	p := &proc{name: "watchdog", cmd: cmd, done: make(chan struct{})}
+	go func() { p.err = cmd.Wait(); close(p.done) }()
+	s.procs = append(s.procs, p)
+	return nil
 }
 
 // awaitGreeting dials port until it answers with a greeting (IMAP's
@@ -511,15 +548,16 @@ func (s *Server) Stop() {
 	}
 }
 
-// stop sends SIGTERM to the master, which passes it on to its children,
-// waits for the whole process group to go, and kills what is left after
-// a grace period.
+// stop sends SIGTERM to the master's process group, waits for the whole
+// group to go, and kills what is left after a grace period.
 func (p *proc) stop() {
 	pgid := p.cmd.Process.Pid
 	select {
 	case <-p.done: // exited by itself; its group may live on
 	default:
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		// The whole group at once: Dovecot's master, told alone, waits
+		// a second for its children.
+		_ = syscall.Kill(-pgid, syscall.SIGTERM)
 		select {
 		case <-p.done:
 		case <-time.After(20 * time.Second):
