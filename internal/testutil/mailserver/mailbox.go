@@ -1,6 +1,7 @@
 package mailserver
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"testing"
@@ -8,6 +9,8 @@ import (
 
 	"github.com/emersion/go-imap/v2"
 	"github.com/emersion/go-imap/v2/imapclient"
+	"github.com/emersion/go-sasl"
+	"github.com/emersion/go-smtp"
 )
 
 // Message is one message as an IMAP client sees it in a mailbox.
@@ -200,5 +203,28 @@ func (s *Server) WaitMessages(t testing.TB, name, mailbox string, n int) []Messa
 				s.User(t, name).Address, mailbox, len(msgs), startTimeout, n)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Send submits raw as the user named from, to the addresses to, through
+// Postfix's submission port (STARTTLS, AUTH PLAIN): how a test makes mail
+// arrive the way a stranger's would. Delivery is asynchronous; wait for
+// it with WaitMessages.
+func (s *Server) Send(t testing.TB, from string, to []string, raw []byte) {
+	t.Helper()
+	u := s.User(t, from)
+	c, err := smtp.DialStartTLS(s.Addr(s.SubmissionPort), s.TLSConfig())
+	if err != nil {
+		t.Fatalf("mailserver: SMTP dial %s: %v", s.Addr(s.SubmissionPort), err)
+	}
+	defer c.Close()
+	if err := c.Auth(sasl.NewPlainClient("", u.Address, u.Password)); err != nil {
+		t.Fatalf("mailserver: SMTP AUTH as %s: %v", u.Address, err)
+	}
+	if err := c.SendMail(u.Address, to, bytes.NewReader(raw)); err != nil {
+		t.Fatalf("mailserver: sending as %s to %v: %v", u.Address, to, err)
+	}
+	if err := c.Quit(); err != nil {
+		t.Fatalf("mailserver: SMTP QUIT: %v", err)
 	}
 }

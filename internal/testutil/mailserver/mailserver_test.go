@@ -176,7 +176,7 @@ func TestWrongPasswordIsRefused(t *testing.T) {
 
 func TestIdleSeesDelivery(t *testing.T) {
 	s := Start(t)
-	alice, bob := s.User(t, "alice"), s.User(t, "bob")
+	bob := s.User(t, "bob")
 	counts := make(chan uint32, 16)
 	c := s.Dial(t, "bob", &imapclient.Options{UnilateralDataHandler: &imapclient.UnilateralDataHandler{
 		Mailbox: func(d *imapclient.UnilateralDataMailbox) {
@@ -196,9 +196,7 @@ func TestIdleSeesDelivery(t *testing.T) {
 	if err != nil {
 		t.Fatalf("IDLE: %v", err)
 	}
-	if err := submit(s, true, sasl.NewPlainClient("", alice.Address, alice.Password), alice.Address, []string{bob.Address}, testMessage("idle")); err != nil {
-		t.Fatalf("submission: %v", err)
-	}
+	s.Send(t, "alice", []string{bob.Address}, testMessage("idle"))
 	select {
 	case n := <-counts:
 		if n != 1 {
@@ -363,5 +361,57 @@ func BenchmarkStart(b *testing.B) {
 	for b.Loop() {
 		s := Start(b)
 		s.Stop()
+	}
+}
+
+// recorder is a testing.TB whose cleanups run when the test says, that
+// may report itself failed, and that records what is logged.
+type recorder struct {
+	testing.TB
+	failed   bool
+	logs     strings.Builder
+	cleanups []func()
+}
+
+func (r *recorder) Cleanup(f func())                { r.cleanups = append(r.cleanups, f) }
+func (r *recorder) Failed() bool                    { return r.failed }
+func (r *recorder) Logf(format string, args ...any) { fmt.Fprintf(&r.logs, format+"\n", args...) }
+func (r *recorder) runCleanups() {
+	for i := len(r.cleanups) - 1; i >= 0; i-- {
+		r.cleanups[i]()
+	}
+}
+
+func TestLogsShownWhenTheTestFailed(t *testing.T) {
+	for _, failed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("failed=%v", failed), func(t *testing.T) {
+			r := &recorder{TB: t, failed: failed}
+			s := Start(r)
+			alice := s.User(t, "alice")
+			s.Send(t, "alice", []string{s.User(t, "bob").Address}, testMessage("logs"))
+			s.WaitMessages(t, "bob", "INBOX", 1)
+			if err := submit(s, false, sasl.NewPlainClient("", alice.Address, "wrong"), alice.Address, nil, nil); err == nil {
+				t.Fatal("a wrong password is accepted")
+			}
+			r.runCleanups()
+			logs := r.logs.String()
+			if !failed {
+				if logs != "" {
+					t.Fatalf("a passing test printed the logs:\n%s", logs)
+				}
+			} else {
+				for _, want := range []string{"--- dovecot.log ---", "--- postfix.log ---", "lmtp", "status=sent", "authentication failed"} {
+					if !strings.Contains(logs, want) {
+						t.Errorf("the logs shown lack %q:\n%s", want, logs)
+					}
+				}
+				if strings.Contains(logs, alice.Password) {
+					t.Errorf("the logs shown hold alice's password")
+				}
+			}
+			if _, err := os.Stat(s.Dir); !os.IsNotExist(err) {
+				t.Fatalf("the servers' directory is still there after cleanup: %v", err)
+			}
+		})
 	}
 }
