@@ -4,7 +4,7 @@
 // domain shows up in that user's INBOX over IMAP.
 //
 // Each Start runs a fresh pair from configuration generated into its own
-// directory: listeners on 127.0.0.1 only, on free ports; Dovecot's
+// directory: listeners on a loopback address (Host) only, on free ports; Dovecot's
 // base_dir, state_dir and pid file, Postfix's queue and data directories,
 // the Maildir homes and the logs all live there, and nothing under /etc,
 // /var or /run is read for configuration or written. Both servers run in
@@ -51,8 +51,12 @@ import (
 // (RFC 2606), so nothing here can ever reach a real mailbox.
 const Domain = "example.test"
 
-// Host is the address every listener is bound to.
-const Host = "127.0.0.1"
+// Host is the address every listener is bound to: loopback, but not
+// 127.0.0.1, which is where a client's connection comes from. Dovecot
+// counts a connection whose two ends have the same address as secure and
+// would take a password in clear text on it; from 127.0.0.1 to 127.0.0.2
+// it refuses LOGIN before STARTTLS, as a server elsewhere does.
+const Host = "127.0.0.2"
 
 // PostfixMaster is where Debian's postfix package installs the master
 // daemon, which Start runs in the foreground.
@@ -79,7 +83,7 @@ type Server struct {
 	// Dir is the servers' directory: configuration, TLS files, Maildir
 	// homes (mail/NAME/Maildir) and logs (log/).
 	Dir string
-	// Host is the address of every listener (127.0.0.1).
+	// Host is the address of every listener (127.0.0.2, see the constant).
 	Host string
 	// IMAPPort is Dovecot's IMAP port, plain text with STARTTLS.
 	IMAPPort int
@@ -95,7 +99,7 @@ type Server struct {
 	// Users are the accounts, in the order given to Start.
 	Users []User
 	// CAFile is the PEM file of the certificate authority that signed the
-	// servers' certificate (for 127.0.0.1 and localhost).
+	// servers' certificate (for Host, 127.0.0.1 and localhost).
 	CAFile string
 	// CAPEM is CAFile's content.
 	CAPEM []byte
@@ -319,6 +323,7 @@ func (s *Server) writeFiles(o options) error {
 	}
 	d := configData{
 		Dir:             s.Dir,
+		Host:            Host,
 		Domain:          Domain,
 		IMAPPort:        s.IMAPPort,
 		IMAPSPort:       s.IMAPSPort,
@@ -489,6 +494,10 @@ func (s *Server) awaitGreeting(ctx context.Context, p *proc, port int, useTLS bo
 		select {
 		case <-p.done:
 			err := fmt.Errorf("mailserver: %s exited before %s answered: %v", p.name, addr, p.err)
+			if p.name == "postfix" {
+				// Its fatal errors before postlogd runs go to syslog.
+				err = fmt.Errorf("%w (an error in main.cf or master.cf is logged only to syslog: `postfix -c DIR/postfix/etc check` says more)", err)
+			}
 			if s.logsSay("Address already in use") {
 				err = fmt.Errorf("%w: %w", errPortTaken, err)
 			}
@@ -610,7 +619,7 @@ func (s *Server) Addr(port int) string { return net.JoinHostPort(s.Host, strconv
 func (s *Server) CertPool() *x509.CertPool { return s.pool }
 
 // TLSConfig returns a client configuration that trusts only the servers'
-// CA, for 127.0.0.1 (the certificate also names localhost).
+// CA, for Host (the certificate also names 127.0.0.1 and localhost).
 func (s *Server) TLSConfig() *tls.Config {
 	return &tls.Config{RootCAs: s.pool, ServerName: s.Host, MinVersion: tls.VersionTLS12}
 }

@@ -174,6 +174,50 @@ func TestWrongPasswordIsRefused(t *testing.T) {
 	})
 }
 
+func TestNoPasswordBeforeTLS(t *testing.T) {
+	s := Start(t)
+	alice := s.User(t, "alice")
+	t.Run("IMAP", func(t *testing.T) {
+		c, err := imapclient.DialInsecure(s.Addr(s.IMAPPort), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if !c.Caps().Has(imap.CapStartTLS) {
+			t.Fatalf("no STARTTLS offered: %v", c.Caps())
+		}
+		if !c.Caps().Has(imap.CapLoginDisabled) {
+			t.Errorf("LOGINDISABLED not announced before STARTTLS: %v", c.Caps())
+		}
+		if err := c.Login(alice.Address, alice.Password).Wait(); err == nil {
+			t.Fatal("the right password is accepted in clear text")
+		}
+		// The positive control: the same login after STARTTLS.
+		c2, err := imapclient.DialStartTLS(s.Addr(s.IMAPPort), &imapclient.Options{TLSConfig: s.TLSConfig()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c2.Close()
+		if err := c2.Login(alice.Address, alice.Password).Wait(); err != nil {
+			t.Fatalf("after STARTTLS: %v", err)
+		}
+	})
+	t.Run("SMTP", func(t *testing.T) {
+		c, err := smtp.Dial(s.Addr(s.SubmissionPort))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if ok, _ := c.Extension("STARTTLS"); !ok {
+			t.Fatal("no STARTTLS offered")
+		}
+		if err := c.Auth(sasl.NewPlainClient("", alice.Address, alice.Password)); err == nil {
+			t.Fatal("the right password is accepted in clear text")
+		}
+		// The positive control is TestSubmissionDeliversIntoInbox's.
+	})
+}
+
 func TestIdleSeesDelivery(t *testing.T) {
 	s := Start(t)
 	bob := s.User(t, "bob")
