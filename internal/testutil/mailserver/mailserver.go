@@ -99,7 +99,7 @@ type Server struct {
 	// Users are the accounts, in the order given to Start.
 	Users []User
 	// CAFile is the PEM file of the certificate authority that signed the
-	// servers' certificate (for Host, 127.0.0.1 and localhost).
+	// servers' certificate (for Host; it also names localhost).
 	CAFile string
 	// CAPEM is CAFile's content.
 	CAPEM []byte
@@ -208,7 +208,7 @@ func start(t testing.TB, o options) (s *Server, err error) {
 	if err := os.Chmod(dir, 0o711); err != nil {
 		return s, fmt.Errorf("mailserver: %w", err)
 	}
-	ports, err := freePorts(5)
+	ports, err := pickPorts(5)
 	if err != nil {
 		return s, err
 	}
@@ -394,6 +394,9 @@ func lookupIDs(userName, groupName string) (ids, error) {
 	gid, _ := strconv.Atoi(g.Gid)
 	return ids{uid, gid}, nil
 }
+
+// pickPorts is freePorts; a test replaces it to hand out a taken port.
+var pickPorts = freePorts
 
 // freePorts finds n ports free on Host by binding them all at once, so
 // that they differ, and releasing them.
@@ -619,7 +622,7 @@ func (s *Server) Addr(port int) string { return net.JoinHostPort(s.Host, strconv
 func (s *Server) CertPool() *x509.CertPool { return s.pool }
 
 // TLSConfig returns a client configuration that trusts only the servers'
-// CA, for Host (the certificate also names 127.0.0.1 and localhost).
+// CA, for Host.
 func (s *Server) TLSConfig() *tls.Config {
 	return &tls.Config{RootCAs: s.pool, ServerName: s.Host, MinVersion: tls.VersionTLS12}
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"net"
 	"os"
 	"slices"
 	"strings"
@@ -457,5 +458,46 @@ func TestLogsShownWhenTheTestFailed(t *testing.T) {
 				t.Fatalf("the servers' directory is still there after cleanup: %v", err)
 			}
 		})
+	}
+}
+
+func TestTakenPortIsRetried(t *testing.T) {
+	// A port found free and taken before Dovecot binds it, by a listener
+	// that answers nothing.
+	hog, err := net.Listen("tcp", net.JoinHostPort(Host, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hog.Close()
+	go func() {
+		for {
+			c, err := hog.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	taken := hog.Addr().(*net.TCPAddr).Port
+	calls := 0
+	pickPorts = func(n int) ([]int, error) {
+		calls++
+		ports, err := freePorts(n)
+		if calls == 1 && err == nil {
+			ports[0] = taken // the IMAP port
+		}
+		return ports, err
+	}
+	defer func() { pickPorts = freePorts }()
+	s := Start(t)
+	if calls != 2 {
+		t.Fatalf("ports picked %d times, want 2 (the first start failing on the taken port)", calls)
+	}
+	if s.IMAPPort == taken {
+		t.Fatalf("IMAP on the taken port %d", taken)
+	}
+	// The servers of the retry work.
+	if n := len(s.Mailboxes(t, "alice")); n == 0 {
+		t.Fatal("no mailboxes")
 	}
 }

@@ -14,7 +14,7 @@ import (
 )
 
 // certs is a throwaway certificate authority and the server certificate
-// it signed, for Host, 127.0.0.1 and localhost, all PEM-encoded.
+// it signed, for Host (and the name localhost), all PEM-encoded.
 type certs struct {
 	caPEM, certPEM, keyPEM []byte
 	pool                   *x509.CertPool
@@ -58,7 +58,7 @@ func newCerts() (*certs, error) {
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		DNSNames:     []string{"localhost"},
-		IPAddresses:  []net.IP{net.ParseIP(Host), net.IPv4(127, 0, 0, 1)},
+		IPAddresses:  []net.IP{net.ParseIP(Host)},
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
 	if err != nil {
