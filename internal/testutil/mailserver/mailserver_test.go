@@ -421,16 +421,20 @@ type recorder struct {
 func (r *recorder) Cleanup(f func())                { r.cleanups = append(r.cleanups, f) }
 func (r *recorder) Failed() bool                    { return r.failed }
 func (r *recorder) Logf(format string, args ...any) { fmt.Fprintf(&r.logs, format+"\n", args...) }
+
+// runCleanups runs the cleanups registered so far, once.
 func (r *recorder) runCleanups() {
 	for i := len(r.cleanups) - 1; i >= 0; i-- {
 		r.cleanups[i]()
 	}
+	r.cleanups = nil
 }
 
 func TestLogsShownWhenTheTestFailed(t *testing.T) {
 	for _, failed := range []bool{false, true} {
 		t.Run(fmt.Sprintf("failed=%v", failed), func(t *testing.T) {
 			r := &recorder{TB: t, failed: failed}
+			t.Cleanup(r.runCleanups) // when the test stops early
 			s := Start(r)
 			alice := s.User(t, "alice")
 			s.Send(t, "alice", []string{s.User(t, "bob").Address}, testMessage("logs"))
