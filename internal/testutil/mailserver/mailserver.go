@@ -58,6 +58,11 @@ const Domain = "example.test"
 // it refuses LOGIN before STARTTLS, as a server elsewhere does.
 const Host = "127.0.0.2"
 
+// Dovecot is where Debian's dovecot-core package installs Dovecot,
+// which Start runs in the foreground (a path, not a PATH lookup: root's
+// PATH does not always hold /usr/sbin).
+const Dovecot = "/usr/sbin/dovecot"
+
 // PostfixMaster is where Debian's postfix package installs the master
 // daemon, which Start runs in the foreground.
 const PostfixMaster = "/usr/lib/postfix/sbin/master"
@@ -131,7 +136,7 @@ func Require(t testing.TB) {
 	if os.Geteuid() != 0 {
 		testutil.Missing(t, "the test mail servers need root (Postfix's master daemon does); "+why)
 	}
-	testutil.Require(t, "dovecot", why)
+	testutil.RequireFile(t, Dovecot, why)
 	testutil.RequireFile(t, PostfixMaster, why)
 	for _, u := range []string{"postfix", "dovecot", "dovenull", "mail"} {
 		if _, err := user.Lookup(u); err != nil {
@@ -221,7 +226,7 @@ func start(t testing.TB, o options) (s *Server, err error) {
 	defer dcancel()
 	// Both start at once: Postfix reaches Dovecot only per session (SASL,
 	// LMTP), and every port is awaited before Start returns.
-	dove, err := s.run("dovecot", "dovecot", "-F", "-c", filepath.Join(dir, "dovecot", "dovecot.conf"))
+	dove, err := s.run("dovecot", Dovecot, "-F", "-c", filepath.Join(dir, "dovecot", "dovecot.conf"))
 	if err != nil {
 		return s, err
 	}
