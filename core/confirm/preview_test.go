@@ -1,0 +1,99 @@
+package confirm
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/carapace-dev/carapace/core/api"
+)
+
+// A confirmation with a preview binds its digest: an approval must name
+// it (without it, or with another, it is refused and decides nothing); a
+// denial may leave it out. Calls with the same arguments but another
+// preview digest do not join. The preview's text is published whole —
+// or left out of an event too large for it — and is not kept once
+// resolved; the audit log records the digest, never the text.
+func TestPreviewBinds(t *testing.T) {
+	const digest = "sha256:aaaa"
+	tests := []struct {
+		name    string
+		d       api.Decision
+		refused bool
+		want    Decision
+	}{
+		{"approve without the digest", api.Decision{Approve: true, ArgsHash: hashA}, true, ""},
+		{"approve with another digest", api.Decision{Approve: true, ArgsHash: hashA, PreviewDigest: "sha256:bbbb"}, true, ""},
+		{"deny with another digest", api.Decision{ArgsHash: hashA, PreviewDigest: "sha256:bbbb"}, true, ""},
+		{"deny without the digest", api.Decision{ArgsHash: hashA}, false, Denied},
+		{"approve with the digest", api.Decision{Approve: true, ArgsHash: hashA, PreviewDigest: digest}, false, Approved},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := &recorder{}
+			g := New(rec.options(Options{Timeout: time.Hour}))
+			tk, err := g.Request(Request{Session: "s1", Group: "main", Tool: "mail_send", ArgsHash: hashA, Arguments: []byte(`{"x":1}`),
+				Display: []byte(`{"x":1}`), Preview: "To: anna@example.org\n\nsecret plans\n", PreviewDigest: digest})
+			if err != nil {
+				t.Fatal(err)
+			}
+			other, err := g.Request(Request{Session: "s1", Group: "main", Tool: "mail_send", ArgsHash: hashA, PreviewDigest: "sha256:cccc", Preview: "x"})
+			if err != nil || other.Joined {
+				t.Fatalf("a request with another preview digest: joined %v, err %v; want a confirmation of its own", other != nil && other.Joined, err)
+			}
+			tt.d.ID, tt.d.Surface = tk.ID(), "cli"
+			c, err := g.Decide(tt.d)
+			if tt.refused {
+				if !errors.Is(err, ErrMismatch) || !errors.Is(err, api.ErrConflict) {
+					t.Fatalf("Decide: %v; want a mismatch", err)
+				}
+				if got, _ := g.Get(tk.ID()); !got.Pending() {
+					t.Fatalf("a refused decision decided: %+v", got)
+				}
+				return
+			}
+			if err != nil || c.Decision != string(tt.want) {
+				t.Fatalf("Decide: %+v, %v; want %s", c, err, tt.want)
+			}
+			if got, _ := g.Get(tk.ID()); got.Preview != "" || got.PreviewDigest != digest {
+				t.Errorf("resolved: preview %q, digest %q; want the text dropped and the digest kept", got.Preview, got.PreviewDigest)
+			}
+			rec.mu.Lock()
+			defer rec.mu.Unlock()
+			if p := rec.published[0]; p.Preview != "To: anna@example.org\n\nsecret plans\n" || p.PreviewDigest != digest || p.PreviewOmitted {
+				t.Errorf("published %+v; want the preview whole and its digest", p)
+			}
+			n := 0
+			for _, e := range rec.audited {
+				if strings.Contains(e.Reason, "secret plans") {
+					t.Errorf("the audit log holds the preview's text: %+v", e)
+				}
+				if e.Confirmation == tk.ID() && e.PreviewDigest == digest {
+					n++
+				}
+			}
+			if n != 2 {
+				t.Errorf("%d audit entries of the confirmation carry the digest; want 2 (requested, decided)", n)
+			}
+		})
+	}
+}
+
+// A preview too large for an event is left out of it, and said so.
+func TestPreviewOmittedFromLargeEvents(t *testing.T) {
+	for _, n := range []int{MaxEventPreview, MaxEventPreview + 1} {
+		rec := &recorder{}
+		g := New(rec.options(Options{Timeout: time.Hour}))
+		if _, err := g.Request(Request{Session: "s1", Group: "main", Tool: "t", ArgsHash: hashA, Preview: strings.Repeat("x", n), PreviewDigest: "d"}); err != nil {
+			t.Fatal(err)
+		}
+		p := rec.published[0]
+		if omitted := n > MaxEventPreview; p.PreviewOmitted != omitted || (p.Preview == "") != omitted {
+			t.Errorf("%d bytes: omitted %v, %d bytes published; want omitted %v", n, p.PreviewOmitted, len(p.Preview), omitted)
+		}
+		if p.PreviewOmitted && p.Exact() {
+			t.Errorf("a confirmation whose preview was left out counts as exact")
+		}
+	}
+}
