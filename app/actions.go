@@ -146,8 +146,11 @@ func (r *runner) notificationAction(ctx context.Context, a notify.Action) {
 // for the user (the watch stream shows how it ended), only logged.
 func (r *runner) decide(ctx context.Context, c api.Confirmation, approve bool, surface string) {
 	switch {
-	case approve && (c.ArgumentsOmitted || c.PreviewOmitted):
-		r.log.Warn("app: not approved: its arguments or preview could not be shown", "confirmation", c.ID)
+	case approve && c.ArgumentsOmitted:
+		r.log.Warn("app: not approved: its arguments could not be shown", "confirmation", c.ID)
+		return
+	case approve && c.PreviewOmitted:
+		r.log.Warn("app: not approved: its preview could not be shown", "confirmation", c.ID)
 		return
 	case approve && !c.Exact():
 		// The menu and the notification offer no Approve then; the core
