@@ -269,6 +269,14 @@ func (p *Pipeline) Handle(ctx context.Context, s *session.Session, req *ipc.Requ
 		p.fail(c, audit.StageRoute, audit.OutcomeError, ipc.Errorf(ipc.CodePluginUnavailable, 6, "plugin %s is not running; get_session_info shows plugin health", c.tool.Plugin))
 		return
 	}
+	// What the user approved is what runs: content that changed since
+	// its preview was shown is not routed (the handler checks again).
+	if c.preview != nil {
+		if te := p.recheckPreview(ctx, c, args); te != nil {
+			p.answer(c, nil, te)
+			return
+		}
+	}
 	routed := &audit.Entry{Stage: audit.StageRoute, Outcome: audit.OutcomeRouted, Source: c.tool.Plugin, Confirmation: c.approval}
 	if c.preview != nil {
 		routed.PreviewDigest = c.preview.Digest
@@ -344,15 +352,44 @@ type confirmFailure struct {
 }
 
 // fetchPreview asks the handler of a tool that declares a preview for the
-// preview of this call, bounded by PreviewTimeout, and keeps it in c. It
-// fails closed: a handler that cannot preview, errs, times out or returns
-// an empty or oversized preview gets the call refused, and nobody is
-// asked. What the handler said goes to the audit log and the core's log,
-// not to the agent (a preview's text never goes to the agent).
+// preview of this call (askPreview) and keeps it in c. It fails closed: a
+// handler that cannot preview, errs, times out or returns an empty or
+// oversized preview gets the call refused, and nobody is asked.
 func (p *Pipeline) fetchPreview(ctx context.Context, c *call, args map[string]any) *ipc.Error {
-	refuse := func(why string) *ipc.Error {
-		p.log.Warn("preview failed; call refused", "plugin", c.tool.Plugin, "tool", c.tool.Name, "correlation", c.req.Correlation, "why", textutil.Clip(why, 300))
+	pv, why := p.askPreview(ctx, c, args)
+	if pv == nil {
 		return ipc.Errorf(ipc.CodeConfirmationDenied, 5, "%s was not put to the user: its plugin could not show what it would do (%s), so it was refused", c.tool.Name, why)
+	}
+	c.preview = pv
+	return nil
+}
+
+// recheckPreview asks the handler for the call's preview again, once
+// approved and right before it runs, and refuses the call (a ToolError
+// for p.answer, as the handler's own CheckDigest would) if the content no
+// longer has the digest the user approved, or cannot be previewed. The
+// handler checks the digest too, on the bytes it acts on: this check does
+// not rely on it, and leaves it only the moment between the two.
+func (p *Pipeline) recheckPreview(ctx context.Context, c *call, args map[string]any) *plugin.ToolError {
+	pv, why := p.askPreview(ctx, c, args)
+	switch {
+	case pv == nil:
+		return &plugin.ToolError{Code: "PREVIEW_FAILED", Message: fmt.Sprintf("%s was approved, but its plugin could not show its content again before running it (%s), so it was not run", c.tool.Name, why)}
+	case pv.Digest != c.preview.Digest:
+		return &plugin.ToolError{Code: plugin.CodeContentChanged, Message: fmt.Sprintf("the content changed after the user approved %s (the core checked before running it), so it was not run; call it again to ask the user about the new content", c.tool.Name)}
+	}
+	return nil
+}
+
+// askPreview asks the handler for the preview of this call, bounded by
+// PreviewTimeout, and returns it, or nil and why not in words the agent
+// may read: what the handler said goes to the audit log and the core's
+// log, not to the agent, unless it is a ToolError (a preview's text
+// never goes to the agent).
+func (p *Pipeline) askPreview(ctx context.Context, c *call, args map[string]any) (*plugin.Preview, string) {
+	refuse := func(why string) (*plugin.Preview, string) {
+		p.log.Warn("preview failed; call refused", "plugin", c.tool.Plugin, "tool", c.tool.Name, "correlation", c.req.Correlation, "why", textutil.Clip(why, 300))
+		return nil, why
 	}
 	pv, ok := c.tool.Handler.(plugin.Previewer)
 	if !ok || c.tool.Handler == nil || p.opts.Available != nil && !p.opts.Available(c.tool.Plugin) {
@@ -376,10 +413,11 @@ func (p *Pipeline) fetchPreview(ctx context.Context, c *call, args map[string]an
 		done <- answer{v, err}
 	}()
 	var a answer
+	timedOut := false
 	select {
 	case a = <-done:
 	case <-pctx.Done():
-		a.err = fmt.Errorf("no preview within %s", p.opts.PreviewTimeout)
+		a.err, timedOut = fmt.Errorf("no preview within %s", p.opts.PreviewTimeout), true
 	}
 	if a.err == nil {
 		a.err = a.pv.Check()
@@ -388,7 +426,7 @@ func (p *Pipeline) fetchPreview(ctx context.Context, c *call, args map[string]an
 		why := "the preview failed"
 		if te, ok := plugin.AsToolError(a.err); ok && te != nil {
 			why = textutil.Clip(te.Message, 300) // meant for the agent's eyes
-		} else if errors.Is(a.err, context.DeadlineExceeded) || strings.HasPrefix(a.err.Error(), "no preview within") {
+		} else if timedOut {
 			why = a.err.Error()
 		}
 		detail, _ := sanitize.String(a.err.Error())
@@ -396,8 +434,7 @@ func (p *Pipeline) fetchPreview(ctx context.Context, c *call, args map[string]an
 			Reason: textutil.Clip("preview: "+detail, 1000)})
 		return refuse(why)
 	}
-	c.preview = a.pv
-	return nil
+	return a.pv, ""
 }
 
 func (p *Pipeline) confirm(ctx context.Context, c *call, canonical []byte, summary string, why []string) *confirmFailure {

@@ -45,7 +45,9 @@ func posted(t *testing.T, c *testCore) []map[string]string {
 //     stream, carapace confirm show), control characters escaped on the
 //     CLI; approved, the call runs and the handler gets the digest;
 //   - a draft changed after the request, then approved, is refused with
-//     CONTENT_CHANGED and not posted;
+//     CONTENT_CHANGED and not posted: by the core, which previews the
+//     call again right before it runs, and, for a change after that, by
+//     the handler's own CheckDigest;
 //   - a preview that fails refuses the call at once: no confirmation;
 //   - the audit log keeps the digest, never the preview's text.
 func TestPreviewThroughTheCore(t *testing.T) {
@@ -121,8 +123,8 @@ func TestPreviewThroughTheCore(t *testing.T) {
 	}
 	r := bg.wait(t)
 	wantError(t, r, ipc.CodeHandlerError, 0, "")
-	if !strings.Contains(r.Err.Message, "the content changed after the user approved wk_post") {
-		t.Errorf("the agent's error: %q", r.Err.Message)
+	if !strings.Contains(r.Err.Message, "the content changed after the user approved wk_post (the core checked before running it)") {
+		t.Errorf("the agent's error: %q; want the core's check to refuse it", r.Err.Message)
 	}
 	if p := posted(t, c); len(p) != 1 {
 		t.Fatalf("posted %v; the changed draft was posted", p)
@@ -135,6 +137,35 @@ func TestPreviewThroughTheCore(t *testing.T) {
 	}
 	if !changed {
 		t.Error("the audit log does not record CONTENT_CHANGED for the changed draft")
+	}
+
+	// (b, the handler's own check) The draft changes between the core's
+	// last preview and the post (the kit edits a "flip" draft as its
+	// second preview ends): the post's CheckDigest refuses it.
+	mustOK(t, runIPC(t, s.Socket, nil, "tool.invoke.wk_draft", `{"id":"flip-1","text":"Hi Carol."}`))
+	bg = startIPC(t, s.Socket, "tool.invoke.wk_post", `{"id":"flip-1"}`)
+	id3 := bg.waitPending(t)
+	cf3, err := c.Client.Confirmation(ctx, id3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, errs, code := runCLI(t, c.Home, "confirm", "approve", id3[:8]); code != 0 {
+		t.Fatalf("confirm approve: exit %d\n%s%s", code, out, errs)
+	}
+	r = bg.wait(t)
+	wantError(t, r, ipc.CodeHandlerError, 0, "")
+	if !strings.Contains(r.Err.Message, "the content changed after the user approved wk_post, so it was not run") {
+		t.Errorf("the agent's error: %q; want the handler's CheckDigest to refuse it", r.Err.Message)
+	}
+	if p := posted(t, c); len(p) != 1 {
+		t.Fatalf("posted %v; the draft edited after its last preview was posted", p)
+	}
+	var routedFlip bool
+	for _, e := range c.Audit(t) {
+		routedFlip = routedFlip || e.Correlation == cf3.Correlation && e.Stage == audit.StageRoute && e.PreviewDigest == cf3.PreviewDigest
+	}
+	if !routedFlip {
+		t.Error("the flip draft's call was not routed with its digest: the core's check, not the handler's, refused it")
 	}
 
 	// (d) A preview that fails refuses the call at once, asking nobody;
@@ -155,8 +186,8 @@ func TestPreviewThroughTheCore(t *testing.T) {
 	}
 	if n := w.count(func(ev api.WatchEvent) bool {
 		return ev.Type == api.WatchConfirmationRequested && ev.Confirmation != nil && ev.Confirmation.Tool == "wk_post"
-	}); n != 2 {
-		t.Errorf("%d wk_post confirmations requested; want 2 (d1, d2): a failed preview asks nobody", n)
+	}); n != 3 {
+		t.Errorf("%d wk_post confirmations requested; want 3 (d1, d2, flip-1): a failed preview asks nobody", n)
 	}
 
 	// The audit log: the digest with the confirmation and the routed call,
