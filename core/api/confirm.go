@@ -93,6 +93,11 @@ func (c Confirmation) Exact() bool {
 		(c.PreviewDigest == "") == (c.Preview == "")
 }
 
+// PreviewPath is the Path of a Hidden value that is not in the arguments
+// but in the confirmation's Preview: the sanitiser hid part of what the
+// plugin's preview says (a secret in a mail's body).
+const PreviewPath = "(preview)"
+
 // Hidden is one value a confirmation's displayed arguments do not show as
 // it runs: the core's sanitiser replaced part of it with [REDACTED].
 type Hidden struct {

@@ -53,6 +53,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -128,8 +129,11 @@ type Request struct {
 	Hidden      []Hidden
 	Summary     string // what the call will do, in words (catalog.Tool.Check); "" if the tool says nothing
 	// Preview and PreviewDigest are the call's preview, for a tool that
-	// declares one (plugin.Preview): the text people read whole, and the
-	// digest the approval binds.
+	// declares one (plugin.Preview): the text as the plugin rendered it,
+	// and the digest the approval binds. Request shows people
+	// DisplayPreview of it: the text, unless the sanitiser hides
+	// something, which the confirmation's Hidden then lists at
+	// PreviewPath.
 	Preview       string
 	PreviewDigest string
 	// Why says why the core asks, when not only for the tool's risk: a
@@ -156,9 +160,11 @@ type Confirmation struct {
 	// Hidden says what Display does not show as it runs.
 	Hidden  []Hidden
 	Summary string
-	// Preview and PreviewDigest are Request's: the preview's text is kept
-	// while pending only (nil once resolved), its digest always.
+	// Preview is what surfaces show of the call's preview (Request's
+	// PreviewDisplay) and PreviewRaw the text as the plugin rendered it,
+	// both kept while pending only; PreviewDigest is kept always.
 	Preview       string
+	PreviewRaw    string
 	PreviewDigest string
 	Why           []string // Request.Why
 	Created       time.Time
@@ -273,11 +279,13 @@ func (g *Gate) Request(r Request) (*Ticket, error) {
 		return nil, fmt.Errorf("group %s has %d confirmations pending: %w", r.Group, n, ErrTooMany)
 	}
 	now := g.opts.Now().UTC()
+	previewDisplay, previewHidden := DisplayPreview(r.Preview)
+	hidden := append(slices.Clip(r.Hidden), previewHidden...)
 	e := &entry{
 		c: Confirmation{
 			ID: newID(), Session: r.Session, Group: r.Group, Tool: r.Tool, Correlation: r.Correlation,
-			ArgsHash: r.ArgsHash, Arguments: r.Arguments, Display: r.Display, Hidden: r.Hidden, Summary: r.Summary, Why: r.Why,
-			Preview: r.Preview, PreviewDigest: r.PreviewDigest,
+			ArgsHash: r.ArgsHash, Arguments: r.Arguments, Display: r.Display, Hidden: hidden, Summary: r.Summary, Why: r.Why,
+			Preview: previewDisplay, PreviewRaw: r.Preview, PreviewDigest: r.PreviewDigest,
 			Created: now, Expires: now.Add(g.opts.Timeout),
 		},
 		waiters: 1,
@@ -402,7 +410,7 @@ func (g *Gate) resolve(e *entry, d Decision, surface, decider, reason string) {
 	e.c.Decision, e.c.Surface, e.c.Decider, e.c.Reason = d, surface, decider, reason
 	e.c.Decided = g.opts.Now().UTC()
 	e.c.Arguments = nil // needed only to decide; the gate remembers many resolved ones
-	e.c.Preview = ""
+	e.c.Preview, e.c.PreviewRaw = "", ""
 	e.timer.Stop()
 	close(e.done)
 	delete(g.pending, e.c.ID)

@@ -97,3 +97,37 @@ func TestPreviewOmittedFromLargeEvents(t *testing.T) {
 		}
 	}
 }
+
+// A preview in which the sanitiser finds a secret is shown redacted, on
+// the bus too, and listed in Hidden at PreviewPath: no surface can
+// approve it, only one that read it as it runs (Raw, audited) can.
+func TestPreviewWithASecret(t *testing.T) {
+	const key = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA"
+	rec := &recorder{}
+	g := New(rec.options(Options{Timeout: time.Hour}))
+	text := "To: eve@example.org\n\nHere is the key:\n" + key
+	tk, err := g.Request(Request{Session: "s1", Group: "main", Tool: "mail_send", ArgsHash: hashA, Arguments: []byte(`{"x":1}`),
+		Display: []byte(`{"x":1}`), Preview: text, PreviewDigest: "sha256:aaaa"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.mu.Lock()
+	pub := rec.published[0]
+	rec.mu.Unlock()
+	if strings.Contains(pub.Preview, "MIIEowIBAAKCAQEA") || !strings.Contains(pub.Preview, "Here is the key:") ||
+		len(pub.Hidden) != 1 || pub.Hidden[0].Path != PreviewPath || pub.Exact() {
+		t.Fatalf("published preview %q, hidden %+v; want it redacted, listed at %s, not exact", pub.Preview, pub.Hidden, PreviewPath)
+	}
+	d := api.Decision{ID: tk.ID(), Approve: true, ArgsHash: hashA, PreviewDigest: "sha256:aaaa", Surface: "telegram"}
+	if _, err := g.Decide(d); !errors.Is(err, ErrHidden) {
+		t.Fatalf("an approval of a redacted preview: %v; want ErrHidden", err)
+	}
+	raw, err := g.Raw(tk.ID())
+	if err != nil || raw.Preview != text || !raw.Raw || !raw.Exact() {
+		t.Fatalf("Raw: preview %q, raw %v, %v; want the text as it runs", raw.Preview, raw.Raw, err)
+	}
+	d.Raw, d.Surface = true, "cli"
+	if c, err := g.Decide(d); err != nil || c.Decision != string(Approved) {
+		t.Fatalf("an approval on the preview as it runs: %+v, %v", c, err)
+	}
+}

@@ -195,23 +195,27 @@ func (g *Gate) refused(c Confirmation, d api.Decision, err error) {
 	g.opts.Logger.Info("confirmation decision refused", "id", d.ID, "surface", d.Surface, "err", err)
 }
 
-// Raw returns a pending confirmation's arguments as they run, which its
-// display may redact. Reading them is audited when the display hides
+// Raw returns a pending confirmation as it runs: its view with the
+// arguments and the preview exactly as they run, which its display may
+// redact, and Raw set. Reading them is audited when the display hides
 // something: they may hold a secret. The errors wrap api.ErrNotFound for
 // an unknown id and api.ErrConflict once it is decided (they are kept
 // only while it waits).
-func (g *Gate) Raw(id string) (json.RawMessage, error) {
+func (g *Gate) Raw(id string) (api.Confirmation, error) {
 	c, ok := g.Get(id)
 	switch {
 	case !ok:
-		return nil, fmt.Errorf("%w: no confirmation %s", api.ErrNotFound, id)
+		return api.Confirmation{}, fmt.Errorf("%w: no confirmation %s", api.ErrNotFound, id)
 	case !c.Pending():
-		return nil, fmt.Errorf("%w: confirmation %s is already decided (%s): its arguments are kept only while it waits", api.ErrConflict, id, c.Decision)
+		return api.Confirmation{}, fmt.Errorf("%w: confirmation %s is already decided (%s): its arguments are kept only while it waits", api.ErrConflict, id, c.Decision)
 	}
 	if len(c.Hidden) > 0 {
 		_ = g.audit(&audit.Entry{Source: "core", Session: c.Session, Group: c.Group, Topic: "tool.invoke." + c.Tool,
 			Stage: audit.StageConfirm, Outcome: audit.OutcomePending, Confirmation: c.ID,
 			Reason: "the arguments as they run, which the display redacts, were shown on the control API"})
 	}
-	return json.RawMessage(c.Arguments), nil
+	v := c.View()
+	v.Arguments, v.ArgumentsOmitted, v.Raw = json.RawMessage(c.Arguments), false, true
+	v.Preview, v.PreviewOmitted = c.PreviewRaw, false
+	return v, nil
 }

@@ -443,7 +443,7 @@ func (p *Pipeline) confirm(ctx context.Context, c *call, canonical []byte, summa
 		Session: c.s.ID, Group: c.s.Group, Tool: c.tool.Name, Correlation: c.req.Correlation,
 		ArgsHash: confirm.HashArguments(canonical), Arguments: canonical, Display: display, Hidden: hidden, Summary: summary, Why: why,
 	}
-	if c.preview != nil {
+	if c.preview != nil { // the gate shows people DisplayPreview of it
 		r.Preview, r.PreviewDigest = c.preview.Text, c.preview.Digest
 	}
 	tk, err := p.opts.Gate.Request(r)

@@ -253,3 +253,42 @@ func mustJSON(t *testing.T, v any) string {
 	}
 	return string(b)
 }
+
+// A preview in which the core's sanitiser finds a secret (the agent put a
+// private key in the mail) goes to the surfaces redacted — the watch
+// stream, and so the phone, never carry the key — and cannot be approved
+// as shown; read as it runs on the CLI (--raw, audited), it can.
+func TestPreviewWithASecretApprovesOnlyRaw(t *testing.T) {
+	c := startCoreWith(t, coreOptions{Config: confirmConfig, Setup: func(h home.Dir) { installKit(t, h, "wk") }})
+	w := watch(t, c)
+	s := c.Session(t, "main")
+	const key = "MIIEowIBAAKCAQEAzL9d"
+	text := "To: eve@example.org\n\nAs asked:\n-----BEGIN RSA PRIVATE KEY-----\n" + key
+	mustOK(t, runIPC(t, s.Socket, nil, "tool.invoke.wk_draft", mustJSON(t, map[string]string{"id": "s1", "text": text})))
+	bg := startIPC(t, s.Socket, "tool.invoke.wk_post", `{"id":"s1"}`)
+	id := bg.waitPending(t)
+	ev := w.find(t, "confirmation.requested", confirmationEvent(api.WatchConfirmationRequested, id)).Confirmation
+	if strings.Contains(ev.Preview, key) || !strings.Contains(ev.Preview, "As asked:") || len(ev.Hidden) != 1 || ev.Hidden[0].Path != api.PreviewPath {
+		t.Fatalf("the watch stream's preview %q, hidden %+v; want it redacted and the redaction listed", ev.Preview, ev.Hidden)
+	}
+	out, errs, code := runCLI(t, c.Home, "confirm", "approve", id[:8])
+	if code == 0 || strings.Contains(out, key) || !strings.Contains(errs, "confirm approve --raw") {
+		t.Fatalf("confirm approve of a redacted preview: exit %d\n%s%s", code, out, errs)
+	}
+	out, errs, code = runCLI(t, c.Home, "confirm", "show", "--raw", id[:8])
+	if code != 0 || !strings.Contains(out, "| "+key) {
+		t.Fatalf("confirm show --raw: exit %d\n%s%s", code, out, errs)
+	}
+	if p := posted(t, c); len(p) != 0 {
+		t.Fatalf("posted %v before any approval", p)
+	}
+	if out, errs, code = runCLI(t, c.Home, "confirm", "approve", "--raw", id[:8]); code != 0 {
+		t.Fatalf("confirm approve --raw: exit %d\n%s%s", code, out, errs)
+	}
+	if got := mustOK(t, bg.wait(t)); got["posted"] != "s1" {
+		t.Fatalf("the approved post: %v", got)
+	}
+	if p := posted(t, c); len(p) != 1 || p[0]["text"] != text {
+		t.Fatalf("posted %v; want the draft as it was read", p)
+	}
+}

@@ -367,7 +367,13 @@ func writePreview(out io.Writer, p api.Confirmation) {
 	case p.Preview == "":
 		return
 	}
-	fmt.Fprintln(out, "  what it will do (the plugin's preview, whole):")
+	head := "  what it will do (the plugin's preview, whole):"
+	for _, h := range p.Hidden {
+		if h.Path == api.PreviewPath && !p.Raw {
+			head = "  what it will do (the plugin's preview, with secrets hidden: not what runs):"
+		}
+	}
+	fmt.Fprintln(out, head)
 	fmt.Fprintln(out, "    ----")
 	for _, l := range strings.Split(strings.TrimSuffix(p.Preview, "\n"), "\n") {
 		fmt.Fprintf(out, "    | %s\n", printable(l))

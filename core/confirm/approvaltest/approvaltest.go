@@ -177,6 +177,30 @@ func checkPreview(t testing.TB, s Surface, clean api.Confirmation) {
 	if strings.ContainsAny(text, "\x1b\u202e\u202c") {
 		t.Errorf("%s: the text shows the preview's control or bidi characters as they are (escape them):\n%q", s.Name, text)
 	}
+	// A preview in which the sanitiser hid a secret (and what follows
+	// it) is not approvable; as it runs (Raw), on a surface given such,
+	// it is.
+	secret := short
+	runs := short.Preview + "-----BEGIN RSA PRIVATE KEY-----\nand mail ~/.ssh to eve@example.org\n"
+	display, hidden := confirm.DisplayPreview(runs)
+	secret.Preview = display
+	for _, h := range hidden {
+		secret.Hidden = append(secret.Hidden, api.Hidden{Path: h.Path, Kind: h.Kind, Chars: h.Chars})
+	}
+	if len(secret.Hidden) == 0 {
+		t.Fatalf("%s: the sanitiser hid nothing in the preview's negative control: fix the control", s.Name)
+	}
+	if text, ok := s.Render(secret); ok {
+		t.Errorf("%s: offers Approve on a preview whose display hides %v:\n%s", s.Name, secret.Hidden, text)
+	}
+	if s.Raw {
+		raw := secret
+		raw.Preview, raw.Raw = runs, true
+		text, ok := s.Render(raw)
+		if !ok || len(MissingPreview(s, runs, text)) > 0 {
+			t.Errorf("%s: the preview as it runs (raw) is not approvable, or not shown whole:\n%s", s.Name, text)
+		}
+	}
 	omitted := short
 	omitted.Preview, omitted.PreviewOmitted = "", true
 	if text, ok := s.Render(omitted); ok {

@@ -275,19 +275,22 @@ func (b *Backend) Decide(_ context.Context, d api.Decision) (api.Confirmation, e
 	return c, nil
 }
 
-// RawArguments implements control.Backend: a pending confirmation's
-// arguments as they run (AddConfirmationRaw's, else its Arguments).
-func (b *Backend) RawArguments(_ context.Context, id string) (json.RawMessage, error) {
+// RawConfirmation implements control.Backend: a pending confirmation with
+// its arguments as they run (AddConfirmationRaw's, else its Arguments)
+// and Raw set.
+func (b *Backend) RawConfirmation(_ context.Context, id string) (api.Confirmation, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	i := slices.IndexFunc(b.confirmations, func(c api.Confirmation) bool { return c.ID == id })
 	if i < 0 {
-		return nil, fmt.Errorf("confirmation %s is not pending: %w", id, api.ErrConflict)
+		return api.Confirmation{}, fmt.Errorf("confirmation %s is not pending: %w", id, api.ErrConflict)
 	}
+	c := b.confirmations[i]
 	if raw, ok := b.raw[id]; ok {
-		return raw, nil
+		c.Arguments = raw
 	}
-	return b.confirmations[i].Arguments, nil
+	c.ArgumentsOmitted, c.Raw = false, true
+	return c, nil
 }
 
 // Changes implements control.Backend: a feed of what Emit sends from now
