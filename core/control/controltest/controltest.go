@@ -48,7 +48,7 @@ type Backend struct {
 	restarts      []string
 	tasks         []api.Task
 	taskCalls     []string
-	raw           map[string]json.RawMessage // RawArguments of a confirmation whose Arguments hide something
+	raw           map[string]json.RawMessage // the arguments RawConfirmation answers for a confirmation whose Arguments hide something
 }
 
 // Decision is one call of Decide that succeeded.
@@ -83,7 +83,7 @@ func (b *Backend) AddConfirmation(c api.Confirmation) {
 
 // AddConfirmationRaw adds a pending confirmation whose Arguments are a
 // display that hides part of raw, the arguments as they run (c.Hidden says
-// what), and tells the watches. RawArguments answers raw for it.
+// what), and tells the watches. RawConfirmation answers raw for it.
 func (b *Backend) AddConfirmationRaw(c api.Confirmation, raw json.RawMessage) {
 	b.mu.Lock()
 	if b.raw == nil {
