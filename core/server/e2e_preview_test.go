@@ -4,14 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/audit"
 	"github.com/carapace-dev/carapace/core/home"
+	"github.com/carapace-dev/carapace/core/loader"
 	"github.com/carapace-dev/carapace/ipc"
+	"github.com/carapace-dev/carapace/plugins/telegram/fakebot"
 )
 
 // posted reads what the oopkit plugin "wk" posted (posted.jsonl in its
@@ -291,4 +295,97 @@ func TestPreviewWithASecretApprovesOnlyRaw(t *testing.T) {
 	if p := posted(t, c); len(p) != 1 || p[0]["text"] != text {
 		t.Fatalf("posted %v; want the draft as it was read", p)
 	}
+}
+
+// Previews on the phone, end to end: the real core, the Telegram plugin's
+// process (bundled, pinned), the fake Bot API and an out-of-process plugin
+// whose wk_post declares a preview, called from a session over bin/ipc. A
+// short preview is on the card whole and its Approve runs the post with
+// the digest; a preview longer than a Telegram message is not on the
+// card, which says where to read it and offers Deny only.
+func TestTelegramPreviewCard(t *testing.T) {
+	bot := fakebot.New(t)
+	cfg := fmt.Sprintf(`
+[confirm]
+timeout = "60s"
+[groups.main]
+[plugins.telegram]
+surface = true
+[plugins.telegram.config]
+owner_id = %d
+api_url = %q
+debounce_ms = 300
+`, tgOwner, bot.URL())
+	c := startCoreWith(t, coreOptions{Config: cfg, Bundled: []loader.Bundled{telegramBundle(t)},
+		Setup: func(h home.Dir) { setToken(t, h); installKit(t, h, "wk") }})
+	if p := pluginStatus(t, c, "telegram"); !p.Healthy {
+		t.Fatalf("the telegram plugin: %+v\ncore log:\n%s", p, c.Log.String())
+	}
+	bot.WaitCount(t, "getUpdates", 1)
+	s := c.Session(t, "main")
+
+	// Short: whole on the card; Approve carries the digest, and the post runs.
+	mustOK(t, runIPC(t, s.Socket, nil, "tool.invoke.wk_draft", `{"id":"p1","text":"To: anna@example.org\nSubject: Lunch <b>\n\nTomorrow at 12?"}`))
+	bg := startIPC(t, s.Socket, "tool.invoke.wk_post", `{"id":"p1"}`)
+	id := bg.waitPending(t)
+	m, b := card(t, bot, "Post draft p1:")
+	for _, want := range []string{"What it will do:", "To: anna@example.org", "Subject: Lunch &lt;b&gt;", "Tomorrow at 12?"} { // the card's HTML
+		if !strings.Contains(m.Text, want) {
+			t.Errorf("the card lacks %q:\n%s", want, m.Text)
+		}
+	}
+	bot.Callback(tgOwner, fakebot.PrivateChat(tgOwner), m.MessageID, b["approve"])
+	if got := mustOK(t, bg.wait(t)); got["posted"] != "p1" {
+		t.Fatalf("the post approved on the phone: %v", got)
+	}
+	edited(t, bot, m.MessageID, "Approved on telegram by 4242")
+	if p := posted(t, c); len(p) != 1 || !strings.HasPrefix(p[0]["digest"], "sha256:") {
+		t.Fatalf("posted %v; want p1, with the approved digest", p)
+	}
+	if cf, err := c.Client.Confirmation(context.Background(), id); err != nil || cf.Decision != "approved" || cf.PreviewDigest != p0digest(t, c) {
+		t.Fatalf("the confirmation %+v, %v", cf, err)
+	}
+
+	// Longer than a message: Deny only, and where to read it whole.
+	long := strings.Repeat("All work and no play makes Jack a dull boy. ", 100)
+	mustOK(t, runIPC(t, s.Socket, nil, "tool.invoke.wk_draft", mustJSON(t, map[string]string{"id": "p2", "text": long})))
+	bg = startIPC(t, s.Socket, "tool.invoke.wk_post", `{"id":"p2"}`)
+	id = bg.waitPending(t)
+	var denyOnly fakebot.Message
+	bot.Wait(t, 60*time.Second, "the card of the long preview", func() bool {
+		for _, m := range bot.Messages(tgOwner) {
+			if strings.Contains(m.Text, "Approval needed") && strings.Contains(m.Text, "carapace confirm show "+id[:8]) && m.ReplyMarkup != nil {
+				denyOnly = m
+				return true
+			}
+		}
+		return false
+	})
+	var deny string
+	for _, btn := range denyOnly.ReplyMarkup.Buttons() {
+		if strings.Contains(btn.Text, "Approve") {
+			t.Fatalf("an Approve button for a preview the card cannot show whole:\n%s", denyOnly.Text)
+		}
+		if strings.Contains(btn.Text, "Deny") {
+			deny = btn.CallbackData
+		}
+	}
+	if strings.Contains(denyOnly.Text, "All work and no play") || !strings.Contains(denyOnly.Text, "too long for a Telegram message") || deny == "" {
+		t.Fatalf("the card of a long preview:\n%s", denyOnly.Text)
+	}
+	bot.Callback(tgOwner, fakebot.PrivateChat(tgOwner), denyOnly.MessageID, deny)
+	wantError(t, bg.wait(t), ipc.CodeConfirmationDenied, 5, "")
+	if p := posted(t, c); len(p) != 1 {
+		t.Fatalf("posted %v after a denial", p)
+	}
+}
+
+// p0digest is the digest the first post was given.
+func p0digest(t *testing.T, c *testCore) string {
+	t.Helper()
+	p := posted(t, c)
+	if len(p) == 0 {
+		t.Fatal("nothing posted")
+	}
+	return p[0]["digest"]
 }
