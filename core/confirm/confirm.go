@@ -18,8 +18,8 @@
 // It fails closed: no decision before the expiry is Expired; a call whose
 // session closes (or whose every waiter gives up) is Withdrawn; the gate
 // keeps nothing across a restart of the core. An identical request (same
-// session, tool and hash) while one is pending joins it rather than asking
-// the user twice; past MaxPending pending confirmations in a group, a new
+// session, tool and hash, and no preview: one approval of a mail sends it
+// once) while one is pending joins it rather than asking the user twice; past MaxPending pending confirmations in a group, a new
 // one is refused at once (ErrTooMany), never queued.
 //
 // Every change — requested, then exactly one resolution — is told, in
@@ -259,7 +259,8 @@ func (t *Ticket) Confirmation() Confirmation { return t.c }
 func (t *Ticket) ID() string { return t.e.c.ID }
 
 // Request registers a call that needs the user and returns its ticket. An
-// identical pending request (same session, tool and hash) is joined. It
+// identical pending request (same session, tool and hash, no preview) is
+// joined. It
 // fails with ErrTooMany when the group already has MaxPending pending, and
 // with the audit log's error when the new confirmation cannot be recorded.
 func (g *Gate) Request(r Request) (*Ticket, error) {
@@ -267,7 +268,9 @@ func (g *Gate) Request(r Request) (*Ticket, error) {
 	defer g.mu.Unlock()
 	n := 0
 	for _, e := range g.pending {
-		if e.c.Session == r.Session && e.c.Tool == r.Tool && e.c.ArgsHash == r.ArgsHash && e.c.PreviewDigest == r.PreviewDigest {
+		// A call with a preview (a mail to send) never joins: one approval
+		// runs one call, so that one Approve cannot send a mail twice.
+		if e.c.Session == r.Session && e.c.Tool == r.Tool && e.c.ArgsHash == r.ArgsHash && r.PreviewDigest == "" && e.c.PreviewDigest == "" {
 			e.waiters++
 			return &Ticket{e: e, Joined: true, c: e.c}, nil
 		}

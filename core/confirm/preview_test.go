@@ -38,9 +38,11 @@ func TestPreviewBinds(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			other, err := g.Request(Request{Session: "s1", Group: "main", Tool: "mail_send", ArgsHash: hashA, PreviewDigest: "sha256:cccc", Preview: "x"})
-			if err != nil || other.Joined {
-				t.Fatalf("a request with another preview digest: joined %v, err %v; want a confirmation of its own", other != nil && other.Joined, err)
+			for _, d := range []string{"sha256:cccc", digest} { // another content, and the same: one approval runs one call
+				other, err := g.Request(Request{Session: "s1", Group: "main", Tool: "mail_send", ArgsHash: hashA, PreviewDigest: d, Preview: "x"})
+				if err != nil || other.Joined || other.ID() == tk.ID() {
+					t.Fatalf("a request with preview digest %s: joined %v, err %v; want a confirmation of its own", d, other != nil && other.Joined, err)
+				}
 			}
 			tt.d.ID, tt.d.Surface = tk.ID(), "cli"
 			c, err := g.Decide(tt.d)
