@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/carapace-dev/carapace/app/menu"
 	"github.com/carapace-dev/carapace/app/notify"
@@ -148,6 +149,9 @@ func (r *runner) decide(ctx context.Context, c api.Confirmation, approve bool, s
 	case approve && c.ArgumentsOmitted:
 		r.log.Warn("app: not approved: its arguments could not be shown", "confirmation", c.ID)
 		return
+	case approve && c.PreviewOmitted:
+		r.log.Warn("app: not approved: its preview could not be shown", "confirmation", c.ID)
+		return
 	case approve && !c.Exact():
 		// The menu and the notification offer no Approve then; the core
 		// would refuse one too.
@@ -158,7 +162,7 @@ func (r *runner) decide(ctx context.Context, c api.Confirmation, approve bool, s
 		r.log.Warn("app: not decided: the core is not reached", "confirmation", c.ID)
 		return
 	}
-	d := api.Decision{ID: c.ID, Approve: approve, ArgsHash: c.ArgsHash, Surface: surface, Decider: r.o.Decider}
+	d := api.Decision{ID: c.ID, Approve: approve, ArgsHash: c.ArgsHash, PreviewDigest: c.PreviewDigest, Surface: surface, Decider: r.o.Decider}
 	r.goBG(func() {
 		cctx, cancel := context.WithTimeout(ctx, requestTimeout)
 		defer cancel()
@@ -223,9 +227,18 @@ func Notification(c api.Confirmation) notify.Notification {
 	for _, w := range c.Why { // why the core asks, each reason whole
 		b.WriteString("Why: " + textutil.Printable(w) + "\n")
 	}
+	previewWhole := true
+	if c.Preview != "" || c.PreviewOmitted || c.PreviewDigest != "" {
+		var pv string
+		pv, previewWhole = notificationPreview(c)
+		b.WriteString(pv)
+	}
 	args, complete := menu.Summary(c, summaryWidth)
 	b.WriteString(args)
 	switch {
+	case !previewWhole:
+		b.WriteString("\n" + previewInMenu + api.ShortID(c.ID))
+		complete = false
 	case len(c.Hidden) > 0 && !c.Raw:
 		fmt.Fprintf(&b, "\n%d %s hidden here ([REDACTED]): read what runs with carapace confirm show --raw %s, and approve it there",
 			len(c.Hidden), plural(len(c.Hidden), "value", "values"), api.ShortID(c.ID))
@@ -239,6 +252,36 @@ func Notification(c api.Confirmation) notify.Notification {
 		Approve: complete,
 	}
 }
+
+// notificationPreview is what a notification shows of c's preview (what a
+// mail to send says): the whole of it, each line printable, when it is
+// short enough for a notification's body (maxNotificationPreview
+// characters, maxNotificationLines lines); else its first line, and
+// whole is false: the notification then offers Deny only.
+func notificationPreview(c api.Confirmation) (text string, whole bool) {
+	if c.PreviewOmitted || c.Preview == "" {
+		return "", false
+	}
+	ls := strings.Split(strings.TrimSuffix(c.Preview, "\n"), "\n")
+	if len(ls) > maxNotificationLines || utf8.RuneCountInString(c.Preview) > maxNotificationPreview {
+		return textutil.Printable(textutil.ClipRunes(ls[0], 80)) + " …\n", false
+	}
+	var b strings.Builder
+	for _, l := range ls {
+		b.WriteString(textutil.Printable(l) + "\n")
+	}
+	return b.String(), true
+}
+
+// How much of a preview a notification shows whole.
+const (
+	maxNotificationPreview = 400
+	maxNotificationLines   = 10
+)
+
+// previewInMenu ends the body of a notification whose preview is too
+// long for it, followed by the confirmation's short id.
+const previewInMenu = "What it will do is too long for a notification: read it whole in the Carapace menu to approve, or with carapace confirm show "
 
 // reviewInMenu ends the body of a notification that cannot show all the
 // arguments, followed by the confirmation's short id.

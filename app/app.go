@@ -427,7 +427,7 @@ func (r *runner) watchOnce(ctx context.Context, gen int, live func()) error {
 			live()
 		}
 		var full *api.Confirmation
-		if ev.Type == api.WatchConfirmationRequested && ev.Confirmation != nil && ev.Confirmation.ArgumentsOmitted {
+		if ev.Type == api.WatchConfirmationRequested && ev.Confirmation != nil && (ev.Confirmation.ArgumentsOmitted || ev.Confirmation.PreviewOmitted) {
 			// Too large for the stream: fetch them before showing it, so
 			// that the menu can show every argument.
 			fctx, cancel := context.WithTimeout(ctx, requestTimeout)

@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"html"
+	"strings"
 	"testing"
 
 	"github.com/carapace-dev/carapace/app"
@@ -44,5 +45,34 @@ func freedesktop(markup bool) approvaltest.Render {
 			body = html.UnescapeString(body)
 		}
 		return n.Title + "\n" + body, approve
+	}
+}
+
+// A notification shows a short preview whole and offers Approve; one too
+// long for its body (or left out of the event) gets Deny only and says
+// where to read it whole.
+func TestNotificationPreview(t *testing.T) {
+	base := approvaltest.Confirmation([]byte(`{"draft_id":"d-1"}`))
+	tests := []struct {
+		name    string
+		preview string
+		omitted bool
+		approve bool
+		want    string
+	}{
+		{"short", "To: anna@example.org\nSubject: Lunch\n\nTomorrow at 12?\n", false, true, "Tomorrow at 12?"},
+		{"too many lines", strings.Repeat("a line\n", 11), false, false, "too long for a notification"},
+		{"too many characters", strings.Repeat("x", 401), false, false, "carapace confirm show 01234567"},
+		{"left out of the event", "", true, false, "too long for a notification"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := base
+			c.Preview, c.PreviewOmitted, c.PreviewDigest = tt.preview, tt.omitted, "sha256:1"
+			n := app.Notification(c)
+			if n.Approve != tt.approve || !strings.Contains(n.Body, tt.want) {
+				t.Errorf("approve %v, body:\n%s\nwant approve %v and %q", n.Approve, n.Body, tt.approve, tt.want)
+			}
+		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/confirm/approvaltest"
+	"github.com/carapace-dev/carapace/internal/textutil"
 )
 
 // The menu offers Approve only where its submenu shows every argument that
@@ -53,5 +54,33 @@ func TestRenderMenuJoinsWrappedLines(t *testing.T) {
 	text, approve := renderMenu(c)
 	if !approve || !strings.Contains(text, "\nprompt = "+Quote(long)+"\n") {
 		t.Fatalf("approve %v, text:\n%s", approve, text)
+	}
+}
+
+// The menu shows a preview whole above the arguments and offers Approve;
+// past MaxPreviewLines, or left out of the event, it offers Deny only and
+// says where to read the whole.
+func TestMenuPreview(t *testing.T) {
+	tests := []struct {
+		name    string
+		preview string
+		omitted bool
+		approve bool
+		want    string
+	}{
+		{"short", "To: anna@example.org\n\nTomorrow at 12?\n", false, true, "What it will do (whole):\nTo: anna@example.org\n\nTomorrow at 12?\nArguments:"},
+		{"at the limit", strings.Repeat("line\n", MaxPreviewLines), false, true, "line\nArguments:"},
+		{"past the limit", strings.Repeat("line\n", MaxPreviewLines+1), false, false, "… 1 more lines not shown: read it whole with carapace confirm show 01234567"},
+		{"left out", "", true, false, "(not loaded yet: see carapace confirm show 01234567)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := approvaltest.Confirmation([]byte(`{"draft_id":"d-1"}`))
+			c.Preview, c.PreviewOmitted, c.PreviewDigest = tt.preview, tt.omitted, "sha256:1"
+			text, approve := renderMenu(c)
+			if approve != tt.approve || !strings.Contains(text, tt.want) {
+				t.Errorf("approve %v; want %v and %q in:\n%s", approve, tt.approve, tt.want, textutil.Clip(text, 2000))
+			}
+		})
 	}
 }

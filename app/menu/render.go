@@ -22,6 +22,11 @@ const (
 	// times over. A confirmation with more cannot be approved from the
 	// menu (it could not all be read there); it can still be denied.
 	MaxArgumentLines = 4096
+	// MaxPreviewLines bounds the lines of a confirmation's preview (what
+	// a mail to send says) its submenu shows, wrapped to Width: past it,
+	// the menu shows the start, says where to read the whole, and offers
+	// Deny only.
+	MaxPreviewLines = 4096
 	// DigestPrefix is how much of the arguments' hash the menu shows.
 	DigestPrefix = 12
 	// maxProblem is the most bytes of a problem the status lines show.
@@ -213,6 +218,15 @@ func confirmation(c api.Confirmation, live, reconfirm bool, now time.Time) Item 
 			info("why/"+strconv.Itoa(i), "Why: "+w)
 		}
 	}
+	previewShown := true
+	if c.Preview != "" || c.PreviewOmitted || c.PreviewDigest != "" {
+		var pl []string
+		pl, previewShown = previewLines(c)
+		it.Children = append(it.Children, Item{ID: id + "/sep/preview", Separator: true}, Item{ID: id + "/preview", Title: "What it will do (whole):"})
+		for i, l := range pl {
+			it.Children = append(it.Children, Item{ID: id + "/preview/" + strconv.Itoa(i), Title: l})
+		}
+	}
 	it.Children = append(it.Children, Item{ID: id + "/sep/args", Separator: true}, Item{ID: id + "/args", Title: "Arguments:"})
 	argLines, readable := argumentLines(c)
 	for i, l := range argLines {
@@ -227,9 +241,11 @@ func confirmation(c api.Confirmation, live, reconfirm bool, now time.Time) Item 
 		info("reconfirm", "Approve here did not count: this desktop's panel cannot prove a click in this menu is yours. "+
 			"Approve in the notification, or with: carapace confirm approve "+api.ShortID(c.ID))
 	}
-	approve := Item{ID: id + "/approve", Title: "Approve", Enabled: live && readable && !hidden,
+	approve := Item{ID: id + "/approve", Title: "Approve", Enabled: live && readable && !hidden && previewShown,
 		Action: Action{Kind: ActionApprove, Target: c.ID, ArgsHash: c.ArgsHash}}
 	switch {
+	case !previewShown:
+		approve.Tooltip = "What it will do cannot all be shown here: read it whole with carapace confirm show " + api.ShortID(c.ID) + ", and decide there"
 	case hidden:
 		approve.Tooltip = "Values are hidden above: approve with carapace confirm approve --raw " + api.ShortID(c.ID) + " after reading them"
 	case !readable:
@@ -263,6 +279,25 @@ func hiddenItems(id string, c api.Confirmation) []Item {
 	info("show", "Read what runs: carapace confirm show --raw "+api.ShortID(c.ID))
 	info("approve", "and approve it there: carapace confirm approve --raw "+api.ShortID(c.ID))
 	return items
+}
+
+// previewLines are the lines of c's preview in its submenu, each made
+// printable (it is untrusted text) and wrapped to Width, and whether they
+// show all of it (else no Approve).
+func previewLines(c api.Confirmation) ([]string, bool) {
+	if c.PreviewOmitted || c.Preview == "" {
+		return []string{"(not loaded yet: see carapace confirm show " + api.ShortID(c.ID) + ")"}, false
+	}
+	var out []string
+	ls := strings.Split(strings.TrimSuffix(c.Preview, "\n"), "\n")
+	for i, l := range ls {
+		more := Wrap(textutil.Printable(l), Width, cont)
+		if len(out)+len(more) > MaxPreviewLines {
+			return append(out, fmt.Sprintf("… %d more lines not shown: read it whole with carapace confirm show %s", len(ls)-i, api.ShortID(c.ID))), false
+		}
+		out = append(out, more...)
+	}
+	return out, true
 }
 
 // argumentLines are the argument lines of c's submenu, each leaf wrapped

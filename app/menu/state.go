@@ -174,12 +174,14 @@ func (s State) Starting() State {
 // read.
 func (s State) WithArguments(full api.Confirmation) State {
 	i := slices.IndexFunc(s.Confirmations, func(c api.Confirmation) bool { return c.ID == full.ID })
-	if i < 0 || s.Confirmations[i].ArgsHash != full.ArgsHash || full.ArgumentsOmitted {
+	if i < 0 || s.Confirmations[i].ArgsHash != full.ArgsHash || full.ArgumentsOmitted ||
+		s.Confirmations[i].PreviewDigest != full.PreviewDigest || full.PreviewOmitted {
 		return s
 	}
 	s.Confirmations = slices.Clone(s.Confirmations)
 	s.Confirmations[i].Arguments, s.Confirmations[i].ArgumentsOmitted = full.Arguments, false
 	s.Confirmations[i].Hidden = slices.Clone(full.Hidden)
+	s.Confirmations[i].Preview, s.Confirmations[i].PreviewOmitted = full.Preview, false
 	return s
 }
 
@@ -202,12 +204,15 @@ func upsertConfirmation(list []api.Confirmation, c api.Confirmation) []api.Confi
 // keepLoaded returns c with the arguments of its namesake in old, when c
 // left them out and old has them for the same hash.
 func keepLoaded(old []api.Confirmation, c api.Confirmation) api.Confirmation {
-	if !c.ArgumentsOmitted {
-		return c
-	}
 	for _, o := range old {
-		if o.ID == c.ID && o.ArgsHash == c.ArgsHash && !o.ArgumentsOmitted {
+		if o.ID != c.ID || o.ArgsHash != c.ArgsHash {
+			continue
+		}
+		if c.ArgumentsOmitted && !o.ArgumentsOmitted {
 			c.Arguments, c.ArgumentsOmitted = o.Arguments, false
+		}
+		if c.PreviewOmitted && !o.PreviewOmitted && o.PreviewDigest == c.PreviewDigest {
+			c.Preview, c.PreviewOmitted = o.Preview, false
 		}
 	}
 	return c

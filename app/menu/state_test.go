@@ -215,3 +215,40 @@ func TestApplyDoesNotChangeItsReceiver(t *testing.T) {
 		t.Errorf("a session of the receiver changed: %+v", base.Sessions[0])
 	}
 }
+
+// A preview left out of the watch event is filled in from the control
+// API's confirmation — only for the same hash and digest — and survives a
+// repeat of the event without it.
+func TestWithArgumentsFillsThePreview(t *testing.T) {
+	full := conf("aaaa", "mail_send", `{"draft_id":"d1"}`)
+	full.Preview, full.PreviewDigest = "To: anna@example.org\n\nhi\n", "sha256:1"
+	left := full
+	left.Preview, left.PreviewOmitted = "", true
+	other := full
+	other.PreviewDigest = "sha256:2"
+	tests := []struct {
+		name  string
+		fetch api.Confirmation
+		want  string
+	}{
+		{"same digest", full, full.Preview},
+		{"another digest", other, ""},
+		{"still left out", left, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := State{}.Apply(snapshot(api.Status{}, nil, nil)).Apply(requested(left)).WithArguments(tt.fetch)
+			c, _ := s.Confirmation("aaaa")
+			if c.Preview != tt.want || c.PreviewOmitted != (tt.want == "") {
+				t.Fatalf("preview %q, omitted %v; want %q", c.Preview, c.PreviewOmitted, tt.want)
+			}
+			if tt.want == "" {
+				return
+			}
+			c, _ = s.Apply(requested(left)).Confirmation("aaaa")
+			if c.Preview != tt.want || c.PreviewOmitted {
+				t.Errorf("after a repeat without it: preview %q, omitted %v", c.Preview, c.PreviewOmitted)
+			}
+		})
+	}
+}

@@ -46,6 +46,22 @@ type Confirmation struct {
 	// (its own tools: a scheduled task's schedule and next fires); a
 	// surface shows it above the arguments.
 	Summary string `json:"summary,omitempty"`
+	// Preview, for a tool that declares one (a mail to send), says what
+	// the call will do that its arguments do not: the text its plugin
+	// rendered of the exact content (for a mail, the From, every address,
+	// the subject and the whole body). Every surface shows it whole,
+	// above the arguments, with invisible characters escaped: it is
+	// untrusted text. A surface that cannot show all of it offers Deny
+	// only and says where to read it whole (carapace confirm show). On
+	// the watch stream it is left out (PreviewOmitted) when too large for
+	// one event: GET /v1/confirmations/{id} has it.
+	Preview        string `json:"preview,omitempty"`
+	PreviewOmitted bool   `json:"preview_omitted,omitempty"`
+	// PreviewDigest binds the approval to the content the preview shows:
+	// a decision on a confirmation with a preview must send it back
+	// unchanged (Decision.PreviewDigest), and the plugin refuses to run
+	// the call if its content no longer has it.
+	PreviewDigest string `json:"preview_digest,omitempty"`
 	// Why says why the core asks, one reason a line, when not only for
 	// the tool's risk: "the URL in url was not given: …", "this session
 	// read https://… at 10:42 UTC (web_fetch), so what leaves the machine
@@ -69,12 +85,18 @@ type Confirmation struct {
 func (c Confirmation) Pending() bool { return c.Decision == "" }
 
 // Exact reports whether c's Arguments are what runs, every byte of them
-// at hand: nothing hidden, nothing left out. A surface offers Approve only
-// on an exact confirmation it shows in full (Raw arguments count: they are
-// what runs).
+// at hand, and its Preview too if it has one: nothing hidden, nothing left
+// out. A surface offers Approve only on an exact confirmation it shows in
+// full, preview included (Raw arguments count: they are what runs).
 func (c Confirmation) Exact() bool {
-	return !c.ArgumentsOmitted && (len(c.Hidden) == 0 || c.Raw)
+	return !c.ArgumentsOmitted && !c.PreviewOmitted && (len(c.Hidden) == 0 || c.Raw) &&
+		(c.PreviewDigest == "") == (c.Preview == "")
 }
+
+// PreviewPath is the Path of a Hidden value that is not in the arguments
+// but in the confirmation's Preview: the sanitiser hid part of what the
+// plugin's preview says (a secret in a mail's body).
+const PreviewPath = "(preview)"
 
 // Hidden is one value a confirmation's displayed arguments do not show as
 // it runs: the core's sanitiser replaced part of it with [REDACTED].
@@ -100,6 +122,10 @@ type Decision struct {
 	// ArgsHash is the hash of the arguments the surface showed: the core
 	// refuses the decision if it is not the confirmation's.
 	ArgsHash string `json:"args_hash"`
+	// PreviewDigest is the digest of the preview the surface showed, for
+	// a confirmation that has one: the core refuses an approval without
+	// it or with another.
+	PreviewDigest string `json:"preview_digest,omitempty"`
 	// Surface says where the decision was made: a short lower-case word,
 	// "cli", "app", "notification", "telegram". Decider says who, as the
 	// surface knows them (a user name, a Telegram id).

@@ -60,7 +60,11 @@ type Entry struct {
 	Field        string    `json:"field,omitempty"`    // the failing field, for validation failures
 	Redacted     []string  `json:"redacted,omitempty"` // field paths the sanitiser redacted
 	Confirmation string    `json:"confirmation,omitempty"`
-	DurationMS   float64   `json:"duration_ms,omitempty"`
+	// PreviewDigest is, for a call of a tool that declares a preview, the
+	// digest of the preview the confirmation showed and binds (never its
+	// text, which may hold a whole mail).
+	PreviewDigest string  `json:"preview_digest,omitempty"`
+	DurationMS    float64 `json:"duration_ms,omitempty"`
 }
 
 // Failed reports whether the entry records a failed request.

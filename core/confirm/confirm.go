@@ -18,8 +18,8 @@
 // It fails closed: no decision before the expiry is Expired; a call whose
 // session closes (or whose every waiter gives up) is Withdrawn; the gate
 // keeps nothing across a restart of the core. An identical request (same
-// session, tool and hash) while one is pending joins it rather than asking
-// the user twice; past MaxPending pending confirmations in a group, a new
+// session, tool and hash, and no preview: one approval of a mail sends it
+// once) while one is pending joins it rather than asking the user twice; past MaxPending pending confirmations in a group, a new
 // one is refused at once (ErrTooMany), never queued.
 //
 // Every change — requested, then exactly one resolution — is told, in
@@ -36,6 +36,13 @@
 // taken on a display that hides something: Decide refuses an approval of
 // a confirmation with Hidden values unless the deciding surface showed
 // the arguments as they run (Decide.Raw) — ErrHidden. Denying always works.
+//
+// A call of a tool that declares a preview (core/plugin's Previewer: what
+// runs is not all in its arguments, a draft on a mail server) carries the
+// text its plugin rendered of the content (Preview) and that content's
+// digest (PreviewDigest). An approval must name the digest too, or it is
+// refused (ErrMismatch); the plugin gets the digest with the call and
+// refuses content that no longer has it.
 package confirm
 
 import (
@@ -46,6 +53,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -77,8 +85,11 @@ const (
 var (
 	ErrNotFound = errors.New("no confirmation with that id")
 	ErrMismatch = errors.New("the confirmation's arguments differ from the ones shown")
-	ErrTooMany  = errors.New("too many confirmations pending for this group")
-	ErrInvalid  = errors.New("invalid decision")
+	// ErrMismatchPreview wraps ErrMismatch: the decision names another
+	// preview digest than the confirmation's (or none, for an approval).
+	ErrMismatchPreview = fmt.Errorf("%w: the preview's digest is not the one of the preview shown", ErrMismatch)
+	ErrTooMany         = errors.New("too many confirmations pending for this group")
+	ErrInvalid         = errors.New("invalid decision")
 	// ErrHidden refuses an approval made on a display that hid part of
 	// the arguments: the person did not see what would run.
 	ErrHidden = errors.New("the arguments shown were partly hidden (redacted), so they cannot be approved there")
@@ -117,6 +128,14 @@ type Request struct {
 	Display     []byte // what people are shown: Display(Arguments)
 	Hidden      []Hidden
 	Summary     string // what the call will do, in words (catalog.Tool.Check); "" if the tool says nothing
+	// Preview and PreviewDigest are the call's preview, for a tool that
+	// declares one (plugin.Preview): the text as the plugin rendered it,
+	// and the digest the approval binds. Request shows people
+	// DisplayPreview of it: the text, unless the sanitiser hides
+	// something, which the confirmation's Hidden then lists at
+	// PreviewPath.
+	Preview       string
+	PreviewDigest string
 	// Why says why the core asks, when not only for the tool's risk: a
 	// URL the session was not given, a session tainted by untrusted
 	// content (core/provenance). Every surface shows each line.
@@ -141,9 +160,15 @@ type Confirmation struct {
 	// Hidden says what Display does not show as it runs.
 	Hidden  []Hidden
 	Summary string
-	Why     []string // Request.Why
-	Created time.Time
-	Expires time.Time
+	// Preview is what surfaces show of the call's preview (Request's
+	// PreviewDisplay) and PreviewRaw the text as the plugin rendered it,
+	// both kept while pending only; PreviewDigest is kept always.
+	Preview       string
+	PreviewRaw    string
+	PreviewDigest string
+	Why           []string // Request.Why
+	Created       time.Time
+	Expires       time.Time
 	// Set once resolved.
 	Decision Decision
 	Surface  string // where it was decided: "cli", "app", "notification", "telegram"; "core" for expiry and withdrawal
@@ -234,7 +259,8 @@ func (t *Ticket) Confirmation() Confirmation { return t.c }
 func (t *Ticket) ID() string { return t.e.c.ID }
 
 // Request registers a call that needs the user and returns its ticket. An
-// identical pending request (same session, tool and hash) is joined. It
+// identical pending request (same session, tool and hash, no preview) is
+// joined. It
 // fails with ErrTooMany when the group already has MaxPending pending, and
 // with the audit log's error when the new confirmation cannot be recorded.
 func (g *Gate) Request(r Request) (*Ticket, error) {
@@ -242,7 +268,9 @@ func (g *Gate) Request(r Request) (*Ticket, error) {
 	defer g.mu.Unlock()
 	n := 0
 	for _, e := range g.pending {
-		if e.c.Session == r.Session && e.c.Tool == r.Tool && e.c.ArgsHash == r.ArgsHash {
+		// A call with a preview (a mail to send) never joins: one approval
+		// runs one call, so that one Approve cannot send a mail twice.
+		if e.c.Session == r.Session && e.c.Tool == r.Tool && e.c.ArgsHash == r.ArgsHash && r.PreviewDigest == "" && e.c.PreviewDigest == "" {
 			e.waiters++
 			return &Ticket{e: e, Joined: true, c: e.c}, nil
 		}
@@ -254,10 +282,13 @@ func (g *Gate) Request(r Request) (*Ticket, error) {
 		return nil, fmt.Errorf("group %s has %d confirmations pending: %w", r.Group, n, ErrTooMany)
 	}
 	now := g.opts.Now().UTC()
+	previewDisplay, previewHidden := DisplayPreview(r.Preview)
+	hidden := append(slices.Clip(r.Hidden), previewHidden...)
 	e := &entry{
 		c: Confirmation{
 			ID: newID(), Session: r.Session, Group: r.Group, Tool: r.Tool, Correlation: r.Correlation,
-			ArgsHash: r.ArgsHash, Arguments: r.Arguments, Display: r.Display, Hidden: r.Hidden, Summary: r.Summary, Why: r.Why,
+			ArgsHash: r.ArgsHash, Arguments: r.Arguments, Display: r.Display, Hidden: hidden, Summary: r.Summary, Why: r.Why,
+			Preview: previewDisplay, PreviewRaw: r.Preview, PreviewDigest: r.PreviewDigest,
 			Created: now, Expires: now.Add(g.opts.Timeout),
 		},
 		waiters: 1,
@@ -333,6 +364,11 @@ func (g *Gate) decide(d api.Decision) (Confirmation, error) {
 	if d.ArgsHash != e.c.ArgsHash {
 		return e.c, fmt.Errorf("confirmation %s: %w", e.c.ID, ErrMismatch)
 	}
+	// The preview's digest binds what the person read: an approval must
+	// name it; a denial may leave it out (a surface that only denies).
+	if (d.Approve || d.PreviewDigest != "") && d.PreviewDigest != e.c.PreviewDigest {
+		return e.c, fmt.Errorf("confirmation %s: %w", e.c.ID, ErrMismatchPreview)
+	}
 	if d.Approve && len(e.c.Hidden) > 0 && !d.Raw {
 		return e.c, fmt.Errorf("confirmation %s: %w", e.c.ID, ErrHidden)
 	}
@@ -377,6 +413,7 @@ func (g *Gate) resolve(e *entry, d Decision, surface, decider, reason string) {
 	e.c.Decision, e.c.Surface, e.c.Decider, e.c.Reason = d, surface, decider, reason
 	e.c.Decided = g.opts.Now().UTC()
 	e.c.Arguments = nil // needed only to decide; the gate remembers many resolved ones
+	e.c.Preview, e.c.PreviewRaw = "", ""
 	e.timer.Stop()
 	close(e.done)
 	delete(g.pending, e.c.ID)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 
+	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/sanitize"
 )
 
@@ -55,4 +56,30 @@ func Display(canonical []byte) (display []byte, hidden []Hidden) {
 		hidden[i] = Hidden{Path: r.Path, Kind: r.Kind, Chars: r.Chars}
 	}
 	return b, hidden
+}
+
+// PreviewPath is the Hidden path of what a preview's display hides: not
+// an argument, the preview's text.
+const PreviewPath = api.PreviewPath
+
+// DisplayPreview returns what people are shown of a call's preview (a
+// tool that declares one: core/plugin's Preview) and what it hides, as
+// Display does for arguments: the text itself when the sanitiser finds
+// nothing, else its sanitised copy and one Hidden per kind found, at
+// PreviewPath. A surface must not take an approval on such a display
+// (Gate.Decide refuses one, ErrHidden): what a mail would send must be
+// read as it is sent, on the computer (confirm show --raw).
+func DisplayPreview(text string) (display string, hidden []Hidden) {
+	if text == "" {
+		return "", nil
+	}
+	clean, reds := sanitize.Value(text, "")
+	if len(reds) == 0 {
+		return text, nil
+	}
+	display, _ = clean.(string)
+	for _, r := range reds {
+		hidden = append(hidden, Hidden{Path: PreviewPath, Kind: r.Kind, Chars: r.Chars})
+	}
+	return display, hidden
 }

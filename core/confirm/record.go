@@ -53,11 +53,16 @@ type Publisher interface {
 // (api.Confirmation.ArgumentsOmitted), and surfaces fetch it.
 const MaxEventArguments = 32 << 10
 
+// MaxEventPreview bounds the preview a published confirmation carries; a
+// larger one goes without it (api.Confirmation.PreviewOmitted), and
+// surfaces fetch it. With the arguments, it keeps an event under 64 KiB.
+const MaxEventPreview = 16 << 10
+
 // record tells those who hear of c's change, in order (see above). Called
 // with g.mu held. The error is the audit log's, for a new confirmation.
 func (g *Gate) record(c Confirmation) error {
 	e := &audit.Entry{Source: "core", Session: c.Session, Group: c.Group, Topic: "tool.invoke." + c.Tool, Correlation: c.Correlation,
-		Stage: audit.StageConfirm, Confirmation: c.ID}
+		Stage: audit.StageConfirm, Confirmation: c.ID, PreviewDigest: c.PreviewDigest}
 	log := g.opts.Logger
 	switch c.Decision {
 	case "":
@@ -86,6 +91,9 @@ func (g *Gate) record(c Confirmation) error {
 		if len(v.Arguments) > MaxEventArguments {
 			v.Arguments, v.ArgumentsOmitted = nil, true
 		}
+		if len(v.Preview) > MaxEventPreview {
+			v.Preview, v.PreviewOmitted = "", true
+		}
 		if c.Pending() {
 			p.ConfirmationRequested(v)
 		} else {
@@ -108,6 +116,7 @@ func (c Confirmation) View() api.Confirmation {
 	v := api.Confirmation{
 		ID: c.ID, Tool: c.Tool, Group: c.Group, Session: c.Session, Correlation: c.Correlation, ArgsHash: c.ArgsHash,
 		Arguments: json.RawMessage(c.Display), Summary: c.Summary, Why: c.Why, CreatedAt: c.Created, ExpiresAt: c.Expires,
+		Preview: c.Preview, PreviewDigest: c.PreviewDigest,
 		Decision: string(c.Decision), Surface: c.Surface, Decider: c.Decider, Reason: c.Reason,
 	}
 	if len(c.Display) == 0 {
@@ -186,23 +195,27 @@ func (g *Gate) refused(c Confirmation, d api.Decision, err error) {
 	g.opts.Logger.Info("confirmation decision refused", "id", d.ID, "surface", d.Surface, "err", err)
 }
 
-// Raw returns a pending confirmation's arguments as they run, which its
-// display may redact. Reading them is audited when the display hides
+// Raw returns a pending confirmation as it runs: its view with the
+// arguments and the preview exactly as they run, which its display may
+// redact, and Raw set. Reading them is audited when the display hides
 // something: they may hold a secret. The errors wrap api.ErrNotFound for
 // an unknown id and api.ErrConflict once it is decided (they are kept
 // only while it waits).
-func (g *Gate) Raw(id string) (json.RawMessage, error) {
+func (g *Gate) Raw(id string) (api.Confirmation, error) {
 	c, ok := g.Get(id)
 	switch {
 	case !ok:
-		return nil, fmt.Errorf("%w: no confirmation %s", api.ErrNotFound, id)
+		return api.Confirmation{}, fmt.Errorf("%w: no confirmation %s", api.ErrNotFound, id)
 	case !c.Pending():
-		return nil, fmt.Errorf("%w: confirmation %s is already decided (%s): its arguments are kept only while it waits", api.ErrConflict, id, c.Decision)
+		return api.Confirmation{}, fmt.Errorf("%w: confirmation %s is already decided (%s): its arguments are kept only while it waits", api.ErrConflict, id, c.Decision)
 	}
 	if len(c.Hidden) > 0 {
 		_ = g.audit(&audit.Entry{Source: "core", Session: c.Session, Group: c.Group, Topic: "tool.invoke." + c.Tool,
 			Stage: audit.StageConfirm, Outcome: audit.OutcomePending, Confirmation: c.ID,
 			Reason: "the arguments as they run, which the display redacts, were shown on the control API"})
 	}
-	return json.RawMessage(c.Arguments), nil
+	v := c.View()
+	v.Arguments, v.ArgumentsOmitted, v.Raw = json.RawMessage(c.Arguments), false, true
+	v.Preview, v.PreviewOmitted = c.PreviewRaw, false
+	return v, nil
 }

@@ -136,11 +136,11 @@ func TestRaw(t *testing.T) {
 	plain := request(t, g, "s2", "main", hashB)
 	audited := func() int { rec.mu.Lock(); defer rec.mu.Unlock(); return len(rec.audited) }
 	before := audited()
-	if raw, err := g.Raw(plain.ID()); err != nil || audited() != before {
-		t.Errorf("raw arguments of a plain display: %s, %v, %d entries audited", raw, err, audited()-before)
+	if raw, err := g.Raw(plain.ID()); err != nil || !raw.Raw || audited() != before {
+		t.Errorf("raw arguments of a plain display: %+v, %v, %d entries audited", raw, err, audited()-before)
 	}
-	if raw, err := g.Raw(secret.ID()); err != nil || !bytes.Equal(raw, canonical) || audited() != before+1 {
-		t.Errorf("raw arguments of a hidden display: %s, %v, %d entries audited; want them whole and 1", raw, err, audited()-before)
+	if raw, err := g.Raw(secret.ID()); err != nil || !bytes.Equal(raw.Arguments, canonical) || !raw.Raw || audited() != before+1 {
+		t.Errorf("raw arguments of a hidden display: %s, %v, %d entries audited; want them whole and 1", raw.Arguments, err, audited()-before)
 	}
 	if _, err := g.Raw("0123456789abcdef0123456789abcdef"); !errors.Is(err, api.ErrNotFound) {
 		t.Errorf("an unknown id: %v", err)

@@ -2,7 +2,6 @@ package control
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"net/url"
 
@@ -18,13 +17,12 @@ func (s *Server) handleConfirmations(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleConfirmation answers one confirmation, by id or unique prefix;
-// with raw=1, with its arguments as they run (a pending one only).
+// with raw=1, with its arguments and preview as they run (a pending one
+// only).
 func (s *Server) handleConfirmation(w http.ResponseWriter, r *http.Request) {
 	c, err := api.FindConfirmation(s.b.Confirmations(r.Context(), true), r.PathValue("ref"))
 	if err == nil && r.URL.Query().Get("raw") == "1" {
-		var raw json.RawMessage
-		if raw, err = s.b.RawArguments(r.Context(), c.ID); err == nil {
-			c.Arguments, c.ArgumentsOmitted, c.Raw = raw, false, true
+		if c, err = s.b.RawConfirmation(r.Context(), c.ID); err == nil {
 			s.logger.Info("control: confirmation's arguments shown as they run", "confirmation", c.ID, "hidden", len(c.Hidden))
 		}
 	}

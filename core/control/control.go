@@ -50,7 +50,6 @@ package control
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 
 	"github.com/carapace-dev/carapace/core/api"
@@ -89,11 +88,12 @@ type Backend interface {
 	// expired, or withdrawn) refuses it with ErrConflict and a message
 	// that says how it ended. ErrNotFound for an unknown id.
 	Decide(ctx context.Context, d api.Decision) (api.Confirmation, error)
-	// RawArguments returns a pending confirmation's arguments exactly as
-	// they will run, secrets included (its Arguments may be a sanitised
-	// copy: api.Confirmation.Hidden). ErrNotFound for an unknown id;
-	// ErrConflict once it is decided (they are not kept).
-	RawArguments(ctx context.Context, id string) (json.RawMessage, error)
+	// RawConfirmation returns a pending confirmation with its arguments
+	// and its preview exactly as they will run, secrets included (its
+	// display may be a sanitised copy: api.Confirmation.Hidden), and Raw
+	// set. ErrNotFound for an unknown id; ErrConflict once it is decided
+	// (they are not kept).
+	RawConfirmation(ctx context.Context, id string) (api.Confirmation, error)
 	// Changes starts following the core's changes for a watch (watch.go):
 	// the server takes the snapshot from the listings above once the feed
 	// is open. ErrConflict when the core is stopping.

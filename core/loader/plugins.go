@@ -802,6 +802,24 @@ func (l *Loader) BriefProvider() (string, plugin.BriefProvider) {
 	return "", nil
 }
 
+// Preview implements plugin.Previewer for a tool that declares a preview,
+// counted like a call so that a restart drains it. A handler that does
+// not implement it fails: the pipeline then refuses the call.
+func (t *tracked) Preview(ctx context.Context, req *plugin.Request) (*plugin.Preview, error) {
+	if !t.st.calls.enter() {
+		return nil, fmt.Errorf("plugin %s is restarting: %w", t.st.name, outcome.ErrUnavailable)
+	}
+	defer t.st.calls.leave()
+	if t.st.handler == nil {
+		return nil, fmt.Errorf("plugin %s is not running: %w", t.st.name, outcome.ErrUnavailable)
+	}
+	pv, ok := t.st.handler.(plugin.Previewer)
+	if !ok {
+		return nil, fmt.Errorf("plugin %s declares a preview for %s but its handler does not implement Preview", t.st.name, req.Tool)
+	}
+	return pv.Preview(ctx, req)
+}
+
 // MemoryBrief implements plugin.BriefProvider for the hook's plugin,
 // counted like a call so that a restart drains it.
 func (t *tracked) MemoryBrief(ctx context.Context, group string) (*plugin.Brief, error) {

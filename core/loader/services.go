@@ -302,7 +302,7 @@ func (v *services) Decide(ctx context.Context, d plugin.Decision) error {
 	if err := v.l.decidable(ctx, v.st, core, d.ID); err != nil {
 		return err
 	}
-	cf, err := core.Decide(ctx, api.Decision{ID: d.ID, Approve: d.Approve, ArgsHash: d.ArgsHash,
+	cf, err := core.Decide(ctx, api.Decision{ID: d.ID, Approve: d.Approve, ArgsHash: d.ArgsHash, PreviewDigest: d.PreviewDigest,
 		Surface: textutil.Clip(v.st.name, 32), Decider: textutil.Clip(textutil.OneLine(d.Decider), 128)})
 	switch {
 	case err == nil:

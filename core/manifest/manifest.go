@@ -143,6 +143,15 @@ type Tool struct {
 	// Egress says a call sends data out of the machine (a message, a
 	// request to a URL): in a tainted session it waits for the user.
 	Egress bool `json:"egress,omitempty"`
+	// Preview says what a call will do is not all in its arguments (a
+	// mail_send {draft_id} whose draft lives on a server): before the
+	// user is asked, the core asks the handler for the call's preview
+	// (plugin.Previewer), shows its text whole above the arguments, and
+	// binds the approval to its digest, which the handler gets back with
+	// the call (plugin.Request.PreviewDigest) and must check. Such a tool
+	// always waits for the user, whatever its risk level
+	// (docs/PLUGINS.md, "Previews").
+	Preview bool `json:"preview,omitempty"`
 }
 
 // Network declares what an out-of-process handler may reach, through its

@@ -243,6 +243,9 @@ func TestValidFull(t *testing.T) {
 	if ts := m.Provides.Tools; !ts[0].Egress || ts[0].UntrustedOutput || !ts[1].UntrustedOutput || ts[1].Egress {
 		t.Errorf("egress and untrusted_output not decoded: send_mail %v/%v, search_mail %v/%v", ts[0].Egress, ts[0].UntrustedOutput, ts[1].Egress, ts[1].UntrustedOutput)
 	}
+	if ts := m.Provides.Tools; !ts[0].Preview || ts[1].Preview {
+		t.Errorf("preview not decoded: send_mail %v, search_mail %v", ts[0].Preview, ts[1].Preview)
+	}
 	if len(m.ConfigSchema) == 0 || m.configSchema == nil {
 		t.Error("config_schema not kept and compiled")
 	}

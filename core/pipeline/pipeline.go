@@ -38,6 +38,9 @@ import (
 // DefaultHandlerTimeout bounds one handler call.
 const DefaultHandlerTimeout = 30 * time.Second
 
+// DefaultPreviewTimeout bounds a handler's Preview of one call.
+const DefaultPreviewTimeout = 10 * time.Second
+
 // Rate is a per-session, per-tool rate limit.
 type Rate struct {
 	PerMinute int // sustained requests per minute
@@ -58,6 +61,7 @@ type Options struct {
 	Audit          Auditor
 	Gate           *confirm.Gate
 	HandlerTimeout time.Duration          // default DefaultHandlerTimeout
+	PreviewTimeout time.Duration          // default DefaultPreviewTimeout
 	RateFor        func(tool string) Rate // the limit for a tool
 	// Rejections is how many rejected requests per session are audited in
 	// full; beyond it one a second is, with a count of the rest. Default
@@ -85,6 +89,9 @@ type Pipeline struct {
 func New(opts Options) *Pipeline {
 	if opts.HandlerTimeout <= 0 {
 		opts.HandlerTimeout = DefaultHandlerTimeout
+	}
+	if opts.PreviewTimeout <= 0 {
+		opts.PreviewTimeout = DefaultPreviewTimeout
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -134,6 +141,9 @@ type call struct {
 	tool     *catalog.Tool
 	send     func(frame []byte, final bool)
 	approval string // the confirmation the user approved, for a high-risk call
+	// preview is the call's preview, for a tool that declares one: its
+	// digest goes to the handler once approved.
+	preview *plugin.Preview
 }
 
 // Reject answers a wire message that failed to decode (stage 1). raw
@@ -222,6 +232,18 @@ func (p *Pipeline) Handle(ctx context.Context, s *session.Session, req *ipc.Requ
 	why := reasons(c, args)
 	ask = ask || len(why) > 0
 
+	// A tool whose calls do more than their arguments say (a draft to
+	// send) always waits for the user, with its preview: the handler's
+	// rendering of the exact content, and the digest the approval binds.
+	// No preview, no confirmation: the call is refused.
+	if c.tool.Preview {
+		ask = true
+		if e := p.fetchPreview(ctx, c, args); e != nil {
+			p.fail(c, audit.StageConfirm, audit.OutcomeRejected, e)
+			return
+		}
+	}
+
 	// Stage 5: high-risk tools, and the calls their Check puts to the user,
 	// wait for the user.
 	if ask {
@@ -247,12 +269,27 @@ func (p *Pipeline) Handle(ctx context.Context, s *session.Session, req *ipc.Requ
 		p.fail(c, audit.StageRoute, audit.OutcomeError, ipc.Errorf(ipc.CodePluginUnavailable, 6, "plugin %s is not running; get_session_info shows plugin health", c.tool.Plugin))
 		return
 	}
-	if err := p.write(c, &audit.Entry{Stage: audit.StageRoute, Outcome: audit.OutcomeRouted, Source: c.tool.Plugin}); err != nil {
+	// What the user approved is what runs: content that changed since
+	// its preview was shown is not routed (the handler checks again).
+	if c.preview != nil {
+		if te := p.recheckPreview(ctx, c, args); te != nil {
+			p.answer(c, nil, te)
+			return
+		}
+	}
+	routed := &audit.Entry{Stage: audit.StageRoute, Outcome: audit.OutcomeRouted, Source: c.tool.Plugin, Confirmation: c.approval}
+	if c.preview != nil {
+		routed.PreviewDigest = c.preview.Digest
+	}
+	if err := p.write(c, routed); err != nil {
 		p.log.Error("audit log unwritable; refusing request", "err", err, "session", s.ID, "topic", req.Topic)
 		p.forward(c, p.errorFrame(c, "core", ipc.Errorf(ipc.CodePluginUnavailable, 6, "the core cannot write its audit log, so the request was not run")))
 		return
 	}
 	preq := &plugin.Request{Tool: c.tool.Name, Arguments: args, Group: s.Group, Session: s.ID, Correlation: req.Correlation, EnvelopeID: c.id, Time: c.received}
+	if c.preview != nil {
+		preq.PreviewDigest = c.preview.Digest
+	}
 	hctx := session.NewContext(ctx, s)
 	if c.approval != "" {
 		hctx = confirm.NewContext(hctx, c.approval)
@@ -314,12 +351,102 @@ type confirmFailure struct {
 	err     *ipc.Error
 }
 
+// fetchPreview asks the handler of a tool that declares a preview for the
+// preview of this call (askPreview) and keeps it in c. It fails closed: a
+// handler that cannot preview, errs, times out or returns an empty or
+// oversized preview gets the call refused, and nobody is asked.
+func (p *Pipeline) fetchPreview(ctx context.Context, c *call, args map[string]any) *ipc.Error {
+	pv, why := p.askPreview(ctx, c, args)
+	if pv == nil {
+		return ipc.Errorf(ipc.CodeConfirmationDenied, 5, "%s was not put to the user: its plugin could not show what it would do (%s), so it was refused", c.tool.Name, why)
+	}
+	c.preview = pv
+	return nil
+}
+
+// recheckPreview asks the handler for the call's preview again, once
+// approved and right before it runs, and refuses the call (a ToolError
+// for p.answer, as the handler's own CheckDigest would) if the content no
+// longer has the digest the user approved, or cannot be previewed. The
+// handler checks the digest too, on the bytes it acts on: this check does
+// not rely on it, and leaves it only the moment between the two.
+func (p *Pipeline) recheckPreview(ctx context.Context, c *call, args map[string]any) *plugin.ToolError {
+	pv, why := p.askPreview(ctx, c, args)
+	switch {
+	case pv == nil:
+		return &plugin.ToolError{Code: "PREVIEW_FAILED", Message: fmt.Sprintf("%s was approved, but its plugin could not show its content again before running it (%s), so it was not run", c.tool.Name, why)}
+	case pv.Digest != c.preview.Digest:
+		return &plugin.ToolError{Code: plugin.CodeContentChanged, Message: fmt.Sprintf("the content changed after the user approved %s (the core checked before running it), so it was not run; call it again to ask the user about the new content", c.tool.Name)}
+	}
+	return nil
+}
+
+// askPreview asks the handler for the preview of this call, bounded by
+// PreviewTimeout, and returns it, or nil and why not in words the agent
+// may read: what the handler said goes to the audit log and the core's
+// log, not to the agent, unless it is a ToolError (a preview's text
+// never goes to the agent).
+func (p *Pipeline) askPreview(ctx context.Context, c *call, args map[string]any) (*plugin.Preview, string) {
+	refuse := func(why string) (*plugin.Preview, string) {
+		p.log.Warn("preview failed; call refused", "plugin", c.tool.Plugin, "tool", c.tool.Name, "correlation", c.req.Correlation, "why", textutil.Clip(why, 300))
+		return nil, why
+	}
+	pv, ok := c.tool.Handler.(plugin.Previewer)
+	if !ok || c.tool.Handler == nil || p.opts.Available != nil && !p.opts.Available(c.tool.Plugin) {
+		return refuse("the plugin is not running or cannot preview")
+	}
+	preq := &plugin.Request{Tool: c.tool.Name, Arguments: args, Group: c.s.Group, Session: c.s.ID, Correlation: c.req.Correlation, EnvelopeID: c.id, Time: c.received}
+	pctx, cancel := context.WithTimeout(session.NewContext(ctx, c.s), p.opts.PreviewTimeout)
+	defer cancel()
+	type answer struct {
+		pv  *plugin.Preview
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				done <- answer{err: fmt.Errorf("preview panicked: %v", r)}
+			}
+		}()
+		v, err := pv.Preview(pctx, preq)
+		done <- answer{v, err}
+	}()
+	var a answer
+	timedOut := false
+	select {
+	case a = <-done:
+	case <-pctx.Done():
+		a.err, timedOut = fmt.Errorf("no preview within %s", p.opts.PreviewTimeout), true
+	}
+	if a.err == nil {
+		a.err = a.pv.Check()
+	}
+	if a.err != nil {
+		why := "the preview failed"
+		if te, ok := plugin.AsToolError(a.err); ok && te != nil {
+			why = textutil.Clip(te.Message, 300) // meant for the agent's eyes
+		} else if timedOut {
+			why = a.err.Error()
+		}
+		detail, _ := sanitize.String(a.err.Error())
+		_ = p.write(c, &audit.Entry{Stage: audit.StageHandler, Outcome: audit.OutcomeError, Source: c.tool.Plugin, Code: "PREVIEW_FAILED",
+			Reason: textutil.Clip("preview: "+detail, 1000)})
+		return refuse(why)
+	}
+	return a.pv, ""
+}
+
 func (p *Pipeline) confirm(ctx context.Context, c *call, canonical []byte, summary string, why []string) *confirmFailure {
 	display, hidden := confirm.Display(canonical)
-	tk, err := p.opts.Gate.Request(confirm.Request{
+	r := confirm.Request{
 		Session: c.s.ID, Group: c.s.Group, Tool: c.tool.Name, Correlation: c.req.Correlation,
 		ArgsHash: confirm.HashArguments(canonical), Arguments: canonical, Display: display, Hidden: hidden, Summary: summary, Why: why,
-	})
+	}
+	if c.preview != nil { // the gate shows people DisplayPreview of it
+		r.Preview, r.PreviewDigest = c.preview.Text, c.preview.Digest
+	}
+	tk, err := p.opts.Gate.Request(r)
 	switch {
 	case errors.Is(err, confirm.ErrTooMany):
 		return &confirmFailure{audit.OutcomeDenied, ipc.Errorf(ipc.CodeConfirmationDenied, 5,

@@ -64,6 +64,11 @@ type Request struct {
 	Correlation string         `json:"correlation"` // links the call to its audit entries
 	EnvelopeID  string         `json:"envelope_id"` // the core's id for this request
 	Time        time.Time      `json:"timestamp"`   // when the core received the request
+	// PreviewDigest is, for a tool that declares a preview, the digest of
+	// the Preview the user approved (Previewer): Invoke must act only on
+	// content that still has it (CheckDigest). Empty in the Preview call
+	// itself and for every other tool.
+	PreviewDigest string `json:"preview_digest,omitempty"`
 }
 
 // Event is a message on the core's event bus. Its topics and their
@@ -255,7 +260,11 @@ type Decision struct {
 	ID       string `json:"id"`        // the confirmation's id
 	Approve  bool   `json:"approve"`   // else deny
 	ArgsHash string `json:"args_hash"` // the hash of the arguments shown
-	Decider  string `json:"decider"`   // who decided, as the surface knows them
+	// PreviewDigest is the digest of the preview shown, for a
+	// confirmation that has one (api.Confirmation.PreviewDigest): the
+	// core refuses an approval without it or with another.
+	PreviewDigest string `json:"preview_digest,omitempty"`
+	Decider       string `json:"decider"` // who decided, as the surface knows them
 }
 
 // CoreStatus is the core's state, as a surface shows it.

@@ -283,7 +283,7 @@ type scopeKey struct{}
 func (c *client) dispatch(m *pluginproto.Message) {
 	base := context.Background()
 	switch m.Method {
-	case pluginproto.MethodInit, pluginproto.MethodInvoke, pluginproto.MethodEvent, pluginproto.MethodVerify, pluginproto.MethodBrief:
+	case pluginproto.MethodInit, pluginproto.MethodInvoke, pluginproto.MethodEvent, pluginproto.MethodVerify, pluginproto.MethodBrief, pluginproto.MethodPreview:
 		base = context.WithValue(base, scopeKey{}, m.ID)
 	}
 	ctx, cancel := context.WithCancel(base)
@@ -373,6 +373,20 @@ func (c *client) run(ctx context.Context, m *pluginproto.Message) (result any, e
 			return nil, err
 		}
 		out, err := bp.MemoryBrief(ctx, p.Group)
+		if err != nil {
+			return nil, err
+		}
+		return out, nil
+	case pluginproto.MethodPreview:
+		pv, ok := c.h.(Previewer)
+		if !ok {
+			return nil, errNotImplemented
+		}
+		var req Request
+		if err := pluginproto.DecodeValue(m.Params, &req); err != nil {
+			return nil, err
+		}
+		out, err := pv.Preview(ctx, &req)
 		if err != nil {
 			return nil, err
 		}

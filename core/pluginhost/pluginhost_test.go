@@ -59,6 +59,18 @@ func TestHappyPath(t *testing.T) {
 	if v, err := p.Verify(ctx); err != nil || v == nil || !v.OK || v.Message != "all good" {
 		t.Errorf("Verify = %+v, %v", v, err)
 	}
+	pv, err := p.Preview(ctx, request("echo", map[string]any{"n": 1}))
+	if err != nil || pv.Text != "would run echo with {\"n\":1}\nand digest " || pv.Digest != plugin.Digest([]byte(`{"n":1}`)) {
+		t.Errorf("Preview = %+v, %v", pv, err)
+	}
+	if pv, err := p.Preview(ctx, request("blank", nil)); err == nil {
+		t.Errorf("a null preview: %+v; want an error", pv)
+	}
+	dreq := request("echo", nil)
+	dreq.PreviewDigest = "sha256:abc"
+	if out, err := p.Invoke(ctx, dreq); err != nil || out["preview_digest"] != "sha256:abc" {
+		t.Errorf("the approved digest did not reach the handler: %v, %v", out, err)
+	}
 	b, err := p.MemoryBrief(ctx, "family")
 	if err != nil || b == nil || len(b.Entries) != 1 || b.Entries[0].Content != "brief for family" || b.EntryCount != 3 || b.BriefCount != 2 ||
 		!b.GeneratedAt.Equal(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)) {

@@ -197,6 +197,20 @@ func (p *Process) MemoryBrief(ctx context.Context, group string) (*plugin.Brief,
 	return out, err
 }
 
+// Preview asks the handler for the preview of a call of a tool that
+// declares one (plugin.Previewer). A handler that does not implement it
+// answers an error; so does one that returns null.
+func (p *Process) Preview(ctx context.Context, req *plugin.Request) (*plugin.Preview, error) {
+	var out *plugin.Preview
+	if err := p.callResult(ctx, pluginproto.MethodPreview, req, &out); err != nil {
+		return nil, err
+	}
+	if out == nil {
+		return nil, fmt.Errorf("plugin %s: preview: the handler returned no preview", p.spec.Name)
+	}
+	return out, nil
+}
+
 func (p *Process) callResult(ctx context.Context, method string, params, out any) error {
 	r, err := p.call(ctx, method, params, false)
 	if err != nil {

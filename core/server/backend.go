@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -93,8 +92,8 @@ func (s *Server) Confirmations(_ context.Context, recent bool) []api.Confirmatio
 	return s.gate.List(recent)
 }
 
-// RawArguments implements control.Backend.
-func (s *Server) RawArguments(_ context.Context, id string) (json.RawMessage, error) {
+// RawConfirmation implements control.Backend.
+func (s *Server) RawConfirmation(_ context.Context, id string) (api.Confirmation, error) {
 	return s.gate.Raw(id)
 }
 

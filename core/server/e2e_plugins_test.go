@@ -36,13 +36,18 @@ var kitActions = []struct{ action, risk, schema string }{
 		`"group":{"type":"string","maxLength":64},"text":{"type":"string","maxLength":4000},"conversation":{"type":"string","maxLength":200},"untrusted":{"type":"boolean"}}}`},
 	{"fetch", "low", `{"type":"object","additionalProperties":false,"required":["url"],"properties":{"url":{"type":"string","maxLength":2000}}}`},
 	{"send", "low", `{"type":"object","additionalProperties":false,"required":["text"],"properties":{"text":{"type":"string","maxLength":2000}}}`},
+	{"draft", "low", `{"type":"object","additionalProperties":false,"required":["id","text"],"properties":{"id":{"type":"string","maxLength":64},"text":{"type":"string","maxLength":100000}}}`},
+	{"post", "low", `{"type":"object","additionalProperties":false,"required":["id"],"properties":{"id":{"type":"string","maxLength":64}}}`},
 }
 
-// kitFlags are the provenance and taint fields of the oopkit actions that
-// have them: fetch stands for web_fetch, send for send_telegram.
+// kitFlags are the provenance, taint and preview fields of the oopkit
+// actions that have them: fetch stands for web_fetch, send for
+// send_telegram, post for mail_send (low risk here: its preview alone
+// puts it to the user).
 var kitFlags = map[string]string{
 	"fetch": `,"url_arguments":["url"],"untrusted_output":true,"egress":true`,
 	"send":  `,"egress":true`,
+	"post":  `,"egress":true,"preview":true`,
 }
 
 // kitManifest is the manifest of an oopkit plugin called name, subscribed

@@ -27,6 +27,8 @@ import (
 var (
 	confIDRE   = regexp.MustCompile(`^[0-9a-f]{32}$`)
 	argsHashRE = regexp.MustCompile(`^[0-9a-f]{12,128}$`)
+	// previewDigestRE: a plugin's digest (plugin.Preview.Check), or none.
+	previewDigestRE = regexp.MustCompile(`^[!-~]{0,128}$`)
 )
 
 // cardArgs is the most of the arguments a card shows (runes); the rest
@@ -83,8 +85,8 @@ func (h *Handler) onRequested(ctx context.Context, ev *plugin.Event) error {
 	if owner == 0 || !h.surface(ctx) {
 		return nil
 	}
-	if !confIDRE.MatchString(c.ID) || !argsHashRE.MatchString(c.ArgsHash) {
-		return fmt.Errorf("telegram: confirmation.requested with a malformed id or args_hash: ignored")
+	if !confIDRE.MatchString(c.ID) || !argsHashRE.MatchString(c.ArgsHash) || !previewDigestRE.MatchString(c.PreviewDigest) {
+		return fmt.Errorf("telegram: confirmation.requested with a malformed id, args_hash or preview_digest: ignored")
 	}
 	v := renderApproval(c)
 	tokens := map[string]string{}
@@ -113,8 +115,8 @@ func (h *Handler) onRequested(ctx context.Context, ev *plugin.Event) error {
 		} else if !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, "INSERT INTO cards(confirmation, args_hash, chat_id, text, arguments, state, created_at) VALUES(?, ?, ?, ?, ?, 'pending', ?)",
-			c.ID, c.ArgsHash, owner, htmlText, full, ms(h.clock.Now())); err != nil {
+		if _, err := tx.ExecContext(ctx, "INSERT INTO cards(confirmation, args_hash, preview_digest, chat_id, text, arguments, state, created_at) VALUES(?, ?, ?, ?, ?, ?, 'pending', ?)",
+			c.ID, c.ArgsHash, c.PreviewDigest, owner, htmlText, full, ms(h.clock.Now())); err != nil {
 			return err
 		}
 		for a, t := range tokens {
@@ -172,20 +174,57 @@ type approvalView struct {
 // Unlike api.Confirmation.Exact it does not count Raw arguments as exact:
 // the core never sends a plugin the arguments as they run, and a plugin
 // cannot make a raw decision.
+//
+// A confirmation with a preview (what a mail to send says) shows it whole
+// on the card, above the arguments, and may be approved there only; a
+// preview the card cannot hold whole in one message (maxCard), or that
+// the event left out, is not shown: the card says where to read it, and
+// offers Deny only.
 func renderApproval(c api.Confirmation) approvalView {
 	v := approvalView{Args: displayArgs(c.Arguments)}
-	exact := !c.ArgumentsOmitted && len(c.Hidden) == 0
+	hasPreview := c.Preview != "" || c.PreviewOmitted || c.PreviewDigest != ""
+	exact := !c.ArgumentsOmitted && len(c.Hidden) == 0 && (!hasPreview || c.Preview != "" && c.PreviewDigest != "" && !c.PreviewOmitted)
 	shown, cut := v.Args, false
 	if r := []rune(v.Args); !c.ArgumentsOmitted && len(r) > cardArgs {
 		shown, cut = string(r[:cardArgs]), true
 	}
 	v.Details = cut
 	v.Approve = exact && !cut
-	if exact && cut {
+	if exact && cut && !hasPreview { // Details shows the arguments, not the preview
 		_, v.DetailsApprove = detailsPieces(c.ID, v.Args)
 	}
-	v.HTML, v.Plain = cardText(c, shown, cut, len([]rune(v.Args)), v.DetailsApprove)
+	pv := cardPreview{show: c.Preview != "" && !c.PreviewOmitted}
+	if hasPreview {
+		pv.text = escapeInvisible(strings.TrimSuffix(c.Preview, "\n"))
+		pv.chars = utf8.RuneCountInString(c.Preview)
+	}
+	v.HTML, v.Plain = cardText(c, pv, shown, cut, len([]rune(v.Args)), v.DetailsApprove)
+	if pv.show && units(v.Plain) > maxCard {
+		pv.show, v.Approve = false, false
+		v.HTML, v.Plain = cardText(c, pv, shown, cut, len([]rune(v.Args)), v.DetailsApprove)
+	}
 	return v
+}
+
+// maxCard is the most UTF-16 units a card's text may have with a preview
+// shown whole: one message, with room for the outcome its edit appends
+// (closeCard).
+const maxCard = MaxMessage - 300
+
+// cardPreview is what a card shows of a confirmation's preview.
+type cardPreview struct {
+	text  string // the preview, escaped (escapeInvisible); "" for none
+	chars int    // its length in characters, as it came
+	show  bool   // the card shows it whole; else it says where to read it
+}
+
+// units is how many UTF-16 code units s has: what Telegram counts.
+func units(s string) int {
+	n := 0
+	for _, r := range s {
+		n += utf16.RuneLen(r)
+	}
+	return n
 }
 
 // detailsHeader starts the first message of Details.
@@ -203,7 +242,7 @@ func detailsPieces(id, args string) (pieces []string, ok bool) {
 // plain text for the fallback. args is what the card shows of the
 // arguments, total how many characters they have; detailsApprove says the
 // last message of Details will offer Approve.
-func cardText(c api.Confirmation, args string, cut bool, total int, detailsApprove bool) (htmlText, plain string) {
+func cardText(c api.Confirmation, pv cardPreview, args string, cut bool, total int, detailsApprove bool) (htmlText, plain string) {
 	digest := c.ArgsHash
 	if len(digest) > 12 {
 		digest = digest[:12]
@@ -236,6 +275,18 @@ func cardText(c api.Confirmation, args string, cut bool, total int, detailsAppro
 	}
 	if why := whyText(c.Why, id8); why != "" {
 		text("\n" + why)
+	}
+	switch {
+	case pv.show:
+		hb.WriteString("\nWhat it will do:\n<pre>" + html.EscapeString(pv.text) + "</pre>\n")
+		pb.WriteString("\nWhat it will do:\n" + pv.text + "\n")
+	case c.PreviewOmitted || pv.text != "":
+		size := ""
+		if pv.chars > 0 {
+			size = fmt.Sprintf(" (%d characters)", pv.chars)
+		}
+		text(fmt.Sprintf("\nWhat it will do%s is too long for a Telegram message, so it cannot be approved here: read it whole on the computer (carapace confirm show %s) and approve there with carapace confirm approve %s. You can deny here.\n",
+			size, id8, id8))
 	}
 	if c.ArgumentsOmitted {
 		text("\nThe arguments are too large for this card: review them on the computer (carapace confirm show " + id8 +
@@ -369,11 +420,11 @@ func newToken() (string, error) {
 // only on the last message of Details (and Deny there too).
 func (h *Handler) pressEffect(a ownerAction) (reply func()) {
 	answer := func(text string) func() { return func() { h.answerPress(a.Query, text) } }
-	var conf, action, argsHash, args string
+	var conf, action, argsHash, previewDigest, args string
 	var msgID, detailsID int64
-	err := h.db.db.QueryRowContext(h.ctx, `SELECT t.confirmation, t.action, c.args_hash, c.arguments, c.message_id, c.details_message
+	err := h.db.db.QueryRowContext(h.ctx, `SELECT t.confirmation, t.action, c.args_hash, c.preview_digest, c.arguments, c.message_id, c.details_message
 		FROM tokens t JOIN cards c ON c.confirmation = t.confirmation WHERE t.token = ? AND c.state = 'pending'`, a.Args).
-		Scan(&conf, &action, &argsHash, &args, &msgID, &detailsID)
+		Scan(&conf, &action, &argsHash, &previewDigest, &args, &msgID, &detailsID)
 	if err != nil {
 		return answer("This button is no longer valid.")
 	}
@@ -397,7 +448,7 @@ func (h *Handler) pressEffect(a ownerAction) (reply func()) {
 		}
 	}
 	approve := action == "approve"
-	err = h.svc.Decide(h.ctx, plugin.Decision{ID: conf, Approve: approve, ArgsHash: argsHash, Decider: formatID(owner)})
+	err = h.svc.Decide(h.ctx, plugin.Decision{ID: conf, Approve: approve, ArgsHash: argsHash, PreviewDigest: previewDigest, Decider: formatID(owner)})
 	switch {
 	case err == nil:
 		h.log.Info("telegram: decided on the phone", "confirmation", conf, "approve", approve)

@@ -331,3 +331,56 @@ func TestStaleCardNeverRecorded(t *testing.T) {
 		t.Errorf("note %q", got)
 	}
 }
+
+// requestedPreview delivers confirmation.requested of a tool with a
+// preview, and returns the card.
+func (e *env) requestedPreview(preview string) fakebot.Message {
+	e.t.Helper()
+	c := api.Confirmation{ID: confID, Tool: "mail_send", Group: "main", Session: "s-1", ArgsHash: argsHash,
+		Arguments: json.RawMessage(`{"draft_id":"d-1"}`), Preview: preview, PreviewDigest: "sha256:feed",
+		CreatedAt: e.clock.Now(), ExpiresAt: e.clock.Now().Add(5 * time.Minute)}
+	before := len(e.fake.Messages(owner))
+	e.coreEvent("confirmation.requested", "main", c)
+	waitFor(e.t, "the card", func() bool { return len(e.fake.Messages(owner)) > before })
+	return e.fake.Messages(owner)[before]
+}
+
+// Through the fake Bot API: a card shows a short preview whole, and its
+// Approve sends the preview's digest with the decision; a preview longer
+// than a Telegram message is not shown, the card says where to read it,
+// and offers Deny only.
+func TestPreviewCard(t *testing.T) {
+	t.Run("short", func(t *testing.T) {
+		e := newEnv(t)
+		card := e.requestedPreview("From: me@example.org\nTo: anna@example.org\nSubject: Lunch <b>\n\nTomorrow at 12?\n")
+		for _, want := range []string{"What it will do:", "To: anna@example.org", "Subject: Lunch &lt;b&gt;", "Tomorrow at 12?"} {
+			if !strings.Contains(card.Text, want) {
+				t.Errorf("the card lacks %q:\n%s", want, card.Text)
+			}
+		}
+		e.fake.Callback(owner, fakebot.PrivateChat(owner), card.MessageID, button(t, card, "Approve"))
+		waitFor(t, "the answer to the click", func() bool { return len(e.fake.Answered()) == 1 })
+		d := e.svc.Decisions()
+		if len(d) != 1 || d[0] != (plugin.Decision{ID: confID, Approve: true, ArgsHash: argsHash, PreviewDigest: "sha256:feed", Decider: "4242"}) {
+			t.Fatalf("decisions %+v; want an approval with the preview's digest", d)
+		}
+	})
+	t.Run("longer than a message", func(t *testing.T) {
+		e := newEnv(t)
+		long := strings.Repeat("All work and no play makes Jack a dull boy.\n", 100)
+		card := e.requestedPreview(long)
+		for _, b := range card.ReplyMarkup.Buttons() {
+			if strings.Contains(b.Text, "Approve") {
+				t.Fatal("an Approve button for a preview the card cannot show whole")
+			}
+		}
+		if strings.Contains(card.Text, "All work and no play") || !strings.Contains(card.Text, "carapace confirm show "+confID[:8]) {
+			t.Errorf("card:\n%s", card.Text)
+		}
+		e.fake.Callback(owner, fakebot.PrivateChat(owner), card.MessageID, button(t, card, "Deny"))
+		waitFor(t, "the answer to the click", func() bool { return len(e.fake.Answered()) == 1 })
+		if d := e.svc.Decisions(); len(d) != 1 || d[0].Approve || d[0].PreviewDigest != "sha256:feed" {
+			t.Fatalf("decisions %+v; want a denial", d)
+		}
+	})
+}

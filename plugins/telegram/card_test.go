@@ -12,6 +12,7 @@ import (
 	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/confirm/approvaltest"
 	"github.com/carapace-dev/carapace/core/plugin"
+	"github.com/carapace-dev/carapace/internal/textutil"
 	"github.com/carapace-dev/carapace/plugins/telegram/fakebot"
 )
 
@@ -162,6 +163,7 @@ func TestCardShowsWhatRuns(t *testing.T) {
 			_ = enc.Encode(s)
 			return escapeInvisible(strings.TrimSuffix(b.String(), "\n"))
 		},
+		PreviewLine: escapeInvisible,
 	})
 }
 
@@ -204,5 +206,51 @@ func TestSplitExact(t *testing.T) {
 	// A run of spaces longer than a message cannot be shown exactly.
 	if _, ok := SplitExact("\""+strings.Repeat(" ", 3000)+"\"", 1000); ok {
 		t.Error("SplitExact claims to show 3000 spaces across messages")
+	}
+}
+
+// A card shows a preview (what a mail to send says) whole, above the
+// arguments, and offers Approve when the whole card fits one message; a
+// preview longer than that, or left out of the event, gets Deny only and
+// the card says where to read it whole. Details never approves a
+// confirmation with a preview (it shows only the arguments).
+func TestCardPreview(t *testing.T) {
+	base := approvaltest.Confirmation(json.RawMessage(`{"draft_id":"d-1"}`))
+	mail := "From: me@example.org\nTo: anna@example.org\nSubject: Lunch\n\nTomorrow at 12?\n"
+	long := strings.Repeat("a", MaxMessage) // a message's worth of one line: no card holds it with its header
+	tests := []struct {
+		name     string
+		preview  string
+		omitted  bool
+		args     string
+		approve  bool
+		want     string
+		notShown string
+	}{
+		{"short", mail, false, "", true, "What it will do:\nFrom: me@example.org\nTo: anna@example.org\nSubject: Lunch\n\nTomorrow at 12?\n\nArguments:", ""},
+		{"longer than a message", long, false, "", false, "What it will do (4096 characters) is too long for a Telegram message, so it cannot be approved here: read it whole on the computer (carapace confirm show 01234567)", long[:100]},
+		{"fits alone, not with the card", strings.Repeat("b", maxCard-200), false, "", false, "too long for a Telegram message", strings.Repeat("b", 100)},
+		{"left out of the event", "", true, "", false, "What it will do is too long for a Telegram message", ""},
+		{"arguments cut", mail, false, `{"draft_id":"` + strings.Repeat("c", cardArgs) + `"}`, false, "Tomorrow at 12?", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := base
+			if tt.args != "" {
+				c = approvaltest.Confirmation(json.RawMessage(tt.args))
+			}
+			c.Preview, c.PreviewOmitted, c.PreviewDigest = tt.preview, tt.omitted, "sha256:1"
+			v := renderApproval(c)
+			text := shownHTML(v.HTML)
+			if v.Approve != tt.approve || v.DetailsApprove || !strings.Contains(text, tt.want) {
+				t.Fatalf("approve %v, details approve %v; want approve %v and %q in:\n%s", v.Approve, v.DetailsApprove, tt.approve, tt.want, textutil.Clip(text, 3000))
+			}
+			if tt.notShown != "" && strings.Contains(text, tt.notShown) {
+				t.Errorf("the card shows part of a preview it cannot show whole")
+			}
+			if n := units(v.Plain); n > MaxMessage {
+				t.Errorf("the card has %d UTF-16 units, over one message", n)
+			}
+		})
 	}
 }

@@ -94,6 +94,11 @@ CREATE TABLE actions (
 -- when the card cuts the arguments (approvals.go).
 ALTER TABLE cards ADD COLUMN details_message INTEGER NOT NULL DEFAULT 0;
 `,
+	3: `
+-- The digest of the preview a card showed (a tool that declares one: a
+-- mail to send), which an approval from the card must carry.
+ALTER TABLE cards ADD COLUMN preview_digest TEXT NOT NULL DEFAULT '';
+`,
 }
 
 // metaCoreStarted keeps when the core the plugin last saw started

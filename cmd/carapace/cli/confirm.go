@@ -31,7 +31,14 @@ What you approve is what runs. Where the core's sanitiser hid part of the
 arguments (a secret-looking value the agent put in them), no surface
 offers Approve on that copy: read them as they run with
 "carapace confirm show --raw ID" and approve with
-"carapace confirm approve --raw ID", or deny anywhere.`,
+"carapace confirm approve --raw ID", or deny anywhere.
+
+Where what a call does is not all in its arguments (a mail to send from
+a draft), its plugin's preview of it — for a mail the From, every
+address, the subject and the whole body — is shown whole above the
+arguments, and the approval binds it too: if the content changes before
+the call runs, the plugin refuses to run it. Surfaces that cannot show
+a preview whole (a Telegram message, a notification) offer Deny only.`,
 		Example: `  carapace confirm list
   carapace confirm show 7f3a9c
   carapace confirm approve 7f3a9c
@@ -73,6 +80,9 @@ func printConfirmations(out io.Writer, list []api.Confirmation) error {
 		}
 		if len(p.Why) > 0 {
 			args = fmt.Sprintf("(why: %d %s, see confirm show) %s", len(p.Why), plural(len(p.Why), "reason"), args)
+		}
+		if p.Preview != "" || p.PreviewOmitted {
+			args = "(preview: see confirm show) " + args
 		}
 		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s", api.ShortID(p.ID), printable(p.Tool), orDash(p.Group),
 			orDash(p.Session), age(now.Sub(p.CreatedAt)), left, args)
@@ -138,6 +148,7 @@ func writeConfirmation(out io.Writer, p api.Confirmation) {
 		}
 	}
 	writeWhy(out, p.Why)
+	writePreview(out, p)
 	switch {
 	case p.Raw:
 		fmt.Fprintln(out, "  arguments, exactly as they run:")
@@ -192,6 +203,7 @@ func describeDecision(out io.Writer, p api.Confirmation, doing string) {
 		}
 	}
 	writeWhy(out, p.Why)
+	writePreview(out, p)
 	switch {
 	case p.Raw:
 		fmt.Fprintf(out, "  arguments, exactly as they run:\n%s\n", indentJSON(p.Arguments, "    "))
@@ -256,6 +268,10 @@ the arguments exactly as they run, secrets included, and approves those.`
 			}
 			out := cmd.OutOrStdout()
 			describeDecision(out, p, doing)
+			if approve && (p.PreviewOmitted || (p.Preview == "") != (p.PreviewDigest == "")) {
+				return fmt.Errorf("%w: the preview of what the call does was not shown whole, so it cannot be approved: carapace confirm show %s (or deny it)",
+					api.ErrConflict, api.ShortID(p.ID))
+			}
 			if approve && !p.Exact() {
 				return fmt.Errorf("%w: part of the arguments is hidden, so what would run was not shown: read it with carapace confirm show --raw %s, then approve with carapace confirm approve --raw %s (or deny it)",
 					api.ErrConflict, api.ShortID(p.ID), api.ShortID(p.ID))
@@ -272,7 +288,8 @@ the arguments exactly as they run, secrets included, and approves those.`
 				ctx, cancel = context.WithTimeout(cmd.Context(), requestTimeout)
 				defer cancel()
 			}
-			got, err := c.Decide(ctx, api.Decision{ID: p.ID, Approve: approve, ArgsHash: p.ArgsHash, Surface: "cli", Decider: decider(), Raw: p.Raw})
+			got, err := c.Decide(ctx, api.Decision{ID: p.ID, Approve: approve, ArgsHash: p.ArgsHash, PreviewDigest: p.PreviewDigest,
+				Surface: "cli", Decider: decider(), Raw: p.Raw})
 			if err != nil {
 				return err
 			}
@@ -333,6 +350,36 @@ func (a *app) completeConfirmation(cmd *cobra.Command, args []string, _ string) 
 		ids = append(ids, p.ID+"\t"+printable(p.Tool))
 	}
 	return ids, cobra.ShellCompDirectiveNoFileComp
+}
+
+// writePreview prints a confirmation's preview (a tool that declares one:
+// what a mail to send says), whole, one line of it a line, each made
+// printable (it is untrusted text), between two rules so that its end is
+// plain; the digest it binds after it.
+func writePreview(out io.Writer, p api.Confirmation) {
+	switch {
+	case p.PreviewOmitted:
+		fmt.Fprintf(out, "  preview:  not loaded (see carapace confirm show %s)\n", api.ShortID(p.ID))
+		return
+	case p.Preview == "" && p.PreviewDigest != "" && !p.Pending():
+		fmt.Fprintf(out, "  preview digest: %s (the text is kept only while it waits)\n", printable(p.PreviewDigest))
+		return
+	case p.Preview == "":
+		return
+	}
+	head := "  what it will do (the plugin's preview, whole):"
+	for _, h := range p.Hidden {
+		if h.Path == api.PreviewPath && !p.Raw {
+			head = "  what it will do (the plugin's preview, with secrets hidden: not what runs):"
+		}
+	}
+	fmt.Fprintln(out, head)
+	fmt.Fprintln(out, "    ----")
+	for _, l := range strings.Split(strings.TrimSuffix(p.Preview, "\n"), "\n") {
+		fmt.Fprintf(out, "    | %s\n", printable(l))
+	}
+	fmt.Fprintln(out, "    ----")
+	fmt.Fprintf(out, "  preview digest: %s\n", printable(p.PreviewDigest))
 }
 
 // writeWhy prints why the core asks, when not only for the tool's risk

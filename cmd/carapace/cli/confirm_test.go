@@ -18,7 +18,7 @@ func TestApproveShowsWhatRuns(t *testing.T) {
 		Render: func(c api.Confirmation) (string, bool) {
 			var b strings.Builder
 			describeDecision(&b, c, "Approving")
-			return b.String(), c.Exact()
+			return b.String(), c.Exact() && !c.PreviewOmitted
 		},
 		Quote: func(s string) string {
 			b, _ := json.Marshal(s) // the arguments print as JSON, then printable
@@ -46,6 +46,9 @@ func TestPendingLine(t *testing.T) {
 			c.Arguments, c.Hidden = json.RawMessage(`{"p":"[REDACTED]"}`), []api.Hidden{{Path: "p", Kind: "bearer", Chars: 3}}
 		}), `(1 hidden) {"p":"[REDACTED]"} — carapace confirm show --raw abcdef01`},
 		{"omitted", with(func(c *api.Confirmation) { c.ArgumentsOmitted = true }), "(large) — carapace confirm show abcdef01"},
+		{"preview", with(func(c *api.Confirmation) {
+			c.Arguments, c.Preview, c.PreviewDigest = json.RawMessage(`{"id":"d1"}`), "To: a@example.org\n\nhi\n", "sha256:1"
+		}), `(with a preview: read it first) {"id":"d1"} — carapace confirm show abcdef01`},
 		{"why", with(func(c *api.Confirmation) {
 			c.Arguments, c.Why = json.RawMessage(`{"url":"https://a.example/?d=x"}`), []string{"the URL in \"url\" was not given", "this session read https://b.example/ at 10:42 UTC"}
 		}), `(why: the URL in "url" was not given; this session read https://b.example/ at 10:42 UTC) {"url":"https://a.example/?d=x"} — carapace confirm approve abcdef01`},

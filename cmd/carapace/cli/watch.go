@@ -188,6 +188,10 @@ func pendingLine(cf api.Confirmation) string {
 	case args != compactJSON(cf.Arguments, 0):
 		next = "carapace confirm show " + api.ShortID(cf.ID)
 	}
+	if cf.Preview != "" || cf.PreviewOmitted { // a line cannot show it: read it whole first
+		args = "(with a preview: read it first) " + args
+		next = "carapace confirm show " + api.ShortID(cf.ID)
+	}
 	if len(cf.Why) > 0 { // why the core asks, each reason whole
 		args = "(why: " + printable(strings.Join(cf.Why, "; ")) + ") " + args
 	}

@@ -52,6 +52,11 @@ type Surface struct {
 	Raw bool
 	// Cases is how many random confirmations to try; 0 is 400.
 	Cases int
+	// PreviewLine writes one line of a confirmation's preview
+	// (api.Confirmation.Preview) as the surface shows it: its escaping of
+	// characters that could hide or reorder text. nil is
+	// textutil.Printable.
+	PreviewLine func(line string) string
 }
 
 // Check runs the property for s: for random arguments, whenever s offers
@@ -69,6 +74,9 @@ func Check(t testing.TB, s Surface) {
 	}
 	if s.Cases == 0 {
 		s.Cases = 400
+	}
+	if s.PreviewLine == nil {
+		s.PreviewLine = textutil.Printable
 	}
 	r := rand.New(rand.NewPCG(22, uint64(len(s.Name))))
 
@@ -101,13 +109,23 @@ func Check(t testing.TB, s Surface) {
 		t.Errorf("%s: offers Approve on a display that hides %v:\n%s", s.Name, hidden.Hidden, text)
 	}
 
+	checkPreview(t, s, clean)
+
 	approvable, errs := 0, 0
 	for i := 0; i < s.Cases && errs < 5; i++ {
 		canonical := mustMarshal(t, value(r, 0))
 		cs := []api.Confirmation{Confirmation(canonical)}
+		if i%3 == 0 { // a tool that declares a preview
+			cs[0].Preview, cs[0].PreviewDigest = preview(r), "sha256:0123456789abcdef"
+		}
 		if r.IntN(20) == 0 { // the watch stream leaves large arguments out
 			c := cs[0]
 			c.Arguments, c.ArgumentsOmitted = nil, true
+			cs = append(cs, c)
+		}
+		if cs[0].Preview != "" && r.IntN(10) == 0 { // and large previews
+			c := cs[0]
+			c.Preview, c.PreviewOmitted = "", true
 			cs = append(cs, c)
 		}
 		if s.Raw && len(cs[0].Hidden) > 0 {
@@ -121,6 +139,11 @@ func Check(t testing.TB, s Surface) {
 				continue
 			}
 			approvable++
+			if missing := MissingPreview(s, c.Preview, text); len(missing) > 0 && !c.PreviewOmitted {
+				errs++
+				t.Errorf("%s: offers Approve, but its text lacks %d lines of the preview, first %q\npreview:\n%s\ntext shown:\n%s",
+					s.Name, len(missing), textutil.Clip(missing[0], 200), textutil.Clip(c.Preview, 2000), textutil.Clip(text, 4000))
+			}
 			if missing := Missing(s, canonical, text); len(missing) > 0 {
 				errs++
 				t.Errorf("%s: offers Approve, but its text lacks %d of the values that run, first %q\n(hidden %v, omitted %v, raw %v)\narguments that run: %s\ntext shown:\n%s",
@@ -132,6 +155,101 @@ func Check(t testing.TB, s Surface) {
 	if approvable == 0 {
 		t.Errorf("%s: no random confirmation was approvable: the property held trivially", s.Name)
 	}
+}
+
+// checkPreview checks how s shows a confirmation's preview (a tool that
+// declares one: a mail to send): a short one is shown whole, each line
+// escaped as s says, and approvable; invisible and control characters in
+// it are escaped; one left out of the event, or too long for any surface
+// (MaxPreviewText), is not approvable.
+func checkPreview(t testing.TB, s Surface, clean api.Confirmation) {
+	t.Helper()
+	short := clean
+	short.Preview = "From: me@example.org\nTo: anna@example.org, bob@example.org\nSubject: Lunch \u202eevil\u202c\n\nTomorrow at 12?\n\x1b[2J-- \nMe\n"
+	short.PreviewDigest = "sha256:5d41402abc4b2a76b9719d911017c592"
+	text, ok := s.Render(short)
+	if !ok {
+		t.Errorf("%s: a short preview is not approvable (the property would hold trivially); its text:\n%s", s.Name, text)
+	}
+	if missing := MissingPreview(s, short.Preview, text); len(missing) > 0 {
+		t.Errorf("%s: the text lacks lines of a short preview, first %q:\n%s", s.Name, missing[0], text)
+	}
+	if strings.ContainsAny(text, "\x1b\u202e\u202c") {
+		t.Errorf("%s: the text shows the preview's control or bidi characters as they are (escape them):\n%q", s.Name, text)
+	}
+	// A preview in which the sanitiser hid a secret (and what follows
+	// it) is not approvable; as it runs (Raw), on a surface given such,
+	// it is.
+	secret := short
+	runs := short.Preview + "-----BEGIN RSA PRIVATE KEY-----\nand mail ~/.ssh to eve@example.org\n"
+	display, hidden := confirm.DisplayPreview(runs)
+	secret.Preview = display
+	for _, h := range hidden {
+		secret.Hidden = append(secret.Hidden, api.Hidden{Path: h.Path, Kind: h.Kind, Chars: h.Chars})
+	}
+	if len(secret.Hidden) == 0 {
+		t.Fatalf("%s: the sanitiser hid nothing in the preview's negative control: fix the control", s.Name)
+	}
+	if text, ok := s.Render(secret); ok {
+		t.Errorf("%s: offers Approve on a preview whose display hides %v:\n%s", s.Name, secret.Hidden, text)
+	}
+	if s.Raw {
+		raw := secret
+		raw.Preview, raw.Raw = runs, true
+		text, ok := s.Render(raw)
+		if !ok || len(MissingPreview(s, runs, text)) > 0 {
+			t.Errorf("%s: the preview as it runs (raw) is not approvable, or not shown whole:\n%s", s.Name, text)
+		}
+	}
+	omitted := short
+	omitted.Preview, omitted.PreviewOmitted = "", true
+	if text, ok := s.Render(omitted); ok {
+		t.Errorf("%s: offers Approve on a confirmation whose preview was left out:\n%s", s.Name, text)
+	}
+	long := short
+	long.Preview = strings.Repeat("All work and no play makes Jack a dull boy.\n", MaxPreviewText/45)
+	if text, ok := s.Render(long); ok {
+		if missing := MissingPreview(s, long.Preview, text); len(missing) > 0 || strings.Count(text, "All work and no play") < strings.Count(long.Preview, "All work and no play") {
+			t.Errorf("%s: offers Approve on a long preview it does not show whole (%d of %d lines)", s.Name,
+				strings.Count(text, "All work and no play"), strings.Count(long.Preview, "All work and no play"))
+		}
+	}
+}
+
+// MaxPreviewText is the longest preview checkPreview gives a surface:
+// core/plugin's limit.
+const MaxPreviewText = 256 << 10
+
+// MissingPreview returns the lines of preview that text does not contain
+// as s writes them (Surface.PreviewLine).
+func MissingPreview(s Surface, preview, text string) []string {
+	line := s.PreviewLine
+	if line == nil {
+		line = textutil.Printable
+	}
+	var missing []string
+	for _, l := range strings.Split(preview, "\n") {
+		if l = line(l); l != "" && !strings.Contains(text, l) {
+			missing = append(missing, l)
+		}
+	}
+	return missing
+}
+
+// preview returns a random preview: a few lines of fragments, at times
+// very long (past every surface's message).
+func preview(r *rand.Rand) string {
+	var b strings.Builder
+	b.WriteString("To: anna@example.org\nSubject: " + str(r, false) + "\n\n")
+	for range r.IntN(6) + 1 {
+		b.WriteString(str(r, false) + "\n")
+	}
+	if r.IntN(6) == 0 {
+		for i := range 100 + r.IntN(400) {
+			fmt.Fprintf(&b, "line %d of a long mail, which goes on\n", i)
+		}
+	}
+	return b.String()
 }
 
 // Why are the reasons the fixed control of Check carries: the two the

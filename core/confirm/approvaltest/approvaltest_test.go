@@ -3,9 +3,11 @@ package approvaltest
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/carapace-dev/carapace/core/api"
 	"strings"
 	"testing"
+
+	"github.com/carapace-dev/carapace/core/api"
+	"github.com/carapace-dev/carapace/internal/textutil"
 )
 
 // recorder is a testing.TB that records failures instead of failing.
@@ -29,7 +31,7 @@ func jsonQuote(s string) string {
 // it: the harness must pass the one and catch each of the others.
 func TestCheck(t *testing.T) {
 	honest := func(c api.Confirmation) (string, bool) {
-		return strings.Join(c.Why, "\n") + "\n" + string(c.Arguments), c.Exact()
+		return strings.Join(c.Why, "\n") + "\n" + textutil.Printable(c.Preview) + "\n" + string(c.Arguments), c.Exact()
 	}
 	tests := []struct {
 		name   string
@@ -60,6 +62,19 @@ func TestCheck(t *testing.T) {
 				b.WriteString(w[:min(len(w), 100)] + "\n")
 			}
 			return b.String() + string(c.Arguments), c.Exact()
+		}},
+		{name: "hides the preview", fail: "lacks lines of a short preview", render: func(c api.Confirmation) (string, bool) {
+			return strings.Join(c.Why, "\n") + "\n" + string(c.Arguments), c.Exact()
+		}},
+		{name: "cuts a long preview but approves", fail: "offers Approve on a long preview", render: func(c api.Confirmation) (string, bool) {
+			p := c.Preview[:min(len(c.Preview), 2000)]
+			return strings.Join(c.Why, "\n") + "\n" + textutil.Printable(p) + "\n" + string(c.Arguments), c.Exact()
+		}},
+		{name: "shows the preview's control characters", fail: "control or bidi characters", render: func(c api.Confirmation) (string, bool) {
+			return strings.Join(c.Why, "\n") + "\n" + c.Preview + "\n" + textutil.Printable(c.Preview) + "\n" + string(c.Arguments), c.Exact()
+		}},
+		{name: "approves an omitted preview", fail: "preview was left out", render: func(c api.Confirmation) (string, bool) {
+			return strings.Join(c.Why, "\n") + "\n" + textutil.Printable(c.Preview) + "\n" + string(c.Arguments), !c.ArgumentsOmitted && len(c.Hidden) == 0
 		}},
 		{name: "never approves", fail: "not approvable", render: func(c api.Confirmation) (string, bool) {
 			return string(c.Arguments), false

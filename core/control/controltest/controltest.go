@@ -48,7 +48,7 @@ type Backend struct {
 	restarts      []string
 	tasks         []api.Task
 	taskCalls     []string
-	raw           map[string]json.RawMessage // RawArguments of a confirmation whose Arguments hide something
+	raw           map[string]json.RawMessage // the arguments RawConfirmation answers for a confirmation whose Arguments hide something
 }
 
 // Decision is one call of Decide that succeeded.
@@ -83,7 +83,7 @@ func (b *Backend) AddConfirmation(c api.Confirmation) {
 
 // AddConfirmationRaw adds a pending confirmation whose Arguments are a
 // display that hides part of raw, the arguments as they run (c.Hidden says
-// what), and tells the watches. RawArguments answers raw for it.
+// what), and tells the watches. RawConfirmation answers raw for it.
 func (b *Backend) AddConfirmationRaw(c api.Confirmation, raw json.RawMessage) {
 	b.mu.Lock()
 	if b.raw == nil {
@@ -275,19 +275,22 @@ func (b *Backend) Decide(_ context.Context, d api.Decision) (api.Confirmation, e
 	return c, nil
 }
 
-// RawArguments implements control.Backend: a pending confirmation's
-// arguments as they run (AddConfirmationRaw's, else its Arguments).
-func (b *Backend) RawArguments(_ context.Context, id string) (json.RawMessage, error) {
+// RawConfirmation implements control.Backend: a pending confirmation with
+// its arguments as they run (AddConfirmationRaw's, else its Arguments)
+// and Raw set.
+func (b *Backend) RawConfirmation(_ context.Context, id string) (api.Confirmation, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	i := slices.IndexFunc(b.confirmations, func(c api.Confirmation) bool { return c.ID == id })
 	if i < 0 {
-		return nil, fmt.Errorf("confirmation %s is not pending: %w", id, api.ErrConflict)
+		return api.Confirmation{}, fmt.Errorf("confirmation %s is not pending: %w", id, api.ErrConflict)
 	}
+	c := b.confirmations[i]
 	if raw, ok := b.raw[id]; ok {
-		return raw, nil
+		c.Arguments = raw
 	}
-	return b.confirmations[i].Arguments, nil
+	c.ArgumentsOmitted, c.Raw = false, true
+	return c, nil
 }
 
 // Changes implements control.Backend: a feed of what Emit sends from now

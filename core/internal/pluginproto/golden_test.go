@@ -26,7 +26,8 @@ type golden struct {
 }
 
 // The story the frames tell, so that ids and scopes agree: the core calls
-// init (1), invoke (2), event (3), verify (4), brief (5) and shutdown (6);
+// init (1), invoke (2), event (3), verify (4), brief (5), shutdown (6)
+// and preview (7, of a call of a tool that declares one);
 // while invoke 2 runs, the handler makes its service calls 1 to 11, scoped
 // to it where they need a request.
 var (
@@ -55,7 +56,7 @@ func replyErr(id uint64, e pluginproto.Error) pluginproto.Message {
 // Method constant of proto.go (TestGoldenCoversTheProtocol).
 var (
 	coreCalls = []string{pluginproto.MethodInit, pluginproto.MethodInvoke, pluginproto.MethodEvent,
-		pluginproto.MethodVerify, pluginproto.MethodBrief, pluginproto.MethodShutdown}
+		pluginproto.MethodVerify, pluginproto.MethodBrief, pluginproto.MethodShutdown, pluginproto.MethodPreview}
 	serviceCalls = []string{pluginproto.MethodAuditLog, pluginproto.MethodToolCatalog, pluginproto.MethodSessionInfo,
 		pluginproto.MethodReadCredential, pluginproto.MethodPublishEvent, pluginproto.MethodAuditDropped,
 		pluginproto.MethodReportHealth, pluginproto.MethodPaused, pluginproto.MethodDecide, pluginproto.MethodCoreStatus,
@@ -96,6 +97,16 @@ var frames = []golden{
 		EntryCount: 9, BriefCount: 1, GeneratedAt: when}},
 	{file: "core-call-shutdown.json", msg: call(6, pluginproto.MethodShutdown, 0), body: empty},
 	{file: "plugin-reply-shutdown.json", msg: reply(6), body: empty},
+	{file: "core-call-preview.json", msg: call(7, pluginproto.MethodPreview, 0),
+		body: plugin.Request{Tool: "mail_send", Arguments: map[string]any{"draft_id": "d-17"}, Group: "main",
+			Session: session, Correlation: "4e2a6b5d7c9e0f119f1c2a7e4b3d4c1f", EnvelopeID: "7d3e9c1a-44b8-4a51-9f2d-0b6f3c525d7e", Time: when}},
+	{file: "plugin-reply-preview.json", msg: reply(7), body: plugin.Preview{
+		Text:   "From: me@example.org\nTo: anna@example.org\nSubject: Lunch\n\nTomorrow at 12?\n",
+		Digest: "sha256:5d41402abc4b2a76b9719d911017c592a1c5e9f3b0c8d7e6f5a4b3c2d1e0f9a8"}},
+	{file: "core-call-invoke-approved-preview.json", msg: call(8, pluginproto.MethodInvoke, 0),
+		body: plugin.Request{Tool: "mail_send", Arguments: map[string]any{"draft_id": "d-17"}, Group: "main",
+			Session: session, Correlation: "4e2a6b5d7c9e0f119f1c2a7e4b3d4c1f", EnvelopeID: "7d3e9c1a-44b8-4a51-9f2d-0b6f3c525d7e", Time: when,
+			PreviewDigest: "sha256:5d41402abc4b2a76b9719d911017c592a1c5e9f3b0c8d7e6f5a4b3c2d1e0f9a8"}},
 	{file: "core-cancel.json", msg: pluginproto.Message{Type: pluginproto.TypeCancel, ID: 2}},
 
 	// The plugin's failed replies.

@@ -65,6 +65,7 @@ const (
 	MethodEvent    = "event"    // Params: plugin.Event; Result: {}
 	MethodVerify   = "verify"   // Params: {}; Result: plugin.VerifyResult
 	MethodBrief    = "brief"    // Params: BriefParams; Result: plugin.Brief
+	MethodPreview  = "preview"  // Params: plugin.Request; Result: plugin.Preview
 	MethodShutdown = "shutdown" // Params: {}; Result: {}; the plugin exits after replying
 )
 

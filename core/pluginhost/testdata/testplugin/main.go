@@ -87,6 +87,16 @@ func (h *handler) MemoryBrief(ctx context.Context, group string) (*plugin.Brief,
 	return &plugin.Brief{Entries: []plugin.BriefEntry{{ID: "m1", Type: "fact", Content: "brief for " + group}}, EntryCount: 3, BriefCount: 2, GeneratedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}, nil
 }
 
+// Preview previews any call: its tool and arguments; the tool "blank"
+// answers no preview at all.
+func (h *handler) Preview(ctx context.Context, req *plugin.Request) (*plugin.Preview, error) {
+	if req.Tool == "blank" {
+		return nil, nil
+	}
+	b, _ := json.Marshal(req.Arguments)
+	return &plugin.Preview{Text: "would run " + req.Tool + " with " + string(b) + "\nand digest " + req.PreviewDigest, Digest: plugin.Digest(b)}, nil
+}
+
 func (h *handler) Invoke(ctx context.Context, req *plugin.Request) (map[string]any, error) {
 	args := req.Arguments
 	switch req.Tool {
@@ -98,6 +108,7 @@ func (h *handler) Invoke(ctx context.Context, req *plugin.Request) (map[string]a
 		return map[string]any{
 			"arguments": args, "types": types, "tool": req.Tool, "group": req.Group, "session": req.Session,
 			"correlation": req.Correlation, "envelope_id": req.EnvelopeID, "time": req.Time.Format(time.RFC3339Nano),
+			"preview_digest": req.PreviewDigest,
 		}, nil
 	case "env":
 		wd, _ := os.Getwd()

@@ -125,6 +125,10 @@ func (k *kit) Invoke(ctx context.Context, req *plugin.Request) (map[string]any, 
 	case "send":
 		// A stand-in for send_telegram (egress): says what it sent.
 		return map[string]any{"sent": req.Arguments["text"]}, nil
+	case "draft":
+		return draft(req)
+	case "post":
+		return post(req)
 	case "crash":
 		os.Exit(3)
 	case "hang":
