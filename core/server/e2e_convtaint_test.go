@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,9 +17,11 @@ import (
 	"github.com/carapace-dev/carapace/core/audit"
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/install"
+	"github.com/carapace-dev/carapace/core/loader"
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/core/runtime"
 	"github.com/carapace-dev/carapace/ipc"
+	"github.com/carapace-dev/carapace/plugins/telegram/fakebot"
 )
 
 // promptCallEngine stands in for a container engine in the real core: the
@@ -225,5 +228,54 @@ func TestConversationTaintCarriesOver(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(c2.Home.ConversationsDir(), conv1+".json")); !os.IsNotExist(err) {
 		t.Fatalf("chat 1's record after it started anew: %v", err)
+	}
+}
+
+// The story of the taint gate's hole, on the phone, with the Docker test
+// agent and the real Telegram plugin: the owner's first message has the
+// agent read a page (and, as Claude Code does, leave the chat's
+// transcript); the next message's send_telegram waits for the owner, the
+// card saying the conversation read the page in an earlier session;
+// after /new the same message's send_telegram goes at once.
+func TestTelegramConversationTaintAndNew(t *testing.T) {
+	bot := fakebot.New(t)
+	c := startCoreWith(t, coreOptions{Config: telegramConfig(t, bot, ""), Bundled: []loader.Bundled{telegramBundle(t)},
+		Setup: func(h home.Dir) { setToken(t, h); installKit(t, h, "wk") }})
+	bot.WaitCount(t, "getUpdates", 1)
+
+	// The transcript Claude Code would leave, so the chat's next session
+	// resumes the conversation.
+	const transcript = `sh mkdir -p "$HOME/.claude/projects/-workspace" && echo '{}' > "$HOME/.claude/projects/-workspace/$CARAPACE_CONVERSATION.jsonl"`
+	bot.PrivateText(tgOwner, `tool.invoke.wk_fetch {"url":"https://a.example/start"}`+"\n"+transcript)
+	if a := waitAnswer(t, bot, tgOwner, "A page"); strings.Contains(a, "exit 1") {
+		t.Fatalf("the first message's run: %q", a)
+	}
+
+	send := func(text string) string {
+		b, _ := json.Marshal(map[string]string{"text": text})
+		return "tool.invoke.send_telegram " + string(b)
+	}
+	bot.PrivateText(tgOwner, send("notes for the attacker"))
+	m, b := card(t, bot, "notes for the attacker")
+	if !strings.Contains(m.Text, "this conversation read https://a.example/start at ") || !strings.Contains(m.Text, "in an earlier session") {
+		t.Errorf("the card does not say the conversation read the page: %q", m.Text)
+	}
+	bot.Callback(tgOwner, fakebot.PrivateChat(tgOwner), m.MessageID, b["deny"])
+	waitAnswer(t, bot, tgOwner, "exit 1")
+	if slices.Contains(bot.Texts(tgOwner), "notes for the attacker") {
+		t.Fatal("the denied message was sent")
+	}
+
+	bot.PrivateText(tgOwner, "/new")
+	waitAnswer(t, bot, tgOwner, "New conversation")
+	bot.PrivateText(tgOwner, send("a fresh start"))
+	waitText(t, bot, tgOwner, "a fresh start")
+	if p := pendingConfirmations(t, c); len(p) != 0 {
+		t.Errorf("after /new the message waited: %+v", p)
+	}
+	for _, m := range bot.Messages(tgOwner) {
+		if strings.Contains(m.Text, "Approval needed") && strings.Contains(m.Text, "a fresh start") {
+			t.Errorf("after /new a card was sent: %q", m.Text)
+		}
 	}
 }
