@@ -8,7 +8,8 @@
 // the empty shadows (agent.go, shadow.go) — and, for a container runtime,
 // runs the container with the hardened flags of core/runtime through the
 // engine config.toml names, resuming a named conversation's transcript
-// (containers.go; the engines' versions for status in engines.go), with
+// (containers.go; the engines' versions for status in engines.go) and
+// carrying the conversation's taint over (conversationTaint), with
 // the session's model API proxy beside it (llm.go). It bounds each
 // group's concurrent and queued sessions (slots.go), stops containers that
 // stay idle or whose agent never reaches the core (slots.go, reach.go),
