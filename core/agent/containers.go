@@ -165,9 +165,10 @@ const (
 	promptContainer = "/run/carapace/prompt"
 )
 
-// containerSpec is the container of session info, which origin started
-// (openContainerSession), with a probe's additions when x is not nil.
-func (r *Runner) containerSpec(info session.Info, req api.SessionRequest, origin string, x *probeExtras) (runtime.Spec, error) {
+// containerSpec is the container of session info (openContainerSession),
+// continuing or starting conversation conv if it is not nil, with a
+// probe's additions when x is not nil.
+func (r *Runner) containerSpec(info session.Info, req api.SessionRequest, conv *convRef, x *probeExtras) (runtime.Spec, error) {
 	workspace, claude, err := r.groupDirs(info.Group)
 	if err != nil {
 		return runtime.Spec{}, err
@@ -223,10 +224,9 @@ func (r *Runner) containerSpec(info session.Info, req api.SessionRequest, origin
 	if x != nil {
 		x.apply(&spec)
 	}
-	if req.Conversation != "" {
-		id, resume := conversation(claude, origin, info.Group, req.Conversation)
-		spec.Env = append(spec.Env, "CARAPACE_CONVERSATION="+id)
-		if !resume {
+	if conv != nil {
+		spec.Env = append(spec.Env, "CARAPACE_CONVERSATION="+conv.id)
+		if !conv.resume {
 			spec.Env = append(spec.Env, "CARAPACE_CONVERSATION_NEW=1")
 		}
 	}
@@ -252,6 +252,25 @@ func conversation(claudeDir, origin, group, name string) (id string, exists bool
 	return id, err == nil
 }
 
+// convRef is the named conversation a session continues (resume) or
+// starts, as conversation found it once: the session's taint
+// (startProvenance) and its container (containerSpec) go by the same
+// answer.
+type convRef struct {
+	id     string
+	resume bool
+}
+
+// sessionConversation is the conversation req names, for origin, or nil
+// when it names none.
+func (r *Runner) sessionConversation(req api.SessionRequest, origin string) *convRef {
+	if req.Conversation == "" {
+		return nil
+	}
+	id, resume := conversation(r.opts.Home.Path("groups", req.Group, "claude"), origin, req.Group, req.Conversation)
+	return &convRef{id: id, resume: resume}
+}
+
 // openContainerSession opens a session whose agent the core runs in a
 // container of the engine req names, and starts it. origin, if not "",
 // names what started the session (SessionOrigin): it is recorded as soon
@@ -261,7 +280,9 @@ func conversation(claudeDir, origin, group, name string) (id string, exists bool
 //
 // taint, if not nil, says the event that started the session was
 // untrusted: the session starts tainted, and its prompt gives no URLs
-// (startProvenance).
+// (startProvenance). A session that resumes a tainted conversation starts
+// tainted too, and a session of a named conversation hands its taint on
+// to it (conversationTaint).
 //
 // x, if not nil, is a probe's additions to the session's container
 // (RunProbe); every session of an agent has none.
@@ -283,7 +304,8 @@ func (r *Runner) openContainerSession(ctx context.Context, req api.SessionReques
 		return api.Session{}, nil, fmt.Errorf("%w: %w", api.ErrInvalid, err)
 	}
 	r.setOrigin(info.ID, origin)
-	r.startProvenance(info, req.Prompt, taint)
+	conv := r.sessionConversation(req, origin)
+	r.startProvenance(info, req.Prompt, taint, conv)
 	fail := func(err error) (api.Session, *api.Agent, error) {
 		release()
 		_ = r.sessions.Close(info.ID)
@@ -294,7 +316,7 @@ func (r *Runner) openContainerSession(ctx context.Context, req api.SessionReques
 	if err := r.prepareAgent(ctx, info.ID, req.Group, info.Runtime, req.Prompt); err != nil {
 		return fail(err)
 	}
-	spec, err := r.containerSpec(info, req, origin, x)
+	spec, err := r.containerSpec(info, req, conv, x)
 	if err != nil {
 		return fail(err)
 	}

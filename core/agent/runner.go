@@ -8,7 +8,8 @@
 // the empty shadows (agent.go, shadow.go) — and, for a container runtime,
 // runs the container with the hardened flags of core/runtime through the
 // engine config.toml names, resuming a named conversation's transcript
-// (containers.go; the engines' versions for status in engines.go), with
+// (containers.go; the engines' versions for status in engines.go) and
+// carrying the conversation's taint over (conversationTaint), with
 // the session's model API proxy beside it (llm.go). It bounds each
 // group's concurrent and queued sessions (slots.go), stops containers that
 // stay idle or whose agent never reaches the core (slots.go, reach.go),
@@ -30,6 +31,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -118,6 +120,10 @@ type Runner struct {
 	llm      llmShared
 	paused   atomic.Bool       // no sessions for events
 	origins  map[string]string // session → the plugin whose event started it; guarded by ctrs.mu
+
+	convOnce sync.Once // opens convs
+	convs    *provenance.Conversations
+	convErr  error
 }
 
 // New returns a Runner.
@@ -160,7 +166,7 @@ func (r *Runner) Open(ctx context.Context, req api.SessionRequest) (api.Session,
 	if err != nil {
 		return api.Session{}, nil, fmt.Errorf("%w: %w", api.ErrInvalid, err)
 	}
-	r.startProvenance(info, req.Prompt, nil)
+	r.startProvenance(info, req.Prompt, nil, nil)
 	if err := r.prepareAgent(ctx, info.ID, req.Group, info.Runtime, req.Prompt); err != nil {
 		_ = r.sessions.Close(info.ID)
 		return api.Session{}, nil, err
@@ -428,8 +434,10 @@ func (r *Runner) SessionOrigin(id string) string {
 // startProvenance records what started session info, before its agent
 // can make a call: the URLs in prompt — what the user wrote — are given;
 // a session started by an untrusted event (taint not nil) gives none and
-// starts tainted, audited with the event.
-func (r *Runner) startProvenance(info session.Info, prompt string, taint *provenance.Taint) {
+// starts tainted, audited with the event. A session of a named
+// conversation (conv not nil) carries the conversation's taint over
+// (conversationTaint).
+func (r *Runner) startProvenance(info session.Info, prompt string, taint *provenance.Taint, conv *convRef) {
 	s, ok := r.sessions.State(info.ID)
 	if !ok {
 		return
@@ -438,10 +446,83 @@ func (r *Runner) startProvenance(info session.Info, prompt string, taint *proven
 		if dropped := s.Provenance.Give(prompt); dropped > 0 {
 			r.log.Warn("provenance store full: URLs of the prompt are not given (their calls will wait for the user)", "session", info.ID, "dropped", dropped)
 		}
-		return
-	}
-	if s.Provenance.Taint(*taint) {
+	} else if s.Provenance.Taint(*taint) {
 		_ = r.audit.Write(&audit.Entry{Source: "core", Session: info.ID, Group: info.Group, Stage: audit.StageTaint, Outcome: audit.OutcomeTainted,
 			Reason: "session tainted from its start: " + textutil.Clip(taint.Source, 300) + "; its egress calls wait for the user"})
 	}
+	if conv != nil {
+		r.conversationTaint(info, s.Provenance, conv)
+	}
+}
+
+// conversationTaint joins the taint of session info to that of its named
+// conversation conv, both ways, before the session's agent can make a
+// call (docs/SECURITY.md, "Provenance and taint"):
+//
+//   - a session that resumes a tainted conversation has the earlier
+//     sessions' untrusted text in its model's context: it starts tainted,
+//     with the conversation's first taint as the reason, audited;
+//   - a session that starts its conversation anew (no transcript) clears
+//     the conversation's record, unless the session that wrote it still
+//     runs (it may yet write the transcript): then it starts tainted too;
+//   - the session's own first taint, whenever it comes, is recorded as the
+//     conversation's at once, on disk, before the call that brought it is
+//     answered (provenance.Store.OnTaint).
+//
+// The record is the core's (core/home's ConversationsDir), out of the
+// agent's reach. What cannot be read or kept fails closed where it can:
+// an unreadable record or an unusable folder taints the session.
+func (r *Runner) conversationTaint(info session.Info, pv *provenance.Store, conv *convRef) {
+	taintFromStart := func(t provenance.Taint, why string) {
+		if pv.Taint(t) {
+			_ = r.audit.Write(&audit.Entry{Source: "core", Session: info.ID, Group: info.Group, Stage: audit.StageTaint, Outcome: audit.OutcomeTainted,
+				Reason: "session tainted from its start: " + textutil.Clip(why, 400) + "; its egress calls wait for the user"})
+		}
+	}
+	convs, err := r.conversations()
+	if err != nil {
+		r.log.Error("conversation taint records unusable: the session starts tainted", "session", info.ID, "err", err)
+		taintFromStart(provenance.Unreadable(time.Now()), "the records of which conversations are tainted are unusable")
+		return
+	}
+	rec, found, err := convs.Lookup(conv.id)
+	switch {
+	case err != nil:
+		r.log.Error("conversation taint record unreadable: the session starts tainted", "session", info.ID, "conversation", conv.id, "err", err)
+		taintFromStart(provenance.Unreadable(time.Now()), "its conversation's taint record is unreadable")
+	case found && (conv.resume || r.live(rec.Session)):
+		taintFromStart(rec.Taint, fmt.Sprintf("it resumes conversation %s, which session %s tainted: %s", conv.id, rec.Session, textutil.Clip(rec.Taint.Reason(), 300)))
+		r.log.Info("session resumes a tainted conversation", "session", info.ID, "conversation", conv.id, "tainted_by", rec.Session)
+	case found:
+		if err := convs.Clear(conv.id); err != nil {
+			r.log.Error("could not clear a new conversation's stale taint record: the session starts tainted", "session", info.ID, "conversation", conv.id, "err", err)
+			taintFromStart(rec.Taint, "its conversation's stale taint record could not be cleared: "+textutil.Clip(rec.Taint.Reason(), 300))
+		} else {
+			r.log.Info("conversation starts anew: its taint record is cleared", "session", info.ID, "conversation", conv.id)
+		}
+	}
+	pv.OnTaint(func(t provenance.Taint) {
+		if t.Earlier {
+			return // the conversation's own record, carried over
+		}
+		written, err := convs.Record(conv.id, info.ID, t)
+		switch {
+		case err != nil:
+			r.log.Error("conversation taint not recorded: the next session of this conversation will not start tainted", "session", info.ID, "conversation", conv.id, "err", err)
+		case written:
+			r.log.Info("conversation tainted", "session", info.ID, "conversation", conv.id, "tool", t.Tool)
+		}
+	})
+}
+
+// conversations returns the records of tainted conversations, opened once.
+func (r *Runner) conversations() (*provenance.Conversations, error) {
+	r.convOnce.Do(func() { r.convs, r.convErr = provenance.NewConversations(r.opts.Home.ConversationsDir()) })
+	return r.convs, r.convErr
+}
+
+// live reports whether session id is open.
+func (r *Runner) live(id string) bool {
+	_, ok := r.sessions.State(id)
+	return ok
 }

@@ -83,6 +83,11 @@ func (d Dir) CredentialsDir() string { return d.Path("credentials") }
 // DataDir is the private data directory of a plugin.
 func (d Dir) DataDir(plugin string) string { return d.Path("data", plugin) }
 
+// ConversationsDir holds the core's record of which named conversations
+// are tainted (core/provenance's Conversations). It is the core's alone:
+// no agent container or plugin has it mounted.
+func (d Dir) ConversationsDir() string { return d.Path("conversations") }
+
 // TasksDB is the scheduler's database (core/tasks).
 func (d Dir) TasksDB() string { return d.Path("tasks.sqlite") }
 
@@ -94,6 +99,7 @@ func (d Dir) Ensure() error {
 	}{
 		{string(d), 0o700}, {d.RunDir(), 0o700}, {d.SessionsDir(), 0o700},
 		{d.LogsDir(), 0o700}, {d.Path("data"), 0o700}, {d.PluginsDir(), 0o700},
+		{d.ConversationsDir(), 0o700},
 	} {
 		if err := os.MkdirAll(p.path, p.mode); err != nil {
 			return fmt.Errorf("create %s: %w", p.path, err)

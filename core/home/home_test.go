@@ -35,7 +35,7 @@ func TestResolveAndEnsure(t *testing.T) {
 	if err := d.Ensure(); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{string(d), d.RunDir(), d.SessionsDir(), d.LogsDir()} {
+	for _, p := range []string{string(d), d.RunDir(), d.SessionsDir(), d.LogsDir(), d.ConversationsDir()} {
 		st, err := os.Stat(p)
 		if err != nil || st.Mode().Perm() != 0o700 {
 			t.Errorf("%s: %v %v, want 0700", p, st.Mode().Perm(), err)

@@ -18,7 +18,10 @@
 // fails closed, into a confirmation, never open.
 //
 // Taint is one-way: once the session has received untrusted output (or was
-// started by an untrusted event) it stays tainted until it ends.
+// started by an untrusted event) it stays tainted until it ends. A session
+// of a named conversation hands its taint on to the conversation
+// (Conversations, conversation.go): the next session that resumes it has
+// the same text in its model's context, so it starts tainted.
 package provenance
 
 import (
@@ -143,17 +146,30 @@ func trimURL(s string) string {
 // Taint says why a session is tainted: which tool's output (or which
 // event) brought untrusted content, from where, and when.
 type Taint struct {
-	Tool   string    // the tool whose result was untrusted; "" for an event
-	Source string    // what was read: a URL, "event message.inbound from mail"
-	Time   time.Time // when the session received it
+	Tool   string    `json:"tool,omitempty"` // the tool whose result was untrusted; "" for an event
+	Source string    `json:"source"`         // what was read: a URL, "event message.inbound from mail"
+	Time   time.Time `json:"time"`           // when the session received it
+	// Earlier is set when an earlier session of the session's
+	// conversation received it (Conversations): the session resumed a
+	// tainted conversation.
+	Earlier bool `json:"-"`
 }
 
 // Reason is the taint in words, for a confirmation: "this session read
-// https://… at 10:42 (web_fetch)".
+// https://… at 10:42 UTC (web_fetch)", or, for a taint the session's
+// conversation carried over, "this conversation read https://… at 10:42
+// UTC (web_fetch), in an earlier session".
 func (t Taint) Reason() string {
-	s := "this session read " + t.Source + " at " + t.Time.UTC().Format("15:04 UTC")
+	who := "this session"
+	if t.Earlier {
+		who = "this conversation"
+	}
+	s := who + " read " + t.Source + " at " + t.Time.UTC().Format("15:04 UTC")
 	if t.Tool != "" {
 		s += " (" + t.Tool + ")"
+	}
+	if t.Earlier {
+		s += ", in an earlier session"
 	}
 	return s + ", so what leaves the machine waits for you"
 }
@@ -166,6 +182,7 @@ type Store struct {
 	bytes   int
 	dropped int // URLs not kept for a bound
 	taint   *Taint
+	onTaint func(Taint) // OnTaint's
 }
 
 // New returns an empty store.
@@ -251,12 +268,32 @@ func (s *Store) Len() (urls, bytes, dropped int) {
 // true the first time: the caller audits that once.
 func (s *Store) Taint(t Taint) (first bool) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.taint != nil {
+		s.mu.Unlock()
 		return false
 	}
 	s.taint = &t
+	hook := s.onTaint
+	s.mu.Unlock()
+	if hook != nil {
+		hook(t)
+	}
 	return true
+}
+
+// OnTaint sets f to be called with the session's first taint, when Taint
+// records it, before Taint returns (so before the caller answers the
+// call that brought it); if the session is tainted already, f is called
+// with that taint at once. The session's conversation records its taint
+// with it (Conversations).
+func (s *Store) OnTaint(f func(Taint)) {
+	s.mu.Lock()
+	s.onTaint = f
+	t := s.taint
+	s.mu.Unlock()
+	if t != nil && f != nil {
+		f(*t)
+	}
 }
 
 // Tainted returns the first taint of the session, if any.

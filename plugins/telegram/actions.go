@@ -18,9 +18,10 @@ import (
 // chat. An action still pending after a crash is done again when the
 // plugin starts, before the first getUpdates, in order. Every effect is
 // safe to repeat: /pause and /resume set a state, /stop stops what runs
-// in the chat now, the reading commands read, and the core takes one
-// decision per confirmation (a second press is answered "already
-// decided"). The answer is sent at most once, like every message: if the
+// in the chat now, /new sets the chat's conversation generation to the
+// update's id (the same value again), the reading commands read, and the
+// core takes one decision per confirmation (a second press is answered
+// "already decided"). The answer is sent at most once, like every message: if the
 // plugin dies after the effect is recorded and before the answer leaves,
 // the answer is lost, never the effect, and the owner may ask again.
 
@@ -95,7 +96,7 @@ func (h *Handler) effect(a ownerAction) (reply func()) {
 	if a.Kind == "callback" {
 		return h.pressEffect(a)
 	}
-	cmd := action{kind: "command", chat: a.Chat, group: a.Group, cmd: a.Name, args: a.Args}
+	cmd := action{kind: "command", chat: a.Chat, group: a.Group, cmd: a.Name, args: a.Args, update: a.Update}
 	text := h.commandEffect(cmd)
 	return func() {
 		if _, err := h.send.send(h.ctx, a.Chat, message{Text: text}); err != nil && h.ctx.Err() == nil {

@@ -159,13 +159,18 @@ func (h *Handler) publish(chat, id int64) {
 }
 
 // publishPrompt hands p to the core as message.inbound; its reply_to
-// names the chat and the prompt, so that the answers find them.
+// names the chat and the prompt, so that the answers find them, and its
+// conversation is the chat's current one (a /new starts another).
 func (h *Handler) publishPrompt(p *prompt) error {
 	rt, err := json.Marshal(replyTo{ChatID: p.Chat, Prompt: p.ID})
 	if err != nil {
 		return err
 	}
-	ev, err := plugin.TopicMessageInbound.Event(p.Group, plugin.Inbound{Text: p.Text, ReplyTo: rt, Conversation: fmt.Sprintf("telegram:%d", p.Chat)})
+	gen, err := h.db.generation(h.ctx, p.Chat)
+	if err != nil {
+		return fmt.Errorf("read the chat's conversation: %w", err)
+	}
+	ev, err := plugin.TopicMessageInbound.Event(p.Group, plugin.Inbound{Text: p.Text, ReplyTo: rt, Conversation: conversationName(p.Chat, gen)})
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ func botCommands() []models.BotCommand {
 	return []models.BotCommand{
 		{Command: "status", Description: "Carapace's state and this chat's session"},
 		{Command: "stop", Description: "Stop this chat's session and drop its waiting messages"},
+		{Command: "new", Description: "Start a new conversation in this chat: the agent forgets this chat's history"},
 		{Command: "tasks", Description: "The scheduled tasks and their next runs"},
 		{Command: "pause", Description: "Start no new sessions for messages or tasks"},
 		{Command: "resume", Description: "Start sessions again"},
@@ -27,6 +28,7 @@ const helpText = `Write here and your Carapace agent answers here; messages sent
 
 /status  Carapace's state and this chat's session
 /stop    stop this chat's session (and drop the messages waiting)
+/new     start a new conversation in this chat: the agent forgets this chat's history
 /tasks   the scheduled tasks, their next runs and how the last went
 /pause   start no new sessions until /resume
 /resume  start sessions again
@@ -39,7 +41,8 @@ const noSurface = "This needs the surface capability: set [plugins.telegram] sur
 // commandEffect does what one of the owner's commands asks and returns
 // its answer for the command's chat. Each is safe to run again after a
 // crash (actions.go): /pause and /resume set a state, /stop stops what
-// runs in the chat now, and the others only read.
+// runs in the chat now, /new sets the chat's conversation generation to
+// its update's id, and the others only read.
 func (h *Handler) commandEffect(a action) string {
 	switch a.cmd {
 	case "start", "help":
@@ -66,8 +69,30 @@ func (h *Handler) commandEffect(a action) string {
 		return "Resumed."
 	case "stop":
 		return h.stop(a.chat)
+	case "new":
+		return h.newConversation(a)
 	}
 	return ""
+}
+
+// newConversation starts a new conversation in a's chat: the chat's next
+// message starts a session with none of the chat's history in its
+// model's context — nor the taint of what an earlier session read
+// (docs/SECURITY.md, "Provenance and taint").
+func (h *Handler) newConversation(a action) string {
+	if err := h.db.newGeneration(h.ctx, a.chat, a.update, h.clock.Now()); err != nil {
+		h.log.Error("telegram: record a new conversation", "chat", a.chat, "err", err)
+		return "Could not start a new conversation: " + textutil.Clip(err.Error(), 200) + ". Send /new again."
+	}
+	h.log.Info("telegram: a new conversation in a chat", "chat", a.chat, "generation", a.update)
+	h.mu.Lock()
+	running := h.chatLocked(a.chat).inflight != 0
+	h.mu.Unlock()
+	msg := "New conversation: your next message starts afresh; the agent no longer sees this chat's earlier messages, nor what it read for them."
+	if running {
+		msg += " The session working now finishes in the old conversation (/stop stops it)."
+	}
+	return msg
 }
 
 // scope is the group whose state a command in a's chat may show: ""

@@ -38,6 +38,8 @@ func TestCommands(t *testing.T) {
 		}},
 		{name: "stop with nothing running", chat: owner, text: "/stop", want: "Nothing is running"},
 		{name: "tasks when there are none", chat: owner, text: "/tasks", want: "No scheduled tasks"},
+		{name: "new", chat: owner, text: "/new", want: "New conversation"},
+		{name: "new in a bound group", chat: family, text: "/new@carapace_test_bot", want: "New conversation"},
 		{name: "an unknown command is text", chat: owner, text: "/weather in Lisbon", prompt: "/weather in Lisbon"},
 		{name: "another bot's command", chat: family, text: "/status@other_bot"},
 	}
@@ -194,5 +196,86 @@ func TestGroupChatCommandsShowOnlyItsGroup(t *testing.T) {
 	e.say(owner, "/status")
 	if got := e.lastText(owner, 2); !strings.Contains(got, "Sessions: 3 · approvals waiting: 2") || !strings.Contains(got, "mail") {
 		t.Errorf("/status in the private chat: %q", got)
+	}
+}
+
+// conversationOf is the conversation a message.inbound names.
+func conversationOf(ev plugin.Event) any { return plugintest.Member(&ev, "conversation") }
+
+// /new starts a new conversation in its chat — named after the /new's
+// update, so that the core finds no transcript and starts afresh — and
+// in that chat alone; it lasts across a restart, and a second /new starts
+// yet another.
+func TestNewStartsANewConversation(t *testing.T) {
+	e := newEnv(t)
+	e.say(owner, "one")
+	first := e.flush(1)
+	if got := conversationOf(first); got != "telegram:4242" {
+		t.Fatalf("before /new: conversation %v", got)
+	}
+	e.channel(plugin.TopicChannelReply, first, "s-1", "done")
+
+	id := e.say(owner, "/new")
+	if got := e.lastText(owner, 2); !strings.Contains(got, "New conversation") || strings.Contains(got, "old conversation") {
+		t.Errorf("answer %q", got)
+	}
+	e.say(owner, "two")
+	second := e.flush(2)
+	want := "telegram:4242:" + itoa(id)
+	if got := conversationOf(second); got != want {
+		t.Fatalf("after /new: conversation %v, want %s", got, want)
+	}
+	e.channel(plugin.TopicChannelReply, second, "s-2", "done")
+	e.say(family, "family")
+	if got := conversationOf(e.flush(3)); got != "telegram:-100777" {
+		t.Errorf("another chat's conversation after the owner's /new: %v", got)
+	}
+
+	e.restart()
+	e.say(owner, "three")
+	third := e.flush(4)
+	if got := conversationOf(third); got != want {
+		t.Errorf("after a restart: conversation %v, want %s", got, want)
+	}
+	e.channel(plugin.TopicChannelReply, third, "s-3", "done")
+	id2 := e.say(owner, "/new")
+	e.say(owner, "four")
+	if got := conversationOf(e.flush(5)); got != "telegram:4242:"+itoa(id2) || id2 == id {
+		t.Errorf("after a second /new: conversation %v", got)
+	}
+}
+
+// /new while the chat's session works: that session finishes in the old
+// conversation, and the owner is told so.
+func TestNewWhileASessionRuns(t *testing.T) {
+	e := newEnv(t)
+	e.say(owner, "long job")
+	ev := e.flush(1)
+	e.channel(plugin.TopicChannelStarted, ev, "s-long", "")
+	e.say(owner, "/new")
+	if got := e.lastText(owner, 1); !strings.Contains(got, "finishes in the old conversation") {
+		t.Errorf("answer %q", got)
+	}
+}
+
+// A /new the plugin dies doing is done again at the next start, to the
+// same generation: the next message names the conversation of that /new.
+func TestNewDoneAgainAfterACrash(t *testing.T) {
+	for _, point := range []string{"action:before-effect", "action:after-effect"} {
+		t.Run(point, func(t *testing.T) {
+			e := newEnv(t, dieAt(point))
+			id := e.fake.PrivateText(owner, "/new")
+			waitFor(t, "the crash", func() bool { return e.died.Load() })
+			e.restart()
+			e.handled(id)
+			e.until("the answer", func() bool { return len(e.fake.Texts(owner)) > 0 })
+			if gen, err := e.h.db.generation(t.Context(), owner); err != nil || gen != id {
+				t.Fatalf("generation %d (%v), want the /new's update %d", gen, err, id)
+			}
+			e.say(owner, "after")
+			if got := conversationOf(e.flush(1)); got != "telegram:4242:"+itoa(id) {
+				t.Errorf("conversation %v", got)
+			}
+		})
 	}
 }

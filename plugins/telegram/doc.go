@@ -89,7 +89,10 @@
 //
 //	{"text": "...", "reply_to": {"chat_id": N, "prompt": P}, "conversation": "telegram:N"}
 //
-// where P is the prompt's row id. A forwarded message, and the message
+// where P is the prompt's row id. After the owner's /new in the chat the
+// conversation is "telegram:N:G", G the update id of the last /new (kept
+// in the conversations table): the core finds no transcript of it and
+// starts the conversation afresh, untainted. A forwarded message, and the message
 // the owner replies to or quotes, reach the agent marked as someone
 // else's, with their origin, every line quoted (provenance.go). While the chat's session runs (from the
 // publish to its channel.reply) further messages wait, in order, and go

@@ -99,6 +99,17 @@ ALTER TABLE cards ADD COLUMN details_message INTEGER NOT NULL DEFAULT 0;
 -- mail to send), which an approval from the card must carry.
 ALTER TABLE cards ADD COLUMN preview_digest TEXT NOT NULL DEFAULT '';
 `,
+	4: `
+-- Each chat's conversation generation: /new moves it on (to the update id
+-- of the /new, so that doing the command again after a crash sets the
+-- same value), and the chat's messages name the conversation with it
+-- (conversationName).
+CREATE TABLE conversations (
+    chat_id    INTEGER PRIMARY KEY,
+    generation INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+);
+`,
 }
 
 // metaCoreStarted keeps when the core the plugin last saw started
@@ -355,6 +366,38 @@ func (s *store) prune(ctx context.Context, now time.Time) error {
 		_, err := tx.ExecContext(ctx, "DELETE FROM cards WHERE state != 'pending' AND created_at < ?", week)
 		return err
 	})
+}
+
+// generation returns the chat's conversation generation, 0 before any
+// /new.
+func (s *store) generation(ctx context.Context, chat int64) (int64, error) {
+	var g int64
+	err := s.db.QueryRowContext(ctx, "SELECT generation FROM conversations WHERE chat_id = ?", chat).Scan(&g)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	return g, err
+}
+
+// newGeneration moves the chat's conversation generation on to gen (the
+// update id of the /new that asks for it), never back: setting it again
+// to the same gen, as a /new done again after a crash does, changes
+// nothing.
+func (s *store) newGeneration(ctx context.Context, chat, gen int64, now time.Time) error {
+	_, err := s.db.ExecContext(ctx, `INSERT INTO conversations(chat_id, generation, updated_at) VALUES(?, ?, ?)
+		ON CONFLICT(chat_id) DO UPDATE SET generation = max(generation, excluded.generation), updated_at = excluded.updated_at`, chat, gen, ms(now))
+	return err
+}
+
+// conversationName is the conversation a chat's messages continue, in
+// generation gen: "telegram:CHAT" before any /new (the name every chat
+// had before /new existed, so that their conversations go on),
+// "telegram:CHAT:GEN" after.
+func conversationName(chat, gen int64) string {
+	if gen == 0 {
+		return "telegram:" + strconv.FormatInt(chat, 10)
+	}
+	return "telegram:" + strconv.FormatInt(chat, 10) + ":" + strconv.FormatInt(gen, 10)
 }
 
 func repeat(s string, n int) string {

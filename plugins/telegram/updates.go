@@ -119,6 +119,7 @@ type action struct {
 	text   string
 	cmd    string
 	args   string
+	update int64 // for a command being done: the update that asked for it
 }
 
 // classify decides what an update is, before anything is done with it.
@@ -188,7 +189,7 @@ func (h *Handler) command(text string) (name, args string, ok bool) {
 		return "", "", false
 	}
 	switch name = strings.ToLower(name); name {
-	case "start", "help", "status", "stop", "pause", "resume", "tasks":
+	case "start", "help", "status", "stop", "new", "pause", "resume", "tasks":
 		return name, strings.TrimSpace(args), true
 	}
 	return "", "", false

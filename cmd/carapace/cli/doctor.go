@@ -174,7 +174,7 @@ func checkHome(h home.Dir) Check {
 	}
 	var wrong []string
 	var fix []string
-	for _, d := range []string{string(h), h.RunDir(), h.LogsDir(), h.Path("data"), h.PluginsDir(), h.CredentialsDir()} {
+	for _, d := range []string{string(h), h.RunDir(), h.LogsDir(), h.Path("data"), h.PluginsDir(), h.CredentialsDir(), h.ConversationsDir()} {
 		if fi, err := os.Stat(d); err == nil && fi.Mode().Perm()&0o077 != 0 {
 			wrong = append(wrong, fmt.Sprintf("%s is %04o", d, fi.Mode().Perm()))
 			fix = append(fix, "chmod 700 "+shellQuote(d))
