@@ -49,6 +49,10 @@ type Tool struct {
 	URLArgs   []string
 	Untrusted bool
 	Egress    bool
+	// HighRiskIf is the manifest's high_risk_if: arguments whose value
+	// makes a call of this low-risk tool wait for the user
+	// (manifest.RaisesRisk).
+	HighRiskIf []string
 	// Check, if set, is the tool's own check of a call, after its schema
 	// and the group's authorisation and before any confirmation (ctx
 	// carries the session, core/session). An error refuses the call: one
@@ -183,7 +187,7 @@ func FromManifest(pluginName string, m *manifest.Manifest, h Invoker, allowedGro
 		tools = append(tools, &Tool{
 			Name: mt.Name, Plugin: pluginName, Description: mt.Description, RiskLevel: mt.RiskLevel,
 			Schema: s, RawSchema: mt.ArgumentsSchema, AllowedGroups: groups, Handler: h,
-			URLArgs: mt.URLArguments, Untrusted: mt.UntrustedOutput, Egress: mt.Egress,
+			URLArgs: mt.URLArguments, Untrusted: mt.UntrustedOutput, Egress: mt.Egress, HighRiskIf: mt.HighRiskIf,
 		})
 	}
 	return tools, nil
