@@ -10,7 +10,8 @@ import (
 // The manifest passes the core's own check, and declares the risk rules
 // the plugin relies on: deleting is high-risk, creating or changing an
 // event is high-risk exactly when it names attendees (or would notify
-// them), and every tool that returns calendar text marks it untrusted.
+// them), and every tool that returns calendar text marks it untrusted
+// (calendar_create returns only what the agent gave, and the server's id).
 func TestManifestRisk(t *testing.T) {
 	m, probs := coremanifest.Check(".", coremanifest.Options{})
 	for _, p := range probs {
@@ -27,7 +28,7 @@ func TestManifestRisk(t *testing.T) {
 		untrusted bool
 	}{
 		"calendar_list":     {"low", nil, true},
-		"calendar_create":   {"low", []string{"attendees"}, true},
+		"calendar_create":   {"low", []string{"attendees"}, false}, // its result is what the agent gave
 		"calendar_update":   {"low", []string{"attendees", "notify_attendees"}, true},
 		"calendar_delete":   {"high", nil, false},
 		"reminder_list":     {"low", nil, true},
