@@ -91,7 +91,7 @@ func (h *Handler) Init(ctx context.Context, config map[string]any, svc plugin.Se
 		}
 		b, err := h.opts.EventKit(cfg)
 		if err != nil {
-			return plugin.NewInitError(plugin.CategoryAuth, fmt.Errorf("calendar: EventKit: %w", err))
+			return plugin.NewInitError(plugin.CategoryInternal, fmt.Errorf("calendar: EventKit: %w", err))
 		}
 		h.backend = b
 	default:
@@ -196,6 +196,10 @@ func toolError(err error) error {
 		return &plugin.ToolError{Code: "HAS_ATTENDEES", Message: "HAS_ATTENDEES: the event has attendees, whom the server may notify of a change: call again with notify_attendees true (the user is asked first)", Field: "notify_attendees"}
 	case errors.Is(err, errBadTimes):
 		return &plugin.ToolError{Code: "BAD_TIME", Message: "BAD_TIME: " + strings.TrimPrefix(err.Error(), errBadTimes.Error()+": ")}
+	case errors.Is(err, ErrNoAccess):
+		return &plugin.ToolError{Code: "NO_ACCESS", Message: "NO_ACCESS: " + strings.TrimPrefix(err.Error(), ErrNoAccess.Error()+": ") + " — tell the user"}
+	case errors.Is(err, ErrAttendeesUnsupported):
+		return &plugin.ToolError{Code: "ATTENDEES_UNSUPPORTED", Message: "ATTENDEES_UNSUPPORTED: on this Mac the calendar is reached through EventKit, which cannot invite people: create the event without attendees and tell the user to invite them from the Calendar app", Field: "attendees"}
 	case errors.Is(err, ErrAuth):
 		return &plugin.ToolError{Code: "AUTH", Message: "AUTH: the calendar server refused the account's password; the user must set it again (carapace auth set --plugin calendar --key " + CredentialKey + ")"}
 	}
