@@ -19,6 +19,7 @@ require (
 	github.com/keybase/go-keychain v0.0.1
 	github.com/landlock-lsm/go-landlock v0.11.2
 	github.com/mattn/go-sqlite3 v1.14.52
+	github.com/progrium/darwinkit v0.5.0
 	github.com/robfig/cron/v3 v3.0.1
 	github.com/santhosh-tekuri/jsonschema/v5 v5.3.1
 	github.com/spf13/cobra v1.10.2

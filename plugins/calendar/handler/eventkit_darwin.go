@@ -1,9 +1,10 @@
-//go:build darwin
+//go:build darwin && cgo
 
 package main
 
 import "github.com/carapace-dev/carapace/plugins/calendar"
 
-// eventKit: the EventKit backend is not built yet (docs/CALENDAR.md):
-// backend = "eventkit" fails Init saying so, on the Mac too.
-var eventKit func(calendar.Config) (calendar.Backend, error)
+// eventKit is the Mac's EventKit (backend = "eventkit"): the calendars and
+// reminders of every account the Mac has, without a password, once the
+// user allowed Carapace access from the app.
+var eventKit = calendar.NewEventKitStore
