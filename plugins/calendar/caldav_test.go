@@ -108,18 +108,27 @@ func TestReminderLifecycle(t *testing.T) {
 func TestRecurringAcrossDST(t *testing.T) {
 	py := caldavserver.RequireDateutil(t)
 	e := newEnv(t)
-	ics := filepath.Join("testdata", "weekly.ics")
-	if code, body, _ := e.raw(t, http.MethodPut, e.work+"weekly.ics", readFile(t, ics), map[string]string{"Content-Type": "text/calendar"}); code != http.StatusCreated {
-		t.Fatalf("PUT weekly.ics: HTTP %d: %s", code, body)
+	for _, f := range []string{"weekly.ics", "newyork.ics"} {
+		if code, body, _ := e.raw(t, http.MethodPut, e.work+f, readFile(t, filepath.Join("testdata", f)), map[string]string{"Content-Type": "text/calendar"}); code != http.StatusCreated {
+			t.Fatalf("PUT %s: HTTP %d: %s", f, code, body)
+		}
 	}
-	ranges := []struct{ from, to string }{
-		{"2026-10-12T00:00:00Z", "2026-11-09T00:00:00Z"}, // across the change, the EXDATE and the move
-		{"2026-09-01T00:00:00Z", "2026-12-31T00:00:00Z"}, // the whole series (COUNT=12)
-		{"2026-10-26T08:15:00Z", "2026-10-26T08:20:00Z"}, // inside one occurrence
-		{"2026-11-02T00:00:00Z", "2026-11-03T00:00:00Z"}, // the moved-away day: empty
+	ranges := []struct{ file, from, to string }{
+		// Europe/Paris, weekly, COUNT=12, an EXDATE, a moved occurrence;
+		// daylight saving time ends on 2026-10-25.
+		{"weekly.ics", "2026-10-12T00:00:00Z", "2026-11-09T00:00:00Z"}, // across the change, the EXDATE and the move
+		{"weekly.ics", "2026-09-01T00:00:00Z", "2026-12-31T00:00:00Z"}, // the whole series
+		{"weekly.ics", "2026-10-26T08:15:00Z", "2026-10-26T08:20:00Z"}, // inside one occurrence
+		{"weekly.ics", "2026-11-02T00:00:00Z", "2026-11-03T00:00:00Z"}, // the moved-away day: empty
+		// America/New_York, daily until a UTC instant, two EXDATEs in one
+		// property, a moved occurrence on the day it starts on
+		// 2027-03-14.
+		{"newyork.ics", "2027-03-12T00:00:00Z", "2027-03-17T00:00:00Z"},
+		{"newyork.ics", "2027-03-01T00:00:00Z", "2027-03-31T00:00:00Z"},
 	}
 	for _, r := range ranges {
-		t.Run(r.from+"_"+r.to, func(t *testing.T) {
+		ics := filepath.Join("testdata", r.file)
+		t.Run(r.file+"_"+r.from+"_"+r.to, func(t *testing.T) {
 			out, err := exec.Command(py, filepath.Join("testdata", "expand.py"), ics, r.from, r.to).Output()
 			if err != nil {
 				t.Fatalf("dateutil: %v", err)
@@ -130,6 +139,9 @@ func TestRecurringAcrossDST(t *testing.T) {
 			}
 			var got [][3]string
 			for _, ev := range events(t, e.call(t, "calendar_list", map[string]any{"from": r.from, "to": r.to})) {
+				if (r.file == "weekly.ics") != strings.HasPrefix(ev["title"].(string), "Standup") {
+					continue // the other file's
+				}
 				s, _ := time.Parse(time.RFC3339, ev["start"].(string))
 				en, _ := time.Parse(time.RFC3339, ev["end"].(string))
 				got = append(got, [3]string{s.UTC().Format(time.RFC3339), en.UTC().Format(time.RFC3339), ev["title"].(string)})

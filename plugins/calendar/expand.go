@@ -25,6 +25,10 @@ type occurrence struct {
 // stranger's invitation with FREQ=SECONDLY cannot make the plugin spin.
 const maxOccurrences = 5000
 
+// maxWalk bounds the instances of one series walked from its start to
+// the end of the range.
+const maxWalk = 200000
+
 // expand returns the instances of the VEVENTs of one calendar object (one
 // UID: a master and its overrides) that overlap [from, to), sorted by
 // start. Floating times and an unknown TZID are read in loc; all-day
@@ -95,23 +99,26 @@ func expand(cal *ical.Calendar, loc *time.Location, from, to time.Time) ([]occur
 			if first.allDay {
 				lo, hi = DateOf(from.In(loc)).AddDays(-1).In(time.UTC).Add(-dur), DateOf(to.In(loc)).AddDays(1).In(time.UTC)
 			}
-			n := 0
-			var iterErr error
-			for _, t := range set.Between(lo, hi, true) {
-				if n++; n > maxOccurrences {
-					iterErr = fmt.Errorf("more than %d occurrences in the range", maxOccurrences)
+			// The iterator walks from DTSTART: a bounded walk, so that a
+			// rule of many instances (FREQ=SECONDLY, or MINUTELY since
+			// 1990) costs a bounded time, not the whole series.
+			next := set.Iterator()
+			for walked, kept := 0, 0; ; walked++ {
+				t, ok := next()
+				if !ok || !t.Before(hi) {
 					break
 				}
-				if replaced[t.Unix()] {
+				if walked >= maxWalk || kept >= maxOccurrences {
+					return nil, fmt.Errorf("more than %d occurrences before or in the range", min(walked, maxWalk))
+				}
+				if t.Before(lo) || replaced[t.Unix()] {
 					continue
 				}
 				o := occurrence{comp: master, start: t, end: addSpan(t, first), allDay: first.allDay, recurring: true}
 				if overlaps(o) {
 					out = append(out, o)
+					kept++
 				}
-			}
-			if iterErr != nil {
-				return nil, iterErr
 			}
 		}
 	}
