@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/emersion/go-ical"
@@ -47,6 +48,10 @@ type CalDAV struct {
 	base   *url.URL
 	http   webdav.HTTPClient
 	client *caldav.Client
+
+	// skipped counts the objects the server gave that could not be read
+	// (or expanded), for tests and logs.
+	skipped atomic.Int64
 
 	mu   sync.Mutex
 	home string            // the calendar home's path, once found
@@ -256,25 +261,22 @@ func (c *CalDAV) ListEvents(ctx context.Context, calendar string, from, to time.
 	}
 	var out []Event
 	for _, k := range cals {
-		objs, err := c.client.QueryCalendar(ctx, k.Path, &caldav.CalendarQuery{
-			CompRequest: caldav.CalendarCompRequest{Name: ical.CompCalendar, AllProps: true, AllComps: true},
-			CompFilter: caldav.CompFilter{Name: ical.CompCalendar, Comps: []caldav.CompFilter{
-				{Name: ical.CompEvent, Start: from.UTC(), End: to.UTC()},
-			}},
-		})
+		objs, skipped, err := c.query(ctx, k.Path, ical.CompEvent, from, to)
 		if err != nil {
 			return nil, fmt.Errorf("query calendar %s: %w", calName(k), err)
 		}
+		c.skipped.Add(int64(skipped))
 		for _, o := range objs {
-			uid := objectUID(o.Data, ical.CompEvent)
-			occ, err := expand(o.Data, c.opts.Location, from, to)
+			uid := objectUID(o.cal, ical.CompEvent)
+			occ, err := expand(o.cal, c.opts.Location, from, to)
 			if err != nil {
 				// One broken object (anyone may send an invitation) does
 				// not hide the others.
+				c.skipped.Add(1)
 				continue
 			}
 			for _, x := range occ {
-				out = append(out, c.event(x, makeID(o.Path, uid), normETag(o.ETag), calName(k)))
+				out = append(out, c.event(x, makeID(o.path, uid), o.etag, calName(k)))
 			}
 		}
 	}
@@ -800,20 +802,18 @@ func (c *CalDAV) ListReminders(ctx context.Context, list string, includeComplete
 		return nil, err
 	}
 	k := cals[0]
-	objs, err := c.client.QueryCalendar(ctx, k.Path, &caldav.CalendarQuery{
-		CompRequest: caldav.CalendarCompRequest{Name: ical.CompCalendar, AllProps: true, AllComps: true},
-		CompFilter:  caldav.CompFilter{Name: ical.CompCalendar, Comps: []caldav.CompFilter{{Name: ical.CompToDo}}},
-	})
+	objs, skipped, err := c.query(ctx, k.Path, ical.CompToDo, time.Time{}, time.Time{})
 	if err != nil {
 		return nil, fmt.Errorf("query list %s: %w", calName(k), err)
 	}
+	c.skipped.Add(int64(skipped))
 	var out []Reminder
 	for _, o := range objs {
-		m := master(o.Data, ical.CompToDo)
+		m := master(o.cal, ical.CompToDo)
 		if m == nil {
 			continue
 		}
-		r := c.reminder(m, makeID(o.Path, text(m.Props, ical.PropUID)), normETag(o.ETag), calName(k))
+		r := c.reminder(m, makeID(o.path, text(m.Props, ical.PropUID)), o.etag, calName(k))
 		if r.Completed && !includeCompleted {
 			continue
 		}
