@@ -191,6 +191,21 @@ func TestCalendarThroughTheCore(t *testing.T) {
 		t.Fatalf("after the refused update the server holds: %q", calendarObjects(t, srv, "work"))
 	}
 
+	// Calendar text is someone else's: a session that listed events is
+	// tainted, and its next write waits for the user with that reason
+	// (the same write ran at once in the untainted session above).
+	s3 := promptSession(t, c, "What is on this week?")
+	mustOK(t, runIPC(t, s3.Socket, nil, "tool.invoke.calendar_list", `{"from":"2026-10-26","to":"2026-11-01"}`))
+	bg = startIPC(t, s3.Socket, "tool.invoke.calendar_create", `{"title":"Follow-up","start":"2026-10-30T09:00","duration":"30m"}`)
+	cf = pendingWhy(t, c, bg)
+	if !whyContains(cf, "calendar_list") {
+		t.Fatalf("the tainted write's reasons %q do not name calendar_list", cf.Why)
+	}
+	if out, errs, code := runCLI(t, c.Home, "confirm", "deny", cf.ID[:8]); code != 0 {
+		t.Fatalf("confirm deny: exit %d\n%s%s", code, out, errs)
+	}
+	wantError(t, bg.wait(t), ipc.CodeConfirmationDenied, 5, "")
+
 	// Deleting waits for the user; denied, the event stays; approved, it
 	// goes.
 	del, _ := json.Marshal(map[string]any{"id": focus["id"]})
