@@ -101,7 +101,9 @@ func TestCalendarThroughTheCore(t *testing.T) {
 	srv.MkCalendar(t, alice, "work", "VEVENT")
 	srv.MkCalendar(t, alice, "tasks", "VTODO")
 
-	cfg := dockerConfig(t, confirmConfig+fmt.Sprintf("[groups.main]\n[plugins.calendar]\n[plugins.calendar.config]\ncaldav_url = %q\nusername = \"alice\"\ntime_zone = \"Europe/Paris\"\ndefault_calendar = \"work\"\nreminders_list = \"tasks\"\n", srv.URL))
+	// The plugin's calls reach Radicale on a loaded machine: the default
+	// handler timeout, not confirmConfig's 1 s.
+	cfg := dockerConfig(t, "[confirm]\ntimeout = \"90s\"\n"+fmt.Sprintf("[groups.main]\n[plugins.calendar]\n[plugins.calendar.config]\ncaldav_url = %q\nusername = \"alice\"\ntime_zone = \"Europe/Paris\"\ndefault_calendar = \"work\"\nreminders_list = \"tasks\"\n", srv.URL))
 	c := startCoreWith(t, coreOptions{Config: cfg, Bundled: []loader.Bundled{calendarBundle(t)}, Setup: func(h home.Dir) {
 		if err := keychain.NewFileStore(h.CredentialsDir()).Set("calendar", calendar.CredentialKey, []byte(alice.Password)); err != nil {
 			t.Fatal(err)
