@@ -143,6 +143,16 @@ func TestCalendarThroughTheCore(t *testing.T) {
 	// control); with, it waits for the user, whose card shows who is
 	// invited, and runs once approved.
 	s := promptSession(t, c, "Plan my week")
+	// list_tools says which arguments raise the risk; a tool without (the
+	// control) says nothing of it.
+	seen := map[string]string{}
+	for _, x := range mustOK(t, runIPC(t, s.Socket, nil, "tool.invoke.list_tools", `{}`))["tools"].([]any) {
+		tl := x.(map[string]any)
+		seen[tl["name"].(string)] = fmt.Sprint(tl["risk_level"], tl["high_risk_if"])
+	}
+	if seen["calendar_create"] != "low[attendees]" || seen["calendar_delete"] != "high<nil>" || seen["calendar_list"] != "low<nil>" {
+		t.Fatalf("list_tools: %v", seen)
+	}
 	plain := mustOK(t, runIPC(t, s.Socket, nil, "tool.invoke.calendar_create", `{"title":"Focus time","start":"2026-10-28T09:00","end":"2026-10-28T11:00"}`))
 	bg := startIPC(t, s.Socket, "tool.invoke.calendar_create", `{"title":"Lunch","start":"2026-10-29T12:00","duration":"1h","attendees":["bob@example.com"]}`)
 	cf := pendingWhy(t, c, bg)
