@@ -102,6 +102,7 @@ func entity(reminders bool) uint {
 	return ekEntityEvent
 }
 
+// Access implements EKStore.
 func (s *ekStore) Access(reminders bool) (bool, string) {
 	st := objc.Call[int](objc.GetClass("EKEventStore"), sel("authorizationStatusForEntityType:"), entity(reminders))
 	switch st {
@@ -123,6 +124,7 @@ func (s *ekStore) calendar(c objc.Object) EKCalendar {
 	return EKCalendar{ID: str(c, "calendarIdentifier"), Title: str(c, "title")}
 }
 
+// Calendars implements EKStore.
 func (s *ekStore) Calendars(reminders bool) []EKCalendar {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -135,6 +137,7 @@ func (s *ekStore) Calendars(reminders bool) []EKCalendar {
 	return out
 }
 
+// DefaultCalendar implements EKStore.
 func (s *ekStore) DefaultCalendar(reminders bool) (c EKCalendar, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -196,6 +199,7 @@ func participant(p objc.Object) string {
 	return addr
 }
 
+// Events implements EKStore.
 func (s *ekStore) Events(from, to time.Time, ids []string) (out []EKEvent, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -212,6 +216,7 @@ func (s *ekStore) Events(from, to time.Time, ids []string) (out []EKEvent, err e
 	return out, nil
 }
 
+// Event implements EKStore.
 func (s *ekStore) Event(id string) (ev EKEvent, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -223,6 +228,7 @@ func (s *ekStore) Event(id string) (ev EKEvent, ok bool) {
 	return ev, ok
 }
 
+// SaveEvent implements EKStore.
 func (s *ekStore) SaveEvent(ev EKEvent) (saved EKEvent, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -255,6 +261,7 @@ func (s *ekStore) SaveEvent(ev EKEvent) (saved EKEvent, err error) {
 	return saved, err
 }
 
+// RemoveEvent implements EKStore.
 func (s *ekStore) RemoveEvent(id string) (err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -300,6 +307,7 @@ func (s *ekStore) reminder(r objc.Object) EKReminder {
 // fetchTimeout bounds EventKit's asynchronous fetch of reminders.
 const fetchTimeout = 20 * time.Second
 
+// Reminders implements EKStore.
 func (s *ekStore) Reminders(ids []string) (out []EKReminder, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -328,6 +336,7 @@ func (s *ekStore) Reminders(ids []string) (out []EKReminder, err error) {
 	}
 }
 
+// Reminder implements EKStore.
 func (s *ekStore) Reminder(id string) (rem EKReminder, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -340,6 +349,7 @@ func (s *ekStore) Reminder(id string) (rem EKReminder, ok bool) {
 	return rem, ok
 }
 
+// SaveReminder implements EKStore.
 func (s *ekStore) SaveReminder(rem EKReminder) (saved EKReminder, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
