@@ -53,6 +53,10 @@ type Tool struct {
 	// user — always, whatever its risk — the pipeline asks the Handler,
 	// which must then implement plugin.Previewer, for the call's preview.
 	Preview bool
+	// HighRiskIf is the manifest's high_risk_if: arguments whose value
+	// makes a call of this low-risk tool wait for the user
+	// (manifest.RaisesRisk).
+	HighRiskIf []string
 	// Check, if set, is the tool's own check of a call, after its schema
 	// and the group's authorisation and before any confirmation (ctx
 	// carries the session, core/session). An error refuses the call: one
@@ -187,7 +191,7 @@ func FromManifest(pluginName string, m *manifest.Manifest, h Invoker, allowedGro
 		tools = append(tools, &Tool{
 			Name: mt.Name, Plugin: pluginName, Description: mt.Description, RiskLevel: mt.RiskLevel,
 			Schema: s, RawSchema: mt.ArgumentsSchema, AllowedGroups: groups, Handler: h,
-			URLArgs: mt.URLArguments, Untrusted: mt.UntrustedOutput, Egress: mt.Egress, Preview: mt.Preview,
+			URLArgs: mt.URLArguments, Untrusted: mt.UntrustedOutput, Egress: mt.Egress, Preview: mt.Preview, HighRiskIf: mt.HighRiskIf,
 		})
 	}
 	return tools, nil

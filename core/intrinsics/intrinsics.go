@@ -91,11 +91,15 @@ func (h *Handler) listTools(s *session.Session) map[string]any {
 		if !t.Allowed(s.Group) {
 			continue
 		}
-		tools = append(tools, map[string]any{
+		tool := map[string]any{
 			"name": t.Name, "plugin": t.Plugin, "description": t.Description,
 			"risk_level": t.RiskLevel, "arguments_schema": t.RawSchema,
 			"topic": "tool.invoke." + t.Name,
-		})
+		}
+		if len(t.HighRiskIf) > 0 { // a call that gives one of these waits for the user
+			tool["high_risk_if"] = t.HighRiskIf
+		}
+		tools = append(tools, tool)
 	}
 	return map[string]any{"tools": tools}
 }

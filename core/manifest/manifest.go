@@ -136,6 +136,12 @@ type Tool struct {
 	// session was given (the user's words, an earlier result); any other
 	// waits for the user (docs/SECURITY.md, "Provenance and taint").
 	URLArguments []string `json:"url_arguments,omitempty"`
+	// HighRiskIf name top-level arguments that make a call of a low-risk
+	// tool high-risk when the call gives them a value (anything but
+	// false, null, "", [] or {}): an event with attendees is an
+	// invitation mailed to them. The call then waits for the user as a
+	// high-risk tool's would (RaisesRisk).
+	HighRiskIf []string `json:"high_risk_if,omitempty"`
 	// UntrustedOutput says the tool's results carry content from outside
 	// (a web page, a mail): a session that receives one is tainted, and
 	// its egress calls wait for the user.
@@ -350,6 +356,7 @@ func checkTools(file string, tree map[string]any) []Problem {
 			probs = append(probs, checkArguments(file, ptr+"/arguments_schema", as)...)
 		}
 		probs = append(probs, checkURLArguments(file, ptr, tool)...)
+		probs = append(probs, checkHighRiskIf(file, ptr, tool)...)
 	}
 	return probs
 }
@@ -499,6 +506,69 @@ func isIndex(s string) bool {
 		}
 	}
 	return true
+}
+
+// checkHighRiskIf checks that each of a tool's high_risk_if names a
+// top-level property of its arguments_schema: one the core could not find
+// would never raise the risk, silently.
+func checkHighRiskIf(file, ptr string, tool map[string]any) []Problem {
+	names, _ := tool["high_risk_if"].([]any)
+	if len(names) == 0 {
+		return nil
+	}
+	props := map[string]any{}
+	if as, ok := tool["arguments_schema"].(map[string]any); ok {
+		props, _ = as["properties"].(map[string]any)
+	}
+	var probs []Problem
+	for i, n := range names {
+		name, ok := n.(string)
+		if !ok {
+			continue // the schema reports it
+		}
+		if _, ok := props[name].(map[string]any); !ok {
+			probs = append(probs, Problem{File: file, Pointer: ptr + "/high_risk_if/" + strconv.Itoa(i),
+				Message: fmt.Sprintf("%s is not a top-level property of arguments_schema", quoteShort(name)),
+				Fix:     "name a property declared in arguments_schema.properties"})
+		}
+	}
+	return probs
+}
+
+// RaisesRisk reports whether a call with args gives one of the tool's
+// high_risk_if arguments a value: anything but absent, null, false, "",
+// an empty array or an empty object.
+func (t *Tool) RaisesRisk(args map[string]any) bool {
+	return RaisesRisk(t.HighRiskIf, args)
+}
+
+// RaisesRisk reports whether args gives one of names a value (see
+// Tool.RaisesRisk).
+func RaisesRisk(names []string, args map[string]any) bool {
+	for _, n := range names {
+		switch v := args[n].(type) {
+		case nil:
+		case bool:
+			if v {
+				return true
+			}
+		case string:
+			if v != "" {
+				return true
+			}
+		case []any:
+			if len(v) > 0 {
+				return true
+			}
+		case map[string]any:
+			if len(v) > 0 {
+				return true
+			}
+		default: // a number, or anything else: given
+			return true
+		}
+	}
+	return false
 }
 
 // checkURLArguments checks that each of a tool's url_arguments names a

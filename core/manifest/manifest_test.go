@@ -71,6 +71,7 @@ var hostile = map[string][]expect{
 	"tool_name_empty":          {{tool0 + "/name", "tool name is empty", "snake_case"}},
 	"tool_name_duplicate":      {{"/provides/tools/1/name", `tool "send_mail" is declared twice (first at /provides/tools/0)`, "rename or remove one"}},
 	"url_arguments_undeclared": {{tool0 + "/url_arguments/1", `"link" is not a top-level string property of arguments_schema`, `"type": "string"`}},
+	"high_risk_if_undeclared":  {{tool0 + "/high_risk_if/1", `"cc" is not a top-level property of arguments_schema`, "arguments_schema.properties"}},
 	"url_arguments_not_string": {{tool0 + "/url_arguments/0", `"count" is not a top-level string property`, "arguments_schema.properties"}},
 	"risk_level_medium":        {{tool0 + "/risk_level", `"medium" is not one of "low" or "high"`, `"high" (waits for the user's confirmation)`}},
 	// additionalProperties: false at every object level of arguments.

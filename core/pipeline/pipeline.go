@@ -212,7 +212,9 @@ func (p *Pipeline) Handle(ctx context.Context, s *session.Session, req *ipc.Requ
 	// authorisation, before anyone is asked. It may put this call to the
 	// user although the tool's risk is low, never the other way round.
 	var summary string
-	ask := c.tool.RiskLevel == manifest.RiskHigh
+	// A low-risk tool's call that gives one of its high_risk_if arguments
+	// (an event's attendees: an invitation mailed to them) is high-risk.
+	ask := c.tool.RiskLevel == manifest.RiskHigh || manifest.RaisesRisk(c.tool.HighRiskIf, args)
 	if c.tool.Check != nil {
 		v, err := c.tool.Check(session.NewContext(ctx, s), catalog.Call{Args: args, Received: c.received})
 		switch {

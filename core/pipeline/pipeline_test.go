@@ -442,3 +442,58 @@ type approver chan api.Confirmation
 
 func (a approver) ConfirmationRequested(c api.Confirmation) { a <- c }
 func (approver) ConfirmationResolved(api.Confirmation)      {}
+
+// A low-risk tool's high_risk_if arguments put the calls that give them a
+// value to the user, and only those: a calendar event with attendees is an
+// invitation mailed to them, one without is not.
+func TestHighRiskIfAsksTheUser(t *testing.T) {
+	schema := json.RawMessage(`{"type":"object","additionalProperties":false,"properties":{"title":{"type":"string"},"attendees":{"type":"array","items":{"type":"string"}}}}`)
+	s, err := catalog.CompileSchema("t", schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name  string
+		args  string
+		asked bool
+	}{
+		{"no attendees", `{"title":"Dentist"}`, false},
+		{"empty attendees", `{"title":"Dentist","attendees":[]}`, false},
+		{"attendees", `{"title":"Lunch","attendees":["bob@example.com"]}`, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var called atomic.Int64
+			h := funcHandler(func(context.Context, *plugin.Request) (map[string]any, error) {
+				called.Add(1)
+				return map[string]any{}, nil
+			})
+			p := newTestPipeline(t, &memAudit{}, h)
+			tool := p.opts.Catalog.Lookup("fn")
+			tool.Schema, tool.RawSchema, tool.HighRiskIf = s, schema, []string{"attendees"}
+			var requested []api.Confirmation
+			pending := make(chan api.Confirmation, 4)
+			gate := confirm.New(confirm.Options{Timeout: time.Hour, Publish: approver(pending)})
+			p.opts.Gate = gate
+			decided := make(chan struct{})
+			go func() {
+				defer close(decided)
+				for c := range pending {
+					requested = append(requested, c)
+					if _, err := gate.Decide(api.Decision{ID: c.ID, Approve: true, ArgsHash: c.ArgsHash, Surface: "cli"}); err != nil {
+						t.Error(err)
+					}
+				}
+			}()
+			r := run(t, p, session.New("s1", "main", "none"), wire("tool.invoke.fn", tt.args))
+			close(pending)
+			<-decided
+			if r.Payload.Error != nil {
+				t.Fatalf("error %+v", r.Payload.Error)
+			}
+			if asked := len(requested) > 0; asked != tt.asked || called.Load() != 1 {
+				t.Fatalf("asked %v, handler called %d times; want asked %v and one call", asked, called.Load(), tt.asked)
+			}
+		})
+	}
+}

@@ -27,6 +27,7 @@ const (
 type tool struct {
 	Name, Description, Risk string
 	Schema                  json.RawMessage
+	HighRiskIf              []string // arguments whose value makes a call wait for the user
 }
 
 func renderPlugin(p Plugin, files []skillFile, now time.Time) []byte {
@@ -34,7 +35,7 @@ func renderPlugin(p Plugin, files []skillFile, now time.Time) []byte {
 	tools := make([]tool, 0, len(m.Provides.Tools))
 	names := make([]string, 0, len(m.Provides.Tools))
 	for _, t := range m.Provides.Tools {
-		tools = append(tools, tool{t.Name, t.Description, t.RiskLevel, t.ArgumentsSchema})
+		tools = append(tools, tool{t.Name, t.Description, t.RiskLevel, t.ArgumentsSchema, t.HighRiskIf})
 		names = append(names, t.Name)
 	}
 	var b bytes.Buffer
@@ -61,7 +62,7 @@ func renderCore(intrinsics []Intrinsic, now time.Time) []byte {
 	tools := make([]tool, 0, len(intrinsics))
 	names := make([]string, 0, len(intrinsics))
 	for _, in := range intrinsics {
-		tools = append(tools, tool{in.Name, in.Description, manifest.RiskLow, in.Schema})
+		tools = append(tools, tool{in.Name, in.Description, manifest.RiskLow, in.Schema, nil})
 		names = append(names, in.Name)
 	}
 	var b bytes.Buffer
@@ -240,7 +241,16 @@ func writeTools(b *bytes.Buffer, tools []tool, now time.Time) {
 			b.WriteString("**Risk: high.** Every call waits for the user's approval on the host; " +
 				"a denied call fails with `CONFIRMATION_DENIED`.\n")
 		case manifest.RiskLow:
-			b.WriteString("Risk: low (runs at once).\n")
+			if len(t.HighRiskIf) == 0 {
+				b.WriteString("Risk: low (runs at once).\n")
+				break
+			}
+			names := make([]string, 0, len(t.HighRiskIf))
+			for _, n := range t.HighRiskIf {
+				names = append(names, codeSpan(n))
+			}
+			fmt.Fprintf(b, "Risk: low (runs at once), except a call that gives %s: **that call waits for the user's approval** "+
+				"like a high-risk tool's (a denied call fails with `CONFIRMATION_DENIED`).\n", strings.Join(names, " or "))
 		default:
 			fmt.Fprintf(b, "Risk: %s.\n", fold(t.Risk, 20))
 		}

@@ -1,6 +1,7 @@
 package skills
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io/fs"
@@ -409,6 +410,26 @@ func TestArgumentsTableResistsHostileSchemas(t *testing.T) {
 		if !strings.Contains(skill, want) {
 			t.Errorf("SKILL.md lacks %q:\n%s", want, skill)
 		}
+	}
+}
+
+// A low-risk tool's high_risk_if arguments are in its reference: the agent
+// learns which calls wait for the user before it makes one. A tool without
+// them (the control) says low only.
+func TestHighRiskIfInTheReference(t *testing.T) {
+	schema := json.RawMessage(`{"type":"object","properties":{"title":{"type":"string"},"attendees":{"type":"array","items":{"type":"string"}}}}`)
+	var b bytes.Buffer
+	writeTools(&b, []tool{
+		{Name: "calendar_create", Description: "Create", Risk: manifest.RiskLow, Schema: schema, HighRiskIf: []string{"attendees", "a`b"}},
+		{Name: "calendar_list", Description: "List", Risk: manifest.RiskLow, Schema: schema},
+	}, fixedNow)
+	ref := b.String()
+	create, list, _ := strings.Cut(ref, "### calendar_list")
+	if !strings.Contains(create, "Risk: low (runs at once), except a call that gives `attendees` or ``a`b``: **that call waits for the user's approval**") {
+		t.Errorf("calendar_create's reference does not say when it waits:\n%s", create)
+	}
+	if !strings.Contains(list, "Risk: low (runs at once).\n") || strings.Contains(list, "except") {
+		t.Errorf("calendar_list's reference:\n%s", list)
 	}
 }
 
