@@ -45,9 +45,9 @@ func TestLoad(t *testing.T) {
 				t.Errorf("llm = %+v", c.LLM)
 			}
 		}},
-		{name: "upstream with a path", toml: "[llm]\nupstream = \"https://gateway.example/anthropic\"\n", wantErr: "no path"},
+		{name: "upstream with a path", toml: "[llm]\nupstream = \"https://gateway.example/anthropic\"\n", wantErr: "without a path"},
 		{name: "plain http upstream", toml: "[llm]\nupstream = \"http://api.example\"\n", wantErr: "llm.upstream"},
-		{name: "upstream with credentials", toml: "[llm]\nupstream = \"https://user:hunter2@api.example\"\n", wantErr: "llm.upstream holds a user name or password"},
+		{name: "upstream with credentials", toml: "[llm]\nupstream = \"https://user:hunter2@api.example\"\n", wantErr: "llm.upstream: holds a user name or password"},
 		{name: "unknown engine", toml: "[runtime]\nengine = \"lxc\"\n", wantErr: "runtime.engine"},
 		{name: "option as image", toml: "[runtime]\nimage = \"--privileged\"\n", wantErr: "runtime.image"},
 		{name: "tiny memory", toml: "[runtime]\nmemory_mb = 8\n", wantErr: "memory_mb"},

@@ -73,19 +73,29 @@ func Probe(ctx context.Context, upstream *url.URL, t http.RoundTripper, c Creden
 var ErrModelMissing = errors.New("the model is not on the upstream")
 
 // OllamaModels returns the names of the models an Ollama at upstream has
-// pulled (GET /api/tags, which takes no credential), as "name:tag".
-func OllamaModels(ctx context.Context, upstream *url.URL, t http.RoundTripper) ([]string, error) {
+// pulled, as "name:tag", with one GET /api/tags sent with c's headers (a
+// local Ollama takes none: KindNone; one behind an authenticating proxy
+// may). An answer of 401 or 403 is an error wrapping ErrRefused. Its
+// errors never contain the secret.
+func OllamaModels(ctx context.Context, upstream *url.URL, t http.RoundTripper, c Credential) ([]string, error) {
+	if err := c.Check(); err != nil {
+		return nil, err
+	}
 	u := *upstream
 	u.Path, u.RawQuery = "/api/tags", ""
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return nil, err
 	}
+	req.Header, _ = outboundHeader(http.Header{}, c, nil)
 	resp, err := (&http.Client{Transport: t}).Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("could not reach Ollama at %s: %w", upstream.Host, errors.Unwrap(err))
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+		return nil, fmt.Errorf("%w (%s, %s)", ErrRefused, resp.Status, c.Kind)
+	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("Ollama at %s answered %s to GET /api/tags", upstream.Host, resp.Status)
 	}
@@ -108,15 +118,11 @@ func OllamaModels(ctx context.Context, upstream *url.URL, t http.RoundTripper) (
 	return out, nil
 }
 
-// MissingModels returns the models of want that an Ollama at upstream has
-// not pulled, and an error wrapping ErrModelMissing that names the fix
-// (`ollama pull NAME`) when there are any. A name without a tag matches
-// its ":latest".
-func MissingModels(ctx context.Context, upstream *url.URL, t http.RoundTripper, want []string) ([]string, error) {
-	have, err := OllamaModels(ctx, upstream, t)
-	if err != nil {
-		return nil, err
-	}
+// MissingModels returns the models of want that have, the models an
+// Ollama at host has pulled (OllamaModels), lacks, and an error wrapping
+// ErrModelMissing that names the fix (`ollama pull NAME`) when there are
+// any. A name without a tag matches its ":latest".
+func MissingModels(host string, have, want []string) ([]string, error) {
 	var missing, fix []string
 	for _, m := range want {
 		if slices.Contains(have, m) || (!strings.Contains(m, ":") && slices.Contains(have, m+":latest")) {
@@ -129,5 +135,5 @@ func MissingModels(ctx context.Context, upstream *url.URL, t http.RoundTripper, 
 		return nil, nil
 	}
 	return missing, fmt.Errorf("%w: Ollama at %s has not pulled %s (it has: %s); run %s",
-		ErrModelMissing, upstream.Host, strings.Join(missing, ", "), cmp.Or(strings.Join(have, ", "), "none"), strings.Join(fix, " && "))
+		ErrModelMissing, host, strings.Join(missing, ", "), cmp.Or(strings.Join(have, ", "), "none"), strings.Join(fix, " && "))
 }

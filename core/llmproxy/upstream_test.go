@@ -285,20 +285,21 @@ func TestMissingModels(t *testing.T) {
 	defer srv.Close()
 	u, _ := url.Parse(srv.URL)
 	ctx := context.Background()
-	have, err := OllamaModels(ctx, u, nil)
+	none := Credential{Kind: KindNone}
+	have, err := OllamaModels(ctx, u, nil, none)
 	if err != nil || !slices.Equal(have, []string{"qwen3-coder:latest", "gpt-oss:20b"}) {
 		t.Fatalf("OllamaModels: %v, %v", have, err)
 	}
-	if missing, err := MissingModels(ctx, u, nil, []string{"qwen3-coder", "gpt-oss:20b"}); err != nil || len(missing) != 0 {
+	if missing, err := MissingModels(u.Host, have, []string{"qwen3-coder", "gpt-oss:20b"}); err != nil || len(missing) != 0 {
 		t.Errorf("present models reported missing: %v, %v", missing, err)
 	}
-	missing, err := MissingModels(ctx, u, nil, []string{"qwen3-coder", "glm-4.7-flash", "gpt-oss:120b"})
+	missing, err := MissingModels(u.Host, have, []string{"qwen3-coder", "glm-4.7-flash", "gpt-oss:120b"})
 	if !errors.Is(err, ErrModelMissing) || !slices.Equal(missing, []string{"glm-4.7-flash", "gpt-oss:120b"}) ||
 		!strings.Contains(err.Error(), "run ollama pull glm-4.7-flash && ollama pull gpt-oss:120b") {
 		t.Errorf("MissingModels: %v, %v", missing, err)
 	}
 	srv.Close()
-	if _, err := OllamaModels(ctx, u, nil); err == nil || !strings.Contains(err.Error(), "could not reach Ollama") {
+	if _, err := OllamaModels(ctx, u, nil, none); err == nil || !strings.Contains(err.Error(), "could not reach Ollama") {
 		t.Errorf("a stopped Ollama: %v", err)
 	}
 }
