@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -167,7 +166,8 @@ func (r *Runner) startLLMProxy(ctx context.Context, info session.Info, seen *ato
 }
 
 // llmEnv is the environment that points the agent at its relay, and
-// tells Claude Code the models its group names. The group's model is
+// tells Claude Code the models its group names (config.ModelsFor: the
+// group's, else its upstream's). The group's model is
 // ANTHROPIC_MODEL, and also the opus and sonnet slots
 // (ANTHROPIC_DEFAULT_OPUS_MODEL, ANTHROPIC_DEFAULT_SONNET_MODEL) that a
 // subagent or plan mode may ask for by alias; its small, fast model, for
@@ -184,11 +184,11 @@ func (r *Runner) llmEnv(session, group string) []string {
 		"ANTHROPIC_BASE_URL=http://127.0.0.1:" + port,
 		"ANTHROPIC_API_KEY=" + placeholderKey + "-" + session,
 	}
-	g := r.cfg.Groups[group]
-	if g.Model != "" {
-		env = append(env, "ANTHROPIC_MODEL="+g.Model, "ANTHROPIC_DEFAULT_OPUS_MODEL="+g.Model, "ANTHROPIC_DEFAULT_SONNET_MODEL="+g.Model)
+	model, small := r.cfg.ModelsFor(group)
+	if model != "" {
+		env = append(env, "ANTHROPIC_MODEL="+model, "ANTHROPIC_DEFAULT_OPUS_MODEL="+model, "ANTHROPIC_DEFAULT_SONNET_MODEL="+model)
 	}
-	if small := cmp.Or(g.SmallFastModel, g.Model); small != "" {
+	if small != "" {
 		env = append(env, "ANTHROPIC_DEFAULT_HAIKU_MODEL="+small, "ANTHROPIC_SMALL_FAST_MODEL="+small)
 	}
 	return env

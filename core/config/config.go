@@ -4,6 +4,7 @@
 package config
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -70,8 +71,12 @@ type LLM struct {
 	// CAFile, if set, is a PEM file of certificates to trust for the
 	// upstream instead of the system's (a gateway with a private CA, tests).
 	CAFile string `toml:"ca_file"`
+	// Model is the model Claude Code asks this upstream for in the groups
+	// that name none (a group's model wins); default Claude Code's own,
+	// which only Anthropic's API serves.
+	Model string `toml:"model"`
 	// Upstreams are more upstreams, by a name a group's upstream gives
-	// ([llm.upstreams.NAME]), with the same four keys.
+	// ([llm.upstreams.NAME]), with the same five keys.
 	Upstreams map[string]LLMUpstream `toml:"upstreams"`
 	// RequestsPerMinute bounds each session's model requests; default 60.
 	RequestsPerMinute int `toml:"requests_per_minute"`
@@ -89,11 +94,22 @@ type LLMUpstream struct {
 	Upstream string `toml:"upstream"`
 	Auth     string `toml:"auth"`
 	CAFile   string `toml:"ca_file"`
+	Model    string `toml:"model"`
 }
 
 // DefaultUpstream returns [llm]'s own upstream as an LLMUpstream.
 func (l *LLM) DefaultUpstream() LLMUpstream {
-	return LLMUpstream{Provider: l.Provider, Upstream: l.Upstream, Auth: l.Auth, CAFile: l.CAFile}
+	return LLMUpstream{Provider: l.Provider, Upstream: l.Upstream, Auth: l.Auth, CAFile: l.CAFile, Model: l.Model}
+}
+
+// ModelsFor returns the model group's sessions ask for (its model, else
+// its upstream's) and its small, fast one (its small_fast_model, else
+// that model); "" leaves the choice to Claude Code.
+func (c *Config) ModelsFor(group string) (model, small string) {
+	_, u := c.UpstreamFor(group)
+	g := c.Groups[group]
+	model = cmp.Or(g.Model, u.Model)
+	return model, cmp.Or(g.SmallFastModel, model)
 }
 
 // UpstreamFor returns the name and the upstream group's sessions use: the
@@ -362,7 +378,7 @@ func (c *Config) problems() []keyProblem {
 				addAt(toml.Key{"groups", name, "topics"}, "groups.%s.topics: %q does not start sessions; use %s", name, t, strings.Join(SpawnTopics, " or "))
 			}
 		}
-		out = append(out, checkGroupModels(name, g, c.LLM.Upstreams)...)
+		out = append(out, checkGroupModels(name, g, c.LLM)...)
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.Plugins)) {
 		p := c.Plugins[name]

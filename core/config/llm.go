@@ -25,6 +25,9 @@ func checkUpstream(k toml.Key, u LLMUpstream) []keyProblem {
 		key := append(append(toml.Key{}, k...), leaf)
 		out = append(out, keyProblem{key: key, msg: key.String() + ": " + fmt.Sprintf(format, a...)})
 	}
+	if u.Model != "" && !modelRE.MatchString(u.Model) {
+		at("model", "%q is not a model name", u.Model)
+	}
 	provider := u.Provider
 	if provider == "" {
 		provider = llmproxy.ProviderAnthropic
@@ -65,7 +68,8 @@ func checkUpstream(k toml.Key, u LLMUpstream) []keyProblem {
 
 // checkGroupModels returns the problems of group name's upstream and
 // models.
-func checkGroupModels(name string, g Group, upstreams map[string]LLMUpstream) []keyProblem {
+func checkGroupModels(name string, g Group, llm LLM) []keyProblem {
+	upstreams := llm.Upstreams
 	var out []keyProblem
 	at := func(leaf, format string, a ...any) {
 		out = append(out, keyProblem{key: toml.Key{"groups", name, leaf}, msg: fmt.Sprintf("groups.%s.%s: ", name, leaf) + fmt.Sprintf(format, a...)})
@@ -82,6 +86,13 @@ func checkGroupModels(name string, g Group, upstreams map[string]LLMUpstream) []
 		if !modelRE.MatchString(m) {
 			at("models", "%q is not a model name", m)
 		}
+	}
+	up, ok := upstreams[g.Upstream]
+	if !ok {
+		up = llm.DefaultUpstream()
+	}
+	if g.Model == "" && up.Model != "" && len(g.Models) > 0 && !slices.Contains(g.Models, up.Model) {
+		at("models", "the group's upstream asks for model %q, which is not one of these (%s): add it, or set the group's model", up.Model, strings.Join(g.Models, ", "))
 	}
 	for _, f := range []struct{ leaf, v string }{{"model", g.Model}, {"small_fast_model", g.SmallFastModel}} {
 		switch {

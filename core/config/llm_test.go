@@ -78,6 +78,25 @@ models = ["qwen3-coder"]
 		{name: "unknown group upstream", toml: "[groups.main]\nupstream = \"local\"\n", wantErr: `groups.main.upstream: "local" is not an upstream: define it as [llm.upstreams.local]`},
 		{name: "model outside models", toml: "[groups.main]\nmodels = [\"qwen3-coder\"]\nmodel = \"gpt-oss:20b\"\n", wantErr: `groups.main.model: "gpt-oss:20b" is not one of the group's models (qwen3-coder)`},
 		{name: "empty models", toml: "[groups.main]\nmodels = []\n", wantErr: "groups.main.models: is empty, which would allow no model"},
+		{name: "an upstream's model", toml: "[llm]\nprovider = \"ollama\"\nmodel = \"qwen3-coder\"\n[groups.main]\n[groups.fast]\nmodel = \"gpt-oss:20b\"\nsmall_fast_model = \"gpt-oss:20b-mini\"\n", check: func(t *testing.T, c *Config) {
+			if m, s := c.ModelsFor("main"); m != "qwen3-coder" || s != "qwen3-coder" {
+				t.Errorf("main: %q %q", m, s)
+			}
+			if m, s := c.ModelsFor("fast"); m != "gpt-oss:20b" || s != "gpt-oss:20b-mini" {
+				t.Errorf("fast: %q %q", m, s)
+			}
+			if m, s := c.ModelsFor("unconfigured"); m != "qwen3-coder" || s != "qwen3-coder" {
+				t.Errorf("a group not in [groups]: %q %q", m, s)
+			}
+		}},
+		{name: "no model at all", toml: "", check: func(t *testing.T, c *Config) {
+			if m, s := c.ModelsFor("main"); m != "" || s != "" {
+				t.Errorf("%q %q; want Claude Code's own", m, s)
+			}
+		}},
+		{name: "upstream's model outside a group's models", toml: "[llm]\nprovider = \"ollama\"\nmodel = \"qwen3-coder\"\n[groups.main]\nmodels = [\"gpt-oss:20b\"]\n",
+			wantErr: `groups.main.models: the group's upstream asks for model "qwen3-coder", which is not one of these (gpt-oss:20b)`},
+		{name: "bad upstream model", toml: "[llm.upstreams.x]\nprovider = \"ollama\"\nmodel = \"-x\"\n", wantErr: `llm.upstreams.x.model: "-x" is not a model name`},
 		{name: "bad model name", toml: "[groups.main]\nsmall_fast_model = \"a b\"\n", wantErr: `groups.main.small_fast_model: "a b" is not a model name`},
 	}
 	for _, tt := range tests {
@@ -105,7 +124,7 @@ models = ["qwen3-coder"]
 // check accept them.
 func TestLLMKeys(t *testing.T) {
 	keys := Keys()
-	for _, k := range []string{"llm.provider", "llm.auth", "llm.upstreams.*.provider", "llm.upstreams.*.upstream", "llm.upstreams.*.auth", "llm.upstreams.*.ca_file",
+	for _, k := range []string{"llm.provider", "llm.auth", "llm.model", "llm.upstreams.*.model", "llm.upstreams.*.provider", "llm.upstreams.*.upstream", "llm.upstreams.*.auth", "llm.upstreams.*.ca_file",
 		"groups.*.upstream", "groups.*.models", "groups.*.model", "groups.*.small_fast_model"} {
 		if !slices.Contains(keys, k) {
 			t.Errorf("Keys lacks %s", k)

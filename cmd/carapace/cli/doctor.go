@@ -285,14 +285,19 @@ func (a *app) checkModelAPIs(ctx context.Context, cfg *config.Config, online boo
 	}
 	used := map[string]bool{"": true}
 	want := map[string][]string{}
-	for _, g := range slices.Sorted(maps.Keys(cfg.Groups)) {
-		name, _ := cfg.UpstreamFor(g)
-		used[name] = true
-		for _, m := range []string{cfg.Groups[g].Model, cmp.Or(cfg.Groups[g].SmallFastModel, cfg.Groups[g].Model)} {
+	addWant := func(name string, ms ...string) {
+		for _, m := range ms {
 			if m != "" && !slices.Contains(want[name], m) {
 				want[name] = append(want[name], m)
 			}
 		}
+	}
+	addWant("", cfg.LLM.Model)
+	for _, g := range slices.Sorted(maps.Keys(cfg.Groups)) {
+		name, up := cfg.UpstreamFor(g)
+		used[name] = true
+		model, small := cfg.ModelsFor(g)
+		addWant(name, up.Model, model, small)
 	}
 	var out []Check
 	for _, name := range slices.Sorted(maps.Keys(used)) {
