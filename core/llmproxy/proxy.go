@@ -88,7 +88,8 @@ type Options struct {
 	// result is never logged. An error wrapping ErrNoCredential is
 	// answered with a 401 telling the user to store one; any error's text
 	// is audited and logged, so it must not contain the secret. Required;
-	// FromStore reads the keychain.
+	// FromStore reads Anthropic's from the keychain, FromStoreFor another
+	// provider's in its style.
 	Credential func(ctx context.Context) (Credential, error)
 	// Session and Group name the agent session this proxy serves: its
 	// audit entries carry them, the rate is the session's and the budget
