@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	goruntime "runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,12 +28,18 @@ type tmuxSession struct {
 	name string
 }
 
+// tmuxServers numbers the tmux servers of this test process: each
+// session gets a server of its own, so that one test's kill-server, which
+// returns before that server is gone, cannot take the next test's
+// new-session with it ("server exited unexpectedly").
+var tmuxServers atomic.Int64
+
 // tmuxStart runs command (a shell line) in a new detached tmux session of
 // its own server (socket -L), 120x50.
 func tmuxStart(t *testing.T, command string) *tmuxSession {
 	t.Helper()
 	testutil.Require(t, "tmux", "setup is driven in a real terminal (apt-get install tmux)")
-	s := &tmuxSession{t: t, name: fmt.Sprintf("carapace-setup-%d", os.Getpid())}
+	s := &tmuxSession{t: t, name: fmt.Sprintf("carapace-setup-%d-%d", os.Getpid(), tmuxServers.Add(1))}
 	if out, err := s.tmux("new-session", "-d", "-s", s.name, "-x", "120", "-y", "50", command); err != nil {
 		t.Fatalf("tmux new-session: %v\n%s", err, out)
 	}
