@@ -1,6 +1,10 @@
 package keychain
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
 
 // The model API's credential is the core's, not a plugin's: it is stored
 // under a plugin name that manifest.ReservedPlugins keeps from every
@@ -15,17 +19,22 @@ const (
 	LLMKeyOAuth = "anthropic-oauth-token"
 )
 
-// LLMProviders are the model APIs the core can hold a credential for.
-var LLMProviders = []string{"anthropic"}
+// LLMProviders are the model APIs the core can hold a credential for
+// (llmproxy.Providers: a test keeps them equal).
+var LLMProviders = []string{"anthropic", "ollama", "llamacpp", "custom"}
 
 // LLMKey returns the key under LLMPlugin of provider's credential: its API
-// key, or with oauth its subscription token.
+// key or token ("PROVIDER-api-key", LLMKeyAPI for anthropic), or with
+// oauth anthropic's subscription token.
 func LLMKey(provider string, oauth bool) (string, error) {
-	if provider != "anthropic" {
-		return "", fmt.Errorf("--llm %q: the only model API is anthropic", provider)
+	if !slices.Contains(LLMProviders, provider) {
+		return "", fmt.Errorf("--llm %q: the model APIs are %s", provider, strings.Join(LLMProviders, ", "))
 	}
 	if oauth {
+		if provider != "anthropic" {
+			return "", fmt.Errorf("--oauth is for anthropic only (a Claude subscription's token); a %s token is stored without it", provider)
+		}
 		return LLMKeyOAuth, nil
 	}
-	return LLMKeyAPI, nil
+	return provider + "-api-key", nil
 }

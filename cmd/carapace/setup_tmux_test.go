@@ -3,11 +3,14 @@ package main_test
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,12 +28,18 @@ type tmuxSession struct {
 	name string
 }
 
+// tmuxServers numbers the tmux servers of this test process: each
+// session gets a server of its own, so that one test's kill-server, which
+// returns before that server is gone, cannot take the next test's
+// new-session with it ("server exited unexpectedly").
+var tmuxServers atomic.Int64
+
 // tmuxStart runs command (a shell line) in a new detached tmux session of
 // its own server (socket -L), 120x50.
 func tmuxStart(t *testing.T, command string) *tmuxSession {
 	t.Helper()
 	testutil.Require(t, "tmux", "setup is driven in a real terminal (apt-get install tmux)")
-	s := &tmuxSession{t: t, name: fmt.Sprintf("carapace-setup-%d", os.Getpid())}
+	s := &tmuxSession{t: t, name: fmt.Sprintf("carapace-setup-%d-%d", os.Getpid(), tmuxServers.Add(1))}
 	if out, err := s.tmux("new-session", "-d", "-s", s.name, "-x", "120", "-y", "50", command); err != nil {
 		t.Fatalf("tmux new-session: %v\n%s", err, out)
 	}
@@ -124,6 +133,11 @@ exec ` + realDocker + ` "$@"
 	s.waitFor("done  home")
 	s.waitFor("Build it now [b], name an image you have, or press Enter to skip:")
 	s.typeLine("b")
+	// The model API is offered; Enter keeps Anthropic.
+	if scr := s.waitFor("Model API [anthropic]:"); !strings.Contains(scr, "  ollama     a model on this machine, no key (Ollama ") {
+		t.Errorf("the providers are not offered:\n%s", scr)
+	}
+	s.typeLine("")
 	scr := s.waitFor("Anthropic API key or Claude OAuth token (input hidden; Enter to skip):")
 	for _, want := range []string{
 		"building carapace-agent:" + version + " with docker (" + agentimage.Registry + ")",
@@ -202,6 +216,8 @@ func TestSetupInterruptRestoresEcho(t *testing.T) {
 	env := fmt.Sprintf("env HOME=%s XDG_CONFIG_HOME=%s/cfg CARAPACE_HOME=%s", user, user, h)
 	// runtime.engine none: no engine or image step before the key's prompt.
 	s := tmuxStart(t, "stty echo; "+env+" "+bins.carapace+" setup --engine none; echo SETUP-EXIT=$?; stty -a | tr ' ' '\\n' | grep -x -- '-\\{0,1\\}echo' | sed 's/^/TTY-/'; sleep 600")
+	s.waitFor("Model API [anthropic]:")
+	s.typeLine("")
 	s.waitFor("Anthropic API key or Claude OAuth token (input hidden; Enter to skip):")
 	s.tmux("send-keys", "-t", s.name, "-l", "sk-ant-half")
 	s.tmux("send-keys", "-t", s.name, "C-c")
@@ -217,5 +233,50 @@ func TestSetupInterruptRestoresEcho(t *testing.T) {
 	}
 	if _, err := keychain.Default(h.CredentialsDir()).Get(keychain.LLMPlugin, keychain.LLMKeyAPI); err == nil {
 		t.Error("an interrupted setup stored a key")
+	}
+}
+
+// The interactive setup finds a running Ollama (a fake, where
+// $OLLAMA_HOST says), lists its models, and on the choice of ollama and a
+// model writes [llm] and asks for no key.
+func TestSetupInteractiveOllama(t *testing.T) {
+	if goruntime.GOOS != "linux" {
+		t.Skip("tmux")
+	}
+	ollama := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api/tags" || r.Header.Get("Authorization") != "" || r.Header.Get("X-Api-Key") != "" {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprint(w, `{"models":[{"name":"qwen3-coder:latest"},{"name":"gpt-oss:20b"}]}`)
+	}))
+	defer ollama.Close()
+	hostPort := strings.TrimPrefix(ollama.URL, "http://")
+	user := t.TempDir()
+	h := home.Dir(filepath.Join(user, "carapace-home"))
+	env := fmt.Sprintf("env HOME=%s XDG_CONFIG_HOME=%s/cfg CARAPACE_HOME=%s OLLAMA_HOST=%s", user, user, h, hostPort)
+	s := tmuxStart(t, env+" "+bins.carapace+" setup --engine none; echo SETUP-EXIT=$?; sleep 600")
+	scr := s.waitFor("Model API [anthropic]:")
+	if want := "(Ollama running at " + hostPort + " with 2 model(s): qwen3-coder:latest, gpt-oss:20b)"; !strings.Contains(scr, want) {
+		t.Errorf("the running Ollama is not shown (%q):\n%s", want, scr)
+	}
+	s.typeLine("ollama")
+	s.waitFor("Model for the agents [qwen3-coder:latest]:")
+	s.typeLine("gpt-oss:20b")
+	s.waitFor("ok    model key  none needed (ollama, auth none)")
+	s.waitFor("Telegram bot token (input hidden):")
+	s.typeLine("")
+	s.waitFor("[y/N]")
+	s.typeLine("n")
+	scr = s.waitFor("SETUP-EXIT=")
+	if !strings.Contains(scr, "SETUP-EXIT=0") {
+		t.Fatalf("setup failed:\n%s", scr)
+	}
+	cfg, err := config.Load(h.Config())
+	if err != nil || cfg.LLM.Provider != "ollama" || cfg.LLM.Upstream != ollama.URL || cfg.LLM.Model != "gpt-oss:20b" || cfg.LLM.Auth != "none" {
+		t.Fatalf("config.toml [llm]: %+v, %v", cfg.LLM, err)
+	}
+	if st, _ := keychain.Default(h.CredentialsDir()).List(keychain.LLMPlugin); len(st) != 0 {
+		t.Errorf("a key was stored for a keyless Ollama: %v", st)
 	}
 }

@@ -216,7 +216,7 @@ func (r *Runner) containerSpec(info session.Info, req api.SessionRequest, conv *
 	if !r.opts.NoShadows {
 		spec.Mounts = append(spec.Mounts, shadowMounts(dir)...)
 	}
-	spec.Env = append(spec.Env, r.llmEnv(info.ID)...)
+	spec.Env = append(spec.Env, r.llmEnv(info.ID, info.Group)...)
 	if req.Prompt != "" {
 		spec.Mounts = append(spec.Mounts, runtime.Mount{Source: filepath.Join(dir, promptFile), Target: promptContainer, ReadOnly: true})
 		spec.Env = append(spec.Env, "CARAPACE_PROMPT_FILE="+promptContainer)

@@ -4,14 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/carapace-dev/carapace/core/config"
 	"github.com/carapace-dev/carapace/core/llmproxy"
 	"github.com/carapace-dev/carapace/core/session"
 )
@@ -27,32 +30,64 @@ const (
 )
 
 // llmShared is what every session's proxy shares: the budgets (per group)
-// and the transport (its TLS configuration and connection pool).
+// and, per upstream, its origin and transport (its TLS configuration and
+// connection pool).
 type llmShared struct {
 	once      sync.Once
 	err       error
-	upstream  *url.URL
-	transport http.RoundTripper
+	upstreams map[string]llmUpstream // by name; "" is [llm]'s
 	mu        sync.Mutex
 	budgets   map[string]llmproxy.Budget
 }
 
-// llmSetup prepares, once, what the proxies share.
+// llmUpstream is one upstream, ready for the proxies.
+type llmUpstream struct {
+	cfg       config.LLMUpstream
+	url       *url.URL
+	transport http.RoundTripper // nil: the proxy's default (system roots)
+}
+
+// llmSetup prepares, once, what the proxies share: every upstream of
+// config.toml, each checked (its URL, its ca_file).
 func (r *Runner) llmSetup() error {
 	l := &r.llm
 	l.once.Do(func() {
-		u, err := url.Parse(r.cfg.LLM.Upstream)
-		if err != nil {
-			l.err = fmt.Errorf("llm.upstream: %w", err)
-			return
-		}
-		u.Path = ""
-		l.upstream = u
 		l.budgets = map[string]llmproxy.Budget{}
-		if r.cfg.LLM.CAFile == "" {
-			return // the proxy's default: the system roots
+		l.upstreams = map[string]llmUpstream{}
+		all := map[string]config.LLMUpstream{"": r.cfg.LLM.DefaultUpstream()}
+		for name, u := range r.cfg.LLM.Upstreams {
+			all[name] = u
 		}
-		l.transport, l.err = llmproxy.TransportFor(r.cfg.LLM.CAFile)
+		for _, name := range slices.Sorted(maps.Keys(all)) {
+			key := "llm"
+			if name != "" {
+				key = "llm.upstreams." + name
+			}
+			c := all[name]
+			u, err := url.Parse(c.Upstream)
+			if err == nil {
+				err = llmproxy.CheckUpstream(u)
+			}
+			if err != nil {
+				l.err = fmt.Errorf("%s.upstream: %w", key, err)
+				return
+			}
+			u.Path = ""
+			up := llmUpstream{cfg: c, url: u}
+			if c.CAFile != "" {
+				t, err := llmproxy.TransportFor(c.CAFile)
+				if err != nil {
+					// TransportFor's errors name llm.ca_file.
+					l.err = fmt.Errorf("%s: %w", key, err)
+					if name == "" {
+						l.err = err
+					}
+					return
+				}
+				up.transport = t
+			}
+			l.upstreams[name] = up
+		}
 	})
 	return l.err
 }
@@ -85,9 +120,12 @@ func (r *Runner) startLLMProxy(ctx context.Context, info session.Info, seen *ato
 	if err := r.llmSetup(); err != nil {
 		return err
 	}
+	name, _ := r.cfg.UpstreamFor(info.Group)
+	up := r.llm.upstreams[name]
 	p, err := llmproxy.New(llmproxy.Options{
-		Upstream: r.llm.upstream, Transport: r.llm.transport,
-		Credential: llmproxy.FromStore(r.creds),
+		Upstream: up.url, Transport: up.transport, Provider: up.cfg.Provider,
+		Credential: llmproxy.FromStoreFor(r.creds, up.cfg.Provider, up.cfg.Auth),
+		Models:     r.cfg.Groups[info.Group].Models,
 		Session:    info.ID, Group: info.Group,
 		RequestsPerMinute: r.cfg.LLM.RequestsPerMinute,
 		Budget:            r.budget(info.Group),
@@ -127,13 +165,31 @@ func (r *Runner) startLLMProxy(ctx context.Context, info session.Info, seen *ato
 	}
 }
 
-// llmEnv is the environment that points the agent at its relay.
-func (r *Runner) llmEnv(session string) []string {
+// llmEnv is the environment that points the agent at its relay, and
+// tells Claude Code the models its group names (config.ModelsFor: the
+// group's, else its upstream's). The group's model is
+// ANTHROPIC_MODEL, and also the opus and sonnet slots
+// (ANTHROPIC_DEFAULT_OPUS_MODEL, ANTHROPIC_DEFAULT_SONNET_MODEL) that a
+// subagent or plan mode may ask for by alias; its small, fast model, for
+// background work, is the haiku slot (ANTHROPIC_DEFAULT_HAIKU_MODEL) and
+// ANTHROPIC_SMALL_FAST_MODEL (the older name). A group that names a model
+// but no small one uses its model for both, so that no call asks for a
+// Claude model the group's upstream may not have, or the group may not
+// use.
+func (r *Runner) llmEnv(session, group string) []string {
 	port := strconv.Itoa(r.cfg.LLM.Port)
-	return []string{
+	env := []string{
 		"CARAPACE_LLM_SOCKET=" + llmSocketContainer,
 		"CARAPACE_LLM_PORT=" + port,
 		"ANTHROPIC_BASE_URL=http://127.0.0.1:" + port,
 		"ANTHROPIC_API_KEY=" + placeholderKey + "-" + session,
 	}
+	model, small := r.cfg.ModelsFor(group)
+	if model != "" {
+		env = append(env, "ANTHROPIC_MODEL="+model, "ANTHROPIC_DEFAULT_OPUS_MODEL="+model, "ANTHROPIC_DEFAULT_SONNET_MODEL="+model)
+	}
+	if small != "" {
+		env = append(env, "ANTHROPIC_DEFAULT_HAIKU_MODEL="+small, "ANTHROPIC_SMALL_FAST_MODEL="+small)
+	}
+	return env
 }

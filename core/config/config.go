@@ -4,6 +4,7 @@
 package config
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -11,7 +12,6 @@ import (
 	"io/fs"
 	"maps"
 	"net/netip"
-	"net/url"
 	"os"
 	"regexp"
 	"slices"
@@ -53,14 +53,34 @@ func Digest(data []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// LLM configures the proxy through which agents reach the model API.
+// LLM configures the proxy through which agents reach the model API. Its
+// provider, upstream, auth and ca_file are the default upstream, which
+// every group uses unless it names one of Upstreams.
 type LLM struct {
-	// Upstream is the model API's origin; default https://api.anthropic.com.
-	// Only https, and no path: requests keep theirs (/v1/messages…).
+	// Provider is the kind of upstream: "anthropic" (the default),
+	// "ollama", "llamacpp" or "custom" (llmproxy.Providers).
+	Provider string `toml:"provider"`
+	// Upstream is the model API's origin; default the provider's
+	// (https://api.anthropic.com, http://127.0.0.1:11434 for ollama,
+	// http://127.0.0.1:8080 for llamacpp; custom has none and needs one).
+	// https, or plain http to a loopback address only; no path: requests
+	// keep theirs (/v1/messages…).
 	Upstream string `toml:"upstream"`
+	// Auth is how the credential is sent: "x-api-key", "bearer" or "none"
+	// (llmproxy.AuthStyles). Default: none for ollama and llamacpp; for
+	// anthropic it follows the stored credential and may not be set;
+	// custom must say.
+	Auth string `toml:"auth"`
 	// CAFile, if set, is a PEM file of certificates to trust for the
 	// upstream instead of the system's (a gateway with a private CA, tests).
 	CAFile string `toml:"ca_file"`
+	// Model is the model Claude Code asks this upstream for in the groups
+	// that name none (a group's model wins); default Claude Code's own,
+	// which only Anthropic's API serves.
+	Model string `toml:"model"`
+	// Upstreams are more upstreams, by a name a group's upstream gives
+	// ([llm.upstreams.NAME]), with the same five keys.
+	Upstreams map[string]LLMUpstream `toml:"upstreams"`
 	// RequestsPerMinute bounds each session's model requests; default 60.
 	RequestsPerMinute int `toml:"requests_per_minute"`
 	// DailyTokens bounds each group's input and output tokens per day
@@ -94,6 +114,43 @@ func (n Network) FakeIPPrefixes() []netip.Prefix {
 	return out
 }
 
+// LLMUpstream is one named upstream ([llm.upstreams.NAME]); its keys mean
+// what [llm]'s do.
+type LLMUpstream struct {
+	Provider string `toml:"provider"`
+	Upstream string `toml:"upstream"`
+	Auth     string `toml:"auth"`
+	CAFile   string `toml:"ca_file"`
+	Model    string `toml:"model"`
+}
+
+// DefaultUpstream returns [llm]'s own upstream as an LLMUpstream.
+func (l *LLM) DefaultUpstream() LLMUpstream {
+	return LLMUpstream{Provider: l.Provider, Upstream: l.Upstream, Auth: l.Auth, CAFile: l.CAFile, Model: l.Model}
+}
+
+// ModelsFor returns the model group's sessions ask for (its model, else
+// its upstream's) and its small, fast one (its small_fast_model, else
+// that model); "" leaves the choice to Claude Code.
+func (c *Config) ModelsFor(group string) (model, small string) {
+	_, u := c.UpstreamFor(group)
+	g := c.Groups[group]
+	model = cmp.Or(g.Model, u.Model)
+	return model, cmp.Or(g.SmallFastModel, model)
+}
+
+// UpstreamFor returns the name and the upstream group's sessions use: the
+// one its upstream names, or [llm]'s (name ""). A group not in
+// [groups] uses [llm]'s.
+func (c *Config) UpstreamFor(group string) (string, LLMUpstream) {
+	if g, ok := c.Groups[group]; ok && g.Upstream != "" {
+		if u, ok := c.LLM.Upstreams[g.Upstream]; ok {
+			return g.Upstream, u
+		}
+	}
+	return "", c.LLM.DefaultUpstream()
+}
+
 // Tasks configures the scheduler of scheduled tasks.
 type Tasks struct {
 	// MaxFailures is how many failed runs in a row pause a task; default 3.
@@ -110,6 +167,20 @@ type Group struct {
 	// Topics are the event topics that start a session for the group;
 	// default SpawnTopics. The event's payload's text is the prompt.
 	Topics []string `toml:"topics"`
+	// Upstream names the [llm.upstreams.NAME] the group's sessions use;
+	// default [llm]'s own.
+	Upstream string `toml:"upstream"`
+	// Models, when set, are the only model names the group's agents may
+	// ask for; the proxy refuses any other. Default: any.
+	Models []string `toml:"models"`
+	// Model is the model Claude Code uses (ANTHROPIC_MODEL); default
+	// Claude Code's own. It must be one of Models when those are set.
+	Model string `toml:"model"`
+	// SmallFastModel is the model Claude Code uses for its background
+	// work (ANTHROPIC_DEFAULT_HAIKU_MODEL); default Model when that is
+	// set, else Claude Code's own. It must be one of Models when those
+	// are set.
+	SmallFastModel string `toml:"small_fast_model"`
 }
 
 // Engines are the values of runtime.engine.
@@ -316,15 +387,12 @@ func (c *Config) problems() []keyProblem {
 	if strings.HasPrefix(c.Runtime.Image, "-") || strings.ContainsAny(c.Runtime.Image, " \t\n") {
 		add("runtime.image", "runtime.image %q is not an image reference", c.Runtime.Image)
 	}
-	if u := c.LLM.Upstream; u != "" {
-		pu, err := url.Parse(u)
-		switch {
-		case err == nil && pu.User != nil:
-			// Not quoted: it holds a credential.
-			add("llm.upstream", "llm.upstream holds a user name or password: remove it (the credential comes from carapace auth set --llm)")
-		case err != nil || pu.Scheme != "https" || pu.Host == "" || (pu.Path != "" && pu.Path != "/") || pu.RawQuery != "" || pu.Fragment != "":
-			add("llm.upstream", "llm.upstream %q: want an https:// origin: a host (and port), no path, query or fragment", u)
+	out = append(out, checkUpstream(toml.Key{"llm"}, c.LLM.DefaultUpstream())...)
+	for _, name := range slices.Sorted(maps.Keys(c.LLM.Upstreams)) {
+		if !groupRE.MatchString(name) {
+			addAt(toml.Key{"llm", "upstreams", name}, "llm.upstreams.%s: not an upstream name (1-64 characters of a-z, A-Z, 0-9, _ and -)", name)
 		}
+		out = append(out, checkUpstream(toml.Key{"llm", "upstreams", name}, c.LLM.Upstreams[name])...)
 	}
 	notNegative("llm.requests_per_minute", float64(c.LLM.RequestsPerMinute))
 	notNegative("llm.daily_tokens", float64(c.LLM.DailyTokens))
@@ -336,11 +404,13 @@ func (c *Config) problems() []keyProblem {
 		if !groupRE.MatchString(name) {
 			addAt(toml.Key{"groups", name}, "groups.%s: not a group name (1-64 characters of a-z, A-Z, 0-9, _ and -)", name)
 		}
-		for _, t := range c.Groups[name].Topics {
+		g := c.Groups[name]
+		for _, t := range g.Topics {
 			if !slices.Contains(SpawnTopics, t) {
 				addAt(toml.Key{"groups", name, "topics"}, "groups.%s.topics: %q does not start sessions; use %s", name, t, strings.Join(SpawnTopics, " or "))
 			}
 		}
+		out = append(out, checkGroupModels(name, g, c.LLM)...)
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.Plugins)) {
 		p := c.Plugins[name]
@@ -390,7 +460,11 @@ func (c *Config) withDefaults() *Config {
 	orDefault(&c.Sessions.Queue, 16)
 	orDefault(&c.Sessions.IdleTimeout, Duration{30 * time.Minute})
 	orDefault(&c.Sessions.ConnectTimeout, Duration{5 * time.Minute})
-	orDefault(&c.LLM.Upstream, "https://api.anthropic.com")
+	c.LLM.Provider, c.LLM.Upstream, c.LLM.Auth = upstreamDefaults(c.LLM.Provider, c.LLM.Upstream, c.LLM.Auth)
+	for name, u := range c.LLM.Upstreams {
+		u.Provider, u.Upstream, u.Auth = upstreamDefaults(u.Provider, u.Upstream, u.Auth)
+		c.LLM.Upstreams[name] = u
+	}
 	orDefault(&c.LLM.RequestsPerMinute, 60)
 	orDefault(&c.LLM.Port, 8377)
 	if len(c.Network.FakeIP) == 0 {

@@ -45,9 +45,9 @@ func TestLoad(t *testing.T) {
 				t.Errorf("llm = %+v", c.LLM)
 			}
 		}},
-		{name: "upstream with a path", toml: "[llm]\nupstream = \"https://gateway.example/anthropic\"\n", wantErr: "no path"},
+		{name: "upstream with a path", toml: "[llm]\nupstream = \"https://gateway.example/anthropic\"\n", wantErr: "without a path"},
 		{name: "plain http upstream", toml: "[llm]\nupstream = \"http://api.example\"\n", wantErr: "llm.upstream"},
-		{name: "upstream with credentials", toml: "[llm]\nupstream = \"https://user:hunter2@api.example\"\n", wantErr: "llm.upstream holds a user name or password"},
+		{name: "upstream with credentials", toml: "[llm]\nupstream = \"https://user:hunter2@api.example\"\n", wantErr: "llm.upstream: holds a user name or password"},
 		{name: "fake-IP ranges", toml: "[network]\nfake_ip = [\"198.18.0.0/16\", \"fdfe:dcba:9876::/48\"]\n", check: func(t *testing.T, c *Config) {
 			got := c.Network.FakeIPPrefixes()
 			if len(got) != 2 || got[0].String() != "198.18.0.0/16" || got[1].String() != "fdfe:dcba:9876::/48" {

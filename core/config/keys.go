@@ -284,6 +284,51 @@ func Quote(s string) string {
 // load: an unknown key (named with the one it likely meant) or a value
 // the core refuses is an error, and data is not changed.
 func Set(data []byte, key, value string) ([]byte, error) {
+	return SetAll(data, [][2]string{{key, value}})
+}
+
+// SetAll is Set of several keys at once ({key, value} pairs, in order):
+// the result must load with all of them set, not after each one, for
+// settings that only make sense together (a custom upstream's provider,
+// URL and auth).
+func SetAll(data []byte, kvs [][2]string) ([]byte, error) {
+	out := data
+	var err error
+	for _, kv := range kvs {
+		if out, err = setLine(out, kv[0], kv[1]); err != nil {
+			return nil, err
+		}
+	}
+	probs, err := validateData(out)
+	if err != nil {
+		return nil, err
+	}
+	if len(probs) > 0 {
+		msgs := make([]string, len(probs))
+		for i, p := range probs {
+			msgs[i] = p.String()
+		}
+		var set []string
+		for _, kv := range kvs {
+			set = append(set, kv[0]+" = "+tomlOrQuoted(kv[1]))
+		}
+		return nil, fmt.Errorf("%s would not load: %s", strings.Join(set, ", "), strings.Join(msgs, "; "))
+	}
+	return out, nil
+}
+
+// tomlOrQuoted returns value as Set writes it.
+func tomlOrQuoted(value string) string {
+	val := strings.TrimSpace(value)
+	var probe map[string]any
+	if _, err := toml.Decode("v = "+val, &probe); err != nil || strings.ContainsAny(val, "\n\r") {
+		return Quote(value)
+	}
+	return val
+}
+
+// setLine returns data with key's line set to value, unchecked.
+func setLine(data []byte, key, value string) ([]byte, error) {
 	k := toml.Key(strings.Split(key, "."))
 	if len(k) < 2 || !known(k) {
 		msg := "unknown key " + key
@@ -292,11 +337,7 @@ func Set(data []byte, key, value string) ([]byte, error) {
 		}
 		return nil, errors.New(msg + ": carapace config keys lists them")
 	}
-	val := strings.TrimSpace(value)
-	var probe map[string]any
-	if _, err := toml.Decode("v = "+val, &probe); err != nil || strings.ContainsAny(val, "\n\r") {
-		val = Quote(value)
-	}
+	val := tomlOrQuoted(value)
 	table, leaf := strings.Join(k[:len(k)-1], "."), k[len(k)-1]
 	line := leaf + " = " + val
 	lines := strings.Split(string(data), "\n")
@@ -339,17 +380,6 @@ func Set(data []byte, key, value string) ([]byte, error) {
 	out := []byte(strings.Join(lines, "\n"))
 	if !bytes.HasSuffix(out, []byte("\n")) {
 		out = append(out, '\n')
-	}
-	probs, err := validateData(out)
-	if err != nil {
-		return nil, err
-	}
-	if len(probs) > 0 {
-		msgs := make([]string, len(probs))
-		for i, p := range probs {
-			msgs[i] = p.String()
-		}
-		return nil, fmt.Errorf("%s = %s would not load: %s", key, val, strings.Join(msgs, "; "))
 	}
 	return out, nil
 }

@@ -68,7 +68,7 @@ func TestValidate(t *testing.T) {
 			"line 10: groups.main.topics: \"agent.started\" does not start sessions",
 			"line 11: unknown key groups.main.bogus",
 			"line 13: llm.port must be an integer (it is a number with a fraction)",
-			"line 14: llm.upstream \"http://api.example\"",
+			"line 14: llm.upstream: \"http://api.example\": plain http is allowed only to a loopback address",
 			"line 15: unknown key sesions (did you mean sessions?)",
 			"line 18: rate_limit.tools.echo.per_minute must be positive",
 			"line 20: plugins.echo.allowed_groups must be a list of strings",

@@ -17,6 +17,12 @@ const (
 	// "Authorization: Bearer <token>" together with OAuthBeta in the
 	// anthropic-beta header.
 	KindOAuth = "oauth"
+	// KindBearer is a gateway's token, sent as "Authorization: Bearer
+	// <token>" without OAuthBeta (auth = "bearer").
+	KindBearer = "bearer"
+	// KindNone is no credential: nothing is sent (auth = "none", a local
+	// Ollama or llama-server). Its Secret is empty.
+	KindNone = "none"
 )
 
 // OAuthBeta is the anthropic-beta value that the Messages API requires of
@@ -38,7 +44,7 @@ var ErrNoCredential = errors.New("no credential for the model API is stored")
 // Credential is the model API's credential, injected into each forwarded
 // request. Its String, GoString and LogValue methods never show Secret.
 type Credential struct {
-	Kind   string // KindAPIKey or KindOAuth
+	Kind   string // KindAPIKey, KindOAuth, KindBearer or KindNone
 	Secret string
 }
 
@@ -61,9 +67,14 @@ func (c Credential) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(c.String
 // printable ASCII without spaces. Its errors never contain the secret.
 func (c Credential) Check() error {
 	switch c.Kind {
-	case KindAPIKey, KindOAuth:
+	case KindAPIKey, KindOAuth, KindBearer:
+	case KindNone:
+		if c.Secret != "" {
+			return errors.New("credential kind none carries a secret")
+		}
+		return nil
 	default:
-		return fmt.Errorf("credential kind %q: want %q or %q", c.Kind, KindAPIKey, KindOAuth)
+		return fmt.Errorf("credential kind %q: want %q, %q, %q or %q", c.Kind, KindAPIKey, KindOAuth, KindBearer, KindNone)
 	}
 	if c.Secret == "" {
 		return errors.New("the credential is empty")
@@ -108,5 +119,40 @@ func FromStore(s SecretGetter) func(context.Context) (Credential, error) {
 			return c, nil
 		}
 		return Credential{}, fmt.Errorf("%w (keychain %s: neither %s nor %s)", ErrNoCredential, keychain.LLMPlugin, keychain.LLMKeyAPI, keychain.LLMKeyOAuth)
+	}
+}
+
+// FromStoreFor returns the Options.Credential of an upstream of provider
+// with credential style auth (AuthAPIKey, AuthBearer, AuthNone, or "" for
+// anthropic's own: FromStore). With AuthNone it returns KindNone and reads
+// nothing. Otherwise it reads the provider's key (keychain.LLMKey), stored
+// by `carapace auth set --llm PROVIDER`, on every call, and sends it in
+// the given style; when none is stored, the error wraps ErrNoCredential.
+func FromStoreFor(s SecretGetter, provider, auth string) func(context.Context) (Credential, error) {
+	if provider == ProviderAnthropic && auth == "" {
+		return FromStore(s)
+	}
+	if auth == AuthNone {
+		return func(context.Context) (Credential, error) { return Credential{Kind: KindNone}, nil }
+	}
+	kind := KindAPIKey
+	if auth == AuthBearer {
+		kind = KindBearer
+	}
+	return func(context.Context) (Credential, error) {
+		key, err := keychain.LLMKey(provider, false)
+		if err != nil {
+			return Credential{}, err
+		}
+		b, err := s.Get(keychain.LLMPlugin, key)
+		if errors.Is(err, keychain.ErrNotFound) {
+			return Credential{}, fmt.Errorf("%w (keychain %s: no %s)", ErrNoCredential, keychain.LLMPlugin, key)
+		}
+		if err != nil {
+			return Credential{}, fmt.Errorf("read %s/%s: %w", keychain.LLMPlugin, key, err)
+		}
+		c := Credential{Kind: kind, Secret: string(b)}
+		clear(b)
+		return c, nil
 	}
 }

@@ -86,7 +86,11 @@ func TestCredentialCheck(t *testing.T) {
 	}{
 		{Credential{KindAPIKey, apiSecret}, true},
 		{Credential{KindOAuth, oauthSecret}, true},
-		{Credential{"bearer", apiSecret}, false},
+		{Credential{KindBearer, apiSecret}, true},
+		{Credential{Kind: KindNone}, true},
+		{Credential{KindNone, apiSecret}, false},
+		{Credential{KindBearer, ""}, false},
+		{Credential{"basic", apiSecret}, false},
 		{Credential{KindAPIKey, ""}, false},
 		{Credential{KindAPIKey, "sk-ant\nX: y"}, false},
 		{Credential{KindAPIKey, "sk ant"}, false},

@@ -128,9 +128,12 @@ func outboundHeader(in http.Header, c Credential, denied []string) (http.Header,
 	switch c.Kind {
 	case KindAPIKey:
 		out.Set("X-Api-Key", c.Secret)
-	case KindOAuth:
+	case KindOAuth, KindBearer:
 		out.Set("Authorization", "Bearer "+c.Secret)
 	}
+	// KindNone: nothing. The agent's own credential headers were never
+	// copied (they are not in the allow-list), so none reaches the
+	// upstream.
 	return out, dropped
 }
 

@@ -38,18 +38,19 @@ const StageLLM = audit.StageLLM
 
 // Codes of the proxy's audit entries (Entry.Code).
 const (
-	CodeNotAllowed     = "NOT_ALLOWED"          // the path, method or request form is not allowed
-	CodeRateLimited    = "RATE_LIMITED"         // the session is over its request rate
-	CodeBudget         = "BUDGET_EXCEEDED"      // the group's daily token budget is spent
-	CodeTooLarge       = "REQUEST_TOO_LARGE"    // the request body is over Options.MaxRequestBytes
-	CodeBadRequest     = "BAD_REQUEST"          // the request body could not be read, or is not one JSON object
-	CodeNetworkFeature = "NETWORK_FEATURE"      // the body asks the model API to reach out: a server tool, mcp_servers, a URL or file source (body.go)
-	CodeNoCredential   = "NO_CREDENTIAL"        // no model API credential is stored
-	CodeCredential     = "CREDENTIAL_ERROR"     // the credential could not be read, or is malformed
-	CodeUnreachable    = "UPSTREAM_UNREACHABLE" // no reply from the model API (network, TLS)
-	CodeUpstream       = "UPSTREAM_ERROR"       // the model API answered with an error status
-	CodeStream         = "STREAM_ERROR"         // the reply broke off, or its stream carried an error event
-	CodeCanceled       = "CANCELED"             // the client left, or the session ended, before the reply did
+	CodeNotAllowed      = "NOT_ALLOWED"          // the path, method or request form is not allowed
+	CodeRateLimited     = "RATE_LIMITED"         // the session is over its request rate
+	CodeBudget          = "BUDGET_EXCEEDED"      // the group's daily token budget is spent
+	CodeTooLarge        = "REQUEST_TOO_LARGE"    // the request body is over Options.MaxRequestBytes
+	CodeBadRequest      = "BAD_REQUEST"          // the request body could not be read, or is not one JSON object
+	CodeModelNotAllowed = "MODEL_NOT_ALLOWED"    // the body names a model the group may not use (Options.Models)
+	CodeNetworkFeature  = "NETWORK_FEATURE"      // the body asks the model API to reach out: a server tool, mcp_servers, a URL or file source (body.go)
+	CodeNoCredential    = "NO_CREDENTIAL"        // no model API credential is stored
+	CodeCredential      = "CREDENTIAL_ERROR"     // the credential could not be read, or is malformed
+	CodeUnreachable     = "UPSTREAM_UNREACHABLE" // no reply from the model API (network, TLS)
+	CodeUpstream        = "UPSTREAM_ERROR"       // the model API answered with an error status
+	CodeStream          = "STREAM_ERROR"         // the reply broke off, or its stream carried an error event
+	CodeCanceled        = "CANCELED"             // the client left, or the session ended, before the reply did
 )
 
 // Defaults for Options.
@@ -63,9 +64,19 @@ const (
 
 // Options configure a Proxy.
 type Options struct {
-	// Upstream is the model API's origin: https, a host, no path. Nil
-	// selects DefaultUpstream.
+	// Upstream is the model API's origin: https to any host, or plain http
+	// to a loopback address (CheckUpstream), no path. Nil selects
+	// DefaultUpstream.
 	Upstream *url.URL
+	// Provider names the upstream's kind (ProviderAnthropic…), for the
+	// messages that tell the user how to store its credential; empty is
+	// anthropic.
+	Provider string
+	// Models, when not empty, are the only model names a POST
+	// /v1/messages or /v1/messages/count_tokens may name (the group's
+	// models in config.toml); any other is refused with 403
+	// permission_error and audited MODEL_NOT_ALLOWED.
+	Models []string
 	// Transport carries the forwarded requests. Nil selects a clone of
 	// http.DefaultTransport with TLS 1.2 or later, certificate
 	// verification against the system roots, and no transparent
@@ -77,7 +88,8 @@ type Options struct {
 	// result is never logged. An error wrapping ErrNoCredential is
 	// answered with a 401 telling the user to store one; any error's text
 	// is audited and logged, so it must not contain the secret. Required;
-	// FromStore reads the keychain.
+	// FromStore reads Anthropic's from the keychain, FromStoreFor another
+	// provider's in its style.
 	Credential func(ctx context.Context) (Credential, error)
 	// Session and Group name the agent session this proxy serves: its
 	// audit entries carry them, the rate is the session's and the budget
@@ -157,8 +169,11 @@ func New(o Options) (*Proxy, error) {
 		}
 		o.Upstream = u
 	}
-	if err := checkUpstream(o.Upstream); err != nil {
-		return nil, fmt.Errorf("llmproxy: %w", err)
+	if err := CheckUpstream(o.Upstream); err != nil {
+		return nil, fmt.Errorf("llmproxy: upstream %w", err)
+	}
+	if o.Provider == "" {
+		o.Provider = ProviderAnthropic
 	}
 	if o.Transport == nil {
 		o.Transport = NewTransport(nil)
@@ -197,21 +212,6 @@ func New(o Options) (*Proxy, error) {
 	}, nil
 }
 
-// checkUpstream accepts an https origin without credentials.
-func checkUpstream(u *url.URL) error {
-	switch {
-	case u.Scheme != "https":
-		return fmt.Errorf("upstream %q: the model API is reached over https only", u.Redacted())
-	case u.Host == "":
-		return fmt.Errorf("upstream %q has no host", u.Redacted())
-	case u.User != nil:
-		return errors.New("upstream: a URL with user information is refused")
-	case (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "":
-		return fmt.Errorf("upstream %q: give an origin (scheme and host) without a path or query", u.Redacted())
-	}
-	return nil
-}
-
 // NewTransport returns the transport New uses by default, trusting roots
 // (nil: the system's roots): a clone of http.DefaultTransport (its
 // timeouts, its proxy from the environment, HTTP/2) with TLS 1.2 or later,
@@ -235,6 +235,10 @@ type call struct {
 	body   []byte
 	status int
 	u      usage
+	// unread says why the reply's usage could not be read (compressed,
+	// too large, not JSON); empty when it was read, whether or not it
+	// held a usage object.
+	unread string
 	code   string // failure code; "" for success
 	detail string // why, for the audit and the log
 }
@@ -299,7 +303,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c.body = body
 
 	if ep == epMessages || ep == epCountTokens {
-		if be := checkBody(body); be != nil {
+		be := checkBody(body)
+		if be == nil && len(p.o.Models) > 0 {
+			be = checkModel(body, p.o.Group, p.o.Models)
+		}
+		if be != nil {
 			c.detail = be.detail
 			p.refuse(w, c, be.status, be.typ, be.code, be.msg)
 			return
@@ -314,7 +322,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c.detail = err.Error()
 		if errors.Is(err, ErrNoCredential) {
 			p.refuse(w, c, http.StatusUnauthorized, "authentication_error", CodeNoCredential,
-				"Carapace has no credential for the model API: on the host, run `carapace auth set --llm anthropic` (or with --oauth)")
+				noCredentialMessage(p.o.Provider))
 		} else {
 			p.refuse(w, c, http.StatusInternalServerError, "api_error", CodeCredential, "Carapace could not read the model API's credential")
 		}
@@ -449,6 +457,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, c *call, cred Cr
 		}
 	case tail != nil:
 		if err := tail.parse(&c.u); err != nil {
+			c.unread = err.Error()
 			p.log.Warn("llm proxy: cannot read the usage of a reply", "id", c.id, "err", err)
 		}
 	}
@@ -459,6 +468,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, c *call, cred Cr
 		c.code = CodeUpstream
 	}
 	if c.ep == epMessages && resp.StatusCode == http.StatusOK && !plain {
+		c.unread = "the reply is compressed"
 		p.log.Warn("llm proxy: the model API sent a compressed reply; its usage is unknown", "id", c.id)
 	}
 	p.finish(c)
@@ -573,8 +583,12 @@ func (c *call) reason() string {
 			if c.u.CacheRead > 0 || c.u.CacheWrite > 0 {
 				fmt.Fprintf(&b, " (%d cache read, %d cache write)", c.u.CacheRead, c.u.CacheWrite)
 			}
+		} else if c.unread != "" {
+			add("usage unknown (%s); not charged to the budget", c.unread)
 		} else {
-			add("usage unknown")
+			// The upstream sent no usage object (a gateway or a local
+			// server that does not count): say so rather than count 0.
+			add("usage not reported by the upstream; not charged to the budget")
 		}
 	}
 	if c.detail != "" {
@@ -649,4 +663,12 @@ func writeAPIError(w http.ResponseWriter, status int, typ, msg string) {
 	h.Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
+}
+
+// noCredentialMessage tells the user how to store provider's credential.
+func noCredentialMessage(provider string) string {
+	if provider == ProviderAnthropic {
+		return "Carapace has no credential for the model API: on the host, run `carapace auth set --llm anthropic` (or with --oauth)"
+	}
+	return "Carapace has no credential for the " + provider + " model API: on the host, run `carapace auth set --llm " + provider + "`, or set its auth to \"none\" in config.toml if it takes none"
 }

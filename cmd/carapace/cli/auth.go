@@ -113,7 +113,7 @@ func (a *app) authSetCmd() *cobra.Command {
 	var plugin, key, llm string
 	var oauth bool
 	c := &cobra.Command{
-		Use:   "set (--plugin NAME --key KEY | --llm anthropic [--oauth])",
+		Use:   "set (--plugin NAME --key KEY | --llm PROVIDER [--oauth])",
 		Short: "Store a credential read from stdin",
 		Long: `Store a credential for a plugin, replacing any previous value.
 
@@ -129,9 +129,12 @@ characters of A-Z, a-z, 0-9, '.', '_' and '-'.
 --llm anthropic stores the model API's key, which the core's proxy adds to
 the agent's model requests (the container only ever holds a placeholder);
 with --oauth, a Claude subscription's OAuth token instead. No plugin can
-read it.`,
+read it. --llm custom (or ollama, llamacpp) stores the key or token of
+that provider's upstream, sent in the style config.toml's auth names
+(x-api-key or bearer); a local Ollama or llama-server takes none.`,
 		Example: `  printf %s "$ANTHROPIC_API_KEY" | carapace auth set --llm anthropic
   carapace auth set --llm anthropic --oauth                # prompts; input hidden
+  printf %s "$GATEWAY_TOKEN" | carapace auth set --llm custom
   printf %s "$TOKEN" | carapace auth set --plugin github --key token
   carapace auth set --plugin telegram --key bot_token     # prompts; input hidden
   carapace auth set --plugin gmail --key client.json < client_secret.json`,
@@ -167,7 +170,7 @@ read it.`,
 		},
 	}
 	a.credentialFlags(c, &plugin, &key)
-	c.Flags().StringVar(&llm, "llm", "", "store the model API's credential instead: anthropic")
+	c.Flags().StringVar(&llm, "llm", "", "store the model API's credential instead: "+strings.Join(keychain.LLMProviders, ", "))
 	c.Flags().BoolVar(&oauth, "oauth", false, "with --llm: a Claude subscription's OAuth token instead of an API key")
 	// A mistyped flag could be a secret starting with '-': name a long
 	// flag the user typed, but never echo a whole argument.

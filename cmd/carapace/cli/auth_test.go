@@ -349,7 +349,7 @@ func TestAuthLLM(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--llm", "openai"}, "the only model API is anthropic"},
+		{[]string{"--llm", "openai"}, "the model APIs are anthropic, ollama, llamacpp, custom"},
 		{[]string{"--llm", "anthropic", "--plugin", "x", "--key", "y"}, "give --llm, or --plugin and --key, not both"},
 		{[]string{"--oauth", "--plugin", "x", "--key", "y"}, "--oauth goes with --llm anthropic"},
 	} {

@@ -1,13 +1,17 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net/url"
 	"os"
 	goruntime "runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -47,17 +51,18 @@ func (a *app) doctorCmd() *cobra.Command {
 		Short: "Check this Carapace: each finding with what is wrong and the command that fixes it",
 		Long: `Check the home (folders 0700, files 0600), config.toml, the core (running,
 and the same version as this carapace), its plugins' health, the user
-plugins' pins, the model API credential (and with --online, that the
-model API accepts it), the Telegram channel, the menu-bar app's
+plugins' pins, the model API credential of each upstream in config.toml
+(and with --online, that the model API accepts it, and for Ollama that it
+has the models the groups name), the Telegram channel, the menu-bar app's
 notification permission and login item (while the app runs: only it can
 read them), the audit log, the container engine and the agent image, and
 scheduled tasks overdue. Each check says
 ok, warn or fail, what is wrong and the command that fixes it. Exit
 status 1 when any check fails.
 
-Nothing leaves this machine unless --online is given: then one request,
-GET /v1/models, which costs no tokens, goes to the model API with the
-stored credential.
+Nothing leaves this machine unless --online is given: then one request
+per upstream, which costs no tokens, goes to it with its credential in its
+own style: GET /v1/models, or for Ollama GET /api/tags (its model list).
 
 With --prove, doctor does not read settings but proves them: the running
 core starts a probe plugin under the confinement every plugin gets and a
@@ -120,7 +125,7 @@ rather than configuration. Exit status 1 when any promise fails.`,
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the checks as JSON")
-	c.Flags().BoolVar(&online, "online", false, "also ask the model API whether it accepts the credential (one GET /v1/models)")
+	c.Flags().BoolVar(&online, "online", false, "also ask each model API whether it accepts the credential (one GET /v1/models, or /api/tags for Ollama)")
 	c.Flags().BoolVar(&prove, "prove", false, "instead of the checks, have the running core prove each promise from inside a real plugin and a real agent container (some seconds)")
 	c.MarkFlagsMutuallyExclusive("prove", "online")
 	return c
@@ -149,7 +154,7 @@ func (a *app) doctor(ctx context.Context, online bool) ([]Check, error) {
 	add(checkPins(h, a.cfg.Version))
 	add(checkConfinement(cfg, st, confine.Probe()))
 	add(checkNetwork(cfg))
-	add(a.checkCredential(ctx, cfg, online))
+	checks = append(checks, a.checkModelAPIs(ctx, cfg, online)...)
 	add(a.checkTelegram(ctx, h, st))
 	checks = append(checks, checkApp(h)...)
 	add(checkAudit(h))
@@ -271,46 +276,112 @@ func checkPlugins(st *api.Status) Check {
 	return Check{Name: "plugins", Status: checkOK, Message: fmt.Sprintf("%d healthy", len(st.Plugins))}
 }
 
-// checkCredential looks for the model API's credential and, online, asks
-// the model API whether it accepts it.
-func (a *app) checkCredential(ctx context.Context, cfg *config.Config, online bool) Check {
+// checkModelAPIs checks each upstream of config.toml ([llm]'s, and each
+// [llm.upstreams.NAME] a group names): its credential and, online, the
+// upstream itself. Without a config.toml that loads, the anthropic
+// default is checked.
+func (a *app) checkModelAPIs(ctx context.Context, cfg *config.Config, online bool) []Check {
+	if cfg == nil {
+		return []Check{a.checkModelAPI(ctx, nil, "", config.LLMUpstream{Provider: llmproxy.ProviderAnthropic}, nil, online)}
+	}
+	used := map[string]bool{"": true}
+	want := map[string][]string{}
+	addWant := func(name string, ms ...string) {
+		for _, m := range ms {
+			if m != "" && !slices.Contains(want[name], m) {
+				want[name] = append(want[name], m)
+			}
+		}
+	}
+	addWant("", cfg.LLM.Model)
+	for _, g := range slices.Sorted(maps.Keys(cfg.Groups)) {
+		name, up := cfg.UpstreamFor(g)
+		used[name] = true
+		model, small := cfg.ModelsFor(g)
+		addWant(name, up.Model, model, small)
+	}
+	var out []Check
+	for _, name := range slices.Sorted(maps.Keys(used)) {
+		up := cfg.LLM.DefaultUpstream()
+		if name != "" {
+			up = cfg.LLM.Upstreams[name]
+		}
+		out = append(out, a.checkModelAPI(ctx, cfg, name, up, want[name], online))
+	}
+	return out
+}
+
+// checkModelAPI looks for the credential of upstream up (named name; ""
+// is [llm]'s) and, online, asks it once, in its own credential style,
+// whether it answers and takes the credential: GET /v1/models?limit=1, or
+// for Ollama GET /api/tags, which also lists its models, so that a model
+// a group names and Ollama has not pulled is reported with the command
+// that pulls it.
+func (a *app) checkModelAPI(ctx context.Context, cfg *config.Config, name string, up config.LLMUpstream, models []string, online bool) Check {
+	check := "model key"
+	if name != "" {
+		check = "model key " + name
+	}
+	provider := cmp.Or(up.Provider, llmproxy.ProviderAnthropic)
+	setFix := "carapace auth set --llm " + provider
 	store, err := a.credentials()
 	if err != nil {
-		return Check{Name: "model key", Status: checkFail, Message: err.Error()}
+		return Check{Name: check, Status: checkFail, Message: err.Error()}
 	}
-	cred, err := llmproxy.FromStore(store)(ctx)
+	cred, err := llmproxy.FromStoreFor(store, provider, up.Auth)(ctx)
 	switch {
 	case errors.Is(err, llmproxy.ErrNoCredential):
-		return Check{Name: "model key", Status: checkFail, Message: "no model API credential: agents cannot reach the model",
-			Fix: "carapace auth set --llm anthropic"}
+		return Check{Name: check, Status: checkFail, Message: "no " + provider + " model API credential: agents cannot reach the model",
+			Fix: setFix}
 	case err != nil:
-		return Check{Name: "model key", Status: checkFail, Message: "unreadable: " + oneLine(err.Error()), Fix: "carapace auth set --llm anthropic"}
+		return Check{Name: check, Status: checkFail, Message: "unreadable: " + oneLine(err.Error()), Fix: setFix}
+	}
+	stored := "stored (" + cred.Kind + ")"
+	if cred.Kind == llmproxy.KindNone {
+		stored = "none needed (" + provider + ", auth none)"
 	}
 	if !online {
-		return Check{Name: "model key", Status: checkOK, Message: "stored (" + cred.Kind + "; carapace doctor --online asks the model API)"}
+		return Check{Name: check, Status: checkOK, Message: strings.TrimSuffix(stored, ")") + "; carapace doctor --online asks the model API)"}
 	}
 	if cfg == nil {
-		return Check{Name: "model key", Status: checkWarn, Message: "stored (" + cred.Kind + "); not asked online: config.toml does not load"}
+		return Check{Name: check, Status: checkWarn, Message: stored + "; not asked online: config.toml does not load"}
 	}
-	upstream, err := url.Parse(cfg.LLM.Upstream)
+	upstream, err := url.Parse(up.Upstream)
 	if err != nil {
-		return Check{Name: "model key", Status: checkFail, Message: "llm.upstream: " + err.Error(), Fix: "carapace config edit"}
+		return Check{Name: check, Status: checkFail, Message: "upstream: " + err.Error(), Fix: "carapace config edit"}
 	}
-	t, err := llmproxy.TransportFor(cfg.LLM.CAFile)
+	t, err := llmproxy.TransportFor(up.CAFile)
 	if err != nil {
-		return Check{Name: "model key", Status: checkFail, Message: err.Error(), Fix: "carapace config edit"}
+		return Check{Name: check, Status: checkFail, Message: err.Error(), Fix: "carapace config edit"}
 	}
 	pctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	err = llmproxy.Probe(pctx, upstream, t, cred)
-	switch {
-	case errors.Is(err, llmproxy.ErrRefused):
-		return Check{Name: "model key", Status: checkFail, Message: oneLine(err.Error()) + ": it is revoked, mistyped or of another kind",
-			Fix: "carapace auth set --llm anthropic (or --oauth for a Claude subscription's token)"}
-	case err != nil:
-		return Check{Name: "model key", Status: checkWarn, Message: "stored (" + cred.Kind + "), but not checked: " + oneLine(err.Error())}
+	var have []string
+	if provider == llmproxy.ProviderOllama {
+		have, err = llmproxy.OllamaModels(pctx, upstream, t, cred)
+	} else {
+		err = llmproxy.Probe(pctx, upstream, t, cred)
 	}
-	return Check{Name: "model key", Status: checkOK, Message: "stored (" + cred.Kind + ") and accepted by " + upstream.Host}
+	switch {
+	case errors.Is(err, llmproxy.ErrRefused) && provider == llmproxy.ProviderAnthropic:
+		return Check{Name: check, Status: checkFail, Message: oneLine(err.Error()) + ": it is revoked, mistyped or of another kind",
+			Fix: "carapace auth set --llm anthropic (or --oauth for a Claude subscription's token)"}
+	case errors.Is(err, llmproxy.ErrRefused):
+		return Check{Name: check, Status: checkFail, Message: oneLine(err.Error()) + ": the key is wrong, or the upstream takes it in another style than auth = " + strconv.Quote(up.Auth),
+			Fix: setFix + " (or change auth in config.toml)"}
+	case err != nil && provider == llmproxy.ProviderOllama:
+		return Check{Name: check, Status: checkWarn, Message: "not checked: " + oneLine(err.Error()), Fix: "start Ollama (ollama serve), or correct the upstream in config.toml"}
+	case err != nil:
+		return Check{Name: check, Status: checkWarn, Message: stored + ", but not checked: " + oneLine(err.Error())}
+	}
+	if missing, err := llmproxy.MissingModels(upstream.Host, have, models); err != nil && provider == llmproxy.ProviderOllama {
+		fix := make([]string, len(missing))
+		for i, m := range missing {
+			fix[i] = "ollama pull " + m
+		}
+		return Check{Name: check, Status: checkFail, Message: oneLine(err.Error()), Fix: strings.Join(fix, " && ")}
+	}
+	return Check{Name: check, Status: checkOK, Message: stored + " and accepted by " + upstream.Host}
 }
 
 // checkPins checks that each user plugin's handler still matches the pin

@@ -39,9 +39,12 @@ type setupFlags struct {
 	buildImage         bool
 	ipc                string
 	llmKeyStdin, oauth bool
-	telegramStdin      bool
-	telegramPair       bool
-	service            bool
+	// llmProvider, llmUpstream, llmAuth and llmModel set [llm] provider,
+	// upstream, auth and model.
+	llmProvider, llmUpstream, llmAuth, llmModel string
+	telegramStdin                               bool
+	telegramPair                                bool
+	service                                     bool
 }
 
 func (a *app) setupCmd() *cobra.Command {
@@ -58,7 +61,11 @@ func (a *app) setupCmd() *cobra.Command {
   image      check the agent image, or build it (--build-image; it needs a
              registry for its base image and npm for Claude Code), or use
              one you have (--image)
-  model key  store the model API's key (read hidden, or --llm-key-stdin)
+  model API  choose the model API: Anthropic, a local Ollama (found when
+             it runs, with its models) or llama-server, or a gateway
+             (--llm-provider, --llm-upstream, --llm-auth, --llm-model)
+  model key  store the model API's key (read hidden, or --llm-key-stdin);
+             a local model takes none
   telegram   store a Telegram bot token and pair your account (optional)
   service    start the core at login: a systemd user service on Linux, a
              LaunchAgent on macOS (optional; the menu-bar app can instead)
@@ -76,6 +83,7 @@ result.`,
   printf %s "$ANTHROPIC_API_KEY" | carapace setup --yes --llm-key-stdin
   carapace setup --yes --engine docker --image carapace-agent-test:dev
   carapace setup --yes --build-image --service
+  carapace setup --yes --llm-provider ollama --llm-model qwen3-coder
   printf %s "$BOT_TOKEN" | carapace setup --yes --telegram-token-stdin --telegram-pair`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -89,6 +97,10 @@ result.`,
 	fl.BoolVar(&f.buildImage, "build-image", false, "build the agent image carapace-agent:VERSION (needs a registry and npm)")
 	fl.StringVar(&f.ipc, "ipc", "", "with --build-image: the static linux ipc binary (default: linux-<arch>/ipc beside carapace, as make build puts it)")
 	fl.BoolVar(&f.llmKeyStdin, "llm-key-stdin", false, "read the model API key (or, with --oauth, a Claude OAuth token) from stdin")
+	fl.StringVar(&f.llmProvider, "llm-provider", "", "set llm.provider: "+strings.Join(llmproxy.ProviderNames(), ", ")+" (setup looks for a running Ollama at $OLLAMA_HOST or 127.0.0.1:11434)")
+	fl.StringVar(&f.llmUpstream, "llm-upstream", "", "set llm.upstream: the model API's URL (https, or http on loopback)")
+	fl.StringVar(&f.llmAuth, "llm-auth", "", "set llm.auth: how a custom upstream takes its key: "+strings.Join(llmproxy.AuthStyles, ", "))
+	fl.StringVar(&f.llmModel, "llm-model", "", "set llm.model: the model the agents ask for (a local model needs one)")
 	fl.BoolVar(&f.oauth, "oauth", false, "the key is a Claude subscription's OAuth token (sk-ant-oat… is recognised without it)")
 	fl.BoolVar(&f.telegramStdin, "telegram-token-stdin", false, "read a Telegram bot token from stdin and turn the Telegram channel on")
 	fl.BoolVar(&f.telegramPair, "telegram-pair", false, "print a one-time code that makes you the bot's owner")
@@ -392,6 +404,13 @@ func (s *setupRun) modelKey() {
 	store, err := s.a.credentials()
 	if err != nil {
 		s.report(stepFail, "model key", err.Error(), "")
+		return
+	}
+	anthropicStored, _ := llmproxy.FromStore(store)(s.ctx)
+	s.modelAPI(anthropicStored.Kind != "")
+	up := s.cfg.LLM.DefaultUpstream()
+	if up.Provider != llmproxy.ProviderAnthropic || up.Auth != "" {
+		s.providerKey(store, up)
 		return
 	}
 	stored, serr := llmproxy.FromStore(store)(s.ctx)
