@@ -28,32 +28,32 @@ const (
 
 // Error codes of the tools (ToolError.Code), kept in the audit log.
 const (
-	CodeHeaderInjection    = "HEADER_INJECTION"    // CR, LF or NUL in an address, the subject or a message id
-	CodeInvalidAddress     = "INVALID_ADDRESS"     // not one RFC 5322 address
-	CodeBodyTooLarge       = "BODY_TOO_LARGE"      // body over max_body_bytes
-	CodeTooManyRecipients  = "TOO_MANY_RECIPIENTS" // over MaxRecipients
-	CodeNoRecipient        = "NO_RECIPIENT"        // no To, Cc or Bcc
-	CodeInvalidID          = "INVALID_ID"          // not an id this plugin gave
-	CodeStaleID            = "STALE_ID"            // the folder's UIDVALIDITY changed
-	CodeNotFound           = "NOT_FOUND"           // no such message (any more)
-	CodeNoAccount          = "NO_ACCOUNT"          // unknown account, or none for the group
-	CodeAccountNotAllowed  = "ACCOUNT_NOT_ALLOWED" // the group may not use the account
-	CodeNoPassword         = "NO_PASSWORD"         // carapace auth set --plugin mail --key ACCOUNT
-	CodeAuthFailed         = "AUTH_FAILED"         // the server refused the login
-	CodeConnect            = "CONNECT_FAILED"      // the server could not be reached
-	CodeServer             = "SERVER_ERROR"        // the server refused a command
-	CodeNoFolder           = "NO_FOLDER"           // no such folder (Drafts, Sent, Archive not found)
-	CodeNotADraft          = "NOT_A_DRAFT"         // mail_send of a message outside Drafts
-	CodeDraftUnsupported   = "DRAFT_UNSUPPORTED"   // a draft that is not one plain-text part
-	CodeFromMismatch       = "FROM_MISMATCH"       // the draft's From is not the account's
-	CodeContentChanged     = "CONTENT_CHANGED"     // the draft renders differently from what was approved
-	CodeNotBound           = "NOT_BOUND"           // mail_send without an approved preview digest
-	CodeCapReached         = "DAILY_CAP_REACHED"   // the group's daily_send_cap is used up
-	CodeRecipientNotAllowd = "RECIPIENT_NOT_ALLOWED"
-	CodeAlreadySent        = "ALREADY_SENT"  // this exact draft was sent (or may have been) already
-	CodeSendFailed         = "SEND_FAILED"   // the SMTP server refused the mail; nothing was sent
-	CodeSendDoubt          = "SEND_UNCERTAIN" // the connection broke after the mail was handed over
-	CodeBadArgument        = "BAD_ARGUMENT"
+	CodeHeaderInjection     = "HEADER_INJECTION"      // CR, LF or NUL in an address, the subject or a message id
+	CodeInvalidAddress      = "INVALID_ADDRESS"       // not one RFC 5322 address
+	CodeBodyTooLarge        = "BODY_TOO_LARGE"        // body over max_body_bytes
+	CodeTooManyRecipients   = "TOO_MANY_RECIPIENTS"   // over MaxRecipients
+	CodeNoRecipient         = "NO_RECIPIENT"          // no To, Cc or Bcc
+	CodeInvalidID           = "INVALID_ID"            // not an id this plugin gave
+	CodeStaleID             = "STALE_ID"              // the folder's UIDVALIDITY changed
+	CodeNotFound            = "NOT_FOUND"             // no such message (any more)
+	CodeNoAccount           = "NO_ACCOUNT"            // unknown account, or none for the group
+	CodeAccountNotAllowed   = "ACCOUNT_NOT_ALLOWED"   // the group may not use the account
+	CodeNoPassword          = "NO_PASSWORD"           // carapace auth set --plugin mail --key ACCOUNT
+	CodeAuthFailed          = "AUTH_FAILED"           // the server refused the login
+	CodeConnect             = "CONNECT_FAILED"        // the server could not be reached
+	CodeServer              = "SERVER_ERROR"          // the server refused a command
+	CodeNoFolder            = "NO_FOLDER"             // no such folder (Drafts, Sent, Archive not found)
+	CodeNotADraft           = "NOT_A_DRAFT"           // mail_send of a message outside Drafts
+	CodeDraftUnsupported    = "DRAFT_UNSUPPORTED"     // a draft that is not one plain-text part
+	CodeFromMismatch        = "FROM_MISMATCH"         // the draft's From is not the account's
+	CodeContentChanged      = "CONTENT_CHANGED"       // the draft renders differently from what was approved
+	CodeNotBound            = "NOT_BOUND"             // mail_send without an approved preview digest
+	CodeCapReached          = "DAILY_CAP_REACHED"     // the group's daily_send_cap is used up
+	CodeRecipientNotAllowed = "RECIPIENT_NOT_ALLOWED" // a recipient is not on recipient_allowlist
+	CodeAlreadySent         = "ALREADY_SENT"          // this exact draft was sent (or may have been) already
+	CodeSendFailed          = "SEND_FAILED"           // the SMTP server refused the mail; nothing was sent
+	CodeSendDoubt           = "SEND_UNCERTAIN"        // the connection broke after the mail was handed over
+	CodeBadArgument         = "BAD_ARGUMENT"
 )
 
 func toolErr(code, field, format string, args ...any) *plugin.ToolError {

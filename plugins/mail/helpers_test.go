@@ -3,6 +3,7 @@ package mail
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"io"
@@ -109,6 +110,8 @@ type fixture struct {
 	dir      string
 	h        *Handler
 	now      time.Time
+	// clientTLS is the handler's Options.TLSConfig.
+	clientTLS *tls.Config
 }
 
 func listen(t *testing.T) net.Listener {
@@ -121,7 +124,12 @@ func listen(t *testing.T) net.Listener {
 
 // newServers starts the servers with mailboxes INBOX, Drafts, Sent and
 // Archive.
-func newServers(t *testing.T) *fixture {
+func newServers(t *testing.T) *fixture { return newServersWith(t, nil, "") }
+
+// newServersWith starts the servers with TLS: "tls" (implicit: the
+// listeners speak TLS) or "starttls" (the servers offer STARTTLS); ""
+// plain.
+func newServersWith(t *testing.T, srvTLS *tls.Config, mode string) *fixture {
 	t.Helper()
 	f := &fixture{t: t, smtp: &fakeSMTP{}, dir: t.TempDir(), now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
 	mem := imapmemserver.New()
@@ -137,19 +145,29 @@ func newServers(t *testing.T) *fixture {
 			return mem.NewSession(), nil, nil
 		},
 		Caps:         imap.CapSet{imap.CapIMAP4rev1: {}, imap.CapIMAP4rev2: {}},
-		InsecureAuth: true,
+		InsecureAuth: mode == "",
 		Logger:       discardLogger{},
+		TLSConfig:    map[bool]*tls.Config{true: srvTLS}[mode == "starttls"],
 	})
 	ln := listen(t)
+	if mode == "tls" {
+		ln = tls.NewListener(ln, srvTLS)
+	}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	f.imapAddr = ln.Addr().String()
 
 	s := smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) { return &smtpSession{f: f.smtp}, nil }))
 	s.Domain = "localhost"
-	s.AllowInsecureAuth = true
+	s.AllowInsecureAuth = mode == ""
 	s.ErrorLog = discardLogger{}
 	sl := listen(t)
+	switch mode {
+	case "tls":
+		sl = tls.NewListener(sl, srvTLS)
+	case "starttls":
+		s.TLSConfig = srvTLS
+	}
 	go func() { _ = s.Serve(sl) }()
 	t.Cleanup(func() { _ = s.Close() })
 	f.smtpAddr = sl.Addr().String()
@@ -184,8 +202,8 @@ func (f *fixture) start(cfg map[string]any) *Handler {
 		f.svc = &plugintest.Services{Plugin: Name, Channel: true, Credentials: plugintest.NewFakeCredentials(map[string]string{"work": testPass})}
 	}
 	var d net.Dialer
-	h := New(Options{Dial: d.DialContext, DataDir: f.dir, Logger: slog.New(slog.DiscardHandler),
-		Now: func() time.Time { return f.now }, RetryEvery: 50 * time.Millisecond, PollEvery: 50 * time.Millisecond})
+	h := New(Options{Dial: d.DialContext, DataDir: f.dir, TLSConfig: f.clientTLS, Logger: slog.New(slog.DiscardHandler),
+		Now: func() time.Time { return f.now }, RetryEvery: 50 * time.Millisecond, PollEvery: 50 * time.Millisecond, IdleRefresh: time.Second})
 	if err := h.Init(context.Background(), cfg, f.svc); err != nil {
 		f.t.Fatalf("Init: %v", err)
 	}

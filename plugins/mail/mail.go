@@ -54,10 +54,18 @@ type Options struct {
 	Logger  *slog.Logger
 	// Now is the clock (time.Now if nil).
 	Now func() time.Time
-	// IdleRefresh is how often a watch restarts IDLE (default 25 min);
-	// PollEvery how often it polls a server without IDLE (default 1 min),
-	// and RetryEvery how long it waits after a failure (default 30 s).
+	// IdleRefresh is how often a watch ends IDLE to look for new mail
+	// itself (default 9 min): it bounds how late a mail is seen whose
+	// notification was lost, or came just before IDLE began, and keeps
+	// NATs from dropping the connection. PollEvery is how often it polls
+	// a server without IDLE (default 1 min), RetryEvery how long it waits
+	// after a failure (default 30 s).
 	IdleRefresh, PollEvery, RetryEvery time.Duration
+
+	// crash, in tests, is called at the named points of the inbox watch
+	// (before-decide, decided, published): a test's helper process kills
+	// itself there.
+	crash func(point string)
 }
 
 // Handler is the mail plugin's handler.
@@ -86,10 +94,13 @@ func New(o Options) *Handler {
 		o.Now = time.Now
 	}
 	if o.IdleRefresh == 0 {
-		o.IdleRefresh = 25 * time.Minute
+		o.IdleRefresh = 9 * time.Minute
 	}
 	if o.PollEvery == 0 {
 		o.PollEvery = time.Minute
+	}
+	if o.crash == nil {
+		o.crash = func(string) {}
 	}
 	if o.RetryEvery == 0 {
 		o.RetryEvery = 30 * time.Second
@@ -173,7 +184,7 @@ func (h *Handler) Invoke(ctx context.Context, req *plugin.Request) (map[string]a
 	case "mail_mark":
 		return h.mark(ctx, req)
 	}
-	return nil, toolErr("UNKNOWN_TOOL", "", "the mail plugin has no tool %q", clipQ(req.Tool))
+	return nil, plugin.NewToolError(fmt.Sprintf("the mail plugin does not provide %q", clipQ(req.Tool)), false)
 }
 
 // accountFor returns the account a call uses: the one named (which the

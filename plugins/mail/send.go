@@ -140,7 +140,7 @@ func (h *Handler) sendDraft(ctx context.Context, group, draftID, approved string
 	}
 	for _, r := range p.wire.To {
 		if !h.cfg.allowed(r) {
-			return nil, toolErr(CodeRecipientNotAllowd, "draft_id", "%s is not on the recipient allow-list (recipient_allowlist in [plugins.mail.config]): nothing was sent", r)
+			return nil, toolErr(CodeRecipientNotAllowed, "draft_id", "%s is not on the recipient allow-list (recipient_allowlist in [plugins.mail.config]): nothing was sent", r)
 		}
 	}
 	now := h.now()
@@ -233,6 +233,13 @@ func (h *Handler) smtpSend(ctx context.Context, a *Account, w *wire) (string, er
 	}
 	_, domain, _ := strings.Cut(a.From.Address, "@")
 	if err := c.Hello(domain); err != nil {
+		var se *smtp.SMTPError
+		if !errors.As(err, &se) {
+			// With STARTTLS the handshake happens here: a certificate
+			// not trusted ends the connection before any login.
+			h.log.Warn("smtp hello failed", "account", a.Name, "err", err)
+			return "failed", &plugin.ToolError{Code: CodeConnect, Retriable: true, Message: fmt.Sprintf("the connection to the SMTP server of account %s failed (TLS, or the server went away): nothing was sent", a.Name)}
+		}
 		return fail("EHLO", err)
 	}
 	if err := c.Auth(sasl.NewPlainClient("", a.Username, pw)); err != nil {

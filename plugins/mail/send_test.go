@@ -192,8 +192,8 @@ func TestSendRefusals(t *testing.T) {
 	}
 	// Not on the allow-list.
 	id3, digest3 := draft("eve@example.com")
-	if _, err := f.h.sendDraft(ctx60(t), "main", id3, digest3); code(err) != CodeRecipientNotAllowd {
-		t.Fatalf("send to eve: %v, want %s", err, CodeRecipientNotAllowd)
+	if _, err := f.h.sendDraft(ctx60(t), "main", id3, digest3); code(err) != CodeRecipientNotAllowed {
+		t.Fatalf("send to eve: %v, want %s", err, CodeRecipientNotAllowed)
 	}
 	// A group whose cap is 0 sends nothing.
 	if _, err := f.h.sendDraft(ctx60(t), "other", id, digest); code(err) != CodeCapReached {

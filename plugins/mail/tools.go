@@ -162,6 +162,7 @@ func flagNames(flags []imap.Flag) []string {
 			out = append(out, "draft")
 		}
 	}
+	slices.Sort(out)
 	return out
 }
 

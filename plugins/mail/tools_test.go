@@ -246,7 +246,7 @@ func TestMark(t *testing.T) {
 		want   []string
 	}{
 		{"read", []string{"read"}},
-		{"flagged", []string{"read", "flagged"}},
+		{"flagged", []string{"flagged", "read"}},
 		{"unread", []string{"flagged"}},
 		{"unflagged", []string{}},
 	}

@@ -175,6 +175,7 @@ func (h *Handler) processNew(ctx context.Context, c *conn, a *Account, uidvalidi
 		if a.matches(p) {
 			state = "publishing"
 		}
+		h.opts.crash("before-decide")
 		fresh, err := h.st.decide(ctx, a.Name, uidvalidity, uint32(b.UID), state, h.now())
 		if err != nil {
 			return fmt.Errorf("record mail %d: %w", b.UID, err)
@@ -182,6 +183,7 @@ func (h *Handler) processNew(ctx context.Context, c *conn, a *Account, uidvalidi
 		if !fresh || state != "publishing" {
 			continue
 		}
+		h.opts.crash("decided")
 		ev, err := plugin.TopicMessageInbound.Event(a.InboundGroup, plugin.Inbound{
 			Text:      inboundPrompt(id, p, b.InternalDate),
 			ReplyTo:   json.RawMessage(fmt.Sprintf(`{"account":%q,"id":%q}`, a.Name, id.String())),
@@ -191,6 +193,7 @@ func (h *Handler) processNew(ctx context.Context, c *conn, a *Account, uidvalidi
 		if err == nil {
 			err = h.services.PublishEvent(ctx, ev)
 		}
+		h.opts.crash("published")
 		if err != nil {
 			final = "failed"
 			h.log.Warn("new mail not handed to the core", "account", a.Name, "uid", b.UID, "err", err)
