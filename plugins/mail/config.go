@@ -41,6 +41,7 @@ type Account struct {
 	SMTP         string // host:port
 	SMTPSecurity Security
 	Username     string
+	SMTPUsername string // the SMTP login, when it is not Username (iCloud)
 	From         *mail.Address
 	// Folder overrides; "" finds the folder by its special use, then by name.
 	Drafts, Sent, Archive string
@@ -62,9 +63,9 @@ type groupAccess struct {
 type config struct {
 	Accounts []*Account
 	Groups   map[string]groupAccess
-	// Allow, when not nil, is the recipient allow-list: addresses (lower
-	// case) and domains ("@example.com", which also admits its
-	// subdomains' addresses? no: exactly that domain).
+	// Allow, when not nil, is the recipient allow-list: addresses and
+	// domains ("@example.com": exactly that domain, not its subdomains),
+	// lower case.
 	Allow []string
 	// MaxBody is the most a body (text) may be, in bytes, for a draft.
 	MaxBody int
@@ -239,11 +240,15 @@ func parseAccount(m map[string]any) (*Account, error) {
 			} else {
 				a.SMTPSecurity = sec
 			}
-		case "username":
+		case "username", "smtp_username":
 			if s == "" || len(s) > 320 {
-				return nil, fmt.Errorf("username: want the login name (often the address)")
+				return nil, fmt.Errorf("%s: want the login name (often the address)", k)
 			}
-			a.Username = s
+			if k == "username" {
+				a.Username = s
+			} else {
+				a.SMTPUsername = s
+			}
 		case "from":
 			addr, err := parseOneAddress(s)
 			if err != nil {
@@ -281,7 +286,7 @@ func parseAccount(m map[string]any) (*Account, error) {
 				a.InboundSenders = append(a.InboundSenders, strings.ToLower(addr.Address))
 			}
 		default:
-			return nil, fmt.Errorf("unknown setting %q: an account takes name, imap, imap_security, smtp, smtp_security, username, from, drafts_folder, sent_folder, archive_folder, inbound_group and inbound_senders", textutil.Clip(k, 40))
+			return nil, fmt.Errorf("unknown setting %q: an account takes name, imap, imap_security, smtp, smtp_security, username, smtp_username, from, drafts_folder, sent_folder, archive_folder, inbound_group and inbound_senders", textutil.Clip(k, 40))
 		}
 	}
 	var missing []string
@@ -295,6 +300,9 @@ func parseAccount(m map[string]any) (*Account, error) {
 	}
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("missing %s", strings.Join(missing, ", "))
+	}
+	if a.SMTPUsername == "" {
+		a.SMTPUsername = a.Username
 	}
 	for _, s := range []struct {
 		k, addr string

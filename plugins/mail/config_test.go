@@ -53,6 +53,7 @@ func TestParseConfig(t *testing.T) {
 		{"allow-list", cfg(acct(nil), map[string]any{"recipient_allowlist": []any{"a@example.org", "@example.net"}}), ""},
 		{"bad allow-list entry", cfg(acct(nil), map[string]any{"recipient_allowlist": []any{"example.net"}}), "neither an address nor @domain"},
 		{"inbound", cfg(acct(map[string]any{"inbound_group": "main", "inbound_senders": []any{"Boss <boss@example.com>"}}), nil), ""},
+		{"smtp username", cfg(acct(map[string]any{"smtp_username": "me@icloud.com"}), nil), ""},
 		{"bad inbound sender", cfg(acct(map[string]any{"inbound_senders": []any{"boss"}}), nil), "inbound_senders"},
 		{"unknown top-level key", map[string]any{"account": []any{}}, `unknown setting "account"`},
 	}

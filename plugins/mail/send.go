@@ -242,10 +242,10 @@ func (h *Handler) smtpSend(ctx context.Context, a *Account, w *wire) (string, er
 		}
 		return fail("EHLO", err)
 	}
-	if err := c.Auth(sasl.NewPlainClient("", a.Username, pw)); err != nil {
+	if err := c.Auth(sasl.NewPlainClient("", a.SMTPUsername, pw)); err != nil {
 		var se *smtp.SMTPError
 		if errors.As(err, &se) && se.Code == 535 {
-			return "failed", toolErr(CodeAuthFailed, "draft_id", "the SMTP server of account %s refused the login of %s: check the app password; nothing was sent", a.Name, a.Username)
+			return "failed", toolErr(CodeAuthFailed, "draft_id", "the SMTP server of account %s refused the login of %s: check the app password; nothing was sent", a.Name, a.SMTPUsername)
 		}
 		return fail("the login", err)
 	}
