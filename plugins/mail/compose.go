@@ -73,6 +73,9 @@ func parseOneAddress(s string) (*mail.Address, error) {
 	if strings.ContainsAny(a.Address, "\r\n\x00 ,;<>\"") || strings.ContainsAny(a.Name, "\r\n\x00") {
 		return nil, fmt.Errorf("a character an address may not carry")
 	}
+	if _, bad := deceptive(a.Name+a.Address, false); bad {
+		return nil, fmt.Errorf("a control character in an address")
+	}
 	_, domain, ok := strings.Cut(a.Address, "@")
 	if !ok || !validDomain(domain) {
 		return nil, fmt.Errorf("%q has no valid domain", a.Address)
@@ -125,7 +128,25 @@ func checkSubject(s string) error {
 	if len(s) > MaxSubject || !utf8.ValidString(s) {
 		return toolErr(CodeBadArgument, "subject", "the subject must be valid UTF-8 of at most %d bytes", MaxSubject)
 	}
+	if r, bad := deceptive(s, false); bad {
+		return toolErr(CodeBadArgument, "subject", "the subject contains the control character %U, which could make the approval show something else than what is sent", r)
+	}
 	return nil
+}
+
+// deceptive finds a character that could make a person read a mail
+// otherwise than it is sent: a control character (but tab, and line feed
+// where lines are allowed) — a terminal escape, a backspace — or a
+// direction override or isolate (U+202A–U+202E, U+2066–U+2069).
+func deceptive(s string, lines bool) (rune, bool) {
+	for _, r := range s {
+		switch {
+		case r == '\t', r == '\n' && lines:
+		case r < 0x20, r >= 0x7f && r < 0xa0, r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
+			return r, true
+		}
+	}
+	return 0, false
 }
 
 // normBody makes LF line ends and refuses NUL and oversize.
@@ -134,6 +155,9 @@ func normBody(b string, max int) (string, error) {
 	b = strings.ReplaceAll(b, "\r", "\n")
 	if strings.ContainsRune(b, 0) || !utf8.ValidString(b) {
 		return "", toolErr(CodeBadArgument, "body", "the body must be UTF-8 text without NUL")
+	}
+	if r, bad := deceptive(b, true); bad {
+		return "", toolErr(CodeBadArgument, "body", "the body contains the control character %U, which could make the approval show something else than what is sent", r)
 	}
 	if len(b) > max {
 		return "", toolErr(CodeBodyTooLarge, "body", "the body is %d bytes, over the limit of %d (max_body_bytes): shorten it", len(b), max)

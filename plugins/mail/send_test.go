@@ -143,6 +143,11 @@ func TestDraftRefusals(t *testing.T) {
 		{"no recipient", func(a map[string]any) { a["to"], a["cc"], a["bcc"] = []any{}, []any{}, []any{} }, CodeNoRecipient},
 		{"too many", func(a map[string]any) { a["to"] = many }, CodeTooManyRecipients},
 		{"NUL in the body", func(a map[string]any) { a["body"] = "a\x00b" }, CodeBadArgument},
+		{"terminal escape in the body", func(a map[string]any) { a["body"] = "hi\x1b[2J\x1b[Hsomething else" }, CodeBadArgument},
+		{"backspaces in the subject", func(a map[string]any) { a["subject"] = "invoice\b\b\b\b\b\b\bhello" }, CodeBadArgument},
+		{"direction override in the body", func(a map[string]any) { a["body"] = "pay \u202e0001$\u202c now" }, CodeBadArgument},
+		{"direction override in a name", func(a map[string]any) { a["to"] = []any{"\"\u202eecila\" <mallory@example.net>"} }, CodeInvalidAddress},
+		{"tabs and right-to-left text", func(a map[string]any) { a["body"] = "a\tb\nשלום עולם\n" }, ""},
 		{"bad in_reply_to", func(a map[string]any) { a["in_reply_to"] = "<m1@example.org>" }, CodeInvalidID},
 	}
 	for _, tc := range cases {

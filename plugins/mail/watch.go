@@ -74,11 +74,18 @@ func (h *Handler) watchOnce(ctx context.Context, a *Account, ok func()) error {
 		return err
 	}
 	ok()
-	if err := h.catchUp(ctx, c, a, sel.UIDValidity); err != nil {
+	held, err := h.catchUp(ctx, c, a, sel.UIDValidity)
+	if err != nil {
 		return err
 	}
 	idle := c.c.Caps().Has(imap.CapIdle) || c.c.Caps().Has(imap.CapIMAP4rev2)
 	for {
+		// While the core is paused, new mail waits (undecided) and the
+		// watch looks again every PollEvery.
+		refresh := h.opts.IdleRefresh
+		if held {
+			refresh = h.opts.PollEvery
+		}
 		if idle {
 			cmd, err := c.c.Idle()
 			if err != nil {
@@ -87,7 +94,7 @@ func (h *Handler) watchOnce(ctx context.Context, a *Account, ok func()) error {
 			select {
 			case <-ctx.Done():
 			case <-wake:
-			case <-time.After(h.opts.IdleRefresh):
+			case <-time.After(refresh):
 			case <-c.c.Closed():
 			}
 			if err := cmd.Close(); err != nil {
@@ -110,7 +117,7 @@ func (h *Handler) watchOnce(ctx context.Context, a *Account, ok func()) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if err := h.catchUp(ctx, c, a, sel.UIDValidity); err != nil {
+		if held, err = h.catchUp(ctx, c, a, sel.UIDValidity); err != nil {
 			return err
 		}
 	}
@@ -118,11 +125,13 @@ func (h *Handler) watchOnce(ctx context.Context, a *Account, ok func()) error {
 
 // catchUp decides on every mail of the inbox above the cursor. The first
 // time (or when the inbox's UIDVALIDITY changed) the mail already there
-// is not an event: the cursor starts at the newest.
-func (h *Handler) catchUp(ctx context.Context, c *conn, a *Account, uidvalidity uint32) error {
+// is not an event: the cursor starts at the newest. While the core is
+// paused (it would start no session), new mail is left undecided: held
+// is true, and the mail is decided once the core resumes.
+func (h *Handler) catchUp(ctx context.Context, c *conn, a *Account, uidvalidity uint32) (held bool, err error) {
 	res, err := c.c.UIDSearch(&imap.SearchCriteria{}, nil).Wait()
 	if err != nil {
-		return fmt.Errorf("search the inbox: %w", err)
+		return false, fmt.Errorf("search the inbox: %w", err)
 	}
 	uids := res.AllUIDs()
 	slices.Sort(uids)
@@ -132,11 +141,11 @@ func (h *Handler) catchUp(ctx context.Context, c *conn, a *Account, uidvalidity 
 	}
 	v, last, known, err := h.st.cursor(ctx, a.Name)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if !known || v != uidvalidity {
 		h.log.Info("inbox watch starts after the mail already there", "account", a.Name, "uidvalidity", uidvalidity, "last_uid", newest)
-		return h.st.baseline(ctx, a.Name, uidvalidity, newest)
+		return false, h.st.baseline(ctx, a.Name, uidvalidity, newest)
 	}
 	var fresh []imap.UID
 	for _, u := range uids {
@@ -144,7 +153,13 @@ func (h *Handler) catchUp(ctx context.Context, c *conn, a *Account, uidvalidity 
 			fresh = append(fresh, u)
 		}
 	}
-	return h.processNew(ctx, c, a, uidvalidity, fresh)
+	if len(fresh) == 0 {
+		return false, nil
+	}
+	if paused, err := h.services.Paused(ctx); err == nil && paused {
+		return true, nil
+	}
+	return false, h.processNew(ctx, c, a, uidvalidity, fresh)
 }
 
 // processNew decides on new mails, oldest first. Each is recorded with
