@@ -127,3 +127,36 @@ func TestVerify(t *testing.T) {
 		t.Fatalf("verify with a wrong password: %+v", r)
 	}
 }
+
+func TestWatchAfterTheInboxIsRebuilt(t *testing.T) {
+	f := newServers(t)
+	f.start(f.config(func(acct, _ map[string]any) { acct["inbound_group"] = "main" }))
+	waitFor(t, "the baseline", func() bool { _, _, ok, _ := f.h.st.cursor(context.Background(), "work"); return ok })
+	v1 := mustUIDValidity(t, f)
+	f.seed("INBOX", alice(1))
+	waitFor(t, "the first event", func() bool { return len(f.svc.Events()) == 1 })
+	// The server rebuilds the inbox (new UIDVALIDITY), with old mail in
+	// it: the watch starts again after it, publishing none of it. (The
+	// new inbox is filled aside and put in place at once.)
+	if err := f.user.Create("Rebuilt", nil); err != nil {
+		t.Fatal(err)
+	}
+	f.seed("Rebuilt", alice(2))
+	f.seed("Rebuilt", alice(3))
+	if err := f.user.Delete("INBOX"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.user.Rename("Rebuilt", "INBOX", nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the new baseline", func() bool {
+		v, last, _, _ := f.h.st.cursor(context.Background(), "work")
+		return v != v1 && last == 2
+	})
+	f.seed("INBOX", alice(4))
+	waitFor(t, "the next event", func() bool { return len(f.svc.Events()) == 2 })
+	in, _ := inboundOf(t, f.svc.Events()[1])
+	if !strings.Contains(in.Text, "note 4") {
+		t.Errorf("the second event is not mail 4:\n%s", in.Text)
+	}
+}

@@ -117,6 +117,11 @@ func (h *Handler) watchOnce(ctx context.Context, a *Account, ok func()) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		// Select again: the inbox may have been rebuilt meanwhile (a new
+		// UIDVALIDITY), which a server need not announce.
+		if sel, err = c.selectFolder("INBOX", true); err != nil {
+			return err
+		}
 		if held, err = h.catchUp(ctx, c, a, sel.UIDValidity); err != nil {
 			return err
 		}
@@ -129,21 +134,27 @@ func (h *Handler) watchOnce(ctx context.Context, a *Account, ok func()) error {
 // paused (it would start no session), new mail is left undecided: held
 // is true, and the mail is decided once the core resumes.
 func (h *Handler) catchUp(ctx context.Context, c *conn, a *Account, uidvalidity uint32) (held bool, err error) {
-	res, err := c.c.UIDSearch(&imap.SearchCriteria{}, nil).Wait()
+	v, last, known, err := h.st.cursor(ctx, a.Name)
+	if err != nil {
+		return false, err
+	}
+	crit := &imap.SearchCriteria{}
+	if known && v == uidvalidity {
+		// Only what is above the cursor ("n:*" also names the newest mail
+		// when there is nothing above: filtered below).
+		crit.UID = []imap.UIDSet{{imap.UIDRange{Start: imap.UID(last + 1), Stop: 0}}}
+	}
+	res, err := c.c.UIDSearch(crit, nil).Wait()
 	if err != nil {
 		return false, fmt.Errorf("search the inbox: %w", err)
 	}
 	uids := res.AllUIDs()
 	slices.Sort(uids)
-	var newest uint32
-	if len(uids) > 0 {
-		newest = uint32(uids[len(uids)-1])
-	}
-	v, last, known, err := h.st.cursor(ctx, a.Name)
-	if err != nil {
-		return false, err
-	}
 	if !known || v != uidvalidity {
+		var newest uint32
+		if len(uids) > 0 {
+			newest = uint32(uids[len(uids)-1])
+		}
 		h.log.Info("inbox watch starts after the mail already there", "account", a.Name, "uidvalidity", uidvalidity, "last_uid", newest)
 		return false, h.st.baseline(ctx, a.Name, uidvalidity, newest)
 	}
