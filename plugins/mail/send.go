@@ -1,11 +1,9 @@
 package mail
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"net/mail"
 	"strings"
 
 	"github.com/emersion/go-imap/v2"
@@ -84,20 +82,39 @@ func (h *Handler) previewSend(ctx context.Context, group, draftID string) (text,
 	return p.mail.preview(a.Name), p.wire.digest(), nil
 }
 
+// ===================== PREVIEW/BIND HOOK: wire the SDK here =====================
+//
+// The core's "preview and bind" step (being added to the SDK in parallel)
+// asks the handler, before it asks the user, for the text and digest of a
+// call; shows the text whole; and passes the approved digest back with the
+// invoke. The two functions below are the plugin's side of it, and the
+// only place to change when it lands:
+//
+//   - previewCall answers the core's preview request (make it the
+//     handler's method of the SDK's interface, or call it from there);
+//   - boundDigest returns the digest the core passes with the approved
+//     invoke (read it from wherever the SDK puts it on the Request).
+//
+// Until then boundDigest returns "" and mail_send refuses with NOT_BOUND:
+// nothing is sent that a person did not see in full.
+
+// previewCall is the preview of a call: mail_send's (previewSend); any
+// other tool has none.
+func (h *Handler) previewCall(ctx context.Context, req *plugin.Request) (text, digest string, err error) {
+	if req.Tool != "mail_send" {
+		return "", "", toolErr(CodeBadArgument, "", "%s has no preview", clipQ(req.Tool))
+	}
+	return h.previewSend(ctx, req.Group, argString(req, "draft_id"))
+}
+
 // boundDigest returns the digest of the preview the user approved for
 // this call, "" if the core bound none.
-//
-// >>> PREVIEW/BIND HOOK: the one place where the core's "preview and bind"
-// SDK mechanism is wired. Once it is merged: the core asks the handler for
-// a preview of a mail_send call (answer it with previewSend(ctx,
-// req.Group, draft_id)), shows the text whole, and passes the approved
-// digest back with the invoke; return that digest here. Until then no
-// digest is bound and mail_send refuses with NOT_BOUND: nothing is sent
-// that a person did not see in full.
 func boundDigest(req *plugin.Request) string {
 	_ = req
 	return ""
 }
+
+// ================================================================================
 
 // sendTool is mail_send.
 func (h *Handler) sendTool(ctx context.Context, req *plugin.Request) (map[string]any, error) {
@@ -158,7 +175,11 @@ func (h *Handler) sendDraft(ctx context.Context, group, draftID, approved string
 	if serr != nil {
 		return nil, serr
 	}
-	out := map[string]any{"sent": true, "account": a.Name, "recipients": len(p.wire.To), "message_id": p.mail.MessageID}
+	out := map[string]any{"sent": true, "account": a.Name, "recipients": len(p.wire.To), "message_id": p.mail.MessageID,
+		"daily_send_cap": h.cfg.capFor(group)}
+	if n, err := h.st.sentToday(context.WithoutCancel(ctx), group, now); err == nil {
+		out["sent_today"] = n
+	}
 	// Keep a copy in Sent (with the Bcc the others did not see) and take
 	// the draft out of Drafts. The mail is sent whatever happens here.
 	var notes []string
@@ -274,16 +295,4 @@ func (h *Handler) smtpSend(ctx context.Context, a *Account, w *wire) (string, er
 	}
 	_ = c.Quit()
 	return "sent", nil
-}
-
-// addrs formats a list for logs and previews.
-func addrs(l []*mail.Address) string {
-	var b bytes.Buffer
-	for i, a := range l {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(a.Address)
-	}
-	return b.String()
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/emersion/go-imap/v2"
+
+	"github.com/carapace-dev/carapace/core/plugin"
 )
 
 // draftArgs are a valid mail_draft call.
@@ -45,7 +47,7 @@ func TestPreviewThenSend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out["sent"] != true || out["notes"] != nil {
+	if out["sent"] != true || out["notes"] != nil || out["sent_today"] != 1 || out["daily_send_cap"] != 3 {
 		t.Errorf("send: %v", out)
 	}
 	sent := f.smtp.sent()
@@ -357,5 +359,29 @@ func TestRenderRoundTrip(t *testing.T) {
 				t.Errorf("a line of %d bytes", len(line))
 			}
 		}
+	}
+}
+
+func TestPreviewCall(t *testing.T) {
+	f := newServers(t)
+	f.start(nil)
+	id := f.must("mail_draft", draftArgs())["draft_id"].(string)
+	req := &plugin.Request{Tool: "mail_send", Group: "main", Arguments: map[string]any{"draft_id": id}}
+	text, digest, err := f.h.previewCall(ctx60(t), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t2, d2, err := f.h.previewSend(ctx60(t), "main", id)
+	if err != nil || text != t2 || digest != d2 || len(digest) != 64 {
+		t.Fatalf("previewCall and previewSend differ: %q %q / %q %q, %v", text, digest, t2, d2, err)
+	}
+	// The group comes from the request: another group's preview is refused.
+	req.Group = "kids"
+	if _, _, err := f.h.previewCall(ctx60(t), req); code(err) != CodeAccountNotAllowed {
+		t.Fatalf("preview for a group without the account: %v", err)
+	}
+	req.Tool = "mail_search"
+	if _, _, err := f.h.previewCall(ctx60(t), req); code(err) != CodeBadArgument {
+		t.Fatalf("preview of mail_search: %v", err)
 	}
 }
