@@ -45,6 +45,9 @@ type Account struct {
 	From         *mail.Address
 	// Folder overrides; "" finds the folder by its special use, then by name.
 	Drafts, Sent, Archive string
+	// SaveSent keeps a copy of each sent mail in Sent (default true; off
+	// for a server that files what its SMTP sends by itself, as Gmail).
+	SaveSent bool
 	// InboundGroup, when set, makes new mail in INBOX an event
 	// (message.inbound) for that group; InboundSenders narrows it to mail
 	// from these addresses (lower case), every sender if empty.
@@ -196,7 +199,7 @@ func parseGroup(v any) (groupAccess, error) {
 }
 
 func parseAccount(m map[string]any) (*Account, error) {
-	a := &Account{IMAPSecurity: SecurityTLS, SMTPSecurity: SecurityTLS}
+	a := &Account{IMAPSecurity: SecurityTLS, SMTPSecurity: SecurityTLS, SaveSent: true}
 	str := func(k string, v any) (string, error) {
 		s, ok := v.(string)
 		if !ok {
@@ -210,6 +213,14 @@ func parseAccount(m map[string]any) (*Account, error) {
 	for k, v := range m {
 		var s string
 		var err error
+		if k == "save_sent" {
+			b, ok := v.(bool)
+			if !ok {
+				return nil, fmt.Errorf("save_sent: want true or false")
+			}
+			a.SaveSent = b
+			continue
+		}
 		if k != "inbound_senders" {
 			if s, err = str(k, v); err != nil {
 				return nil, err
@@ -286,7 +297,7 @@ func parseAccount(m map[string]any) (*Account, error) {
 				a.InboundSenders = append(a.InboundSenders, strings.ToLower(addr.Address))
 			}
 		default:
-			return nil, fmt.Errorf("unknown setting %q: an account takes name, imap, imap_security, smtp, smtp_security, username, smtp_username, from, drafts_folder, sent_folder, archive_folder, inbound_group and inbound_senders", textutil.Clip(k, 40))
+			return nil, fmt.Errorf("unknown setting %q: an account takes name, imap, imap_security, smtp, smtp_security, username, smtp_username, from, drafts_folder, sent_folder, archive_folder, save_sent, inbound_group and inbound_senders", textutil.Clip(k, 40))
 		}
 	}
 	var missing []string

@@ -183,11 +183,13 @@ func (h *Handler) sendDraft(ctx context.Context, group, draftID, approved string
 	// Keep a copy in Sent (with the Bcc the others did not see) and take
 	// the draft out of Drafts. The mail is sent whatever happens here.
 	var notes []string
-	if sent, err := c.folder(imap.MailboxAttrSent); err != nil {
-		notes = append(notes, "no Sent folder found: no copy kept")
-	} else if _, err := c.appendMsg(sent, p.mail.render(true), []imap.Flag{imap.FlagSeen}, p.mail.Date, p.mail.MessageID); err != nil {
-		notes = append(notes, "the copy in Sent could not be saved")
-		h.log.Warn("append to Sent", "account", a.Name, "err", err)
+	if a.SaveSent { // else the server files it (save_sent = false)
+		if sent, err := c.folder(imap.MailboxAttrSent); err != nil {
+			notes = append(notes, "no Sent folder found: no copy kept")
+		} else if _, err := c.appendMsg(sent, p.mail.render(true), []imap.Flag{imap.FlagSeen}, p.mail.Date, p.mail.MessageID); err != nil {
+			notes = append(notes, "the copy in Sent could not be saved")
+			h.log.Warn("append to Sent", "account", a.Name, "err", err)
+		}
 	}
 	if err := h.removeDraft(c, id); err != nil {
 		notes = append(notes, "the draft could not be removed from Drafts")

@@ -81,6 +81,21 @@ func TestPreviewThenSend(t *testing.T) {
 	if d := f.folderRaw("Drafts"); len(d) != 0 {
 		t.Errorf("Drafts still holds %d mails", len(d))
 	}
+
+	// save_sent = false: the server files it; no copy of ours.
+	f.dir = t.TempDir()
+	f.start(f.config(func(acct, _ map[string]any) { acct["save_sent"] = false }))
+	id = f.must("mail_draft", args)["draft_id"].(string)
+	_, digest, err = f.h.previewSend(ctx60(t), "main", id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.h.sendDraft(ctx60(t), "main", id, digest); err != nil {
+		t.Fatal(err)
+	}
+	if n, s := len(f.smtp.sent()), f.folderRaw("Sent"); n != 2 || len(s) != 1 {
+		t.Errorf("with save_sent false: %d sent, Sent holds %d (want 2 and still 1)", n, len(s))
+	}
 }
 
 func TestReplyThreading(t *testing.T) {
