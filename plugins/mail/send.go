@@ -79,6 +79,16 @@ func (h *Handler) previewSend(ctx context.Context, group, draftID string) (text,
 	if err != nil {
 		return "", "", err
 	}
+	// What the send would refuse anyway is refused now, before the user is
+	// asked (the send checks again).
+	if err := h.checkRecipients(p.wire); err != nil {
+		return "", "", err
+	}
+	if n, err := h.st.sentToday(ctx, group, h.now()); err != nil {
+		return "", "", fmt.Errorf("count today's sends: %w", err)
+	} else if limit := h.cfg.capFor(group); n >= limit {
+		return "", "", toolErr(CodeCapReached, "draft_id", "this group's daily send cap (%d a day, UTC) is used up: the user may raise daily_send_cap in [plugins.mail.config] groups", limit)
+	}
 	return p.mail.preview(a.Name), p.wire.digest(), nil
 }
 
@@ -155,10 +165,8 @@ func (h *Handler) sendDraft(ctx context.Context, group, draftID, approved string
 	if p.wire.digest() != approved {
 		return nil, toolErr(CodeContentChanged, "draft_id", "the draft changed after the user approved it (or another mail was approved): nothing was sent; ask for mail_send again so the user sees what it now says")
 	}
-	for _, r := range p.wire.To {
-		if !h.cfg.allowed(r) {
-			return nil, toolErr(CodeRecipientNotAllowed, "draft_id", "%s is not on the recipient allow-list (recipient_allowlist in [plugins.mail.config]): nothing was sent", r)
-		}
+	if err := h.checkRecipients(p.wire); err != nil {
+		return nil, err
 	}
 	now := h.now()
 	row, err := h.st.beginSend(ctx, group, a.Name, approved, len(p.wire.To), h.cfg.capFor(group), now)
@@ -199,6 +207,16 @@ func (h *Handler) sendDraft(ctx context.Context, group, draftID, approved string
 		out["notes"] = notes
 	}
 	return out, nil
+}
+
+// checkRecipients refuses a recipient the allow-list does not admit.
+func (h *Handler) checkRecipients(w *wire) error {
+	for _, r := range w.To {
+		if !h.cfg.allowed(r) {
+			return toolErr(CodeRecipientNotAllowed, "draft_id", "%s is not on the recipient allow-list (recipient_allowlist in [plugins.mail.config]): nothing is sent to it", r)
+		}
+	}
+	return nil
 }
 
 // removeDraft flags the draft deleted and expunges it alone (UIDPLUS);

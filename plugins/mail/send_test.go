@@ -193,11 +193,15 @@ func TestSendRefusals(t *testing.T) {
 	}))
 	draft := func(to ...any) (string, string) {
 		id := f.must("mail_draft", map[string]any{"to": to, "subject": "s", "body": "b " + strings.Repeat("x", len(f.smtp.sent()))})["draft_id"].(string)
-		_, digest, err := f.h.previewSend(ctx60(t), "main", id)
+		// The digest as the preview computes it, without the preview's
+		// own refusals: the send must refuse by itself.
+		c := f.rawConn()
+		defer c.close()
+		p, err := f.h.prepareSend(c, mustID(t, id))
 		if err != nil {
 			t.Fatal(err)
 		}
-		return id, digest
+		return id, p.wire.digest()
 	}
 	// Unbound: the tool refuses without the core's bound digest.
 	id, digest := draft("alice@example.org")
@@ -212,12 +216,18 @@ func TestSendRefusals(t *testing.T) {
 	if n := len(f.smtp.sent()); n != 0 {
 		t.Fatalf("%d mails sent by refused sends", n)
 	}
-	// Not on the allow-list.
+	// Not on the allow-list: neither previewed nor sent.
 	id3, digest3 := draft("eve@example.com")
+	if _, _, err := f.h.previewSend(ctx60(t), "main", id3); code(err) != CodeRecipientNotAllowed {
+		t.Fatalf("preview to eve: %v, want %s", err, CodeRecipientNotAllowed)
+	}
 	if _, err := f.h.sendDraft(ctx60(t), "main", id3, digest3); code(err) != CodeRecipientNotAllowed {
 		t.Fatalf("send to eve: %v, want %s", err, CodeRecipientNotAllowed)
 	}
-	// A group whose cap is 0 sends nothing.
+	// A group whose cap is 0 sends nothing (and is not asked to approve).
+	if _, _, err := f.h.previewSend(ctx60(t), "other", id); code(err) != CodeCapReached {
+		t.Fatalf("preview by a group with cap 0: %v, want %s", err, CodeCapReached)
+	}
 	if _, err := f.h.sendDraft(ctx60(t), "other", id, digest); code(err) != CodeCapReached {
 		t.Fatalf("send by a group with cap 0: %v, want %s", err, CodeCapReached)
 	}
@@ -236,6 +246,9 @@ func TestSendRefusals(t *testing.T) {
 	}
 	// … a third does not, and the same mail is never sent twice.
 	id4, digest4 := draft("alice@example.org")
+	if _, _, err := f.h.previewSend(ctx60(t), "main", id4); code(err) != CodeCapReached {
+		t.Fatalf("preview of a third send of the day: %v, want %s", err, CodeCapReached)
+	}
 	if _, err := f.h.sendDraft(ctx60(t), "main", id4, digest4); code(err) != CodeCapReached {
 		t.Fatalf("third send of the day: %v, want %s", err, CodeCapReached)
 	}
