@@ -2,10 +2,12 @@ package mail
 
 import (
 	"context"
+	"net"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/core/plugin/plugintest"
 )
 
@@ -158,5 +160,40 @@ func TestWatchAfterTheInboxIsRebuilt(t *testing.T) {
 	in, _ := inboundOf(t, f.svc.Events()[1])
 	if !strings.Contains(in.Text, "note 4") {
 		t.Errorf("the second event is not mail 4:\n%s", in.Text)
+	}
+}
+
+func TestDoctorHelpers(t *testing.T) {
+	f := newServers(t)
+	// As config.toml decodes it: a list of tables, integers as int64.
+	cfg := map[string]any{"accounts": []map[string]any{{"name": "work", "imap": f.imapAddr, "imap_security": "plain", "smtp": f.smtpAddr,
+		"smtp_security": "plain", "username": testUser, "from": testUser}},
+		"groups": map[string]any{"main": map[string]any{"accounts": []any{"work"}, "daily_send_cap": int64(4)}}}
+	names, err := AccountNames(cfg)
+	if err != nil || len(names) != 1 || names[0] != "work" {
+		t.Fatalf("AccountNames: %v, %v", names, err)
+	}
+	if _, err := AccountNames(map[string]any{"accounts": []any{map[string]any{"name": "x"}}}); err == nil || !strings.Contains(err.Error(), "missing imap") {
+		t.Fatalf("AccountNames of a bad config: %v", err)
+	}
+	var d net.Dialer
+	for _, tc := range []struct {
+		pass string
+		ok   bool
+		msg  string
+	}{
+		{testPass, true, "work: IMAP and SMTP logins work"},
+		{"wrong", false, "work: IMAP: the IMAP server of account work refused the login"},
+		{"", false, "has no password"},
+	} {
+		r, err := VerifyAccounts(ctx60(t), cfg, func(string) (string, error) {
+			if tc.pass == "" {
+				return "", plugin.ErrNoCredential
+			}
+			return tc.pass, nil
+		}, d.DialContext)
+		if err != nil || r.OK != tc.ok || !strings.Contains(r.Message, tc.msg) || (tc.pass != "" && strings.Contains(r.Message, tc.pass)) {
+			t.Errorf("VerifyAccounts with %q: %+v, %v", tc.pass, r, err)
+		}
 	}
 }
