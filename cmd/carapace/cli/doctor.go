@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"net"
 	"net/url"
 	"os"
 	goruntime "runtime"
@@ -26,6 +27,7 @@ import (
 	"github.com/carapace-dev/carapace/core/llmproxy"
 	"github.com/carapace-dev/carapace/internal/appstate"
 	"github.com/carapace-dev/carapace/keychain"
+	"github.com/carapace-dev/carapace/plugins/mail"
 	"github.com/carapace-dev/carapace/plugins/telegram/pairing"
 )
 
@@ -53,7 +55,9 @@ func (a *app) doctorCmd() *cobra.Command {
 and the same version as this carapace), its plugins' health, the user
 plugins' pins, the model API credential of each upstream in config.toml
 (and with --online, that the model API accepts it, and for Ollama that it
-has the models the groups name), the Telegram channel, the menu-bar app's
+has the models the groups name), the Telegram channel, the mail accounts'
+passwords (and with --online, that their IMAP and SMTP servers accept
+them), the menu-bar app's
 notification permission and login item (while the app runs: only it can
 read them), the audit log, the container engine and the agent image, and
 scheduled tasks overdue. Each check says
@@ -62,7 +66,9 @@ status 1 when any check fails.
 
 Nothing leaves this machine unless --online is given: then one request
 per upstream, which costs no tokens, goes to it with its credential in its
-own style: GET /v1/models, or for Ollama GET /api/tags (its model list).
+own style: GET /v1/models, or for Ollama GET /api/tags (its model list);
+and each mail account logs in to its IMAP and SMTP servers and out again
+(nothing is read or sent).
 
 With --prove, doctor does not read settings but proves them: the running
 core starts a probe plugin under the confinement every plugin gets and a
@@ -156,6 +162,7 @@ func (a *app) doctor(ctx context.Context, online bool) ([]Check, error) {
 	add(checkNetwork(cfg))
 	checks = append(checks, a.checkModelAPIs(ctx, cfg, online)...)
 	add(a.checkTelegram(ctx, h, st))
+	add(a.checkMail(ctx, cfg, online))
 	checks = append(checks, checkApp(h)...)
 	add(checkAudit(h))
 	if cfg != nil {
@@ -593,4 +600,62 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// checkMail checks the mail plugin's accounts (docs/MAIL.md): each has its
+// password stored and, online, its IMAP and SMTP servers accept it.
+func (a *app) checkMail(ctx context.Context, cfg *config.Config, online bool) Check {
+	c := Check{Name: "mail"}
+	if cfg == nil {
+		c.Status, c.Message = checkWarn, "config.toml cannot be read (see config)"
+		return c
+	}
+	pc, ok := cfg.Plugins["mail"]
+	if !ok {
+		c.Status, c.Message = checkOK, "not set up (optional: docs/MAIL.md)"
+		return c
+	}
+	names, err := mail.AccountNames(pc.Config)
+	if err != nil {
+		c.Status, c.Message, c.Fix = checkFail, "[plugins.mail.config]: "+oneLine(err.Error()), "edit [plugins.mail.config] in config.toml (docs/MAIL.md), then carapace plugin restart mail"
+		return c
+	}
+	if len(names) == 0 {
+		c.Status, c.Message = checkWarn, "no account in [plugins.mail.config] (docs/MAIL.md)"
+		return c
+	}
+	store, err := a.credentials()
+	if err != nil {
+		c.Status, c.Message = checkFail, err.Error()
+		return c
+	}
+	for _, n := range names {
+		b, err := store.Get("mail", n)
+		clear(b)
+		if err != nil {
+			c.Status, c.Message, c.Fix = checkFail, fmt.Sprintf("account %s has no password stored", n), "carapace auth set --plugin mail --key "+n
+			return c
+		}
+	}
+	if !online {
+		c.Status, c.Message = checkOK, fmt.Sprintf("%d account(s), passwords stored: %s (--online logs in)", len(names), strings.Join(names, ", "))
+		return c
+	}
+	vctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	d := &net.Dialer{Timeout: 10 * time.Second}
+	r, err := mail.VerifyAccounts(vctx, pc.Config, func(account string) (string, error) {
+		b, err := store.Get("mail", account)
+		defer clear(b)
+		return string(b), err
+	}, d.DialContext)
+	switch {
+	case err != nil:
+		c.Status, c.Message = checkFail, oneLine(err.Error())
+	case !r.OK:
+		c.Status, c.Message, c.Fix = checkFail, r.Message, "check the servers and usernames in [plugins.mail.config], and the app passwords (carapace auth set --plugin mail --key ACCOUNT)"
+	default:
+		c.Status, c.Message = checkOK, r.Message
+	}
+	return c
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -365,5 +366,60 @@ func TestDoctorPlugins(t *testing.T) {
 				t.Errorf("%+v", c)
 			}
 		})
+	}
+}
+
+// Mail: not set up is fine; an account without its password fails with
+// the command that stores it; stored, it passes; online, a server that
+// cannot be reached fails, naming the account (the logins' positive
+// control is plugins/mail's TestDoctorHelpers).
+func TestDoctorMail(t *testing.T) {
+	h := controltest.TempHome(t)
+	run := func(args ...string) result { return carapace(t, h, args...) }
+	if err := h.Ensure(); err != nil {
+		t.Fatal(err)
+	}
+	checks, _ := doctorChecks(t, run)
+	if c := checks["mail"]; c.Status != "ok" || !strings.Contains(c.Message, "not set up") {
+		t.Fatalf("no mail: %+v", c)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	cfg := fmt.Sprintf("[plugins.mail]\n[[plugins.mail.config.accounts]]\nname = \"work\"\nimap = %q\nimap_security = \"plain\"\nsmtp = %q\nsmtp_security = \"plain\"\nusername = \"me@example.com\"\nfrom = \"me@example.com\"\n", closed, closed)
+	if err := os.WriteFile(h.Config(), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	checks, _ = doctorChecks(t, run)
+	if c := checks["mail"]; c.Status != "fail" || !strings.Contains(c.Message, "account work has no password") || c.Fix != "carapace auth set --plugin mail --key work" {
+		t.Fatalf("no password: %+v", c)
+	}
+	if err := keychain.Default(h.CredentialsDir()).Set("mail", "work", []byte("app-pass")); err != nil {
+		t.Fatal(err)
+	}
+	checks, _ = doctorChecks(t, run)
+	if c := checks["mail"]; c.Status != "ok" || !strings.Contains(c.Message, "1 account(s), passwords stored: work") {
+		t.Fatalf("password stored: %+v", c)
+	}
+	r := run("doctor", "--json", "--online")
+	var list []cli.Check
+	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil {
+		t.Fatalf("doctor --online: %v\n%+v", err, r)
+	}
+	for _, c := range list {
+		if c.Name == "mail" && (c.Status != "fail" || !strings.Contains(c.Message, "work: IMAP: cannot reach") || strings.Contains(c.Message, "app-pass")) {
+			t.Fatalf("online, the server unreachable: %+v", c)
+		}
+	}
+	// A config the plugin refuses is named.
+	if err := os.WriteFile(h.Config(), []byte("[plugins.mail]\n[[plugins.mail.config.accounts]]\nname = \"work\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	checks, _ = doctorChecks(t, run)
+	if c := checks["mail"]; c.Status != "fail" || !strings.Contains(c.Message, "missing imap") {
+		t.Fatalf("a bad config: %+v", c)
 	}
 }
