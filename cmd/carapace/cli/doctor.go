@@ -53,7 +53,9 @@ func (a *app) doctorCmd() *cobra.Command {
 and the same version as this carapace), its plugins' health, the user
 plugins' pins, the model API credential of each upstream in config.toml
 (and with --online, that the model API accepts it, and for Ollama that it
-has the models the groups name), the Telegram channel, the menu-bar app's
+has the models the groups name), with --online each running plugin's own
+check of its setup (the calendar logs in and lists your calendars), the
+Telegram channel, the menu-bar app's
 notification permission and login item (while the app runs: only it can
 read them), the audit log, the container engine and the agent image, and
 scheduled tasks overdue. Each check says
@@ -62,7 +64,11 @@ status 1 when any check fails.
 
 Nothing leaves this machine unless --online is given: then one request
 per upstream, which costs no tokens, goes to it with its credential in its
-own style: GET /v1/models, or for Ollama GET /api/tags (its model list).
+own style: GET /v1/models, or for Ollama GET /api/tags (its model list);
+and each running plugin that has a check of its own runs it, from its
+process, through its own egress point (the calendar plugin logs in to its
+CalDAV server and lists the calendars; Telegram asks the Bot API who the
+bot is). A failing check says what the plugin found and its fix.
 
 With --prove, doctor does not read settings but proves them: the running
 core starts a probe plugin under the confinement every plugin gets and a
@@ -125,7 +131,7 @@ rather than configuration. Exit status 1 when any promise fails.`,
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the checks as JSON")
-	c.Flags().BoolVar(&online, "online", false, "also ask each model API whether it accepts the credential (one GET /v1/models, or /api/tags for Ollama)")
+	c.Flags().BoolVar(&online, "online", false, "also ask each model API whether it accepts the credential (one GET /v1/models, or /api/tags for Ollama), and have each running plugin check its own setup (the calendar logs in)")
 	c.Flags().BoolVar(&prove, "prove", false, "instead of the checks, have the running core prove each promise from inside a real plugin and a real agent container (some seconds)")
 	c.MarkFlagsMutuallyExclusive("prove", "online")
 	return c
@@ -150,6 +156,9 @@ func (a *app) doctor(ctx context.Context, online bool) ([]Check, error) {
 	}
 	if st != nil {
 		add(checkPlugins(st))
+		if online {
+			checks = append(checks, a.checkPluginsOnline(ctx, st)...)
+		}
 	}
 	add(checkPins(h, a.cfg.Version))
 	add(checkConfinement(cfg, st, confine.Probe()))

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -365,5 +366,47 @@ func TestDoctorPlugins(t *testing.T) {
 				t.Errorf("%+v", c)
 			}
 		})
+	}
+}
+
+// TestDoctorPluginChecks: with --online, each serving plugin's own check
+// is a check of its own, with the plugin's words and fix; a plugin
+// without a check adds none; without --online no plugin is asked.
+func TestDoctorPluginChecks(t *testing.T) {
+	fc := newFakeCore(t)
+	run := func(args ...string) result { return carapace(t, fc.home, args...) }
+	online := func(args ...string) result { return carapace(t, fc.home, append(args, "--online")...) }
+	fc.b.SetStatus(api.Status{Version: "test", Plugins: []api.PluginStatus{
+		{Name: "calendar", Healthy: true, State: "healthy"},
+		{Name: "echo", Healthy: true, State: "healthy"},
+		{Name: "notes", State: api.PluginDown},
+	}})
+	refused := api.PluginCheck{Name: "calendar", Checked: true, Message: "the CalDAV server refused the username and password",
+		Fix: "carapace auth set --plugin calendar --key caldav_password"}
+	fc.b.SetCheck(refused)
+
+	checks, _ := doctorChecks(t, run)
+	if _, ok := checks["plugin calendar"]; ok || len(fc.b.Verified()) != 0 {
+		t.Fatalf("offline, the plugins were asked: %v, %+v", fc.b.Verified(), checks["plugin calendar"])
+	}
+	checks, code := doctorChecks(t, online)
+	c := checks["plugin calendar"]
+	if code != 1 || c.Status != "fail" || c.Message != refused.Message || c.Fix != refused.Fix {
+		t.Fatalf("a refused password: exit %d, %+v", code, c)
+	}
+	if _, ok := checks["plugin echo"]; ok {
+		t.Errorf("a plugin without a check has one: %+v", checks["plugin echo"])
+	}
+	if v := fc.b.Verified(); slices.Contains(v, "notes") || !slices.Contains(v, "echo") {
+		t.Errorf("asked %v: every serving plugin, not the one that is down", v)
+	}
+	fc.b.SetCheck(api.PluginCheck{Name: "calendar", Checked: true, OK: true, Message: "logged in; 2 calendars: work (VEVENT); tasks (VTODO)"})
+	checks, _ = doctorChecks(t, online)
+	if c := checks["plugin calendar"]; c.Status != "ok" || !strings.Contains(c.Message, "2 calendars") || c.Fix != "" {
+		t.Fatalf("a good password: %+v", c)
+	}
+	out := online("doctor").stdout
+	if !strings.Contains(out, "plugin calendar") || !strings.Contains(out, "logged in; 2 calendars") {
+		t.Fatalf("doctor --online's text lacks the plugin's check:\n%s", out)
 	}
 }
