@@ -165,7 +165,7 @@ func (a *app) doctor(ctx context.Context, online bool) ([]Check, error) {
 	add(checkNetwork(cfg))
 	checks = append(checks, a.checkModelAPIs(ctx, cfg, online)...)
 	add(a.checkTelegram(ctx, h, st))
-	checks = append(checks, checkApp(h)...)
+	checks = append(checks, checkApp(h, usesEventKit(cfg))...)
 	add(checkAudit(h))
 	if cfg != nil {
 		checks = append(checks, a.checkEngineAndImage(ctx, cfg)...)
@@ -498,12 +498,34 @@ func (a *app) checkTelegram(ctx context.Context, h home.Dir, st *api.Status) Che
 	return c
 }
 
+// usesEventKit reports whether config.toml has the calendar plugin use
+// macOS EventKit (backend = "eventkit"), which needs the app's access.
+func usesEventKit(cfg *config.Config) bool {
+	if cfg == nil {
+		return false
+	}
+	pc, ok := cfg.Plugins["calendar"]
+	if !ok {
+		return false
+	}
+	b, _ := pc.Config["backend"].(string)
+	return b == "eventkit"
+}
+
 // checkApp checks what the menu-bar app reports of itself: whether it
-// may show approvals as notifications, and whether it starts at login.
-func checkApp(h home.Dir) []Check {
+// may show approvals as notifications, whether it starts at login, and on
+// macOS its access to calendars and reminders, which the calendar plugin
+// needs when it uses EventKit (eventkit).
+func checkApp(h home.Dir, eventkit bool) []Check {
 	st, err := appstate.Read(h)
 	if errors.Is(err, appstate.ErrNotRunning) {
-		return []Check{{Name: "app", Status: checkOK, Message: "not running (its notification and login-item checks need it; without it, approve with carapace confirm or on Telegram)"}}
+		out := []Check{{Name: "app", Status: checkOK, Message: "not running (its notification and login-item checks need it; without it, approve with carapace confirm or on Telegram)"}}
+		if eventkit {
+			out = append(out, Check{Name: "calendar access", Status: checkWarn,
+				Message: "the calendar plugin uses EventKit, and only the menu-bar app can tell (or ask) whether Carapace may read your calendars and reminders",
+				Fix:     "open the Carapace app, then Carapace menu › Allow calendar and reminders access…"})
+		}
+		return out
 	}
 	if err != nil {
 		return []Check{{Name: "app", Status: checkWarn, Message: oneLine(err.Error())}}
@@ -526,7 +548,36 @@ func checkApp(h home.Dir) []Check {
 		login = Check{Name: "login item", Status: checkWarn, Message: "the app does not start at login, so after a restart no core runs until you open it",
 			Fix: "Carapace menu › Start at Login (or carapace service install)"}
 	}
-	return append(out, login)
+	out = append(out, login)
+	if c := checkCalendarAccess(st.Calendar, eventkit); c != nil {
+		out = append(out, *c)
+	}
+	return out
+}
+
+// checkCalendarAccess is the app's access to calendars and reminders, as
+// it reports it; nil where it has none to ask for (not macOS) and the
+// plugin does not need it.
+func checkCalendarAccess(c *appstate.Calendar, eventkit bool) *Check {
+	const name = "calendar access"
+	switch {
+	case c == nil && eventkit:
+		return &Check{Name: name, Status: checkFail, Message: "the calendar plugin uses EventKit (backend = \"eventkit\"), which is macOS only, and the app here has no calendar access to ask for",
+			Fix: "use backend = \"caldav\" in [plugins.calendar.config] (docs/CALENDAR.md)"}
+	case c == nil:
+		return nil
+	case c.Granted:
+		return &Check{Name: name, Status: checkOK, Message: "calendars and reminders: full access"}
+	}
+	detail := "events " + c.Events + ", reminders " + c.Reminders
+	if c.Problem != "" {
+		detail += " (" + oneLine(c.Problem) + ")"
+	}
+	fix := c.Advice()
+	if !eventkit {
+		return &Check{Name: name, Status: checkOK, Message: detail + "; not needed: the calendar plugin does not use EventKit"}
+	}
+	return &Check{Name: name, Status: checkFail, Message: detail + ": the calendar plugin's tools answer NO_ACCESS", Fix: fix}
 }
 
 // checkAudit checks the audit log can be appended to, and its size.

@@ -410,3 +410,66 @@ func TestDoctorPluginChecks(t *testing.T) {
 		t.Fatalf("doctor --online's text lacks the plugin's check:\n%s", out)
 	}
 }
+
+// TestDoctorCalendarAccess: doctor reports the app's calendar access as
+// the app writes it; when the calendar plugin uses EventKit, access short
+// of full is a failure with the step that grants it, and an app that is
+// not running a warning that says only it can tell.
+func TestDoctorCalendarAccess(t *testing.T) {
+	h := controltest.TempHome(t)
+	run := func(args ...string) result { return carapace(t, h, args...) }
+	setBackend := func(backend string) {
+		cfg := "[runtime]\nengine = \"none\"\n"
+		if backend != "" {
+			cfg += "[plugins.calendar.config]\nbackend = \"" + backend + "\"\n"
+		}
+		if err := os.WriteFile(h.Config(), []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write := func(c *appstate.Calendar) {
+		if err := appstate.Write(h, appstate.State{PID: os.Getpid(), Notifications: appstate.Notifications{OK: true}, LoginItem: appstate.LoginItem{Supported: true, Enabled: true}, Calendar: c}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	notAsked := &appstate.Calendar{Events: appstate.CalendarFull, Reminders: appstate.CalendarNotDetermined}
+	for _, tc := range []struct {
+		name     string
+		backend  string
+		app      bool
+		calendar *appstate.Calendar
+		status   string // "" for no check
+		words    string
+		fix      string
+	}{
+		{name: "no app, caldav", backend: "caldav"},
+		{name: "no app, eventkit", backend: "eventkit", status: "warn", words: "only the menu-bar app can tell", fix: "Allow calendar and reminders access…"},
+		{name: "linux app, no calendar plugin", app: true},
+		{name: "linux app, eventkit", backend: "eventkit", app: true, status: "fail", words: "macOS only", fix: `backend = "caldav"`},
+		{name: "mac, not asked, caldav", backend: "caldav", app: true, calendar: notAsked, status: "ok", words: "not needed"},
+		{name: "mac, not asked, eventkit", backend: "eventkit", app: true, calendar: notAsked, status: "fail", words: "events full, reminders not-determined", fix: "Carapace menu › Allow calendar and reminders access…"},
+		{name: "mac, denied, eventkit", backend: "eventkit", app: true, calendar: &appstate.Calendar{Events: appstate.CalendarDenied, Reminders: appstate.CalendarFull},
+			status: "fail", words: "events denied", fix: "System Settings › Privacy & Security"},
+		{name: "mac, granted, eventkit", backend: "eventkit", app: true, calendar: &appstate.Calendar{Events: appstate.CalendarFull, Reminders: appstate.CalendarFull, Granted: true},
+			status: "ok", words: "full access"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			setBackend(tc.backend)
+			os.Remove(appstate.Path(h))
+			if tc.app {
+				write(tc.calendar)
+			}
+			checks, _ := doctorChecks(t, run)
+			c, ok := checks["calendar access"]
+			if tc.status == "" {
+				if ok {
+					t.Fatalf("a calendar access check: %+v", c)
+				}
+				return
+			}
+			if c.Status != tc.status || !strings.Contains(c.Message, tc.words) || !strings.Contains(c.Fix, tc.fix) || (tc.fix == "" && c.Fix != "") {
+				t.Fatalf("%+v", c)
+			}
+		})
+	}
+}
