@@ -265,7 +265,9 @@ func doctorPluginCheck(t *testing.T, c *testCore, name string) (status, message,
 // plugin's own check in the real confined handler, which logs in to a real
 // Radicale through its egress point and lists the calendars; a wrong
 // password is reported with the command that replaces it, and that
-// command, then a restart, makes the check pass.
+// command, then a restart, makes the check pass. The web plugin, out of
+// process too but without a check, answers "not implemented" and gets no
+// line.
 func TestCalendarDoctorOnline(t *testing.T) {
 	if err := confine.Probe().Missing(); err != nil {
 		testutil.Missing(t, fmt.Sprintf("the kernel cannot confine plugins: %v", err))
@@ -275,14 +277,25 @@ func TestCalendarDoctorOnline(t *testing.T) {
 	srv.MkCalendar(t, alice, "work", "VEVENT")
 	srv.MkCalendar(t, alice, "tasks", "VTODO")
 	const wrong = "not alice's password"
-	cfg := fmt.Sprintf("[runtime]\nengine = \"none\"\n[groups.main]\n[plugins.calendar]\n[plugins.calendar.config]\ncaldav_url = %q\nusername = \"alice\"\ntime_zone = \"Europe/Paris\"\n", srv.URL)
-	c := startCoreWith(t, coreOptions{Config: cfg, Bundled: []loader.Bundled{calendarBundle(t)}, Setup: func(h home.Dir) {
+	cfg := fmt.Sprintf("[runtime]\nengine = \"none\"\n[groups.main]\n[plugins.web]\n[plugins.calendar]\n[plugins.calendar.config]\ncaldav_url = %q\nusername = \"alice\"\ntime_zone = \"Europe/Paris\"\n", srv.URL)
+	c := startCoreWith(t, coreOptions{Config: cfg, Bundled: []loader.Bundled{calendarBundle(t), webBundle(t)}, Setup: func(h home.Dir) {
 		if err := keychain.NewFileStore(h.CredentialsDir()).Set("calendar", calendar.CredentialKey, []byte(wrong)); err != nil {
 			t.Fatal(err)
 		}
 	}})
 	if st := pluginStatus(t, c, "calendar"); !st.Healthy || st.Confinement == nil || st.Confinement.Mode != api.ConfinementConfined {
 		t.Fatalf("the calendar plugin: %+v\ncore log:\n%s", st, c.Log.String())
+	}
+
+	if st := pluginStatus(t, c, "web"); !st.Healthy || st.PID == 0 {
+		t.Fatalf("the web plugin: %+v", st)
+	}
+	if pc, err := c.Client.VerifyPlugin(t.Context(), "web"); err != nil || pc.Checked {
+		t.Fatalf("the web plugin has no check: %+v, %v", pc, err)
+	}
+	out, _, _ := runCLI(t, c.Home, "doctor", "--online")
+	if strings.Contains(out, "plugin web") || !strings.Contains(out, "plugin calendar") {
+		t.Fatalf("doctor --online: a line for the web plugin, or none for the calendar:\n%s", out)
 	}
 
 	status, message, fix := doctorPluginCheck(t, c, "calendar")
