@@ -74,8 +74,15 @@ func (e eventKit) Request(ctx context.Context) (Status, error) {
 			continue // asked before: macOS would not ask again
 		}
 		done := make(chan struct{}, 1)
-		block := objc.CreateMallocBlock(func(granted bool, err objc.Object) { done <- struct{}{} })
 		objc.WithAutoreleasePool(func() {
+			// Autoreleased with the pool; EventKit copies a completion
+			// handler it keeps.
+			block := objc.CreateMallocBlock(func(granted bool, err objc.Object) {
+				select {
+				case done <- struct{}{}:
+				default:
+				}
+			})
 			if objc.Call[bool](store, objc.Sel("respondsToSelector:"), objc.Sel(req.modern)) {
 				objc.Call[objc.Void](store, objc.Sel(req.modern), block)
 			} else {
