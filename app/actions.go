@@ -82,6 +82,22 @@ func (r *runner) menuAction(ctx context.Context, click menu.Click) {
 				r.render()
 			})
 		})
+	case menu.ActionCalendarAccess:
+		if r.o.CalendarAccess == nil {
+			return
+		}
+		// macOS shows its own prompt, once for events and once for
+		// reminders, and answers when the user has; the menu then shows
+		// the real state.
+		r.goBG(func() {
+			if _, err := r.o.CalendarAccess.Request(ctx); err != nil {
+				r.log.Warn("app: ask for calendar access", "err", err)
+			}
+			r.post(func() {
+				r.state.Calendar = r.calendarState()
+				r.render()
+			})
+		})
 	case menu.ActionRunTask, menu.ActionPauseTask, menu.ActionResumeTask:
 		id, kind := a.Target, a.Kind
 		r.goBG(func() {

@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/carapace-dev/carapace/app/boot"
+	"github.com/carapace-dev/carapace/app/calaccess"
 	"github.com/carapace-dev/carapace/app/loginitem"
 	"github.com/carapace-dev/carapace/app/menu"
 	"github.com/carapace-dev/carapace/app/notify"
@@ -66,7 +67,11 @@ type Options struct {
 	Notifier notify.Notifier
 	// LoginItem is "Start at login"; nil: not supported here.
 	LoginItem loginitem.Item
-	Logger    *slog.Logger // nil: discard
+	// CalendarAccess asks for and reads the access to calendars and
+	// reminders (macOS EventKit); nil: none to ask for here, and the menu
+	// has no item for it.
+	CalendarAccess calaccess.Access
+	Logger         *slog.Logger // nil: discard
 	// Boot says how to start a core when none runs; Home, Logger and
 	// Client are filled in by Run.
 	Boot boot.Options
@@ -145,6 +150,9 @@ type runner struct {
 	// reported is what the app last reported of itself for carapace
 	// doctor (internal/appstate); nil before the first report.
 	reported *appstate.State
+	// calendarReport is the calendar access as the report says it; nil
+	// where there is none to ask for.
+	calendarReport *appstate.Calendar
 }
 
 func (r *runner) run(ctx context.Context) error {
@@ -156,6 +164,7 @@ func (r *runner) run(ctx context.Context) error {
 	r.state = r.state.Starting()
 	r.state.Notifications = r.permission()
 	r.state.LoginItem = r.loginState()
+	r.state.Calendar = r.calendarState()
 	r.render()
 	r.boot(ctx)
 	var nActions <-chan notify.Action
@@ -191,6 +200,7 @@ loop:
 			r.notificationAction(ctx, a)
 		case <-tick.C:
 			r.state.Notifications = r.permission()
+			r.state.Calendar = r.calendarState()
 			r.render()
 		}
 	}
@@ -230,7 +240,11 @@ func (r *runner) report() {
 		Notifications: appstate.Notifications{OK: r.state.Notifications.OK, Why: r.state.Notifications.Why},
 		LoginItem:     appstate.LoginItem{Supported: r.state.LoginItem.Supported, Enabled: r.state.LoginItem.Enabled, Problem: r.state.LoginItem.Problem},
 	}
-	if r.reported != nil && r.reported.Notifications == s.Notifications && r.reported.LoginItem == s.LoginItem {
+	if c := r.calendarReport; c != nil {
+		cc := *c
+		s.Calendar = &cc
+	}
+	if r.reported != nil && r.reported.Notifications == s.Notifications && r.reported.LoginItem == s.LoginItem && sameCalendar(r.reported.Calendar, s.Calendar) {
 		return
 	}
 	s.Updated = r.o.Now().UTC()
@@ -455,6 +469,33 @@ func (r *runner) permission() menu.Permission {
 	}
 	ok, why := r.o.Notifier.Permission()
 	return menu.Permission{OK: ok, Why: why}
+}
+
+// calendarState reads the access to calendars and reminders, for the menu
+// and the report.
+func (r *runner) calendarState() menu.CalendarAccess {
+	if r.o.CalendarAccess == nil {
+		r.calendarReport = nil
+		return menu.CalendarAccess{}
+	}
+	st, err := r.o.CalendarAccess.Status()
+	if errors.Is(err, calaccess.ErrUnsupported) {
+		r.calendarReport = nil
+		return menu.CalendarAccess{}
+	}
+	if err != nil {
+		r.calendarReport = &appstate.Calendar{Events: calaccess.Unknown, Reminders: calaccess.Unknown, Problem: err.Error()}
+		return menu.CalendarAccess{Supported: true, Advice: err.Error()}
+	}
+	r.calendarReport = &appstate.Calendar{Events: st.Events, Reminders: st.Reminders, Granted: st.Granted()}
+	return menu.CalendarAccess{Supported: true, Granted: st.Granted(), Detail: "events " + st.Events + ", reminders " + st.Reminders, Advice: calaccess.Advice(st)}
+}
+
+func sameCalendar(a, b *appstate.Calendar) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
 }
 
 // loginState reads the login item's state for the checkbox.

@@ -5,8 +5,10 @@
 # one session of the scripted test agent that lists the tools, echoes,
 # stores and searches a memory, and makes a high-risk call the "user"
 # approves with `carapace confirm` while `carapace watch` shows it all; a
-# second session that starts with the memory brief in its CLAUDE.md; then
-# the plugins, the audit trail, and a clean stop.
+# second session that starts with the memory brief in its CLAUDE.md; when
+# Debian's radicale is installed, a reminder created and listed through the
+# calendar plugin against a local Radicale (and doctor --online logging
+# in); then the plugins, the audit trail, and a clean stop.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=$PWD/bin
@@ -21,6 +23,7 @@ cleanup() {
   if [ -n "${APP:-}" ]; then kill "$APP" 2>/dev/null || true; fi
   "$BIN/carapace" stop >/dev/null 2>&1 || true
   wait "${CORE_PID:-}" 2>/dev/null || true
+  if [ -n "${RADICALE:-}" ]; then kill "$RADICALE" 2>/dev/null || true; wait "$RADICALE" 2>/dev/null || true; fi
   rm -rf "$HOME_DIR"
 }
 trap cleanup EXIT
@@ -53,6 +56,51 @@ mkdir -p "$WORK"
 
 bold "starting the core in $HOME_DIR (agents run in Docker: [runtime] engine = \"docker\")"
 printf '[runtime]\nengine = "docker"\nimage = "%s"\nmemory_mb = 256\n' "$IMAGE" >"$HOME_DIR/config.toml"
+
+# A local Radicale for the calendar plugin, when it is installed: its own
+# users and storage in the demo's home, on the loopback (plain http is
+# allowed there only), a calendar and a to-do list made with MKCALENDAR.
+CALENDAR=
+if command -v radicale >/dev/null && command -v curl >/dev/null; then
+  bold "a local Radicale (CalDAV) for the calendar plugin"
+  RAD=$HOME_DIR/radicale
+  mkdir -p "$RAD/storage"
+  printf 'demo:demo calendar password\n' >"$RAD/users"
+  for _ in 1 2 3 4 5; do
+    RPORT=$((20000 + RANDOM % 30000))
+    printf '[server]\nhosts = 127.0.0.1:%s\n[auth]\ntype = htpasswd\nhtpasswd_filename = %s\nhtpasswd_encryption = plain\ndelay = 0\n[rights]\ntype = owner_only\n[storage]\nfilesystem_folder = %s\n[web]\ntype = none\n[logging]\nmask_passwords = True\n' \
+      "$RPORT" "$RAD/users" "$RAD/storage" >"$RAD/config"
+    HOME=$RAD radicale --config "$RAD/config" >"$RAD/log" 2>&1 &
+    RADICALE=$!
+    for _ in $(seq 1 100); do
+      curl -s -o /dev/null "http://127.0.0.1:$RPORT/" && break
+      kill -0 "$RADICALE" 2>/dev/null || break
+      sleep 0.1
+    done
+    if curl -s -o /dev/null "http://127.0.0.1:$RPORT/"; then break; fi
+    wait "$RADICALE" 2>/dev/null || true
+    RADICALE=
+  done
+  if [ -n "$RADICALE" ]; then
+    for c in personal:VEVENT tasks:VTODO; do
+      curl -s -o /dev/null -w "   MKCALENDAR /demo/${c%%:*}/ HTTP %{http_code}\n" -u 'demo:demo calendar password' -X MKCALENDAR \
+        -H 'Content-Type: application/xml' "http://127.0.0.1:$RPORT/demo/${c%%:*}/" --data-binary \
+        "<?xml version=\"1.0\"?><C:mkcalendar xmlns:D=\"DAV:\" xmlns:C=\"urn:ietf:params:xml:ns:caldav\"><D:set><D:prop><D:displayname>${c%%:*}</D:displayname><C:supported-calendar-component-set><C:comp name=\"${c##*:}\"/></C:supported-calendar-component-set></D:prop></D:set></C:mkcalendar>"
+    done
+    # The machine's IANA zone (the plugin's default when it can tell).
+    ZONE=${TZ:-$(readlink /etc/localtime 2>/dev/null | sed -n 's|.*zoneinfo/||p')}
+    ZONE=${ZONE:-UTC}
+    say "the password into the credential store, as a user would: carapace auth set --plugin calendar --key caldav_password"
+    printf 'demo calendar password' | "$BIN/carapace" auth set --plugin calendar --key caldav_password | sed 's/^/   /'
+    printf '[plugins.calendar]\n[plugins.calendar.config]\ncaldav_url = "http://127.0.0.1:%s/"\nusername = "demo"\ndefault_calendar = "personal"\nreminders_list = "tasks"\ntime_zone = "%s"\n' "$RPORT" "$ZONE" >>"$HOME_DIR/config.toml"
+    CALENDAR=1
+    say "Radicale $(radicale --version 2>/dev/null) on 127.0.0.1:$RPORT; [plugins.calendar] enabled in config.toml"
+  else
+    say "radicale did not start (its log: $RAD/log): the calendar part is left out"
+  fi
+else
+  bold "no radicale here (apt-get install radicale): the calendar part of the demo is left out"
+fi
 "$BIN/carapace" serve >"$LOG" 2>&1 &
 CORE_PID=$!
 for _ in $(seq 1 100); do
@@ -113,6 +161,17 @@ bold "a second session starts with the memory brief in its CLAUDE.md (mounted re
 # shellcheck disable=SC2016 # the agent's shell expands it, inside the container
 "$BIN/carapace" run --group main --runtime docker -- --exec sh -c \
   'sed -n "/^## Memory Context/,\$p" ~/.claude/CLAUDE.md; { echo x >> ~/.claude/CLAUDE.md; } 2>/dev/null || echo "(and the agent cannot change it: read-only)"' 2>&1 | sed -u 's/^/   /'
+
+if [ -n "$CALENDAR" ]; then
+  bold "the calendar plugin: doctor --online logs in, then an agent creates a reminder and lists it"
+  "$BIN/carapace" doctor --online 2>/dev/null | sed -n '/^[a-z]* *plugin calendar/{p;n;/fix:/p}' | sed 's/^/   /' || true
+  due=$(date -d tomorrow +%Y-%m-%dT09:30)
+  "$BIN/carapace" run --group main --runtime docker --prompt "
+tool.invoke.reminder_create {\"title\":\"Water the plants\",\"due\":\"$due\",\"priority\":\"high\"}
+tool.invoke.reminder_list {}
+" 2>&1 | sed -u 's/^/   /'
+  say "on the server, read apart from the plugin: $(grep -l 'SUMMARY:Water the plants' "$RAD"/storage/collection-root/demo/tasks/*.ics 2>/dev/null | wc -l) to-do in /demo/tasks/, with $(cat "$RAD"/storage/collection-root/demo/tasks/*.ics 2>/dev/null | grep -c 'BEGIN:VALARM') alarm (VALARM)"
+fi
 
 bold "what the agent can reach from inside: nothing but its socket"
 "$BIN/carapace" run --group main --runtime docker -- --exec sh -c \

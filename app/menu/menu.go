@@ -93,23 +93,24 @@ type ActionKind int
 
 // The actions.
 const (
-	ActionNone         ActionKind = iota // an information item
-	ActionApprove                        // approve confirmation Target
-	ActionDeny                           // deny confirmation Target
-	ActionStopSession                    // close session Target
-	ActionPause                          // stop starting sessions for events
-	ActionResume                         // start them again
-	ActionOpenAuditLog                   // open the audit log file
-	ActionStartAtLogin                   // toggle the login item
-	ActionRestartCore                    // start the core again after it died
-	ActionQuit                           // quit the app
-	ActionRunTask                        // run task Target once now
-	ActionPauseTask                      // pause task Target
-	ActionResumeTask                     // resume task Target
+	ActionNone           ActionKind = iota // an information item
+	ActionApprove                          // approve confirmation Target
+	ActionDeny                             // deny confirmation Target
+	ActionStopSession                      // close session Target
+	ActionPause                            // stop starting sessions for events
+	ActionResume                           // start them again
+	ActionOpenAuditLog                     // open the audit log file
+	ActionStartAtLogin                     // toggle the login item
+	ActionRestartCore                      // start the core again after it died
+	ActionQuit                             // quit the app
+	ActionRunTask                          // run task Target once now
+	ActionPauseTask                        // pause task Target
+	ActionResumeTask                       // resume task Target
+	ActionCalendarAccess                   // ask macOS for access to calendars and reminders (app/calaccess)
 )
 
 var actionNames = [...]string{"none", "approve", "deny", "stop-session", "pause", "resume", "open-audit-log", "start-at-login", "restart-core", "quit",
-	"run-task", "pause-task", "resume-task"}
+	"run-task", "pause-task", "resume-task", "calendar-access"}
 
 // String names the action kind, for logs and tests.
 func (k ActionKind) String() string {

@@ -74,6 +74,19 @@ func Render(s State, now time.Time) Tree {
 		pause,
 		Item{ID: "audit", Title: "Open audit log", Enabled: true, Action: Action{Kind: ActionOpenAuditLog}},
 		login,
+	)
+	if s.Calendar.Supported {
+		// Asked from here, never inside a tool call: the calendar
+		// plugin's eventkit backend says NO_ACCESS until it is allowed.
+		cal := Item{ID: "calendar-access", Title: "Allow calendar and reminders access…", Enabled: true, Action: Action{Kind: ActionCalendarAccess},
+			Tooltip: textutil.Printable(strings.TrimSpace(s.Calendar.Detail + "; " + s.Calendar.Advice))}
+		if s.Calendar.Granted {
+			cal = Item{ID: "calendar-access", Title: "Calendar and reminders access allowed", Checkable: true, Checked: true,
+				Tooltip: "Change it in System Settings › Privacy & Security › Calendars and › Reminders"}
+		}
+		t.Items = append(t.Items, cal)
+	}
+	t.Items = append(t.Items,
 		Item{ID: "sep/quit", Separator: true},
 		quit,
 	)

@@ -525,3 +525,27 @@ func TestRenderDownPlugin(t *testing.T) {
 		t.Errorf("back: %q, icon %v, tooltip %q", plugins(tree), tree.Icon, tree.Tooltip)
 	}
 }
+
+// TestRenderCalendarAccess: on a platform with EventKit the menu offers to
+// ask for calendar and reminders access until both are granted, then
+// shows it granted with nothing to click; elsewhere there is no item.
+func TestRenderCalendarAccess(t *testing.T) {
+	now := time.Date(2026, 10, 1, 9, 0, 0, 0, time.UTC)
+	s := running(nil, nil)
+	if _, ok := Render(s, now).Find("calendar-access"); ok {
+		t.Fatal("an item where calendar access is not supported")
+	}
+	s.Calendar = CalendarAccess{Supported: true, Detail: "events full, reminders not-determined", Advice: "Carapace menu › Allow calendar and reminders access…"}
+	it, ok := Render(s, now).Find("calendar-access")
+	if !ok || it.Title != "Allow calendar and reminders access…" || !it.Enabled || it.Action.Kind != ActionCalendarAccess || !strings.Contains(it.Tooltip, "reminders not-determined") {
+		t.Fatalf("not granted: %+v", it)
+	}
+	s.Calendar = CalendarAccess{Supported: true, Granted: true, Detail: "events full, reminders full"}
+	it, ok = Render(s, now).Find("calendar-access")
+	if !ok || !it.Checked || it.Enabled || it.Action.Kind != ActionNone {
+		t.Fatalf("granted: %+v", it)
+	}
+	if ActionCalendarAccess.String() != "calendar-access" {
+		t.Errorf("the action's name: %q", ActionCalendarAccess.String())
+	}
+}

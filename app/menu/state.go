@@ -29,6 +29,7 @@ type State struct {
 	StartedCore   bool
 	Notifications Permission
 	LoginItem     LoginItem
+	Calendar      CalendarAccess
 	// Reconfirm lists the pending confirmations whose Approve was clicked
 	// in the menu by a click the tray could not vouch for (Click.Vouched):
 	// their submenus say where to approve instead.
@@ -58,6 +59,16 @@ type LoginItem struct {
 	Supported bool   // the platform and the app can have a login item
 	Enabled   bool   // the app starts at login now
 	Problem   string // why it is unsupported, or the last error
+}
+
+// CalendarAccess is the app's access to the calendars and reminders
+// (macOS EventKit, app/calaccess), which the calendar plugin's eventkit
+// backend needs.
+type CalendarAccess struct {
+	Supported bool   // the platform has it to ask for (macOS)
+	Granted   bool   // full access to both events and reminders
+	Detail    string // e.g. "events full, reminders not-determined"
+	Advice    string // what to do when not granted, or the last error
 }
 
 // Apply returns s with one line of the watch stream applied. The stream's

@@ -78,7 +78,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	tr := tray.New(logger)
 	done := make(chan error, 1)
 	go func() {
-		done <- app.Run(ctx, app.Options{Home: h, Tray: tr, Notifier: p.notifier, LoginItem: p.loginItem, Logger: logger})
+		done <- app.Run(ctx, app.Options{Home: h, Tray: tr, Notifier: p.notifier, LoginItem: p.loginItem, CalendarAccess: p.calendar, Logger: logger})
 	}()
 	tr.Run() // the desktop's loop, on the main goroutine, until Run quits it
 	if err := <-done; err != nil {

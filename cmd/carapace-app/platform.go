@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/carapace-dev/carapace/app/calaccess"
 	"github.com/carapace-dev/carapace/app/loginitem"
 	"github.com/carapace-dev/carapace/app/notify"
 )
@@ -12,4 +13,5 @@ import (
 type platform struct {
 	notifier  notify.Notifier
 	loginItem loginitem.Item
+	calendar  calaccess.Access // nil but on macOS
 }

@@ -5,6 +5,7 @@ package main
 import (
 	"log/slog"
 
+	"github.com/carapace-dev/carapace/app/calaccess"
 	"github.com/carapace-dev/carapace/app/loginitem"
 	"github.com/carapace-dev/carapace/app/notify"
 	"github.com/carapace-dev/carapace/core/home"
@@ -25,5 +26,6 @@ func newPlatform(log *slog.Logger, h home.Dir) platform {
 		p.notifier = n
 	}
 	p.loginItem = loginitem.New(loginitem.Options{Home: string(h)})
+	p.calendar = calaccess.New()
 	return p
 }

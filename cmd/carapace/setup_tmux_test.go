@@ -156,6 +156,8 @@ exec ` + realDocker + ` "$@"
 	s.waitFor("Pair your Telegram account now (a code to send the bot)? [Y/n]")
 	s.typeLine("")
 	s.waitFor("/start ")
+	s.waitFor("CalDAV URL (Enter to skip):")
+	s.typeLine("")
 	s.waitFor("Start the core in the background at login, as a systemd user service? [y/N]")
 	s.typeLine("n")
 	scr = s.waitFor("SETUP-EXIT=")
@@ -266,6 +268,9 @@ func TestSetupInteractiveOllama(t *testing.T) {
 	s.waitFor("ok    model key  none needed (ollama, auth none)")
 	s.waitFor("Telegram bot token (input hidden):")
 	s.typeLine("")
+	s.waitFor("CalDAV URL (Enter to skip):")
+	s.typeLine("")
+	s.waitFor("skip  calendar   not set up")
 	s.waitFor("[y/N]")
 	s.typeLine("n")
 	scr = s.waitFor("SETUP-EXIT=")
@@ -273,10 +278,67 @@ func TestSetupInteractiveOllama(t *testing.T) {
 		t.Fatalf("setup failed:\n%s", scr)
 	}
 	cfg, err := config.Load(h.Config())
+	if _, on := cfg.Plugins["calendar"]; on {
+		t.Errorf("a skipped calendar is turned on: %+v", cfg.Plugins)
+	}
 	if err != nil || cfg.LLM.Provider != "ollama" || cfg.LLM.Upstream != ollama.URL || cfg.LLM.Model != "gpt-oss:20b" || cfg.LLM.Auth != "none" {
 		t.Fatalf("config.toml [llm]: %+v, %v", cfg.LLM, err)
 	}
 	if st, _ := keychain.Default(h.CredentialsDir()).List(keychain.LLMPlugin); len(st) != 0 {
 		t.Errorf("a key was stored for a keyless Ollama: %v", st)
+	}
+}
+
+// The calendar step in a real terminal: the URL asked again when it is
+// plain http to another machine, the user name and zone asked, the
+// password typed without echo and stored as carapace auth set stores it,
+// and [plugins.calendar.config] written.
+func TestSetupInteractiveCalendar(t *testing.T) {
+	if goruntime.GOOS != "linux" {
+		t.Skip("tmux")
+	}
+	user := t.TempDir()
+	h := home.Dir(filepath.Join(user, "carapace-home"))
+	env := fmt.Sprintf("env HOME=%s XDG_CONFIG_HOME=%s/cfg CARAPACE_HOME=%s OLLAMA_HOST=127.0.0.1:9", user, user, h)
+	const password = "typed-caldav-app-password"
+	s := tmuxStart(t, env+" "+bins.carapace+" setup --engine none; echo SETUP-EXIT=$?; sleep 600")
+	s.waitFor("Model API [anthropic]:")
+	s.typeLine("")
+	s.waitFor("Anthropic API key or Claude OAuth token (input hidden; Enter to skip):")
+	s.typeLine("")
+	s.waitFor("Telegram bot token (input hidden):")
+	s.typeLine("")
+	s.waitFor("CalDAV URL (Enter to skip):")
+	s.typeLine("http://caldav.example.com/dav/")
+	s.waitFor("plain http only to this machine")
+	s.typeLine("https://caldav.example.com/dav/calendars/user/me/")
+	s.waitFor("User name:")
+	s.typeLine("me@example.com")
+	s.waitFor("Enter for this machine's):")
+	s.typeLine("Mars/Olympus")
+	s.waitFor(`"Mars/Olympus" is not an IANA time zone`)
+	s.typeLine("America/New_York")
+	s.waitFor("CalDAV password (input hidden):")
+	s.typeLine(password)
+	s.waitFor("done  calendar   CalDAV password stored (25 bytes)")
+	s.waitFor("[y/N]")
+	s.typeLine("n")
+	scr := s.waitFor("SETUP-EXIT=")
+	if !strings.Contains(scr, "SETUP-EXIT=0") || !strings.Contains(scr, `plugins.calendar.config.time_zone = "America/New_York"`) {
+		t.Fatalf("setup:\n%s", scr)
+	}
+	if strings.Contains(scr, password) {
+		t.Errorf("the terminal showed the password:\n%s", scr)
+	}
+	if b, err := keychain.Default(h.CredentialsDir()).Get("calendar", "caldav_password"); err != nil || string(b) != password {
+		t.Errorf("the password stored: %q, %v", b, err)
+	}
+	cfg, err := config.Load(h.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cfg.Plugins["calendar"].Config
+	if c["caldav_url"] != "https://caldav.example.com/dav/calendars/user/me/" || c["username"] != "me@example.com" || c["time_zone"] != "America/New_York" {
+		t.Fatalf("[plugins.calendar.config]: %+v", c)
 	}
 }

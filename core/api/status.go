@@ -84,6 +84,30 @@ type PluginStatus struct {
 	Confinement *Confinement `json:"confinement,omitempty"`
 }
 
+// PluginCheck is what a running plugin's own check of its setup found
+// (plugin.Verifier: it logs in, lists what it reaches, changes nothing),
+// asked for by carapace doctor --online through POST
+// /v1/plugins/{name}/verify.
+type PluginCheck struct {
+	Name string `json:"name"` // the plugin's name
+	// Checked is false when the plugin has no check of its own (its
+	// handler does not implement Verify): OK, Message and Fix are empty.
+	Checked bool `json:"checked"`
+	OK      bool `json:"ok"`
+	// Message is the plugin's own words (one line, at most
+	// MaxPluginCheckText bytes), or why the check could not run (it
+	// failed or did not answer in time). The plugin's, so shown to the
+	// user only, never to the agent.
+	Message string `json:"message,omitempty"`
+	// Fix is the plugin's own fix when not OK, e.g. "carapace auth set
+	// --plugin calendar --key caldav_password".
+	Fix string `json:"fix,omitempty"`
+}
+
+// MaxPluginCheckText bounds PluginCheck's Message and Fix: the core cuts a
+// plugin's longer text.
+const MaxPluginCheckText = 600
+
 // Confinement modes.
 const (
 	ConfinementConfined   = "confined"   // the operating system imposes the policy

@@ -74,6 +74,7 @@ func NewServer(b Backend, logger *slog.Logger) *Server {
 	mux.HandleFunc("POST /v1/confirmations/{id}/deny", s.handleDeny)
 	mux.HandleFunc("GET /v1/watch", s.handleWatch)
 	mux.HandleFunc("POST /v1/plugins/{name}/restart", s.handleRestartPlugin)
+	mux.HandleFunc("POST /v1/plugins/{name}/verify", s.handleVerifyPlugin)
 	s.registerTasks(mux)
 	s.registerProve(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

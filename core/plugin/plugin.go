@@ -87,10 +87,12 @@ type Event struct {
 	Payload json.RawMessage `json:"payload"`
 }
 
-// VerifyResult is what Verify found.
+// VerifyResult is what Verify found. carapace doctor --online prints it:
+// Message (what is right or wrong) and, when it is not OK, Fix.
 type VerifyResult struct {
 	OK      bool   `json:"ok"`
-	Message string `json:"message"` // for the user; never a credential
+	Message string `json:"message"`       // for the user; never a credential
+	Fix     string `json:"fix,omitempty"` // when not OK: the command or step that fixes it, e.g. "carapace auth set --plugin NAME --key KEY"
 }
 
 // ToolError is an error a handler means the agent to read. Its message
@@ -294,6 +296,12 @@ type TaskSummary struct {
 	// missed"…); "" if it never ran.
 	Last string `json:"last,omitempty"`
 }
+
+// ErrNotImplemented is what a call of an optional method (Verify,
+// MemoryBrief, HandleEvent, Preview) returns when the handler does not
+// implement it: from an out-of-process plugin, the core's side of the
+// protocol returns it wrapped.
+var ErrNotImplemented = errors.New("not implemented by the handler")
 
 // Errors of Services.
 var (

@@ -316,8 +316,6 @@ type panicError struct{ v any }
 
 func (e *panicError) Error() string { return fmt.Sprintf("handler panicked: %v", e.v) }
 
-var errNotImplemented = errors.New("not implemented")
-
 // run calls the handler for one core call.
 func (c *client) run(ctx context.Context, m *pluginproto.Message) (result any, err error) {
 	defer func() {
@@ -346,7 +344,7 @@ func (c *client) run(ctx context.Context, m *pluginproto.Message) (result any, e
 	case pluginproto.MethodEvent:
 		eh, ok := c.h.(EventHandler)
 		if !ok {
-			return nil, errNotImplemented
+			return nil, ErrNotImplemented
 		}
 		var ev Event
 		if err := pluginproto.DecodeValue(m.Params, &ev); err != nil {
@@ -356,7 +354,7 @@ func (c *client) run(ctx context.Context, m *pluginproto.Message) (result any, e
 	case pluginproto.MethodVerify:
 		v, ok := c.h.(Verifier)
 		if !ok {
-			return nil, errNotImplemented
+			return nil, ErrNotImplemented
 		}
 		out, err := v.Verify(ctx)
 		if err != nil {
@@ -366,7 +364,7 @@ func (c *client) run(ctx context.Context, m *pluginproto.Message) (result any, e
 	case pluginproto.MethodBrief:
 		bp, ok := c.h.(BriefProvider)
 		if !ok {
-			return nil, errNotImplemented
+			return nil, ErrNotImplemented
 		}
 		var p pluginproto.BriefParams
 		if err := pluginproto.DecodeValue(m.Params, &p); err != nil {
@@ -380,7 +378,7 @@ func (c *client) run(ctx context.Context, m *pluginproto.Message) (result any, e
 	case pluginproto.MethodPreview:
 		pv, ok := c.h.(Previewer)
 		if !ok {
-			return nil, errNotImplemented
+			return nil, ErrNotImplemented
 		}
 		var req Request
 		if err := pluginproto.DecodeValue(m.Params, &req); err != nil {
@@ -437,6 +435,9 @@ func wireError(method string, err error) *pluginproto.Error {
 			msg = ie.Err // the category travels in its own field
 		}
 		return &pluginproto.Error{Kind: pluginproto.KindInternal, Category: CategoryOf(err), Message: capText(errText(msg), maxErrText)}
+	}
+	if errors.Is(err, ErrNotImplemented) {
+		return &pluginproto.Error{Kind: pluginproto.KindNotImplemented, Message: err.Error()}
 	}
 	if te, ok := AsToolError(err); ok {
 		if te == nil {

@@ -241,6 +241,8 @@ func (p *Process) replyError(method string, e *pluginproto.Error) error {
 		return fmt.Errorf("plugin %s: %s: %w", p.spec.Name, method, plugin.ErrNoCredential)
 	case pluginproto.KindNotChannel:
 		return fmt.Errorf("plugin %s: %s: %w", p.spec.Name, method, plugin.ErrNotChannel)
+	case pluginproto.KindNotImplemented:
+		return fmt.Errorf("plugin %s: %s: %w", p.spec.Name, method, plugin.ErrNotImplemented)
 	default: // internal, or a kind this core does not know
 		return fmt.Errorf("plugin %s: %s: %s", p.spec.Name, method, e.Message)
 	}

@@ -14,8 +14,9 @@ import (
 )
 
 var (
-	_ control.Backend      = (*Server)(nil)
-	_ control.ProveBackend = (*Server)(nil)
+	_ control.Backend       = (*Server)(nil)
+	_ control.ProveBackend  = (*Server)(nil)
+	_ control.VerifyBackend = (*Server)(nil)
 )
 
 // Status implements control.Backend.
@@ -85,6 +86,18 @@ func (s *Server) RestartPlugin(ctx context.Context, name string) (api.PluginStat
 		return api.PluginStatus{}, fmt.Errorf("the core is shutting down: %w", api.ErrConflict)
 	}
 	return s.plugins.Restart(ctx, name)
+}
+
+// VerifyPlugin implements control.VerifyBackend: plugin name's own check
+// of its setup (core/loader's Verify), refused while the core stops.
+func (s *Server) VerifyPlugin(ctx context.Context, name string) (api.PluginCheck, error) {
+	if err := manifest.CheckPluginName(name); err != nil {
+		return api.PluginCheck{}, fmt.Errorf("%w: %w", api.ErrInvalid, err)
+	}
+	if s.pipe.Draining() {
+		return api.PluginCheck{}, fmt.Errorf("the core is shutting down: %w", api.ErrConflict)
+	}
+	return s.plugins.Verify(ctx, name)
 }
 
 // Confirmations implements control.Backend.

@@ -242,3 +242,83 @@ func TestCalendarThroughTheCore(t *testing.T) {
 		}
 	}
 }
+
+// doctorPluginCheck runs the real carapace doctor --online --json on the
+// core's home and returns its check of plugin name's own check.
+func doctorPluginCheck(t *testing.T, c *testCore, name string) (status, message, fix string) {
+	t.Helper()
+	out, errs, _ := runCLI(t, c.Home, "doctor", "--online", "--json")
+	var checks []struct{ Name, Status, Message, Fix string }
+	if err := json.Unmarshal([]byte(out), &checks); err != nil {
+		t.Fatalf("doctor --online --json: %v\n%s\n%s", err, out, errs)
+	}
+	for _, ch := range checks {
+		if ch.Name == "plugin "+name {
+			return ch.Status, ch.Message, ch.Fix
+		}
+	}
+	t.Fatalf("doctor --online has no check of plugin %s:\n%s", name, out)
+	return "", "", ""
+}
+
+// TestCalendarDoctorOnline: carapace doctor --online runs the calendar
+// plugin's own check in the real confined handler, which logs in to a real
+// Radicale through its egress point and lists the calendars; a wrong
+// password is reported with the command that replaces it, and that
+// command, then a restart, makes the check pass. The web plugin, out of
+// process too but without a check, answers "not implemented" and gets no
+// line.
+func TestCalendarDoctorOnline(t *testing.T) {
+	if err := confine.Probe().Missing(); err != nil {
+		testutil.Missing(t, fmt.Sprintf("the kernel cannot confine plugins: %v", err))
+	}
+	alice := caldavserver.User{Name: "alice", Password: "doctor calendar pass"}
+	srv := caldavserver.Start(t, alice)
+	srv.MkCalendar(t, alice, "work", "VEVENT")
+	srv.MkCalendar(t, alice, "tasks", "VTODO")
+	const wrong = "not alice's password"
+	cfg := fmt.Sprintf("[runtime]\nengine = \"none\"\n[groups.main]\n[plugins.web]\n[plugins.calendar]\n[plugins.calendar.config]\ncaldav_url = %q\nusername = \"alice\"\ntime_zone = \"Europe/Paris\"\n", srv.URL)
+	c := startCoreWith(t, coreOptions{Config: cfg, Bundled: []loader.Bundled{calendarBundle(t), webBundle(t)}, Setup: func(h home.Dir) {
+		if err := keychain.NewFileStore(h.CredentialsDir()).Set("calendar", calendar.CredentialKey, []byte(wrong)); err != nil {
+			t.Fatal(err)
+		}
+	}})
+	if st := pluginStatus(t, c, "calendar"); !st.Healthy || st.Confinement == nil || st.Confinement.Mode != api.ConfinementConfined {
+		t.Fatalf("the calendar plugin: %+v\ncore log:\n%s", st, c.Log.String())
+	}
+
+	if st := pluginStatus(t, c, "web"); !st.Healthy || st.PID == 0 {
+		t.Fatalf("the web plugin: %+v", st)
+	}
+	if pc, err := c.Client.VerifyPlugin(t.Context(), "web"); err != nil || pc.Checked {
+		t.Fatalf("the web plugin has no check: %+v, %v", pc, err)
+	}
+	out, _, _ := runCLI(t, c.Home, "doctor", "--online")
+	if strings.Contains(out, "plugin web") || !strings.Contains(out, "plugin calendar") {
+		t.Fatalf("doctor --online: a line for the web plugin, or none for the calendar:\n%s", out)
+	}
+
+	status, message, fix := doctorPluginCheck(t, c, "calendar")
+	if status != "fail" || !strings.Contains(message, "refused the username and password") ||
+		!strings.Contains(fix, "carapace auth set --plugin calendar --key caldav_password") {
+		t.Fatalf("a wrong password: %s %q fix %q\nradicale:\n%s", status, message, fix, srv.Logs())
+	}
+	if strings.Contains(message+fix, wrong) {
+		t.Fatal("doctor printed the password")
+	}
+
+	// The fix doctor names, with the real CLI, then the restart.
+	cmd := exec.Command(bins.carapace, "--home", string(c.Home), "auth", "set", "--plugin", "calendar", "--key", calendar.CredentialKey)
+	cmd.Stdin = strings.NewReader(alice.Password)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("auth set: %v\n%s", err, out)
+	}
+	if out, errs, code := runCLI(t, c.Home, "plugin", "restart", "calendar"); code != 0 {
+		t.Fatalf("plugin restart: %d\n%s\n%s", code, out, errs)
+	}
+	status, message, fix = doctorPluginCheck(t, c, "calendar")
+	if status != "ok" || !strings.Contains(message, "logged in; 2 calendars") || !strings.Contains(message, "work (VEVENT)") ||
+		!strings.Contains(message, "tasks (VTODO)") || fix != "" {
+		t.Fatalf("the right password: %s %q fix %q\nradicale:\n%s", status, message, fix, srv.Logs())
+	}
+}

@@ -24,6 +24,44 @@ type State struct {
 	Updated       time.Time     `json:"updated"` // when it was written
 	Notifications Notifications `json:"notifications"`
 	LoginItem     LoginItem     `json:"login_item"`
+	// Calendar is the app's access to the calendars and reminders (macOS
+	// EventKit), which the calendar plugin's eventkit backend needs; nil
+	// where there is none to ask for.
+	Calendar *Calendar `json:"calendar,omitempty"`
+}
+
+// Calendar says whether the app may read and write the calendars and
+// reminders (app/calaccess).
+type Calendar struct {
+	Events    string `json:"events"`    // one of the Calendar* levels
+	Reminders string `json:"reminders"` // likewise
+	Granted   bool   `json:"granted"`   // full access to both
+	Problem   string `json:"problem,omitempty"`
+}
+
+// Levels of calendar access: macOS EventKit's EKAuthorizationStatus in
+// words (app/calaccess reads them).
+const (
+	CalendarNotDetermined = "not-determined" // never asked: the menu item asks
+	CalendarRestricted    = "restricted"     // a profile (MDM, Screen Time) forbids it
+	CalendarDenied        = "denied"         // refused: System Settings › Privacy & Security
+	CalendarFull          = "full"           // granted
+	CalendarWriteOnly     = "write-only"     // events may be added, not read: the plugin needs full access
+	CalendarUnknown       = "unknown"        // a status this build does not know
+)
+
+// Advice says what to do when the access is not full (the menu's tooltip,
+// doctor's fix); "" when both are granted.
+func (c Calendar) Advice() string {
+	switch {
+	case c.Events == CalendarFull && c.Reminders == CalendarFull:
+		return ""
+	case c.Events == CalendarDenied || c.Reminders == CalendarDenied || c.Events == CalendarWriteOnly || c.Reminders == CalendarWriteOnly:
+		return "allow Carapace full access in System Settings › Privacy & Security › Calendars and › Reminders"
+	case c.Events == CalendarRestricted || c.Reminders == CalendarRestricted:
+		return "a profile on this Mac forbids calendar access (MDM or Screen Time)"
+	}
+	return "Carapace menu › Allow calendar and reminders access…"
 }
 
 // Notifications says whether approvals can be shown as notifications.

@@ -309,6 +309,9 @@ func TestVerify(t *testing.T) {
 		if err != nil || res.OK != c.ok || !strings.Contains(res.Message, c.says) {
 			t.Fatalf("password %q: %+v, %v; want ok %v saying %q", c.password, res, err, c.ok, c.says)
 		}
+		if wantFix := !c.ok; wantFix != strings.Contains(res.Fix, "carapace auth set --plugin calendar --key caldav_password") {
+			t.Fatalf("password %q: fix %q", c.password, res.Fix)
+		}
 		if strings.Contains(res.Message, c.password) {
 			t.Fatalf("the password is in the message: %q", res.Message)
 		}

@@ -118,30 +118,34 @@ func (h *Handler) Init(ctx context.Context, config map[string]any, svc plugin.Se
 func (h *Handler) Shutdown(context.Context) error { return nil }
 
 // Verify implements plugin.Verifier (carapace doctor --online): it logs in
-// and lists the calendars.
+// and lists the calendars. A refused password comes with the command that
+// stores it again.
 func (h *Handler) Verify(ctx context.Context) (*plugin.VerifyResult, error) {
 	if h.backend == nil {
-		return &plugin.VerifyResult{OK: false, Message: "the calendar plugin is not set up"}, nil
+		return &plugin.VerifyResult{OK: false, Message: "the calendar plugin is not set up", Fix: "carapace setup (or docs/CALENDAR.md)"}, nil
 	}
 	cals, err := h.backend.Calendars(ctx)
 	if err != nil {
-		return &plugin.VerifyResult{OK: false, Message: oneLine(verifyText(err))}, nil
+		msg, fix := verifyText(err)
+		return &plugin.VerifyResult{OK: false, Message: oneLine(msg), Fix: fix}, nil
 	}
 	names := make([]string, 0, len(cals))
 	for _, c := range cals {
 		names = append(names, fmt.Sprintf("%s (%s)", c.Name, strings.Join(c.Components, ", ")))
 	}
 	if len(names) == 0 {
-		return &plugin.VerifyResult{OK: false, Message: "logged in, but the account has no calendars"}, nil
+		return &plugin.VerifyResult{OK: false, Message: "logged in, but the account has no calendars", Fix: "check caldav_url in [plugins.calendar.config]: it should name your calendar home or the server's root"}, nil
 	}
 	return &plugin.VerifyResult{OK: true, Message: fmt.Sprintf("logged in; %d calendars: %s", len(names), strings.Join(names, "; "))}, nil
 }
 
-func verifyText(err error) string {
+// verifyText is Verify's words for err, and its fix.
+func verifyText(err error) (msg, fix string) {
 	if errors.Is(err, ErrAuth) {
-		return "the CalDAV server refused the username and password: check username, and set the password again with carapace auth set --plugin calendar --key " + CredentialKey
+		return "the CalDAV server refused the username and password",
+			"check username in [plugins.calendar.config], store the password again with carapace auth set --plugin calendar --key " + CredentialKey + ", then carapace plugin restart calendar"
 	}
-	return err.Error()
+	return err.Error(), "check caldav_url in [plugins.calendar.config] and that the server answers, then carapace plugin restart calendar"
 }
 
 // Invoke implements plugin.Handler.

@@ -55,9 +55,10 @@ func (a *app) doctorCmd() *cobra.Command {
 and the same version as this carapace), its plugins' health, the user
 plugins' pins, the model API credential of each upstream in config.toml
 (and with --online, that the model API accepts it, and for Ollama that it
-has the models the groups name), the Telegram channel, the mail accounts'
-passwords (and with --online, that their IMAP and SMTP servers accept
-them), the menu-bar app's
+has the models the groups name), with --online each running plugin's own
+check of its setup (the calendar logs in and lists your calendars), the
+Telegram channel, the mail accounts' passwords (and with --online, that
+their IMAP and SMTP servers accept them), the menu-bar app's
 notification permission and login item (while the app runs: only it can
 read them), the audit log, the container engine and the agent image, and
 scheduled tasks overdue. Each check says
@@ -67,8 +68,12 @@ status 1 when any check fails.
 Nothing leaves this machine unless --online is given: then one request
 per upstream, which costs no tokens, goes to it with its credential in its
 own style: GET /v1/models, or for Ollama GET /api/tags (its model list);
-and each mail account logs in to its IMAP and SMTP servers and out again
-(nothing is read or sent).
+each mail account logs in to its IMAP and SMTP servers and out again
+(nothing is read or sent); and each running plugin that has a check of its
+own runs it, from its process, through its own egress point (the calendar
+plugin logs in to its CalDAV server and lists the calendars; Telegram asks
+the Bot API who the bot is). A failing check says what the plugin found
+and its fix.
 
 With --prove, doctor does not read settings but proves them: the running
 core starts a probe plugin under the confinement every plugin gets and a
@@ -131,7 +136,7 @@ rather than configuration. Exit status 1 when any promise fails.`,
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the checks as JSON")
-	c.Flags().BoolVar(&online, "online", false, "also ask each model API whether it accepts the credential (one GET /v1/models, or /api/tags for Ollama)")
+	c.Flags().BoolVar(&online, "online", false, "also ask each model API whether it accepts the credential (one GET /v1/models, or /api/tags for Ollama), and have each running plugin check its own setup (the calendar logs in)")
 	c.Flags().BoolVar(&prove, "prove", false, "instead of the checks, have the running core prove each promise from inside a real plugin and a real agent container (some seconds)")
 	c.MarkFlagsMutuallyExclusive("prove", "online")
 	return c
@@ -156,6 +161,9 @@ func (a *app) doctor(ctx context.Context, online bool) ([]Check, error) {
 	}
 	if st != nil {
 		add(checkPlugins(st))
+		if online {
+			checks = append(checks, a.checkPluginsOnline(ctx, st)...)
+		}
 	}
 	add(checkPins(h, a.cfg.Version))
 	add(checkConfinement(cfg, st, confine.Probe()))
@@ -163,7 +171,7 @@ func (a *app) doctor(ctx context.Context, online bool) ([]Check, error) {
 	checks = append(checks, a.checkModelAPIs(ctx, cfg, online)...)
 	add(a.checkTelegram(ctx, h, st))
 	add(a.checkMail(ctx, cfg, online))
-	checks = append(checks, checkApp(h)...)
+	checks = append(checks, checkApp(h, usesEventKit(cfg))...)
 	add(checkAudit(h))
 	if cfg != nil {
 		checks = append(checks, a.checkEngineAndImage(ctx, cfg)...)
@@ -496,12 +504,34 @@ func (a *app) checkTelegram(ctx context.Context, h home.Dir, st *api.Status) Che
 	return c
 }
 
+// usesEventKit reports whether config.toml has the calendar plugin use
+// macOS EventKit (backend = "eventkit"), which needs the app's access.
+func usesEventKit(cfg *config.Config) bool {
+	if cfg == nil {
+		return false
+	}
+	pc, ok := cfg.Plugins["calendar"]
+	if !ok {
+		return false
+	}
+	b, _ := pc.Config["backend"].(string)
+	return b == "eventkit"
+}
+
 // checkApp checks what the menu-bar app reports of itself: whether it
-// may show approvals as notifications, and whether it starts at login.
-func checkApp(h home.Dir) []Check {
+// may show approvals as notifications, whether it starts at login, and on
+// macOS its access to calendars and reminders, which the calendar plugin
+// needs when it uses EventKit (eventkit).
+func checkApp(h home.Dir, eventkit bool) []Check {
 	st, err := appstate.Read(h)
 	if errors.Is(err, appstate.ErrNotRunning) {
-		return []Check{{Name: "app", Status: checkOK, Message: "not running (its notification and login-item checks need it; without it, approve with carapace confirm or on Telegram)"}}
+		out := []Check{{Name: "app", Status: checkOK, Message: "not running (its notification and login-item checks need it; without it, approve with carapace confirm or on Telegram)"}}
+		if eventkit {
+			out = append(out, Check{Name: "calendar access", Status: checkWarn,
+				Message: "the calendar plugin uses EventKit, and only the menu-bar app can tell (or ask) whether Carapace may read your calendars and reminders",
+				Fix:     "open the Carapace app, then Carapace menu › Allow calendar and reminders access…"})
+		}
+		return out
 	}
 	if err != nil {
 		return []Check{{Name: "app", Status: checkWarn, Message: oneLine(err.Error())}}
@@ -524,7 +554,36 @@ func checkApp(h home.Dir) []Check {
 		login = Check{Name: "login item", Status: checkWarn, Message: "the app does not start at login, so after a restart no core runs until you open it",
 			Fix: "Carapace menu › Start at Login (or carapace service install)"}
 	}
-	return append(out, login)
+	out = append(out, login)
+	if c := checkCalendarAccess(st.Calendar, eventkit); c != nil {
+		out = append(out, *c)
+	}
+	return out
+}
+
+// checkCalendarAccess is the app's access to calendars and reminders, as
+// it reports it; nil where it has none to ask for (not macOS) and the
+// plugin does not need it.
+func checkCalendarAccess(c *appstate.Calendar, eventkit bool) *Check {
+	const name = "calendar access"
+	switch {
+	case c == nil && eventkit:
+		return &Check{Name: name, Status: checkFail, Message: "the calendar plugin uses EventKit (backend = \"eventkit\"), which is macOS only, and the app here has no calendar access to ask for",
+			Fix: "use backend = \"caldav\" in [plugins.calendar.config] (docs/CALENDAR.md)"}
+	case c == nil:
+		return nil
+	case c.Granted:
+		return &Check{Name: name, Status: checkOK, Message: "calendars and reminders: full access"}
+	}
+	detail := "events " + c.Events + ", reminders " + c.Reminders
+	if c.Problem != "" {
+		detail += " (" + oneLine(c.Problem) + ")"
+	}
+	fix := c.Advice()
+	if !eventkit {
+		return &Check{Name: name, Status: checkOK, Message: detail + "; not needed: the calendar plugin does not use EventKit"}
+	}
+	return &Check{Name: name, Status: checkFail, Message: detail + ": the calendar plugin's tools answer NO_ACCESS", Fix: fix}
 }
 
 // checkAudit checks the audit log can be appended to, and its size.

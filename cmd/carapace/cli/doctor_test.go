@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -421,5 +422,110 @@ func TestDoctorMail(t *testing.T) {
 	checks, _ = doctorChecks(t, run)
 	if c := checks["mail"]; c.Status != "fail" || !strings.Contains(c.Message, "missing imap") {
 		t.Fatalf("a bad config: %+v", c)
+	}
+}
+
+// TestDoctorPluginChecks: with --online, each serving plugin's own check
+// is a check of its own, with the plugin's words and fix; a plugin
+// without a check adds none; without --online no plugin is asked.
+func TestDoctorPluginChecks(t *testing.T) {
+	fc := newFakeCore(t)
+	run := func(args ...string) result { return carapace(t, fc.home, args...) }
+	online := func(args ...string) result { return carapace(t, fc.home, append(args, "--online")...) }
+	fc.b.SetStatus(api.Status{Version: "test", Plugins: []api.PluginStatus{
+		{Name: "calendar", Healthy: true, State: "healthy"},
+		{Name: "echo", Healthy: true, State: "healthy"},
+		{Name: "notes", State: api.PluginDown},
+	}})
+	refused := api.PluginCheck{Name: "calendar", Checked: true, Message: "the CalDAV server refused the username and password",
+		Fix: "carapace auth set --plugin calendar --key caldav_password"}
+	fc.b.SetCheck(refused)
+
+	checks, _ := doctorChecks(t, run)
+	if _, ok := checks["plugin calendar"]; ok || len(fc.b.Verified()) != 0 {
+		t.Fatalf("offline, the plugins were asked: %v, %+v", fc.b.Verified(), checks["plugin calendar"])
+	}
+	checks, code := doctorChecks(t, online)
+	c := checks["plugin calendar"]
+	if code != 1 || c.Status != "fail" || c.Message != refused.Message || c.Fix != refused.Fix {
+		t.Fatalf("a refused password: exit %d, %+v", code, c)
+	}
+	if _, ok := checks["plugin echo"]; ok {
+		t.Errorf("a plugin without a check has one: %+v", checks["plugin echo"])
+	}
+	if v := fc.b.Verified(); slices.Contains(v, "notes") || !slices.Contains(v, "echo") {
+		t.Errorf("asked %v: every serving plugin, not the one that is down", v)
+	}
+	fc.b.SetCheck(api.PluginCheck{Name: "calendar", Checked: true, OK: true, Message: "logged in; 2 calendars: work (VEVENT); tasks (VTODO)"})
+	checks, _ = doctorChecks(t, online)
+	if c := checks["plugin calendar"]; c.Status != "ok" || !strings.Contains(c.Message, "2 calendars") || c.Fix != "" {
+		t.Fatalf("a good password: %+v", c)
+	}
+	out := online("doctor").stdout
+	if !strings.Contains(out, "plugin calendar") || !strings.Contains(out, "logged in; 2 calendars") {
+		t.Fatalf("doctor --online's text lacks the plugin's check:\n%s", out)
+	}
+}
+
+// TestDoctorCalendarAccess: doctor reports the app's calendar access as
+// the app writes it; when the calendar plugin uses EventKit, access short
+// of full is a failure with the step that grants it, and an app that is
+// not running a warning that says only it can tell.
+func TestDoctorCalendarAccess(t *testing.T) {
+	h := controltest.TempHome(t)
+	run := func(args ...string) result { return carapace(t, h, args...) }
+	setBackend := func(backend string) {
+		cfg := "[runtime]\nengine = \"none\"\n"
+		if backend != "" {
+			cfg += "[plugins.calendar.config]\nbackend = \"" + backend + "\"\n"
+		}
+		if err := os.WriteFile(h.Config(), []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write := func(c *appstate.Calendar) {
+		if err := appstate.Write(h, appstate.State{PID: os.Getpid(), Notifications: appstate.Notifications{OK: true}, LoginItem: appstate.LoginItem{Supported: true, Enabled: true}, Calendar: c}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	notAsked := &appstate.Calendar{Events: appstate.CalendarFull, Reminders: appstate.CalendarNotDetermined}
+	for _, tc := range []struct {
+		name     string
+		backend  string
+		app      bool
+		calendar *appstate.Calendar
+		status   string // "" for no check
+		words    string
+		fix      string
+	}{
+		{name: "no app, caldav", backend: "caldav"},
+		{name: "no app, eventkit", backend: "eventkit", status: "warn", words: "only the menu-bar app can tell", fix: "Allow calendar and reminders access…"},
+		{name: "linux app, no calendar plugin", app: true},
+		{name: "linux app, eventkit", backend: "eventkit", app: true, status: "fail", words: "macOS only", fix: `backend = "caldav"`},
+		{name: "mac, not asked, caldav", backend: "caldav", app: true, calendar: notAsked, status: "ok", words: "not needed"},
+		{name: "mac, not asked, eventkit", backend: "eventkit", app: true, calendar: notAsked, status: "fail", words: "events full, reminders not-determined", fix: "Carapace menu › Allow calendar and reminders access…"},
+		{name: "mac, denied, eventkit", backend: "eventkit", app: true, calendar: &appstate.Calendar{Events: appstate.CalendarDenied, Reminders: appstate.CalendarFull},
+			status: "fail", words: "events denied", fix: "System Settings › Privacy & Security"},
+		{name: "mac, granted, eventkit", backend: "eventkit", app: true, calendar: &appstate.Calendar{Events: appstate.CalendarFull, Reminders: appstate.CalendarFull, Granted: true},
+			status: "ok", words: "full access"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			setBackend(tc.backend)
+			os.Remove(appstate.Path(h))
+			if tc.app {
+				write(tc.calendar)
+			}
+			checks, _ := doctorChecks(t, run)
+			c, ok := checks["calendar access"]
+			if tc.status == "" {
+				if ok {
+					t.Fatalf("a calendar access check: %+v", c)
+				}
+				return
+			}
+			if c.Status != tc.status || !strings.Contains(c.Message, tc.words) || !strings.Contains(c.Fix, tc.fix) || (tc.fix == "" && c.Fix != "") {
+				t.Fatalf("%+v", c)
+			}
+		})
 	}
 }

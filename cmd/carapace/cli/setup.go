@@ -44,6 +44,7 @@ type setupFlags struct {
 	llmProvider, llmUpstream, llmAuth, llmModel string
 	telegramStdin                               bool
 	telegramPair                                bool
+	calendar                                    calendarFlags
 	service                                     bool
 }
 
@@ -67,6 +68,8 @@ func (a *app) setupCmd() *cobra.Command {
   model key  store the model API's key (read hidden, or --llm-key-stdin);
              a local model takes none
   telegram   store a Telegram bot token and pair your account (optional)
+  calendar   the calendar plugin: CalDAV URL, user, password (kept in the
+             credential store) and time zone (optional; docs/CALENDAR.md)
   service    start the core at login: a systemd user service on Linux, a
              LaunchAgent on macOS (optional; the menu-bar app can instead)
 
@@ -84,7 +87,8 @@ result.`,
   carapace setup --yes --engine docker --image carapace-agent-test:dev
   carapace setup --yes --build-image --service
   carapace setup --yes --llm-provider ollama --llm-model qwen3-coder
-  printf %s "$BOT_TOKEN" | carapace setup --yes --telegram-token-stdin --telegram-pair`,
+  printf %s "$BOT_TOKEN" | carapace setup --yes --telegram-token-stdin --telegram-pair
+  printf %s "$APP_PASSWORD" | carapace setup --yes --calendar-url https://caldav.fastmail.com/dav/calendars/user/me@fastmail.com/ --calendar-user me@fastmail.com --calendar-zone Europe/Paris --calendar-password-stdin`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.setup(cmd, f)
@@ -104,10 +108,14 @@ result.`,
 	fl.BoolVar(&f.oauth, "oauth", false, "the key is a Claude subscription's OAuth token (sk-ant-oat… is recognised without it)")
 	fl.BoolVar(&f.telegramStdin, "telegram-token-stdin", false, "read a Telegram bot token from stdin and turn the Telegram channel on")
 	fl.BoolVar(&f.telegramPair, "telegram-pair", false, "print a one-time code that makes you the bot's owner")
+	fl.StringVar(&f.calendar.url, "calendar-url", "", "set up the calendar plugin: its CalDAV server's URL (https, or http to this machine)")
+	fl.StringVar(&f.calendar.user, "calendar-user", "", "the CalDAV user name")
+	fl.StringVar(&f.calendar.zone, "calendar-zone", "", "your IANA time zone for the calendar, e.g. Europe/Paris (default: this machine's)")
+	fl.BoolVar(&f.calendar.passwordStdin, "calendar-password-stdin", false, "read the CalDAV password (an app-specific password for iCloud or Fastmail) from stdin")
 	fl.BoolVar(&f.service, "service", false, "install the background service (carapace service install)")
 	c.RegisterFlagCompletionFunc("engine", cobra.FixedCompletions(config.Engines, cobra.ShellCompDirectiveNoFileComp))
 	c.MarkFlagsMutuallyExclusive("image", "build-image")
-	c.MarkFlagsMutuallyExclusive("llm-key-stdin", "telegram-token-stdin")
+	c.MarkFlagsMutuallyExclusive("llm-key-stdin", "telegram-token-stdin", "calendar-password-stdin")
 	return c
 }
 
@@ -174,6 +182,7 @@ func (a *app) setup(cmd *cobra.Command, f setupFlags) error {
 	}
 	s.modelKey()
 	s.telegram()
+	s.calendar()
 	s.service()
 	fmt.Fprintln(s.out)
 	if s.changed {

@@ -24,6 +24,7 @@ import (
 	"github.com/carapace-dev/carapace/core/runtime/docker"
 	"github.com/carapace-dev/carapace/internal/testutil"
 	"github.com/carapace-dev/carapace/keychain"
+	"github.com/carapace-dev/carapace/plugins/calendar"
 	"github.com/carapace-dev/carapace/plugins/telegram"
 	"github.com/carapace-dev/carapace/plugins/telegram/pairing"
 )
@@ -525,5 +526,66 @@ func TestSetupUnreadableKey(t *testing.T) {
 	r := run()
 	if l := stepLine(r.stdout, "fail", "model key"); !strings.Contains(l, "unreadable") || r.code != 1 {
 		t.Fatalf("an unreadable key: %+v", r)
+	}
+}
+
+// TestSetupCalendar: the flags set the calendar up (config and the
+// password in the store); a run without them keeps it; a URL the plugin
+// would refuse, or a zone that is not one, fails naming why, and changes
+// nothing.
+func TestSetupCalendar(t *testing.T) {
+	h := emptyHome(t)
+	run := func(stdin string, args ...string) result {
+		var out, errb testutil.Buffer
+		return carapaceWith(t, cli.Config{Stdout: &out, Stderr: &errb, Stdin: strings.NewReader(stdin), NewEngine: noEngine, ServiceRunner: (&serviceFake{}).run}, h,
+			append([]string{"setup", "--yes", "--engine", "none"}, args...)...)
+	}
+	r := run("")
+	if !strings.Contains(stepLine(r.stdout, "skip", "calendar"), "not set up") {
+		t.Fatalf("no flags, no calendar: %+v", r)
+	}
+	for _, tc := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"--calendar-url", "http://caldav.example.com/"}, "plain http only to this machine"},
+		{[]string{"--calendar-url", "caldav.example.com"}, "is not a URL"},
+		{[]string{"--calendar-url", "https://caldav.example.com/", "--calendar-zone", "Paris"}, `"Paris" is not an IANA time zone`},
+		{[]string{"--calendar-user", "me"}, "no CalDAV URL"},
+	} {
+		r := run("pw", append(tc.args, "--calendar-password-stdin")...)
+		if r.code != 1 || !strings.Contains(stepLine(r.stdout, "fail", "calendar"), tc.says) {
+			t.Errorf("%v: %+v", tc.args, r)
+		}
+	}
+	if _, err := keychain.Default(h.CredentialsDir()).Get("calendar", "caldav_password"); err == nil {
+		t.Fatal("a refused setup stored the password")
+	}
+	if cfg, err := config.Load(h.Config()); err != nil || cfg.Plugins["calendar"].Config != nil {
+		t.Fatalf("a refused setup wrote the config: %+v, %v", cfg.Plugins, err)
+	}
+
+	const pw = "caldav app password"
+	r = run(pw, "--calendar-url", "http://127.0.0.1:5232/", "--calendar-user", "alice", "--calendar-zone", "Europe/Paris", "--calendar-password-stdin")
+	if r.code != 0 || !strings.Contains(stepLine(r.stdout, "done", "calendar"), "CalDAV password stored (19 bytes)") || strings.Contains(r.stdout+r.stderr, pw) {
+		t.Fatalf("setup --calendar-…: %+v", r)
+	}
+	// Where the plugin reads it (its credential key).
+	if b, err := keychain.Default(h.CredentialsDir()).Get("calendar", calendar.CredentialKey); err != nil || string(b) != pw {
+		t.Fatalf("stored: %q, %v", b, err)
+	}
+	cfg, err := config.Load(h.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, on := cfg.Plugins["calendar"]; !on {
+		t.Fatal("the calendar plugin is not turned on")
+	}
+	if c := cfg.Plugins["calendar"].Config; c["caldav_url"] != "http://127.0.0.1:5232/" || c["username"] != "alice" || c["time_zone"] != "Europe/Paris" {
+		t.Fatalf("[plugins.calendar.config]: %+v", c)
+	}
+	r = run("")
+	if !strings.Contains(stepLine(r.stdout, "ok", "calendar"), "CalDAV at http://127.0.0.1:5232/") {
+		t.Fatalf("again, nothing to change: %+v", r)
 	}
 }

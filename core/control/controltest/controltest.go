@@ -49,6 +49,8 @@ type Backend struct {
 	tasks         []api.Task
 	taskCalls     []string
 	raw           map[string]json.RawMessage // the arguments RawConfirmation answers for a confirmation whose Arguments hide something
+	checks        map[string]api.PluginCheck // what VerifyPlugin answers, by plugin
+	verified      []string                   // the plugins VerifyPlugin was asked about
 }
 
 // Decision is one call of Decide that succeeded.
@@ -432,6 +434,52 @@ func (b *Backend) RestartPlugin(_ context.Context, name string) (api.PluginStatu
 		}
 	}
 	return api.PluginStatus{}, fmt.Errorf("plugin %s: %w", name, api.ErrNotFound)
+}
+
+// SetCheck sets what VerifyPlugin answers for plugin pc.Name; a plugin of
+// the status without one answers Checked false (no check of its own).
+func (b *Backend) SetCheck(pc api.PluginCheck) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.checks == nil {
+		b.checks = map[string]api.PluginCheck{}
+	}
+	b.checks[pc.Name] = pc
+}
+
+// Verified returns the plugins VerifyPlugin was asked about, in order.
+func (b *Backend) Verified() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.verified)
+}
+
+var _ control.VerifyBackend = (*Backend)(nil)
+
+// VerifyPlugin implements control.VerifyBackend: the check SetCheck set,
+// or Checked false for a plugin of the status without one; api.ErrNotFound
+// for a plugin the status does not list, api.ErrConflict for one that is
+// not healthy.
+func (b *Backend) VerifyPlugin(_ context.Context, name string) (api.PluginCheck, error) {
+	if err := b.fail("VerifyPlugin"); err != nil {
+		return api.PluginCheck{}, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.verified = append(b.verified, name)
+	for _, p := range b.status.Plugins {
+		if p.Name != name {
+			continue
+		}
+		if !p.Healthy && p.State != "degraded" {
+			return api.PluginCheck{}, fmt.Errorf("plugin %s is %s: %w", name, p.State, api.ErrConflict)
+		}
+		if pc, ok := b.checks[name]; ok {
+			return pc, nil
+		}
+		return api.PluginCheck{Name: name}, nil
+	}
+	return api.PluginCheck{}, fmt.Errorf("plugin %s: %w", name, api.ErrNotFound)
 }
 
 // Restarts returns the names of the plugins restarted so far.

@@ -116,6 +116,8 @@ var frames = []golden{
 		Message: "open /var/lib/weather.db: permission denied"})},
 	{file: "plugin-reply-error-init.json", msg: replyErr(1, pluginproto.Error{Kind: pluginproto.KindInternal,
 		Message: "token rejected by api.example.com", Category: plugin.CategoryAuth})},
+	{file: "plugin-reply-error-not-implemented.json", msg: replyErr(3, pluginproto.Error{Kind: pluginproto.KindNotImplemented,
+		Message: plugin.ErrNotImplemented.Error()})},
 
 	// The plugin's service calls and the core's answers.
 	{file: "plugin-call-audit-log.json", msg: call(1, pluginproto.MethodAuditLog, 2), body: plugin.AuditFilter{Outcome: "error", LastN: 20}},
@@ -296,8 +298,9 @@ func TestGoldenCoversTheProtocol(t *testing.T) {
 	// An error kind has the core's error frame, but for those the plugin
 	// sends; a message type is in every method's frames, but for these.
 	byKind := map[string][]string{
-		pluginproto.KindTool:     {"plugin-reply-error-tool.json"},
-		pluginproto.KindInternal: {"plugin-reply-error-internal.json", "plugin-reply-error-init.json", "core-reply-error-internal.json"},
+		pluginproto.KindTool:           {"plugin-reply-error-tool.json"},
+		pluginproto.KindInternal:       {"plugin-reply-error-internal.json", "plugin-reply-error-init.json", "core-reply-error-internal.json"},
+		pluginproto.KindNotImplemented: {"plugin-reply-error-not-implemented.json"},
 	}
 	for _, k := range decl["Kind"] {
 		files, ok := byKind[k]

@@ -128,6 +128,10 @@ const (
 	// plugin.ErrAlreadyDecided; Message says how the confirmation ended.
 	KindNotSurface = "not_surface"
 	KindDecided    = "decided"
+	// KindNotImplemented maps to plugin.ErrNotImplemented: the handler
+	// does not implement the optional method called (a core that does not
+	// know the kind reads it as internal).
+	KindNotImplemented = "not_implemented"
 )
 
 // Message is one protocol message.
