@@ -8,7 +8,10 @@
 // JSON object {code, message, retriable, stage?, field?, retry_after?}
 // (exit 1), unreachable cores and timeouts included. Usage errors exit 2.
 // While a call waits for the user's confirmation a status line, also JSON,
-// is written to stderr first; an error is always the last line.
+// is written to stderr first; an error is always the last line. SIGINT or
+// SIGTERM ends a call that has waited 25 ms or more with such an error
+// (PLUGIN_TIMEOUT, "interrupted before the core answered"); one sooner
+// ends ipc as it ends any program.
 //
 // A first argument of "relay" selects the relay mode instead (package
 // ipc/relay). It is reserved: no topic can be "relay", since topics are
@@ -64,6 +67,10 @@ Environment:
   CARAPACE_LLM_SOCKET     relay mode: the model API socket (default /run/carapace/llm.sock)
 `
 
+// signalDelay is how long a call runs before SIGINT and SIGTERM are
+// caught to end it with a JSON error.
+const signalDelay = 25 * time.Millisecond
+
 func main() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -110,8 +117,22 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if endpoint == "" {
 		endpoint = ipc.DefaultEndpoint
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// SIGINT and SIGTERM end a call with its JSON error, once it has
+	// waited signalDelay: most calls are answered sooner, and arming
+	// signal delivery (a goroutine and a thread of the runtime's) was a
+	// tenth of an ipc run. A signal before then ends ipc as it ends any
+	// program, with no JSON line.
+	arm := time.AfterFunc(signalDelay, func() {
+		sigs := make(chan os.Signal, 1)
+		signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+		go func() {
+			<-sigs
+			cancel()
+		}()
+	})
+	defer arm.Stop()
 	res, e := ipc.Call(ctx, endpoint, args[0], body, opts)
 	if e != nil {
 		return fail(stderr, e)
