@@ -1,0 +1,341 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"mime/quotedprintable"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/emersion/go-imap/v2"
+
+	"github.com/carapace-dev/carapace/core/api"
+	"github.com/carapace-dev/carapace/core/audit"
+	"github.com/carapace-dev/carapace/core/confine"
+	"github.com/carapace-dev/carapace/core/home"
+	"github.com/carapace-dev/carapace/core/loader"
+	"github.com/carapace-dev/carapace/core/plugin"
+	"github.com/carapace-dev/carapace/internal/testutil"
+	"github.com/carapace-dev/carapace/internal/testutil/mailserver"
+	"github.com/carapace-dev/carapace/keychain"
+)
+
+// The mail plugin end to end against the real servers of
+// internal/testutil/mailserver (docs/MAIL.md, "How it is tested"): a
+// Dovecot and a Postfix from Debian, started for each test on 127.0.0.2
+// with TLS from a throwaway CA, which the confined plugin trusts because
+// the core's environment names it in SSL_CERT_FILE. The account is
+// alice's; mail to bob (and carol, dave) goes through Postfix's
+// submission and is delivered by LMTP into Dovecot, where the test reads
+// it apart from the plugin.
+
+// mailAccount is the [plugins.mail] block of alice's account on srv, for
+// group main: IMAP with implicit TLS, SMTP submission with STARTTLS (both
+// ways a client secures a connection, one each). extra goes into the
+// account's table.
+func mailAccount(srv *mailserver.Server, extra string) string {
+	return fmt.Sprintf(`
+[plugins.mail]
+[plugins.mail.config.groups.main]
+accounts = ["work"]
+[[plugins.mail.config.accounts]]
+name = "work"
+imap = %q
+imap_security = "tls"
+smtp = %q
+smtp_security = "starttls"
+username = %q
+from = "Alice <%s>"
+%s`, srv.Addr(srv.IMAPSPort), srv.Addr(srv.SubmissionPort), srv.Users[0].Address, srv.Users[0].Address, extra)
+}
+
+// startMailServers starts the servers (alice first) and makes the cores
+// this test starts trust their CA.
+func startMailServers(t *testing.T, users ...string) *mailserver.Server {
+	t.Helper()
+	if err := confine.Probe().Missing(); err != nil {
+		testutil.Missing(t, fmt.Sprintf("the kernel cannot confine plugins: %v", err))
+	}
+	if len(users) == 0 {
+		users = []string{"alice", "bob"}
+	}
+	srv := mailserver.Start(t, mailserver.WithUsers(users...))
+	t.Setenv("SSL_CERT_FILE", srv.CAFile)
+	return srv
+}
+
+// storeMailPassword stores alice's password as carapace auth set
+// --plugin mail --key work does.
+func storeMailPassword(t testing.TB, srv *mailserver.Server, h home.Dir) {
+	t.Helper()
+	if err := keychain.NewFileStore(h.CredentialsDir()).Set("mail", "work", []byte(srv.Users[0].Password)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// seedMailbox appends the plugin's test mails (plain, HTML, multipart
+// with an attachment, ISO-8859-1, malformed MIME) to alice's INBOX.
+func seedMailbox(t *testing.T, srv *mailserver.Server) {
+	t.Helper()
+	for _, name := range []string{"plain", "html", "attach", "latin1", "malformed"} {
+		raw, err := os.ReadFile(filepath.Join("..", "..", "plugins", "mail", "testdata", name+".eml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw = bytes.ReplaceAll(bytes.ReplaceAll(raw, []byte("\r\n"), []byte("\n")), []byte("\n"), []byte("\r\n"))
+		srv.Append(t, "alice", "INBOX", raw)
+	}
+}
+
+// sentData is the message as the plugin handed it to Postfix: what was
+// delivered, without the header fields delivery put above it (Received,
+// Return-Path, Delivered-To). The plugin's messages start with Date.
+func sentData(t *testing.T, delivered []byte) []byte {
+	t.Helper()
+	i := bytes.Index(delivered, []byte("\r\nDate: "))
+	if i < 0 {
+		t.Fatalf("no Date field in the delivered mail:\n%s", delivered)
+	}
+	return delivered[i+2:]
+}
+
+// mailBody is the decoded text of one of the plugin's messages (quoted-
+// printable, CRLF), with \n line ends: the body as the preview shows it.
+func mailBody(t *testing.T, data []byte) string {
+	t.Helper()
+	_, b, ok := bytes.Cut(data, []byte("\r\n\r\n"))
+	if !ok {
+		t.Fatalf("no body in:\n%s", data)
+	}
+	dec, err := io.ReadAll(quotedprintable.NewReader(bytes.NewReader(b)))
+	if err != nil {
+		t.Fatalf("the body is not quoted-printable: %v", err)
+	}
+	return strings.ReplaceAll(string(dec), "\r\n", "\n")
+}
+
+// previewBody is the body part of a mail_send preview: what follows the
+// first blank line.
+func previewBody(t *testing.T, preview string) string {
+	t.Helper()
+	_, b, ok := strings.Cut(preview, "\n\n")
+	if !ok {
+		t.Fatalf("a preview without a blank line:\n%s", preview)
+	}
+	_, b, ok = strings.Cut(b, "\n\n") // past "Send this mail…?", then past the headers
+	if !ok {
+		t.Fatalf("a preview without a body:\n%s", preview)
+	}
+	return b
+}
+
+// checkDelivered checks that msg, delivered to a recipient, is the exact
+// SMTP data the user approved (cf's digest, over the envelope from alice
+// to rcpts and the data) and carries the body the preview showed.
+func checkDelivered(t *testing.T, srv *mailserver.Server, msg mailserver.Message, cf api.Confirmation, rcpts ...string) {
+	t.Helper()
+	data := sentData(t, msg.Raw)
+	if got := plugin.Digest([]byte(srv.Users[0].Address), []byte(strings.Join(rcpts, "\n")), data); got != cf.PreviewDigest {
+		t.Errorf("the delivered mail digests to %s, the user approved %s:\n%s", got, cf.PreviewDigest, data)
+	}
+	if got, want := mailBody(t, data), previewBody(t, cf.Preview); got != want {
+		t.Errorf("the delivered body is not the body shown:\n%q\n%q", got, want)
+	}
+}
+
+// TestMailThroughTheCore: the Docker test agent works alice's mailbox
+// through the real core and the confined plugin process, on the real
+// servers. It searches and reads every kind of seeded mail, drafts, and
+// asks four times to send; the user approves the first (delivered to bob
+// as the exact bytes approved, with the body shown), denies the second,
+// lets the third expire, and the fourth's draft is replaced on the server
+// before the approval (not sent). Nothing but the approved mail reaches
+// any mailbox.
+func TestMailThroughTheCore(t *testing.T) {
+	srv := startMailServers(t)
+	seedMailbox(t, srv)
+	const confirmTimeout = 20 * time.Second
+	cfg := dockerConfig(t, fmt.Sprintf("[confirm]\ntimeout = %q\n[groups.main]\n", confirmTimeout.String())+mailAccount(srv, ""))
+	c := startCoreWith(t, coreOptions{Config: cfg, Bundled: []loader.Bundled{mailBundle(t)}, Setup: func(h home.Dir) { storeMailPassword(t, srv, h) }})
+	st := pluginStatus(t, c, "mail")
+	if !st.Healthy || st.Source != "bundled" || st.Confinement == nil || st.Confinement.Mode != api.ConfinementConfined {
+		t.Fatalf("the mail plugin: %+v (confinement %+v)\ncore log:\n%s", st, st.Confinement, c.Log.String())
+	}
+	// Its network: exactly the account's two servers, from its config;
+	// the test CA readable through SSL_CERT_FILE.
+	imapAddr, smtpAddr := srv.Addr(srv.IMAPSPort), srv.Addr(srv.SubmissionPort)
+	if h := st.Confinement.Hosts; len(h) != 2 || st.Confinement.Public ||
+		!strings.HasPrefix(h[0], imapAddr+" (config accounts.0.imap") || !strings.HasPrefix(h[1], smtpAddr+" (config accounts.0.smtp") {
+		t.Fatalf("the mail plugin may reach %q (public %v), want exactly its IMAP and SMTP servers", h, st.Confinement.Public)
+	}
+	if !slices.ContainsFunc(st.Confinement.Read, func(r string) bool { return strings.HasPrefix(r, srv.CAFile+" (SSL_CERT_FILE") }) {
+		t.Fatalf("the test CA is not readable by the plugin: %v", st.Confinement.Read)
+	}
+
+	draftAndSend := func(subject, body string) string {
+		return `sh d=$(ipc tool.invoke.mail_draft '{"to":["Bob <bob@example.test>"],"subject":"` + subject + `","body":"` +
+			strings.ReplaceAll(body, "\n", `\n`) + `"}' | grep -o '"draft_id":"[^"]*"' | cut -d'"' -f4); ipc tool.invoke.mail_send "{\"draft_id\":\"$d\"}"`
+	}
+	approvedBody := "Hi Bob,\n\nnoon on Friday works for me.\n\n-- \nAlice\n"
+	prompt := strings.Join([]string{
+		"# Go through my inbox and answer Bob.",
+		`tool.invoke.mail_search {}`,
+		`sh for id in $(ipc tool.invoke.mail_search '{}' | grep -o '"id":"[^"]*"' | cut -d'"' -f4); do ipc tool.invoke.mail_read "{\"id\":\"$id\"}" || exit 1; done`,
+		draftAndSend("Lunch", approvedBody),
+		draftAndSend("Denied", "This one the user denies.\n"),
+		draftAndSend("Expired", "This one nobody answers.\n"),
+		draftAndSend("Replaced", "This one is replaced before it is approved.\n"),
+	}, "\n")
+	a := startAgent(t, c, api.SessionRequest{Group: "main", Runtime: "docker", Prompt: prompt})
+
+	// 1. Approved: the confirmation shows the whole mail; once approved,
+	// bob gets exactly it.
+	cf := pendingOne(t, c, a, "the first mail_send's confirmation")
+	if cf.Tool != "mail_send" || cf.PreviewOmitted || !strings.HasPrefix(cf.PreviewDigest, "sha256:") || previewBody(t, cf.Preview) != approvedBody {
+		t.Fatalf("the confirmation of mail_send: %s, preview %q (omitted %v), digest %q\n%s", cf.Tool, cf.Preview, cf.PreviewOmitted, cf.PreviewDigest, a.output())
+	}
+	for _, want := range []string{`From: "Alice" <alice@example.test>`, `To: "Bob" <bob@example.test>`, "Subject: Lunch"} {
+		if !strings.Contains(cf.Preview, want+"\n") {
+			t.Errorf("the preview lacks %q:\n%s", want, cf.Preview)
+		}
+	}
+	out, errs, code := runCLI(t, c.Home, "confirm", "show", cf.ID[:8])
+	if code != 0 {
+		t.Fatalf("confirm show: exit %d\n%s%s", code, out, errs)
+	}
+	for _, want := range []string{"| From: \"Alice\" <alice@example.test>", "| To: \"Bob\" <bob@example.test>", "| Subject: Lunch",
+		"| noon on Friday works for me.", "| Alice", "preview digest: " + cf.PreviewDigest} {
+		if !strings.Contains(out, want) {
+			t.Errorf("confirm show lacks %q:\n%s", want, out)
+		}
+	}
+	if len(srv.Messages(t, "bob", "INBOX")) != 0 {
+		t.Fatal("bob has mail before the approval")
+	}
+	if len(srv.Messages(t, "alice", "Drafts")) != 1 {
+		t.Fatalf("Drafts holds %d mails, want the one draft", len(srv.Messages(t, "alice", "Drafts")))
+	}
+	if out, errs, code := runCLI(t, c.Home, "confirm", "approve", cf.ID[:8]); code != 0 {
+		t.Fatalf("confirm approve: exit %d\n%s%s", code, out, errs)
+	}
+	got := srv.WaitMessages(t, "bob", "INBOX", 1)
+	checkDelivered(t, srv, got[0], cf, "bob@example.test")
+
+	// 2. Denied: nothing anywhere changes but the next draft.
+	cf = pendingOne(t, c, a, "the second mail_send's confirmation")
+	if !strings.Contains(cf.Preview, "Subject: Denied\n") {
+		t.Fatalf("second confirmation: %q", cf.Preview)
+	}
+	total := srv.Total(t)
+	if out, errs, code := runCLI(t, c.Home, "confirm", "deny", cf.ID[:8]); code != 0 {
+		t.Fatalf("confirm deny: exit %d\n%s%s", code, out, errs)
+	}
+
+	// 3. Expired: likewise.
+	cf3 := pendingOne(t, c, a, "the third mail_send's confirmation")
+	if !strings.Contains(cf3.Preview, "Subject: Expired\n") {
+		t.Fatalf("third confirmation: %q", cf3.Preview)
+	}
+	if n := srv.Total(t); n != total+1 { // the third draft
+		t.Fatalf("a denied send changed the mailboxes: %d mails, want %d", n, total+1)
+	}
+	total++
+
+	// 4. Replaced: the user's mail app edits the draft (a new one, the old
+	// removed) after the request; the approval then sends nothing.
+	var list []api.Confirmation
+	waitWithin(t, confirmTimeout+90*time.Second, "the third confirmation's expiry and the fourth's", func() bool {
+		var err error
+		list, err = c.Client.Confirmations(context.Background(), false)
+		return err == nil && len(list) == 1 && list[0].ID != cf3.ID
+	})
+	cf, err := c.Client.Confirmation(context.Background(), list[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(cf.Preview, "Subject: Replaced\n") {
+		t.Fatalf("fourth confirmation: %q", cf.Preview)
+	}
+	if n := srv.Total(t); n != total+1 {
+		t.Fatalf("an expired send changed the mailboxes: %d mails, want %d", n, total+1)
+	}
+	total++
+	drafts := srv.Messages(t, "alice", "Drafts")
+	var old mailserver.Message
+	for _, m := range drafts {
+		if bytes.Contains(m.Raw, []byte("Subject: Replaced")) {
+			old = m
+		}
+	}
+	if old.UID == 0 {
+		t.Fatalf("the fourth draft is not in Drafts: %d drafts", len(drafts))
+	}
+	ic := srv.Dial(t, "alice", nil)
+	if _, err := ic.Select("Drafts", nil).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ic.Store(imap.UIDSetNum(imap.UID(old.UID)), &imap.StoreFlags{Op: imap.StoreFlagsAdd, Silent: true, Flags: []imap.Flag{imap.FlagDeleted}}, nil).Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ic.UIDExpunge(imap.UIDSetNum(imap.UID(old.UID))).Close(); err != nil {
+		t.Fatal(err)
+	}
+	srv.Append(t, "alice", "Drafts", bytes.Replace(old.Raw, []byte("replaced before it is approved."), []byte("replaced: SEND THE FILES TO EVE."), 1), `\Draft`)
+	_, _, _ = runCLI(t, c.Home, "confirm", "approve", cf.ID[:8])
+
+	exit, stdout, stderr := a.wait(t)
+	statuses := regexp.MustCompile(`(?m)^exit \d+$`).FindAllString(stdout, -1)
+	if exit != 1 || !slices.Equal(statuses, []string{"exit 0", "exit 0", "exit 0", "exit 1", "exit 1", "exit 1"}) {
+		t.Fatalf("the agent: exit %d, statuses %q\nstdout:\n%s\nstderr:\n%s", exit, statuses, stdout, stderr)
+	}
+	// What the agent read: every kind of mail, as text.
+	for _, want := range []string{"lunch on Friday at noon", "Big sale", "Here is the report.", `"name":"report.pdf"`,
+		"b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9", "Un café crème", "Ignore previous instructions", `"sent":true`} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("the agent's output lacks %q", want)
+		}
+	}
+	for _, not := range []string{"<b>", "aGVsbG8"} {
+		if strings.Contains(stdout, not) {
+			t.Errorf("the agent's output has %q (HTML not converted, or an attachment's bytes)", not)
+		}
+	}
+	// The denied, the expired, and the replaced draft's (the core's second
+	// preview, right before the run, finds the approved draft gone).
+	for _, want := range []string{"CONFIRMATION_DENIED", "CONFIRMATION_TIMEOUT", "could not show its content again before running it (no mail with this id"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("the agent's errors lack %s:\n%s", want, stderr)
+		}
+	}
+	// Only the approved mail went anywhere: bob has one, the refused
+	// drafts are still drafts, the one Sent copy is the approved mail.
+	if n := srv.Total(t); n != total {
+		t.Errorf("the mailboxes hold %d mails after the refused sends, want %d", n, total)
+	}
+	if got := srv.Messages(t, "bob", "INBOX"); len(got) != 1 {
+		t.Errorf("bob has %d mails, want the approved one", len(got))
+	}
+	if sent := srv.Messages(t, "alice", "Sent"); len(sent) != 1 || !bytes.Contains(sent[0].Raw, []byte("Subject: Lunch")) {
+		t.Errorf("alice's Sent holds %d mails", len(sent))
+	}
+	if d := srv.Messages(t, "alice", "Drafts"); len(d) != 3 {
+		t.Errorf("alice's Drafts holds %d mails, want the three not sent", len(d))
+	}
+	// The session read someone else's words: it is tainted.
+	tainted := false
+	for _, e := range c.Audit(t) {
+		if e.Stage == audit.StageTaint && e.Session == a.info.ID && strings.Contains(e.Reason, "mail_search") {
+			tainted = true
+		}
+	}
+	if !tainted {
+		t.Error("mail_search did not taint the session")
+	}
+}
