@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"html"
 	"io"
 	"mime/quotedprintable"
 	"os"
@@ -24,7 +25,9 @@ import (
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/internal/testutil"
 	"github.com/carapace-dev/carapace/internal/testutil/mailserver"
+	"github.com/carapace-dev/carapace/ipc"
 	"github.com/carapace-dev/carapace/keychain"
+	"github.com/carapace-dev/carapace/plugins/telegram/fakebot"
 )
 
 // The mail plugin end to end against the real servers of
@@ -337,5 +340,115 @@ func TestMailThroughTheCore(t *testing.T) {
 	}
 	if !tainted {
 		t.Error("mail_search did not taint the session")
+	}
+}
+
+// TestMailSendCardOnTelegram: the approval of a mail_send on the phone,
+// through the real core, the Telegram plugin (the fake Bot API) and the
+// mail plugin on the real servers. The card shows the From, every To, Cc
+// and Bcc, the subject and the whole body; approved there, each recipient
+// gets exactly that mail (the Bcc in no header). A body too long for a
+// Telegram message is not on the card, which offers Deny only; denied,
+// nothing goes anywhere.
+func TestMailSendCardOnTelegram(t *testing.T) {
+	srv := startMailServers(t, "alice", "bob", "carol", "dave")
+	bot := fakebot.New(t)
+	cfg := fmt.Sprintf(`
+[confirm]
+timeout = "90s"
+[groups.main]
+[plugins.telegram]
+surface = true
+[plugins.telegram.config]
+owner_id = %d
+api_url = %q
+debounce_ms = 300
+`, tgOwner, bot.URL()) + mailAccount(srv, "")
+	c := startCoreWith(t, coreOptions{Config: cfg, Bundled: []loader.Bundled{telegramBundle(t), mailBundle(t)},
+		Setup: func(h home.Dir) { setToken(t, h); storeMailPassword(t, srv, h) }})
+	for _, name := range []string{"telegram", "mail"} {
+		if p := pluginStatus(t, c, name); !p.Healthy {
+			t.Fatalf("the %s plugin: %+v\ncore log:\n%s", name, p, c.Log.String())
+		}
+	}
+	bot.WaitCount(t, "getUpdates", 1)
+	s := c.Session(t, "main")
+
+	body := "Hi Bob,\n\nFish & chips <3 at noon on Friday?\nCarol comes too.\n\n-- \nAlice\n"
+	d := mustOK(t, runIPC(t, s.Socket, nil, "tool.invoke.mail_draft", mustJSON(t, map[string]any{
+		"to": []string{"Bob <bob@example.test>"}, "cc": []string{"carol@example.test"}, "bcc": []string{"dave@example.test"},
+		"subject": "Lunch <Friday>", "body": body})))
+	bg := startIPC(t, s.Socket, "tool.invoke.mail_send", mustJSON(t, map[string]any{"draft_id": d["draft_id"]}))
+	id := bg.waitPending(t)
+	cf, err := c.Client.Confirmation(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, b := card(t, bot, "Subject: Lunch &lt;Friday&gt;")
+	want := []string{"mail_send", "From: &#34;Alice&#34; &lt;alice@example.test&gt;", "To: &#34;Bob&#34; &lt;bob@example.test&gt;",
+		"Cc: &lt;carol@example.test&gt;", "Bcc: &lt;dave@example.test&gt;"}
+	for _, line := range strings.Split(body, "\n") {
+		want = append(want, html.EscapeString(line))
+	}
+	for _, w := range want {
+		if !strings.Contains(m.Text, w) {
+			t.Errorf("the card lacks %q:\n%s", w, m.Text)
+		}
+	}
+	if srv.Total(t) != 1 { // the draft
+		t.Fatalf("%d mails before the approval, want the draft alone", srv.Total(t))
+	}
+	bot.Callback(tgOwner, fakebot.PrivateChat(tgOwner), m.MessageID, b["approve"])
+	if got := mustOK(t, bg.wait(t)); got["sent"] != true {
+		t.Fatalf("the send approved on the phone: %v", got)
+	}
+	edited(t, bot, m.MessageID, "Approved on telegram by 4242")
+	rcpts := []string{"bob@example.test", "carol@example.test", "dave@example.test"}
+	for _, u := range []string{"bob", "carol", "dave"} {
+		got := srv.WaitMessages(t, u, "INBOX", 1)
+		if len(got) != 1 {
+			t.Fatalf("%s has %d mails", u, len(got))
+		}
+		checkDelivered(t, srv, got[0], cf, rcpts...)
+		if bytes.Contains(sentData(t, got[0].Raw), []byte("dave")) {
+			t.Errorf("%s's copy names the Bcc:\n%s", u, got[0].Raw)
+		}
+	}
+	total := srv.Total(t) // three delivered, one in Sent
+
+	// Too long for a message: Deny only.
+	long := strings.Repeat("All work and no play makes Jack a dull boy.\n", 120)
+	d = mustOK(t, runIPC(t, s.Socket, nil, "tool.invoke.mail_draft", mustJSON(t, map[string]any{"to": []string{"bob@example.test"}, "subject": "Long", "body": long})))
+	bg = startIPC(t, s.Socket, "tool.invoke.mail_send", mustJSON(t, map[string]any{"draft_id": d["draft_id"]}))
+	id = bg.waitPending(t)
+	var denyOnly fakebot.Message
+	bot.Wait(t, 60*time.Second, "the card of the long mail", func() bool {
+		for _, m := range bot.Messages(tgOwner) {
+			if strings.Contains(m.Text, "Approval needed") && strings.Contains(m.Text, "carapace confirm show "+id[:8]) && m.ReplyMarkup != nil {
+				denyOnly = m
+				return true
+			}
+		}
+		return false
+	})
+	var deny string
+	for _, btn := range denyOnly.ReplyMarkup.Buttons() {
+		if strings.Contains(btn.Text, "Approve") {
+			t.Fatalf("an Approve button for a mail the card cannot show whole:\n%s", denyOnly.Text)
+		}
+		if strings.Contains(btn.Text, "Deny") {
+			deny = btn.CallbackData
+		}
+	}
+	if strings.Contains(denyOnly.Text, "All work and no play") || !strings.Contains(denyOnly.Text, "too long for a Telegram message") || deny == "" {
+		t.Fatalf("the card of a long mail:\n%s", denyOnly.Text)
+	}
+	bot.Callback(tgOwner, fakebot.PrivateChat(tgOwner), denyOnly.MessageID, deny)
+	wantError(t, bg.wait(t), ipc.CodeConfirmationDenied, 5, "")
+	if n := srv.Total(t); n != total+1 { // the long draft
+		t.Fatalf("the mailboxes hold %d mails after the denial, want %d", n, total+1)
+	}
+	if n := len(srv.Messages(t, "bob", "INBOX")); n != 1 {
+		t.Fatalf("bob has %d mails after the denial, want 1", n)
 	}
 }
