@@ -8,10 +8,13 @@ import (
 	"io"
 	"mime/quotedprintable"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -23,6 +26,7 @@ import (
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/loader"
 	"github.com/carapace-dev/carapace/core/plugin"
+	"github.com/carapace-dev/carapace/internal/sqlitedb"
 	"github.com/carapace-dev/carapace/internal/testutil"
 	"github.com/carapace-dev/carapace/internal/testutil/mailserver"
 	"github.com/carapace-dev/carapace/ipc"
@@ -450,5 +454,138 @@ debounce_ms = 300
 	}
 	if n := len(srv.Messages(t, "bob", "INBOX")); n != 1 {
 		t.Fatalf("bob has %d mails after the denial, want 1", n)
+	}
+}
+
+var mailCore struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// mailServe returns a carapace binary with the mail plugin bundled beside
+// it (bundle/plugins/mail), as make build links one.
+func mailServe(t *testing.T) string {
+	t.Helper()
+	b := mailBundle(t)
+	mailCore.once.Do(func() {
+		mailCore.path = filepath.Join(filepath.Dir(filepath.Dir(b.Dir)), "carapace-mail")
+		cmd := exec.Command("go", "build", "-tags", "sqlite_fts5", "-ldflags",
+			"-X github.com/carapace-dev/carapace/cmd/wiring.bundledPins=mail="+b.SHA256, "-o", mailCore.path, "../../cmd/carapace")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			mailCore.err = fmt.Errorf("build carapace with the mail pin: %v\n%s", err, out)
+		}
+	})
+	if mailCore.err != nil {
+		t.Fatal(mailCore.err)
+	}
+	return mailCore.path
+}
+
+// mailSessions returns, from the audit log of h, the sessions that new
+// mail started (tainted by a message.inbound from mail), by the subject
+// each was told of, in order.
+func mailSessions(t *testing.T, h home.Dir) []audit.Entry {
+	t.Helper()
+	es, err := audit.Read(h.AuditLog(), audit.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []audit.Entry
+	for _, e := range es {
+		if e.Stage == audit.StageTaint && strings.Contains(e.Reason, "message.inbound from mail") {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// TestMailInboundOnceAcrossCoreKill: each new mail starts exactly one
+// session, across a SIGKILL of the core (carapace serve, with the mail
+// plugin bundled, runs agents in Docker). A mail arrives and starts its
+// session; the core is killed; a second mail arrives while it is down;
+// after the restart the second starts one session and the first none
+// again. Mail already in the inbox at the first start starts none.
+func TestMailInboundOnceAcrossCoreKill(t *testing.T) {
+	srv := startMailServers(t)
+	srv.Append(t, "alice", "INBOX", []byte("From: Old <old@example.org>\r\nTo: alice@example.test\r\nSubject: Old news\r\nMessage-ID: <o1@example.org>\r\n\r\nAlready here.\r\n"))
+	serveBin := mailServe(t)
+	h := newHome(t)
+	cfg := dockerConfig(t, "[groups.main]\n"+mailAccount(srv, `inbound_group = "main"`))
+	if err := os.WriteFile(h.Config(), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	storeMailPassword(t, srv, h)
+	// decided lists the plugin's decisions on new mail: "UID state".
+	decided := func() []string {
+		db, err := sqlitedb.OpenExisting(context.Background(), filepath.Join(h.DataDir("mail"), "mail.db"), "mail")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		rows, err := db.Query("SELECT uid, state FROM inbound ORDER BY uid")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var out []string
+		for rows.Next() {
+			var uid int
+			var state string
+			if err := rows.Scan(&uid, &state); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, fmt.Sprintf("%d %s", uid, state))
+		}
+		return out
+	}
+	cursor := func() int {
+		db, err := sqlitedb.OpenExisting(context.Background(), filepath.Join(h.DataDir("mail"), "mail.db"), "mail")
+		if err != nil {
+			return -1
+		}
+		defer db.Close()
+		var n int
+		if db.QueryRow("SELECT count(*) FROM cursors").Scan(&n) != nil {
+			return -1
+		}
+		return n
+	}
+	serve := func() *hostileProc {
+		p := hostileStart(t, exec.Command(serveBin, "--home", string(h), "serve"))
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("carapace serve's stderr:\n%s", p.stderr.String())
+			}
+		})
+		waitWithin(t, 90*time.Second, "the mail plugin to run and its watch to start", func() bool { return cursor() == 1 })
+		return p
+	}
+	mail := func(subject string) {
+		srv.Send(t, "bob", []string{"alice@example.test"}, []byte("From: Bob <bob@example.test>\r\nTo: alice@example.test\r\nSubject: "+subject+
+			"\r\nMessage-ID: <"+strings.ReplaceAll(subject, " ", "-")+"@example.test>\r\n\r\nHello Alice.\r\n"))
+	}
+
+	first := serve()
+	mail("First mail")
+	waitWithin(t, 90*time.Second, "the first mail's session", func() bool { return len(mailSessions(t, h)) == 1 })
+	waitWithin(t, 30*time.Second, "the first mail recorded published", func() bool { return slices.Equal(decided(), []string{"2 published"}) })
+	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	first.wait(t, 30*time.Second)
+	mail("Second mail")
+	srv.WaitMessages(t, "alice", "INBOX", 3)
+
+	serve()
+	waitWithin(t, 90*time.Second, "the second mail's session", func() bool { return len(mailSessions(t, h)) >= 2 })
+	time.Sleep(3 * time.Second) // a duplicate would come now
+	if got := mailSessions(t, h); len(got) != 2 || got[0].Session == got[1].Session {
+		t.Fatalf("%d sessions started by mail, want 2 (one each): %+v", len(got), got)
+	}
+	// The old mail (UID 1) was no event; each new one was published once.
+	if d := decided(); !slices.Equal(d, []string{"2 published", "3 published"}) {
+		t.Fatalf("the plugin's decisions %q, want the two new mails published", d)
 	}
 }
