@@ -44,6 +44,7 @@ type setupFlags struct {
 	llmProvider, llmUpstream, llmAuth, llmModel string
 	telegramStdin                               bool
 	telegramPair                                bool
+	mail                                        mailSetupFlags
 	service                                     bool
 }
 
@@ -51,7 +52,7 @@ func (a *app) setupCmd() *cobra.Command {
 	var f setupFlags
 	c := &cobra.Command{
 		Use:   "setup",
-		Short: "Set up Carapace: home, config.toml, container engine, agent image, model key, Telegram, service",
+		Short: "Set up Carapace: home, config.toml, container engine, agent image, model key, Telegram, mail, service",
 		Long: `Set up Carapace, step by step, and say what each step found or changed:
 
   home       create the home (folders 0700)
@@ -67,6 +68,8 @@ func (a *app) setupCmd() *cobra.Command {
   model key  store the model API's key (read hidden, or --llm-key-stdin);
              a local model takes none
   telegram   store a Telegram bot token and pair your account (optional)
+  mail       add a mail account and store its app password (optional;
+             --mail-address, docs/MAIL.md)
   service    start the core at login: a systemd user service on Linux, a
              LaunchAgent on macOS (optional; the menu-bar app can instead)
 
@@ -84,7 +87,8 @@ result.`,
   carapace setup --yes --engine docker --image carapace-agent-test:dev
   carapace setup --yes --build-image --service
   carapace setup --yes --llm-provider ollama --llm-model qwen3-coder
-  printf %s "$BOT_TOKEN" | carapace setup --yes --telegram-token-stdin --telegram-pair`,
+  printf %s "$BOT_TOKEN" | carapace setup --yes --telegram-token-stdin --telegram-pair
+  printf %s "$APP_PASSWORD" | carapace setup --yes --mail-address me@fastmail.com --mail-password-stdin`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.setup(cmd, f)
@@ -104,10 +108,11 @@ result.`,
 	fl.BoolVar(&f.oauth, "oauth", false, "the key is a Claude subscription's OAuth token (sk-ant-oat… is recognised without it)")
 	fl.BoolVar(&f.telegramStdin, "telegram-token-stdin", false, "read a Telegram bot token from stdin and turn the Telegram channel on")
 	fl.BoolVar(&f.telegramPair, "telegram-pair", false, "print a one-time code that makes you the bot's owner")
+	f.mail.register(fl)
 	fl.BoolVar(&f.service, "service", false, "install the background service (carapace service install)")
 	c.RegisterFlagCompletionFunc("engine", cobra.FixedCompletions(config.Engines, cobra.ShellCompDirectiveNoFileComp))
 	c.MarkFlagsMutuallyExclusive("image", "build-image")
-	c.MarkFlagsMutuallyExclusive("llm-key-stdin", "telegram-token-stdin")
+	c.MarkFlagsMutuallyExclusive("llm-key-stdin", "telegram-token-stdin", "mail-password-stdin")
 	return c
 }
 
@@ -174,6 +179,7 @@ func (a *app) setup(cmd *cobra.Command, f setupFlags) error {
 	}
 	s.modelKey()
 	s.telegram()
+	s.mail()
 	s.service()
 	fmt.Fprintln(s.out)
 	if s.changed {
