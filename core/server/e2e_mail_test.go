@@ -44,10 +44,14 @@ import (
 // it apart from the plugin.
 
 // mailAccount is the [plugins.mail] block of alice's account on srv, for
-// group main: IMAP with implicit TLS, SMTP submission with STARTTLS (both
-// ways a client secures a connection, one each). extra goes into the
-// account's table.
+// group main: IMAP with implicit TLS, SMTP submission with STARTTLS.
+// extra goes into the account's table.
 func mailAccount(srv *mailserver.Server, extra string) string {
+	return mailAccountVia(srv, srv.IMAPSPort, "tls", srv.SubmissionPort, "starttls", extra)
+}
+
+// mailAccountVia is mailAccount on the given ports, with their security.
+func mailAccountVia(srv *mailserver.Server, imapPort int, imapSecurity string, smtpPort int, smtpSecurity, extra string) string {
 	return fmt.Sprintf(`
 [plugins.mail]
 [plugins.mail.config.groups.main]
@@ -55,12 +59,12 @@ accounts = ["work"]
 [[plugins.mail.config.accounts]]
 name = "work"
 imap = %q
-imap_security = "tls"
+imap_security = %q
 smtp = %q
-smtp_security = "starttls"
+smtp_security = %q
 username = %q
 from = "Alice <%s>"
-%s`, srv.Addr(srv.IMAPSPort), srv.Addr(srv.SubmissionPort), srv.Users[0].Address, srv.Users[0].Address, extra)
+%s`, srv.Addr(imapPort), imapSecurity, srv.Addr(smtpPort), smtpSecurity, srv.Users[0].Address, srv.Users[0].Address, extra)
 }
 
 // startMailServers starts the servers (alice first) and makes the cores
@@ -353,7 +357,8 @@ func TestMailThroughTheCore(t *testing.T) {
 // and Bcc, the subject and the whole body; approved there, each recipient
 // gets exactly that mail (the Bcc in no header). A body too long for a
 // Telegram message is not on the card, which offers Deny only; denied,
-// nothing goes anywhere.
+// nothing goes anywhere. The account here takes the other two ways to
+// secure a connection: IMAP with STARTTLS, submission with implicit TLS.
 func TestMailSendCardOnTelegram(t *testing.T) {
 	srv := startMailServers(t, "alice", "bob", "carol", "dave")
 	bot := fakebot.New(t)
@@ -367,7 +372,7 @@ surface = true
 owner_id = %d
 api_url = %q
 debounce_ms = 300
-`, tgOwner, bot.URL()) + mailAccount(srv, "")
+`, tgOwner, bot.URL()) + mailAccountVia(srv, srv.IMAPPort, "starttls", srv.SubmissionsPort, "tls", "")
 	c := startCoreWith(t, coreOptions{Config: cfg, Bundled: []loader.Bundled{telegramBundle(t), mailBundle(t)},
 		Setup: func(h home.Dir) { setToken(t, h); storeMailPassword(t, srv, h) }})
 	for _, name := range []string{"telegram", "mail"} {
