@@ -20,6 +20,7 @@ import (
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/internal/testutil"
 	"github.com/carapace-dev/carapace/keychain"
+	"github.com/carapace-dev/carapace/plugins/mail"
 )
 
 // tmuxSession is a real terminal: a tmux session running one command.
@@ -158,6 +159,8 @@ exec ` + realDocker + ` "$@"
 	s.waitFor("/start ")
 	s.waitFor("CalDAV URL (Enter to skip):")
 	s.typeLine("")
+	s.waitFor("Set up a mail account (IMAP and SMTP, with an app password)? [y/N]")
+	s.typeLine("")
 	s.waitFor("Start the core in the background at login, as a systemd user service? [y/N]")
 	s.typeLine("n")
 	scr = s.waitFor("SETUP-EXIT=")
@@ -271,7 +274,9 @@ func TestSetupInteractiveOllama(t *testing.T) {
 	s.waitFor("CalDAV URL (Enter to skip):")
 	s.typeLine("")
 	s.waitFor("skip  calendar   not set up")
-	s.waitFor("[y/N]")
+	s.waitFor("Set up a mail account (IMAP and SMTP, with an app password)? [y/N]")
+	s.typeLine("n")
+	s.waitFor("systemd user service? [y/N]")
 	s.typeLine("n")
 	scr = s.waitFor("SETUP-EXIT=")
 	if !strings.Contains(scr, "SETUP-EXIT=0") {
@@ -321,7 +326,9 @@ func TestSetupInteractiveCalendar(t *testing.T) {
 	s.waitFor("CalDAV password (input hidden):")
 	s.typeLine(password)
 	s.waitFor("done  calendar   CalDAV password stored (25 bytes)")
-	s.waitFor("[y/N]")
+	s.waitFor("Set up a mail account (IMAP and SMTP, with an app password)? [y/N]")
+	s.typeLine("n")
+	s.waitFor("systemd user service? [y/N]")
 	s.typeLine("n")
 	scr := s.waitFor("SETUP-EXIT=")
 	if !strings.Contains(scr, "SETUP-EXIT=0") || !strings.Contains(scr, `plugins.calendar.config.time_zone = "America/New_York"`) {
@@ -340,5 +347,59 @@ func TestSetupInteractiveCalendar(t *testing.T) {
 	c := cfg.Plugins["calendar"].Config
 	if c["caldav_url"] != "https://caldav.example.com/dav/calendars/user/me/" || c["username"] != "me@example.com" || c["time_zone"] != "America/New_York" {
 		t.Fatalf("[plugins.calendar.config]: %+v", c)
+	}
+}
+
+// The interactive setup adds a mail account: asked whether to, the
+// address (an iCloud one: its servers known), the app password typed
+// without echo; config.toml gets the account for group main, the
+// credential store its password.
+func TestSetupInteractiveMail(t *testing.T) {
+	if goruntime.GOOS != "linux" {
+		t.Skip("tmux")
+	}
+	user := t.TempDir()
+	h := home.Dir(filepath.Join(user, "carapace-home"))
+	env := fmt.Sprintf("env HOME=%s XDG_CONFIG_HOME=%s/cfg CARAPACE_HOME=%s", user, user, h)
+	const appPassword = "abcd-efgh-typed-tmux"
+	s := tmuxStart(t, env+" "+bins.carapace+" setup --engine none; echo SETUP-EXIT=$?; sleep 600")
+	s.waitFor("Model API [anthropic]:")
+	s.typeLine("")
+	s.waitFor("Anthropic API key or Claude OAuth token (input hidden; Enter to skip):")
+	s.typeLine("")
+	s.waitFor("Telegram bot token (input hidden):")
+	s.typeLine("")
+	s.waitFor("CalDAV URL (Enter to skip):")
+	s.typeLine("")
+	s.waitFor("Set up a mail account (IMAP and SMTP, with an app password)? [y/N]")
+	s.typeLine("y")
+	s.waitFor("Your mail address:")
+	s.typeLine("me@icloud.com")
+	scr := s.waitFor("App password for me@icloud.com (input hidden; Enter to skip):")
+	if !strings.Contains(scr, "icloud: make an app password for Carapace at appleid.apple.com") {
+		t.Errorf("setup does not say where to make the app password:\n%s", scr)
+	}
+	s.typeLine(appPassword)
+	s.waitFor("systemd user service? [y/N]")
+	s.typeLine("n")
+	scr = s.waitFor("SETUP-EXIT=")
+	if !strings.Contains(scr, "SETUP-EXIT=0") || !strings.Contains(scr, "app password of account personal stored (20 bytes)") {
+		t.Fatalf("setup:\n%s", scr)
+	}
+	if strings.Contains(scr, "typed-tmux") {
+		t.Errorf("the terminal showed the app password:\n%s", scr)
+	}
+	if b, err := keychain.Default(h.CredentialsDir()).Get("mail", "personal"); err != nil || string(b) != appPassword {
+		t.Errorf("the app password stored: %q, %v", b, err)
+	}
+	cfg, err := config.Load(h.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := mail.AccountNames(cfg.Plugins["mail"].Config)
+	acct, _ := cfg.Plugins["mail"].Config["accounts"].([]any)
+	if err != nil || len(names) != 1 || names[0] != "personal" || len(acct) != 1 ||
+		acct[0].(map[string]any)["imap"] != "imap.mail.me.com:993" || acct[0].(map[string]any)["smtp_security"] != "starttls" {
+		t.Fatalf("config.toml's mail accounts %v (%v): %v", names, err, acct)
 	}
 }

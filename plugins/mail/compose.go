@@ -3,7 +3,6 @@ package mail
 import (
 	"bytes"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -47,7 +46,6 @@ const (
 	CodeDraftUnsupported    = "DRAFT_UNSUPPORTED"     // a draft that is not one plain-text part
 	CodeFromMismatch        = "FROM_MISMATCH"         // the draft's From is not the account's
 	CodeContentChanged      = "CONTENT_CHANGED"       // the draft renders differently from what was approved
-	CodeNotBound            = "NOT_BOUND"             // mail_send without an approved preview digest
 	CodeCapReached          = "DAILY_CAP_REACHED"     // the group's daily_send_cap is used up
 	CodeRecipientNotAllowed = "RECIPIENT_NOT_ALLOWED" // a recipient is not on recipient_allowlist
 	CodeAlreadySent         = "ALREADY_SENT"          // this exact draft was sent (or may have been) already
@@ -293,18 +291,12 @@ type wire struct {
 	Data []byte   // the message, CRLF line ends, no Bcc header
 }
 
-// digest is the SHA-256 (hex) of the exact SMTP transaction: the
-// envelope lines, then the data. A preview's digest and a send's are
-// equal exactly when the same mail would go to the same people.
+// digest is the digest (plugin.Digest) of the exact SMTP transaction:
+// the envelope's sender, its recipients (one a line: an address has no
+// line break), then the data. A preview's digest and a send's are equal
+// exactly when the same mail would go to the same people.
 func (w *wire) digest() string {
-	h := sha256.New()
-	fmt.Fprintf(h, "MAIL FROM:<%s>\r\n", w.From)
-	for _, r := range w.To {
-		fmt.Fprintf(h, "RCPT TO:<%s>\r\n", r)
-	}
-	h.Write([]byte("DATA\r\n"))
-	h.Write(w.Data)
-	return hex.EncodeToString(h.Sum(nil))
+	return plugin.Digest([]byte(w.From), []byte(strings.Join(w.To, "\n")), w.Data)
 }
 
 // preview is the text a person reads before approving a send: the whole

@@ -22,9 +22,10 @@
 // the data, without it. previewSend gives the core the text the user
 // approves (From, every To, Cc and Bcc, the subject and the whole body)
 // and the SHA-256 of that transaction; sendDraft sends only if the draft
-// renders to the approved digest, else CONTENT_CHANGED. boundDigest is
-// the one place where the core's preview-and-bind step hands the approved
-// digest in; until it does, mail_send refuses with NOT_BOUND.
+// renders to the approved digest, else CONTENT_CHANGED. Handler.Preview
+// is the core's preview-and-bind step (plugin.Previewer): the core shows
+// its text and hands the approved digest back in Request.PreviewDigest;
+// a call without one is refused before any server is touched.
 //
 // Then the recipient allow-list and the group's daily cap are checked and
 // the send recorded (store.beginSend: the digest is never sent twice, and

@@ -232,6 +232,14 @@ func (f *fixture) callAs(group, tool string, args map[string]any) (map[string]an
 	return f.h.Invoke(ctx, &plugin.Request{Tool: tool, Arguments: args, Group: group, Time: f.now})
 }
 
+// sendAs invokes mail_send of draftID as group, approved with digest (the
+// core's Request.PreviewDigest).
+func (f *fixture) sendAs(group, draftID, digest string) (map[string]any, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	return f.h.Invoke(ctx, &plugin.Request{Tool: "mail_send", Arguments: map[string]any{"draft_id": draftID}, Group: group, Time: f.now, PreviewDigest: digest})
+}
+
 // must is call that fails the test on error.
 func (f *fixture) must(tool string, args map[string]any) map[string]any {
 	f.t.Helper()

@@ -92,57 +92,42 @@ func (h *Handler) previewSend(ctx context.Context, group, draftID string) (text,
 	return p.mail.preview(a.Name), p.wire.digest(), nil
 }
 
-// ===================== PREVIEW/BIND HOOK: wire the SDK here =====================
-//
-// The core's "preview and bind" step (being added to the SDK in parallel)
-// asks the handler, before it asks the user, for the text and digest of a
-// call; shows the text whole; and passes the approved digest back with the
-// invoke. The two functions below are the plugin's side of it, and the
-// only place to change when it lands:
-//
-//   - previewCall answers the core's preview request (make it the
-//     handler's method of the SDK's interface, or call it from there);
-//   - boundDigest returns the digest the core passes with the approved
-//     invoke (read it from wherever the SDK puts it on the Request).
-//
-// Until then boundDigest returns "" and mail_send refuses with NOT_BOUND:
-// nothing is sent that a person did not see in full.
-
-// previewCall is the preview of a call: mail_send's (previewSend); any
-// other tool has none.
-func (h *Handler) previewCall(ctx context.Context, req *plugin.Request) (text, digest string, err error) {
+// Preview implements plugin.Previewer: the core calls it before it asks
+// the user about a mail_send, and again right before the approved call
+// runs. It changes nothing (it reads the draft) and gives the same text
+// and digest for the same draft: previewSend.
+func (h *Handler) Preview(ctx context.Context, req *plugin.Request) (*plugin.Preview, error) {
 	if req.Tool != "mail_send" {
-		return "", "", toolErr(CodeBadArgument, "", "%s has no preview", clipQ(req.Tool))
+		return nil, toolErr(CodeBadArgument, "", "%s has no preview", clipQ(req.Tool))
 	}
-	return h.previewSend(ctx, req.Group, argString(req, "draft_id"))
+	text, digest, err := h.previewSend(ctx, req.Group, argString(req, "draft_id"))
+	if err != nil {
+		return nil, err
+	}
+	return &plugin.Preview{Text: text, Digest: digest}, nil
 }
 
-// boundDigest returns the digest of the preview the user approved for
-// this call, "" if the core bound none.
-func boundDigest(req *plugin.Request) string {
-	_ = req
-	return ""
-}
-
-// ================================================================================
-
-// sendTool is mail_send.
+// sendTool is mail_send: the draft is sent only if it still renders to
+// the digest of the preview the user approved (req.PreviewDigest).
 func (h *Handler) sendTool(ctx context.Context, req *plugin.Request) (map[string]any, error) {
 	draftID := argString(req, "draft_id")
 	if _, err := parseID("draft_id", draftID); err != nil {
 		return nil, err
 	}
-	digest := boundDigest(req)
-	if digest == "" {
-		return nil, toolErr(CodeNotBound, "draft_id", "mail_send needs the core to show the user the whole mail and bind the approval to it, and this core does not: nothing was sent. The draft stays in Drafts, where the user can send it from a mail client")
+	if req.PreviewDigest == "" {
+		// The core binds every approved mail_send to its preview; a call
+		// without one was approved by nobody. Refused before any server
+		// is touched.
+		return nil, req.CheckDigest("")
 	}
-	return h.sendDraft(ctx, req.Group, draftID, digest)
+	return h.sendDraft(ctx, req, draftID)
 }
 
 // sendDraft sends the draft if it still renders to the approved digest:
 // it checks the allow-list and the group's daily cap, sends over SMTP,
 // saves the mail in Sent and removes the draft.
-func (h *Handler) sendDraft(ctx context.Context, group, draftID, approved string) (map[string]any, error) {
+func (h *Handler) sendDraft(ctx context.Context, req *plugin.Request, draftID string) (map[string]any, error) {
+	group := req.Group
 	id, err := parseID("draft_id", draftID)
 	if err != nil {
 		return nil, err
@@ -162,7 +147,8 @@ func (h *Handler) sendDraft(ctx context.Context, group, draftID, approved string
 	if err != nil {
 		return nil, err
 	}
-	if p.wire.digest() != approved {
+	approved := p.wire.digest()
+	if err := req.CheckDigest(approved); err != nil {
 		return nil, toolErr(CodeContentChanged, "draft_id", "the draft changed after the user approved it (or another mail was approved): nothing was sent; ask for mail_send again so the user sees what it now says")
 	}
 	if err := h.checkRecipients(p.wire); err != nil {

@@ -3,13 +3,15 @@ package mail
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
+	"net"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/emersion/go-imap/v2"
 
-	"github.com/carapace-dev/carapace/core/plugin"
+	"github.com/carapace-dev/carapace/core/plugin/plugintest"
 )
 
 // draftArgs are a valid mail_draft call.
@@ -43,7 +45,7 @@ func TestPreviewThenSend(t *testing.T) {
 	if len(f.smtp.sent()) != 0 {
 		t.Fatal("a preview sent mail")
 	}
-	out, err := f.h.sendDraft(ctx60(t), "main", id, digest)
+	out, err := f.sendAs("main", id, digest)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +92,7 @@ func TestPreviewThenSend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.h.sendDraft(ctx60(t), "main", id, digest); err != nil {
+	if _, err := f.sendAs("main", id, digest); err != nil {
 		t.Fatal(err)
 	}
 	if n, s := len(f.smtp.sent()), f.folderRaw("Sent"); n != 2 || len(s) != 1 {
@@ -205,12 +207,12 @@ func TestSendRefusals(t *testing.T) {
 	}
 	// Unbound: the tool refuses without the core's bound digest.
 	id, digest := draft("alice@example.org")
-	if _, err := f.call("mail_send", map[string]any{"draft_id": id}); code(err) != CodeNotBound {
-		t.Fatalf("mail_send without a bound digest: %v, want %s", err, CodeNotBound)
+	if _, err := f.call("mail_send", map[string]any{"draft_id": id}); code(err) != CodeContentChanged {
+		t.Fatalf("mail_send without a bound digest: %v, want %s", err, CodeContentChanged)
 	}
 	// Another mail's digest does not send this one.
 	id2, digest2 := draft("bob@example.net")
-	if _, err := f.h.sendDraft(ctx60(t), "main", id2, digest); code(err) != CodeContentChanged {
+	if _, err := f.sendAs("main", id2, digest); code(err) != CodeContentChanged {
 		t.Fatalf("send with another draft's digest: %v, want %s", err, CodeContentChanged)
 	}
 	if n := len(f.smtp.sent()); n != 0 {
@@ -221,27 +223,27 @@ func TestSendRefusals(t *testing.T) {
 	if _, _, err := f.h.previewSend(ctx60(t), "main", id3); code(err) != CodeRecipientNotAllowed {
 		t.Fatalf("preview to eve: %v, want %s", err, CodeRecipientNotAllowed)
 	}
-	if _, err := f.h.sendDraft(ctx60(t), "main", id3, digest3); code(err) != CodeRecipientNotAllowed {
+	if _, err := f.sendAs("main", id3, digest3); code(err) != CodeRecipientNotAllowed {
 		t.Fatalf("send to eve: %v, want %s", err, CodeRecipientNotAllowed)
 	}
 	// A group whose cap is 0 sends nothing (and is not asked to approve).
 	if _, _, err := f.h.previewSend(ctx60(t), "other", id); code(err) != CodeCapReached {
 		t.Fatalf("preview by a group with cap 0: %v, want %s", err, CodeCapReached)
 	}
-	if _, err := f.h.sendDraft(ctx60(t), "other", id, digest); code(err) != CodeCapReached {
+	if _, err := f.sendAs("other", id, digest); code(err) != CodeCapReached {
 		t.Fatalf("send by a group with cap 0: %v, want %s", err, CodeCapReached)
 	}
 	// An SMTP refusal sends nothing and does not use the cap.
 	f.smtp.rejectRcpt = "bob@example.net"
-	if _, err := f.h.sendDraft(ctx60(t), "main", id2, digest2); code(err) != CodeSendFailed {
+	if _, err := f.sendAs("main", id2, digest2); code(err) != CodeSendFailed {
 		t.Fatalf("send refused by SMTP: %v, want %s", err, CodeSendFailed)
 	}
 	f.smtp.rejectRcpt = ""
 	// Positive controls: two sends pass (the cap is 2) …
-	if _, err := f.h.sendDraft(ctx60(t), "main", id, digest); err != nil {
+	if _, err := f.sendAs("main", id, digest); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.h.sendDraft(ctx60(t), "main", id2, digest2); err != nil {
+	if _, err := f.sendAs("main", id2, digest2); err != nil {
 		t.Fatal(err)
 	}
 	// … a third does not, and the same mail is never sent twice.
@@ -249,11 +251,11 @@ func TestSendRefusals(t *testing.T) {
 	if _, _, err := f.h.previewSend(ctx60(t), "main", id4); code(err) != CodeCapReached {
 		t.Fatalf("preview of a third send of the day: %v, want %s", err, CodeCapReached)
 	}
-	if _, err := f.h.sendDraft(ctx60(t), "main", id4, digest4); code(err) != CodeCapReached {
+	if _, err := f.sendAs("main", id4, digest4); code(err) != CodeCapReached {
 		t.Fatalf("third send of the day: %v, want %s", err, CodeCapReached)
 	}
 	f.now = f.now.Add(24 * time.Hour)
-	if _, err := f.h.sendDraft(ctx60(t), "main", id, digest); code(err) != CodeNotFound {
+	if _, err := f.sendAs("main", id, digest); code(err) != CodeNotFound {
 		t.Fatalf("send of a sent (and removed) draft: %v, want %s", err, CodeNotFound)
 	}
 	if n := len(f.smtp.sent()); n != 2 {
@@ -296,10 +298,10 @@ func TestDraftEditedAfterPreview(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.close()
-	if _, err := f.h.sendDraft(ctx60(t), "main", id, digest); code(err) != CodeNotFound {
+	if _, err := f.sendAs("main", id, digest); code(err) != CodeNotFound {
 		t.Fatalf("send of the replaced draft: %v, want %s", err, CodeNotFound)
 	}
-	if _, err := f.h.sendDraft(ctx60(t), "main", newID.String(), digest); code(err) != CodeContentChanged {
+	if _, err := f.sendAs("main", newID.String(), digest); code(err) != CodeContentChanged {
 		t.Fatalf("send of the edited draft under the old approval: %v, want %s", err, CodeContentChanged)
 	}
 	if n := len(f.smtp.sent()); n != 0 {
@@ -310,7 +312,7 @@ func TestDraftEditedAfterPreview(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.h.sendDraft(ctx60(t), "main", newID.String(), d2); err != nil {
+	if _, err := f.sendAs("main", newID.String(), d2); err != nil {
 		t.Fatal(err)
 	}
 	if s := f.smtp.sent(); len(s) != 1 || !strings.Contains(string(s[0].Data), "Subject: Friday (edited)") {
@@ -390,26 +392,114 @@ func TestRenderRoundTrip(t *testing.T) {
 	}
 }
 
-func TestPreviewCall(t *testing.T) {
+// TestPreviewAndBind drives mail_send as the core does, through the SDK's
+// harness: Preview (twice, as before asking and before running), then the
+// call with the approved digest. A call without a digest, with another
+// preview's, or for content that now renders otherwise is refused
+// CONTENT_CHANGED and sends nothing; the approved one sends exactly the
+// previewed transaction.
+func TestPreviewAndBind(t *testing.T) {
 	f := newServers(t)
-	f.start(nil)
-	id := f.must("mail_draft", draftArgs())["draft_id"].(string)
-	req := &plugin.Request{Tool: "mail_send", Group: "main", Arguments: map[string]any{"draft_id": id}}
-	text, digest, err := f.h.previewCall(ctx60(t), req)
+	cfg := f.config(nil)
+	svc := &plugintest.Services{Plugin: Name, Channel: true, Credentials: plugintest.NewFakeCredentials(map[string]string{"work": testPass})}
+	f.svc = svc // folderRaw logs in with it
+	var d net.Dialer
+	newHandler := func(dir string) *Handler {
+		return New(Options{Dial: d.DialContext, DataDir: dir, Logger: slog.New(slog.DiscardHandler), Now: func() time.Time { return f.now }})
+	}
+	hs := plugintest.New(t, newHandler(f.dir), plugintest.WithConfig(cfg), plugintest.WithServices(svc))
+	main := plugintest.WithGroup("main")
+	args := draftArgs()
+	draft := func(a map[string]any) map[string]any {
+		r := plugintest.AssertSuccess(t, hs.Invoke("mail_draft", a, main))
+		return map[string]any{"draft_id": r["draft_id"]}
+	}
+	send := draft(args)
+
+	pv, err := hs.Preview("mail_send", send, main)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t2, d2, err := f.h.previewSend(ctx60(t), "main", id)
-	if err != nil || text != t2 || digest != d2 || len(digest) != 64 {
-		t.Fatalf("previewCall and previewSend differ: %q %q / %q %q, %v", text, digest, t2, d2, err)
+	for _, want := range []string{`From: "Me" <me@example.com>`, `To: "Alice" <alice@example.org>`, "Cc: <carol@example.org>", "Bcc: <dave@example.org>",
+		"Subject: Friday\n", "\n\n" + args["body"].(string)} {
+		if !strings.Contains(pv.Text, want) {
+			t.Errorf("preview lacks %q:\n%s", want, pv.Text)
+		}
 	}
-	// The group comes from the request: another group's preview is refused.
-	req.Group = "kids"
-	if _, _, err := f.h.previewCall(ctx60(t), req); code(err) != CodeAccountNotAllowed {
+	if !strings.HasPrefix(pv.Digest, "sha256:") {
+		t.Errorf("digest %q", pv.Digest)
+	}
+	// Deterministic and without side effects: the core previews twice.
+	again, err := hs.Preview("mail_send", send, main)
+	if err != nil || *again != *pv {
+		t.Fatalf("a second preview differs: %+v, %v", again, err)
+	}
+	if n := len(f.smtp.sent()); n != 0 || len(f.folderRaw("Drafts")) != 1 {
+		t.Fatalf("previews sent %d mails or touched Drafts", n)
+	}
+	// Another group may not even preview it; nor is any other tool previewed.
+	if _, err := hs.Preview("mail_send", send, plugintest.WithGroup("kids")); code(err) != CodeAccountNotAllowed {
 		t.Fatalf("preview for a group without the account: %v", err)
 	}
-	req.Tool = "mail_search"
-	if _, _, err := f.h.previewCall(ctx60(t), req); code(err) != CodeBadArgument {
+	if _, err := hs.Preview("mail_search", map[string]any{}, main); code(err) != CodeBadArgument {
 		t.Fatalf("preview of mail_search: %v", err)
+	}
+
+	other := draft(map[string]any{"to": []any{"bob@example.org"}, "subject": "Other", "body": "another mail\n"})
+	otherPv, err := hs.Preview("mail_send", other, main)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := []struct {
+		name string
+		opts []plugintest.RequestOption
+	}{
+		{"no digest", nil},
+		{"another draft's digest", []plugintest.RequestOption{plugintest.WithPreviewDigest(otherPv.Digest)}},
+		{"a made-up digest", []plugintest.RequestOption{plugintest.WithPreviewDigest("sha256:" + strings.Repeat("0", 64))}},
+	}
+	for _, tc := range refused {
+		r := hs.Invoke("mail_send", send, append([]plugintest.RequestOption{main}, tc.opts...)...)
+		if r.HandlerCode != CodeContentChanged {
+			t.Errorf("%s: %s, want %s", tc.name, r, CodeContentChanged)
+		}
+	}
+	if n := len(f.smtp.sent()); n != 0 {
+		t.Fatalf("%d mails sent by refused calls", n)
+	}
+
+	// The same draft rendering otherwise (the account's From name changed
+	// in the config since the user approved) is not sent under the old
+	// approval.
+	renamed := f.config(func(acct, _ map[string]any) { acct["from"] = "Someone Else <me@example.com>" })
+	hs2 := plugintest.New(t, newHandler(t.TempDir()), plugintest.WithConfig(renamed), plugintest.WithServices(svc))
+	if r := hs2.Invoke("mail_send", send, main, plugintest.WithPreviewDigest(pv.Digest)); r.HandlerCode != CodeContentChanged {
+		t.Fatalf("send after the From changed: %s, want %s", r, CodeContentChanged)
+	}
+	if n := len(f.smtp.sent()); n != 0 {
+		t.Fatalf("%d mails sent after the From changed", n)
+	}
+	hs2.Shutdown()
+
+	// Approved: exactly the previewed transaction goes out, once.
+	r := plugintest.AssertSuccess(t, hs.Invoke("mail_send", send, main, plugintest.WithPreviewDigest(pv.Digest)))
+	if r["sent"] != true {
+		t.Fatalf("send: %v", r)
+	}
+	sent := f.smtp.sent()
+	if len(sent) != 1 {
+		t.Fatalf("%d mails sent, want 1", len(sent))
+	}
+	if got := (&wire{From: sent[0].From, To: sent[0].To, Data: sent[0].Data}).digest(); got != pv.Digest {
+		t.Errorf("the server got a transaction of digest %s, the user approved %s", got, pv.Digest)
+	}
+	// The approval is used: the draft is gone, a repeat finds nothing.
+	if r := hs.Invoke("mail_send", send, main, plugintest.WithPreviewDigest(pv.Digest)); r.HandlerCode != CodeNotFound {
+		t.Fatalf("a repeated approved send: %s, want %s", r, CodeNotFound)
+	}
+	// Positive control for the other draft: its own digest sends it.
+	plugintest.AssertSuccess(t, hs.Invoke("mail_send", other, main, plugintest.WithPreviewDigest(otherPv.Digest)))
+	if n := len(f.smtp.sent()); n != 2 {
+		t.Fatalf("%d mails sent, want 2", n)
 	}
 }

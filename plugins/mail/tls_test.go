@@ -34,7 +34,7 @@ func TestTLS(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := f.h.sendDraft(ctx60(t), "main", id, digest); err != nil {
+			if _, err := f.sendAs("main", id, digest); err != nil {
 				t.Fatalf("send over %s: %v", mode, err)
 			}
 			if len(f.smtp.sent()) != 1 {

@@ -45,6 +45,7 @@ type setupFlags struct {
 	telegramStdin                               bool
 	telegramPair                                bool
 	calendar                                    calendarFlags
+	mail                                        mailSetupFlags
 	service                                     bool
 }
 
@@ -52,7 +53,7 @@ func (a *app) setupCmd() *cobra.Command {
 	var f setupFlags
 	c := &cobra.Command{
 		Use:   "setup",
-		Short: "Set up Carapace: home, config.toml, container engine, agent image, model key, Telegram, service",
+		Short: "Set up Carapace: home, config.toml, container engine, agent image, model key, Telegram, mail, service",
 		Long: `Set up Carapace, step by step, and say what each step found or changed:
 
   home       create the home (folders 0700)
@@ -70,6 +71,8 @@ func (a *app) setupCmd() *cobra.Command {
   telegram   store a Telegram bot token and pair your account (optional)
   calendar   the calendar plugin: CalDAV URL, user, password (kept in the
              credential store) and time zone (optional; docs/CALENDAR.md)
+  mail       add a mail account and store its app password (optional;
+             --mail-address, docs/MAIL.md)
   service    start the core at login: a systemd user service on Linux, a
              LaunchAgent on macOS (optional; the menu-bar app can instead)
 
@@ -88,7 +91,8 @@ result.`,
   carapace setup --yes --build-image --service
   carapace setup --yes --llm-provider ollama --llm-model qwen3-coder
   printf %s "$BOT_TOKEN" | carapace setup --yes --telegram-token-stdin --telegram-pair
-  printf %s "$APP_PASSWORD" | carapace setup --yes --calendar-url https://caldav.fastmail.com/dav/calendars/user/me@fastmail.com/ --calendar-user me@fastmail.com --calendar-zone Europe/Paris --calendar-password-stdin`,
+  printf %s "$APP_PASSWORD" | carapace setup --yes --calendar-url https://caldav.fastmail.com/dav/calendars/user/me@fastmail.com/ --calendar-user me@fastmail.com --calendar-zone Europe/Paris --calendar-password-stdin
+  printf %s "$APP_PASSWORD" | carapace setup --yes --mail-address me@fastmail.com --mail-password-stdin`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.setup(cmd, f)
@@ -112,10 +116,11 @@ result.`,
 	fl.StringVar(&f.calendar.user, "calendar-user", "", "the CalDAV user name")
 	fl.StringVar(&f.calendar.zone, "calendar-zone", "", "your IANA time zone for the calendar, e.g. Europe/Paris (default: this machine's)")
 	fl.BoolVar(&f.calendar.passwordStdin, "calendar-password-stdin", false, "read the CalDAV password (an app-specific password for iCloud or Fastmail) from stdin")
+	f.mail.register(fl)
 	fl.BoolVar(&f.service, "service", false, "install the background service (carapace service install)")
 	c.RegisterFlagCompletionFunc("engine", cobra.FixedCompletions(config.Engines, cobra.ShellCompDirectiveNoFileComp))
 	c.MarkFlagsMutuallyExclusive("image", "build-image")
-	c.MarkFlagsMutuallyExclusive("llm-key-stdin", "telegram-token-stdin", "calendar-password-stdin")
+	c.MarkFlagsMutuallyExclusive("llm-key-stdin", "telegram-token-stdin", "calendar-password-stdin", "mail-password-stdin")
 	return c
 }
 
@@ -183,6 +188,7 @@ func (a *app) setup(cmd *cobra.Command, f setupFlags) error {
 	s.modelKey()
 	s.telegram()
 	s.calendar()
+	s.mail()
 	s.service()
 	fmt.Fprintln(s.out)
 	if s.changed {
