@@ -594,3 +594,38 @@ func TestMailInboundOnceAcrossCoreKill(t *testing.T) {
 		t.Fatalf("the plugin's decisions %q, want the two new mails published", d)
 	}
 }
+
+// TestMailDoctorOnline: carapace doctor --online runs the mail plugin's
+// own check in the real confined handler, which logs in to the real
+// Dovecot and Postfix through its egress point and out again; a wrong
+// app password is reported with the command that replaces it (and never
+// printed), and that command, then a restart, makes the check pass.
+func TestMailDoctorOnline(t *testing.T) {
+	srv := startMailServers(t)
+	const wrong = "not alice's app password"
+	c := startCoreWith(t, coreOptions{Config: "[runtime]\nengine = \"none\"\n[groups.main]\n" + mailAccount(srv, ""), Bundled: []loader.Bundled{mailBundle(t)},
+		Setup: func(h home.Dir) {
+			if err := keychain.NewFileStore(h.CredentialsDir()).Set("mail", "work", []byte(wrong)); err != nil {
+				t.Fatal(err)
+			}
+		}})
+	if st := pluginStatus(t, c, "mail"); !st.Healthy || st.Confinement == nil || st.Confinement.Mode != api.ConfinementConfined {
+		t.Fatalf("the mail plugin: %+v\ncore log:\n%s", st, c.Log.String())
+	}
+	status, message, fix := doctorPluginCheck(t, c, "mail")
+	if status != "fail" || !strings.Contains(message, "work: IMAP") || !strings.Contains(fix, "carapace auth set --plugin mail --key ACCOUNT") {
+		t.Fatalf("a wrong password: %s %q fix %q", status, message, fix)
+	}
+	if strings.Contains(message+fix, wrong) {
+		t.Fatal("doctor printed the password")
+	}
+	storeMailPassword(t, srv, c.Home)
+	if out, errs, code := runCLI(t, c.Home, "plugin", "restart", "mail"); code != 0 {
+		t.Fatalf("plugin restart: exit %d\n%s%s", code, out, errs)
+	}
+	waitFor(t, "the mail plugin back", func() bool { return pluginStatus(t, c, "mail").Healthy })
+	status, message, _ = doctorPluginCheck(t, c, "mail")
+	if status != "ok" || message != "work: IMAP and SMTP logins work" {
+		t.Fatalf("the right password: %s %q", status, message)
+	}
+}

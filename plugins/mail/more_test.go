@@ -2,6 +2,7 @@ package mail
 
 import (
 	"context"
+	"log/slog"
 	"net"
 	"strings"
 	"testing"
@@ -186,14 +187,53 @@ func TestDoctorHelpers(t *testing.T) {
 		{"wrong", false, "work: IMAP: the IMAP server of account work refused the login"},
 		{"", false, "has no password"},
 	} {
-		r, err := VerifyAccounts(ctx60(t), cfg, func(string) (string, error) {
+		r, err := verifyAccounts(ctx60(t), cfg, func(string) (string, error) {
 			if tc.pass == "" {
 				return "", plugin.ErrNoCredential
 			}
 			return tc.pass, nil
 		}, d.DialContext)
 		if err != nil || r.OK != tc.ok || !strings.Contains(r.Message, tc.msg) || (tc.pass != "" && strings.Contains(r.Message, tc.pass)) {
-			t.Errorf("VerifyAccounts with %q: %+v, %v", tc.pass, r, err)
+			t.Errorf("Verify with %q: %+v, %v", tc.pass, r, err)
 		}
 	}
 }
+
+// verifyAccounts runs the handler's Verify (what `carapace doctor --online`
+// asks of the running plugin) on cfg as config.toml decodes it, with
+// password giving each account's password and dial reaching the servers.
+func verifyAccounts(ctx context.Context, cfg map[string]any, password func(account string) (string, error), dial DialFunc) (*plugin.VerifyResult, error) {
+	n, err := normalise(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c, err := parseConfig(n)
+	if err != nil {
+		return nil, err
+	}
+	h := New(Options{Dial: dial, Logger: slog.New(slog.DiscardHandler)})
+	h.cfg, h.services = c, passwords(password)
+	return h.Verify(ctx)
+}
+
+// passwords is the one service Verify uses: ReadCredential.
+type passwords func(account string) (string, error)
+
+func (p passwords) ReadCredential(_ context.Context, key string) (string, error) { return p(key) }
+func (passwords) GetAuditLog(context.Context, plugin.AuditFilter) ([]plugin.AuditEntry, error) {
+	return nil, plugin.ErrNoRequest
+}
+func (passwords) GetToolCatalog(context.Context) ([]plugin.ToolInfo, error) { return nil, nil }
+func (passwords) GetSessionInfo(context.Context) (plugin.SessionInfo, error) {
+	return plugin.SessionInfo{}, plugin.ErrNoRequest
+}
+func (passwords) PublishEvent(context.Context, *plugin.Event) error { return plugin.ErrNotChannel }
+func (passwords) AuditDropped(context.Context, string) error        { return plugin.ErrNotChannel }
+func (passwords) ReportHealth(context.Context, bool, string) error  { return nil }
+func (passwords) Paused(context.Context) (bool, error)              { return false, plugin.ErrNotChannel }
+func (passwords) Decide(context.Context, plugin.Decision) error     { return plugin.ErrNotSurface }
+func (passwords) CoreStatus(context.Context) (plugin.CoreStatus, error) {
+	return plugin.CoreStatus{}, plugin.ErrNotSurface
+}
+func (passwords) SetPaused(context.Context, bool) error     { return plugin.ErrNotSurface }
+func (passwords) StopSession(context.Context, string) error { return plugin.ErrNotSurface }

@@ -13,7 +13,9 @@ import (
 
 // Verify implements plugin.Verifier: it logs in to every account's IMAP
 // and SMTP server (and out again), changing nothing, and says which work.
-// It is what `carapace doctor --online` can ask of the plugin.
+// It is what `carapace doctor --online` asks of the running plugin: the
+// logins go out as the tools' do, through the plugin's confinement and
+// its egress point.
 func (h *Handler) Verify(ctx context.Context) (*plugin.VerifyResult, error) {
 	if h.cfg == nil || len(h.cfg.Accounts) == 0 {
 		return &plugin.VerifyResult{OK: false, Message: "no mail account is configured ([[plugins.mail.config.accounts]])"}, nil
@@ -42,7 +44,11 @@ func (h *Handler) Verify(ctx context.Context) (*plugin.VerifyResult, error) {
 			lines = append(lines, fmt.Sprintf("%s: %s: %s", a.Name, e.what, msg))
 		}
 	}
-	return &plugin.VerifyResult{OK: ok, Message: strings.Join(lines, "; ")}, nil
+	r := &plugin.VerifyResult{OK: ok, Message: strings.Join(lines, "; ")}
+	if !ok {
+		r.Fix = "check the servers and usernames in [plugins.mail.config] and the app passwords (carapace auth set --plugin mail --key ACCOUNT), then carapace plugin restart mail"
+	}
+	return r, nil
 }
 
 func (h *Handler) verifyIMAP(ctx context.Context, a *Account) error {
