@@ -2,15 +2,12 @@ package server_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -33,43 +30,9 @@ import (
 // a Docker container, and by the real bin/ipc from sessions whose
 // confirmations the real CLI decides.
 
-var calBundled struct {
-	once    sync.Once
-	bundled loader.Bundled
-	err     error
-}
-
-func calendarBundle(t testing.TB) loader.Bundled {
-	t.Helper()
-	calBundled.once.Do(func() {
-		pdir := filepath.Join(filepath.Dir(bins.ipc), "bundle", "plugins", "calendar")
-		if err := os.MkdirAll(pdir, 0o755); err != nil {
-			calBundled.err = err
-			return
-		}
-		cmd := exec.Command("go", "build", "-o", filepath.Join(pdir, "handler"), "../../plugins/calendar/handler")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			calBundled.err = fmt.Errorf("build the calendar handler: %v\n%s", err, out)
-			return
-		}
-		if out, err := exec.Command("cp", "-R", "../../plugins/calendar/manifest.json", "../../plugins/calendar/skills", pdir).CombinedOutput(); err != nil {
-			calBundled.err = fmt.Errorf("copy the manifest and skills: %v\n%s", err, out)
-			return
-		}
-		raw, err := os.ReadFile(filepath.Join(pdir, "handler"))
-		if err != nil {
-			calBundled.err = err
-			return
-		}
-		sum := sha256.Sum256(raw)
-		calBundled.bundled = loader.Bundled{Name: "calendar", Dir: pdir, SHA256: hex.EncodeToString(sum[:])}
-	})
-	if calBundled.err != nil {
-		t.Fatal(calBundled.err)
-	}
-	return calBundled.bundled
-}
+// calendarBundle is plugins/calendar as make build bundles it
+// (pluginBundle).
+func calendarBundle(t testing.TB) loader.Bundled { return pluginBundle(t, "calendar") }
 
 // calendarObjects returns the text of the objects Radicale stores in
 // alice's collection name, unfolded, with \n line ends: what is on the

@@ -13,7 +13,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -462,31 +461,9 @@ debounce_ms = 300
 	}
 }
 
-var mailCore struct {
-	once sync.Once
-	path string
-	err  error
-}
-
 // mailServe returns a carapace binary with the mail plugin bundled beside
 // it (bundle/plugins/mail), as make build links one.
-func mailServe(t *testing.T) string {
-	t.Helper()
-	b := mailBundle(t)
-	mailCore.once.Do(func() {
-		mailCore.path = filepath.Join(filepath.Dir(filepath.Dir(b.Dir)), "carapace-mail")
-		cmd := exec.Command("go", "build", "-tags", "sqlite_fts5", "-ldflags",
-			"-X github.com/carapace-dev/carapace/cmd/wiring.bundledPins=mail="+b.SHA256, "-o", mailCore.path, "../../cmd/carapace")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			mailCore.err = fmt.Errorf("build carapace with the mail pin: %v\n%s", err, out)
-		}
-	})
-	if mailCore.err != nil {
-		t.Fatal(mailCore.err)
-	}
-	return mailCore.path
-}
+func mailServe(t *testing.T) string { return pinnedServe(t, "mail") }
 
 // mailSessions returns, from the audit log of h, the sessions that new
 // mail started (tainted by a message.inbound from mail), by the subject

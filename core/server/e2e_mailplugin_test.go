@@ -2,14 +2,9 @@ package server_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,44 +21,8 @@ import (
 // against the real Dovecot and Postfix); its in-process IMAP and SMTP
 // servers are the plugin's unit tests' (plugins/mail).
 
-var mailBundled struct {
-	once    sync.Once
-	bundled loader.Bundled
-	err     error
-}
-
-// mailBundle builds plugins/mail as scripts/bundle-plugins.sh does.
-func mailBundle(t testing.TB) loader.Bundled {
-	t.Helper()
-	mailBundled.once.Do(func() {
-		pdir := filepath.Join(filepath.Dir(bins.ipc), "bundle", "plugins", "mail")
-		if err := os.MkdirAll(pdir, 0o755); err != nil {
-			mailBundled.err = err
-			return
-		}
-		cmd := exec.Command("go", "build", "-o", filepath.Join(pdir, "handler"), "../../plugins/mail/handler")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			mailBundled.err = fmt.Errorf("build the mail handler: %v\n%s", err, out)
-			return
-		}
-		if out, err := exec.Command("cp", "-R", "../../plugins/mail/manifest.json", "../../plugins/mail/skills", pdir).CombinedOutput(); err != nil {
-			mailBundled.err = fmt.Errorf("copy the manifest and skills: %v\n%s", err, out)
-			return
-		}
-		raw, err := os.ReadFile(filepath.Join(pdir, "handler"))
-		if err != nil {
-			mailBundled.err = err
-			return
-		}
-		sum := sha256.Sum256(raw)
-		mailBundled.bundled = loader.Bundled{Name: "mail", Dir: pdir, SHA256: hex.EncodeToString(sum[:])}
-	})
-	if mailBundled.err != nil {
-		t.Fatal(mailBundled.err)
-	}
-	return mailBundled.bundled
-}
+// mailBundle is plugins/mail as make build bundles it (pluginBundle).
+func mailBundle(t testing.TB) loader.Bundled { return pluginBundle(t, "mail") }
 
 // New mail as an event through the real core: the confined plugin's IDLE
 // watch sees a mail arrive and publishes it as message.inbound, marked

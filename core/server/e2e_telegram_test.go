@@ -1,18 +1,14 @@
 package server_test
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -38,73 +34,13 @@ const (
 	tgFamily int64 = -1001 // a group chat bound to the group "family"
 )
 
-// tgBundle is the Telegram plugin built once per test binary as make build
-// builds it (bin/plugins/telegram/{handler,manifest.json,skills}), and,
-// built on demand, a carapace binary beside it with the handler's pin
-// linked in, as make build links bin/carapace.
-var tgBundle struct {
-	once    sync.Once
-	dir     string
-	bundled loader.Bundled
-	err     error
-
-	coreOnce sync.Once
-	core     string
-	coreErr  error
-}
-
-func telegramBundle(t testing.TB) loader.Bundled {
-	t.Helper()
-	tgBundle.once.Do(func() {
-		tgBundle.dir = filepath.Join(filepath.Dir(bins.ipc), "bundle")
-		pdir := filepath.Join(tgBundle.dir, "plugins", "telegram")
-		if err := os.MkdirAll(pdir, 0o755); err != nil {
-			tgBundle.err = err
-			return
-		}
-		cmd := exec.Command("go", "build", "-tags", "sqlite_fts5", "-o", filepath.Join(pdir, "handler"), "../../plugins/telegram/handler")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			tgBundle.err = fmt.Errorf("build the telegram handler: %v\n%s", err, out)
-			return
-		}
-		if out, err := exec.Command("cp", "-R", "../../plugins/telegram/manifest.json", "../../plugins/telegram/skills", pdir).CombinedOutput(); err != nil {
-			tgBundle.err = fmt.Errorf("copy the manifest and skills: %v\n%s", err, out)
-			return
-		}
-		raw, err := os.ReadFile(filepath.Join(pdir, "handler"))
-		if err != nil {
-			tgBundle.err = err
-			return
-		}
-		sum := sha256.Sum256(raw)
-		tgBundle.bundled = loader.Bundled{Name: "telegram", Dir: pdir, SHA256: hex.EncodeToString(sum[:])}
-	})
-	if tgBundle.err != nil {
-		t.Fatal(tgBundle.err)
-	}
-	return tgBundle.bundled
-}
+// telegramBundle is plugins/telegram as make build bundles it
+// (pluginBundle).
+func telegramBundle(t testing.TB) loader.Bundled { return pluginBundle(t, "telegram") }
 
 // telegramServe returns a carapace binary with the Telegram plugin
-// bundled beside it.
-func telegramServe(t *testing.T) string {
-	t.Helper()
-	b := telegramBundle(t)
-	tgBundle.coreOnce.Do(func() {
-		tgBundle.core = filepath.Join(tgBundle.dir, "carapace")
-		cmd := exec.Command("go", "build", "-tags", "sqlite_fts5", "-ldflags",
-			"-X github.com/carapace-dev/carapace/cmd/wiring.bundledPins=telegram="+b.SHA256, "-o", tgBundle.core, "../../cmd/carapace")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			tgBundle.coreErr = fmt.Errorf("build carapace with the telegram pin: %v\n%s", err, out)
-		}
-	})
-	if tgBundle.coreErr != nil {
-		t.Fatal(tgBundle.coreErr)
-	}
-	return tgBundle.core
-}
+// bundled beside it, as make build links bin/carapace.
+func telegramServe(t *testing.T) string { return pinnedServe(t, "telegram") }
 
 // telegramConfig is a config.toml that runs agents in the test image and
 // enables the Telegram plugin against bot: the owner's private chat is

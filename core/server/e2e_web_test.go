@@ -4,17 +4,12 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -42,45 +37,8 @@ import (
 // a fake-IP DNS resolves into 198.18.0.0/15 is TestWebFakeIP's
 // (e2e_webnet_test.go).
 
-var webBundled struct {
-	once    sync.Once
-	bundled loader.Bundled
-	err     error
-}
-
-// webBundle builds plugins/web as scripts/bundle-plugins.sh does:
-// handler, manifest.json and skills/ in one folder, and its pin.
-func webBundle(t testing.TB) loader.Bundled {
-	t.Helper()
-	webBundled.once.Do(func() {
-		pdir := filepath.Join(filepath.Dir(bins.ipc), "bundle", "plugins", "web")
-		if err := os.MkdirAll(pdir, 0o755); err != nil {
-			webBundled.err = err
-			return
-		}
-		cmd := exec.Command("go", "build", "-o", filepath.Join(pdir, "handler"), "../../plugins/web/handler")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			webBundled.err = fmt.Errorf("build the web handler: %v\n%s", err, out)
-			return
-		}
-		if out, err := exec.Command("cp", "-R", "../../plugins/web/manifest.json", "../../plugins/web/skills", pdir).CombinedOutput(); err != nil {
-			webBundled.err = fmt.Errorf("copy the manifest and skills: %v\n%s", err, out)
-			return
-		}
-		raw, err := os.ReadFile(filepath.Join(pdir, "handler"))
-		if err != nil {
-			webBundled.err = err
-			return
-		}
-		sum := sha256.Sum256(raw)
-		webBundled.bundled = loader.Bundled{Name: "web", Dir: pdir, SHA256: hex.EncodeToString(sum[:])}
-	})
-	if webBundled.err != nil {
-		t.Fatal(webBundled.err)
-	}
-	return webBundled.bundled
-}
+// webBundle is plugins/web as make build bundles it (pluginBundle).
+func webBundle(t testing.TB) loader.Bundled { return pluginBundle(t, "web") }
 
 // startWebCore starts a core with the web plugin bundled and config as
 // [plugins.web.config], and checks the plugin runs confined.
