@@ -45,6 +45,7 @@ import (
 	"github.com/carapace-dev/carapace/core/session"
 	"github.com/carapace-dev/carapace/core/skills"
 	"github.com/carapace-dev/carapace/core/tasks"
+	"github.com/carapace-dev/carapace/internal/clock"
 	"github.com/carapace-dev/carapace/internal/textutil"
 	"github.com/carapace-dev/carapace/keychain"
 )
@@ -97,6 +98,9 @@ type Options struct {
 	// TaskRuns, if set, is told how the sessions of the scheduler's own
 	// task.triggered events go (core/tasks).
 	TaskRuns TaskRuns
+	// Clock times warm containers' idle time (warm.go); nil is the
+	// system clock.
+	Clock clock.Clock
 }
 
 // TaskRuns records the runs of scheduled tasks: the session that runs one,
@@ -118,6 +122,7 @@ type Runner struct {
 	llm      llmShared
 	paused   atomic.Bool       // no sessions for events
 	origins  map[string]string // session → the plugin whose event started it; guarded by ctrs.mu
+	warm     warmPool          // warm.go
 }
 
 // New returns a Runner.
@@ -128,6 +133,7 @@ func New(o Options) *Runner {
 	r := &Runner{opts: o, cfg: o.Config, log: o.Logger, audit: o.Audit, sessions: o.Sessions, creds: o.Credentials,
 		ctrs: containers{engines: map[string]runtime.Engine{}, infos: map[string]runtime.Info{}, live: map[string]*agentRun{}, slots: groupSlots{groups: map[string]*slots{}}}}
 	r.ctrs.slots.max, r.ctrs.slots.queue = o.Config.Sessions.MaxPerGroup, o.Config.Sessions.Queue
+	r.ctrs.slots.freed = r.fillWarm
 	return r
 }
 
@@ -145,6 +151,7 @@ func CheckConfig(cfg *config.Config) error {
 func (r *Runner) Start(ctx context.Context) {
 	r.clearAgents()
 	r.removeLeftovers(ctx)
+	r.startWarming()
 	go r.reapIdle(ctx)
 	go r.reapUnreached(ctx)
 }
@@ -186,6 +193,7 @@ func (r *Runner) Close(_ context.Context, id string) error {
 // core is shutting down. The sessions themselves are the caller's to
 // close.
 func (r *Runner) Stop() {
+	r.stopWarming()
 	r.stopAllContainers()
 }
 
@@ -210,7 +218,10 @@ func (r *Runner) agentEnded(t plugin.Topic[plugin.AgentEnded], info session.Info
 
 // SetPaused stops (true) or resumes starting sessions for events. Sessions
 // opened with Open still start, and running ones go on.
-func (r *Runner) SetPaused(paused bool) { r.paused.Store(paused) }
+func (r *Runner) SetPaused(paused bool) {
+	r.paused.Store(paused)
+	r.pauseWarm(paused)
+}
 
 // Paused reports whether sessions for events are paused.
 func (r *Runner) Paused() bool { return r.paused.Load() }

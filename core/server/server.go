@@ -53,6 +53,7 @@ import (
 	"github.com/carapace-dev/carapace/core/runtime"
 	"github.com/carapace-dev/carapace/core/session"
 	"github.com/carapace-dev/carapace/core/tasks"
+	"github.com/carapace-dev/carapace/internal/clock"
 	"github.com/carapace-dev/carapace/keychain"
 )
 
@@ -90,6 +91,9 @@ type Options struct {
 	// BriefTimeout bounds the memory brief hook at session start; zero
 	// means BriefTimeout (5 s).
 	BriefTimeout time.Duration
+	// Clock times the warm containers' idle time (core/agent); nil is the
+	// system clock.
+	Clock clock.Clock
 	// NewEngine returns the container engine config.toml names ("docker",
 	// "podman", "apple"): cmd/wiring.Engines, or a test's. Nil
 	// means the core has none, and container sessions are refused.
@@ -245,6 +249,7 @@ func Run(ctx context.Context, opts Options) error {
 		Home: opts.Home, Config: cfg, Logger: s.log, Version: opts.Version, Audit: s.audit, Sessions: s.sessions,
 		Bus: s.bus, Plugins: s.plugins, Catalog: s.catalog, Credentials: s.creds,
 		NewEngine: opts.NewEngine, BriefTimeout: opts.BriefTimeout, NoShadows: opts.NoShadows, TaskRuns: s.tasks,
+		Clock: opts.Clock,
 	})
 	agentsCtx, stopAgents := context.WithCancel(ctx)
 	defer stopAgents()
