@@ -373,4 +373,3 @@ func TestWarmNoneLeftAfterSIGKILL(t *testing.T) {
 		t.Errorf("containers left after the core stopped: %v", n)
 	}
 }
-
