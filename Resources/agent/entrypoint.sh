@@ -35,13 +35,21 @@ fi
 # the prompt, CLAUDE.md and the conversation's id. Where the core made a
 # FIFO there ("wake", engines sharing the host's kernel) it sleeps on it,
 # and leaves if the core goes away (the FIFO's end it holds closes);
-# otherwise (Apple's VM) it polls.
+# otherwise (Apple's VM) it polls. It never waits longer than
+# $CARAPACE_WARM_TIMEOUT seconds (the core's warm_idle and a margin), even
+# if the core died before the FIFO was open.
 if [ -n "${CARAPACE_WARM-}" ]; then
+	(
+		sleep "${CARAPACE_WARM_TIMEOUT:-3600}"
+		kill -TERM $$
+	) </dev/null >/dev/null 2>&1 &
+	watchdog=$!
 	if [ -p "$CARAPACE_WARM/wake" ] && ! read -r _ <"$CARAPACE_WARM/wake"; then
 		echo "the core went away before it handed this warm container a session" >&2
 		exit 3
 	fi
 	until [ -e "$CARAPACE_WARM/go" ]; do sleep 0.05; done
+	kill "$watchdog" 2>/dev/null || :
 	if [ -s "$CARAPACE_WARM/conversation" ]; then
 		CARAPACE_CONVERSATION=$(cat "$CARAPACE_WARM/conversation")
 		export CARAPACE_CONVERSATION

@@ -51,6 +51,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -242,7 +243,10 @@ func (r *Runner) startWarm(group string) (bool, error) {
 		return fail(err)
 	}
 	spec.Mounts = append(spec.Mounts, runtime.Mount{Source: filepath.Join(r.agentDir(info.ID), claimDir), Target: warmClaimTarget, ReadOnly: true})
-	spec.Env = append(spec.Env, "CARAPACE_WARM="+warmClaimTarget)
+	// The entrypoint gives up waiting a minute after the core would have
+	// stopped it: a core that died leaves nothing waiting for long.
+	spec.Env = append(spec.Env, "CARAPACE_WARM="+warmClaimTarget,
+		"CARAPACE_WARM_TIMEOUT="+strconv.Itoa(int((r.cfg.Sessions.WarmIdle.Duration+time.Minute)/time.Second)))
 	spec.Labels[LabelWarm] = group
 	if err := spec.Check(); err != nil {
 		return fail(err)
@@ -530,7 +534,12 @@ func (r *Runner) claimWarm(ctx context.Context, eng runtime.Engine, req api.Sess
 	if w == nil {
 		return api.Session{}, nil, false, nil
 	}
-	info, err := r.sessions.Activate(w.res)
+	// What started the session is recorded before any message on its
+	// socket is handled, even one sent before the claim.
+	info, err := r.sessions.Activate(w.res, func(info session.Info) {
+		r.setOrigin(info.ID, origin)
+		r.startProvenance(info, req.Prompt, taint)
+	})
 	if err != nil { // Activate released the session
 		r.warm.mu.Lock()
 		w.claimed, w.released = false, true
@@ -539,8 +548,6 @@ func (r *Runner) claimWarm(ctx context.Context, eng runtime.Engine, req api.Sess
 		w.run.cancel(err)
 		return api.Session{}, nil, true, fmt.Errorf("%w: %w", api.ErrInvalid, err)
 	}
-	r.setOrigin(info.ID, origin)
-	r.startProvenance(info, req.Prompt, taint)
 	r.warm.mu.Lock()
 	w.info = info
 	r.warm.mu.Unlock()

@@ -15,13 +15,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/carapace-dev/carapace/cmd/wiring/coretest"
 	"github.com/carapace-dev/carapace/core/agent"
 	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/audit"
+	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/loader"
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/core/runtime"
+	"github.com/carapace-dev/carapace/core/server"
 	"github.com/carapace-dev/carapace/internal/clock"
+	"github.com/carapace-dev/carapace/ipc"
 )
 
 // fakeClock is a clock.Clock the test moves: AfterFunc's functions run
@@ -135,9 +139,22 @@ func waitWarm(t *testing.T, c *testCore, group string, not ...string) api.WarmCo
 			return false
 		}
 		w = ws[0]
-		return slices.Contains(containersOf(t, agent.LabelWarm, group), w.Container)
+		return slices.Contains(warmContainersOf(t, c.Home, group), w.Container)
 	})
 	return w
+}
+
+// warmContainersOf lists the warm containers of group that the core on
+// home started (other tests' cores may have theirs).
+func warmContainersOf(t *testing.T, h home.Dir, group string) []string {
+	t.Helper()
+	sum := sha256.Sum256([]byte(h))
+	out, err := exec.Command("docker", "ps", "-a", "--filter", "label="+runtime.LabelInstance+"="+hex.EncodeToString(sum[:6]),
+		"--filter", "label="+agent.LabelWarm+"="+group, "--format", "{{.Names}}").Output()
+	if err != nil {
+		t.Fatalf("docker ps: %v", err)
+	}
+	return strings.Fields(string(out))
 }
 
 // sessionID is the session id a warm container is reserved for.
@@ -252,7 +269,7 @@ func TestWarmStoppedOnPauseImageIdleAndStop(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitWithin(t, 60*time.Second, "no warm container while paused", func() bool {
-		return len(containersOf(t, agent.LabelWarm, "main")) == 0 && len(warmOf(t, c, "main")) == 0
+		return len(warmContainersOf(t, c.Home, "main")) == 0 && len(warmOf(t, c, "main")) == 0
 	})
 	if _, err := c.Client.Pause(context.Background(), false); err != nil {
 		t.Fatal(err)
@@ -289,7 +306,7 @@ func TestWarmStoppedOnPauseImageIdleAndStop(t *testing.T) {
 	waitFor(t, "the next check to be scheduled", func() bool { return clk.pending() > 0 })
 	clk.Advance(time.Hour)
 	waitWithin(t, 60*time.Second, "the idle warm container to stop", func() bool {
-		return len(containersOf(t, agent.LabelWarm, "main")) == 0 && len(warmOf(t, c, "main")) == 0
+		return len(warmContainersOf(t, c.Home, "main")) == 0 && len(warmOf(t, c, "main")) == 0
 	})
 	time.Sleep(2 * time.Second) // a negative: nothing may start in the meantime
 	if ws := warmOf(t, c, "main"); len(ws) != 0 {
@@ -308,7 +325,7 @@ func TestWarmStoppedOnPauseImageIdleAndStop(t *testing.T) {
 	if err := c.Stop(t); err != nil {
 		t.Fatal(err)
 	}
-	if n := containersOf(t, agent.LabelWarm, "main"); len(n) != 0 {
+	if n := warmContainersOf(t, c.Home, "main"); len(n) != 0 {
 		t.Errorf("warm containers left after the core stopped (%s was the last): %v", w4.Container, n)
 	}
 }
@@ -331,15 +348,7 @@ func TestWarmNoneLeftAfterSIGKILL(t *testing.T) {
 			_ = exec.Command("docker", "rm", "-f", n).Run()
 		}
 	})
-	warm := func() []string {
-		var out []string
-		for _, n := range containersOf(t, runtime.LabelInstance, instance) {
-			if slices.Contains(containersOf(t, agent.LabelWarm, "main"), n) {
-				out = append(out, n)
-			}
-		}
-		return out
-	}
+	warm := func() []string { return warmContainersOf(t, h, "main") }
 	serve := func() *hostileProc {
 		p := hostileStart(t, exec.Command(bins.carapace, "--home", string(h), "serve"))
 		waitFor(t, "the core to serve", func() bool { _, _, code := runCLI(t, h, "status"); return code == 0 })
@@ -371,5 +380,85 @@ func TestWarmNoneLeftAfterSIGKILL(t *testing.T) {
 	second.wait(t, 60*time.Second)
 	if n := containersOf(t, runtime.LabelInstance, instance); len(n) != 0 {
 		t.Errorf("containers left after the core stopped: %v", n)
+	}
+}
+
+// armedEngine is firstCallEngine whose containers make their call once
+// the test has set it (armed closed).
+type armedEngine struct {
+	firstCallEngine
+	armed chan struct{}
+}
+
+func (e *armedEngine) Run(ctx context.Context, s runtime.Spec, io runtime.IO) (int, error) {
+	select {
+	case <-e.armed:
+	case <-ctx.Done():
+		return 143, fmt.Errorf("container %s stopped: %w", s.Name, context.Cause(ctx))
+	}
+	return e.firstCallEngine.Run(ctx, s, io)
+}
+
+// A warm container's socket is mounted before any session claims it; a
+// call its agent makes then (which the real entrypoints never do, as they
+// wait for the claim) is held until the claim and judged as the
+// claimer's: the first call of a warm container claimed by a scheduled
+// task is refused as a scheduled session's, and nothing is put to the
+// user.
+func TestWarmFirstCallIsTheClaimers(t *testing.T) {
+	e := &armedEngine{firstCallEngine: firstCallEngine{fakeEngine: fakeEngine{info: homebrewApple}}, armed: make(chan struct{})}
+	c := coretest.MustStart(t, coretest.Options{
+		Config: "[runtime]\nengine = \"apple\"\n[groups.main]\n",
+		Server: server.Options{NewEngine: func(name string) (runtime.Engine, error) {
+			if name != "apple" {
+				return nil, fmt.Errorf("no engine %s in this test", name)
+			}
+			return e, nil
+		}},
+	})
+	own, errs, code := runCLI(t, c.Home, "tasks", "add", "--group", "main", "--every", "1h", "--prompt", "a task to cancel")
+	if code != 0 {
+		t.Fatalf("tasks add: exit %d\n%s%s", code, own, errs)
+	}
+	victim := strings.TrimSuffix(strings.Fields(own)[1], ":")
+	out, errs, code := runCLI(t, c.Home, "tasks", "add", "--group", "main", "--every", "1h", "--prompt", "anything")
+	if code != 0 {
+		t.Fatalf("tasks add: exit %d\n%s%s", code, out, errs)
+	}
+	id := strings.TrimSuffix(strings.Fields(out)[1], ":")
+	var warm []api.WarmContainer
+	waitWithin(t, 60*time.Second, "a warm container", func() bool {
+		st, err := c.Client.Status(context.Background())
+		warm = st.Warm
+		return err == nil && len(warm) == 1
+	})
+	e.args = []string{"tool.invoke.cancel_task", `{"id":"` + victim + `"}`}
+	close(e.armed)
+	time.Sleep(time.Second) // the call leaves before the claim, most likely; it is judged the same either way
+	if out, errs, code := runCLI(t, c.Home, "tasks", "run", id); code != 0 {
+		t.Fatalf("tasks run: exit %d\n%s%s", code, out, errs)
+	}
+	var runs []api.TaskRun
+	waitWithin(t, 60*time.Second, "the run to end", func() bool {
+		runs = taskRuns(t, c.Home, id)
+		return len(runs) == 1 && runs[0].State != "claimed" && runs[0].State != "running"
+	})
+	if runs[0].Session != strings.TrimPrefix(warm[0].Container, "carapace-") {
+		t.Fatalf("the run's session is %s, not the warm container %s's", runs[0].Session, warm[0].Container)
+	}
+	if asked, _ := c.Client.Confirmations(context.Background(), false); len(asked) > 0 {
+		t.Fatalf("the warm container's first call was put to the user: %+v", asked)
+	}
+	calls := e.calls()
+	if len(calls) == 0 {
+		t.Fatal("the warm container made no call")
+	}
+	r := calls[0]
+	parseIPCRun(t, &r)
+	if r.Err == nil || r.Err.Code != ipc.CodeUnauthorized || r.Err.Stage != 4 || !strings.Contains(r.Err.Message, "started by a scheduled task") {
+		t.Errorf("the warm container's first call answered %+v (stdout %q)", r.Err, r.Stdout)
+	}
+	if tk := findTask(taskListOf(t, c.Home), victim); tk == nil {
+		t.Error("a warm container's first call cancelled a task")
 	}
 }

@@ -153,7 +153,7 @@ func (m *Manager) Open(group, runtime string) (Info, error) {
 	if err != nil {
 		return Info{}, err
 	}
-	return m.Activate(r)
+	return m.Activate(r, nil)
 }
 
 // Reserved is a session whose socket listens but which is not open yet: no
@@ -211,10 +211,14 @@ func (m *Manager) Reserve(group, runtime string) (Reserved, error) {
 	}}, nil
 }
 
-// Activate opens reserved session r: from now on its messages are handled,
-// and it is listed, audited and observed as any other. Its start time is
-// now. On error r is released.
-func (m *Manager) Activate(r Reserved) (Info, error) {
+// Activate opens reserved session r: it is listed, audited and observed as
+// any other, and from now on its messages are handled, those that arrived
+// while it was reserved included. first, if not nil, runs before the first
+// message is handled, with the session's state available (State): the
+// core records there what started the session, so that even a call made
+// before the claim is judged as the claimer's. Its start time is now. On
+// error r is released.
+func (m *Manager) Activate(r Reserved, first func(Info)) (Info, error) {
 	l := r.l
 	l.Started = time.Now().UTC()
 	m.mu.Lock()
@@ -230,9 +234,12 @@ func (m *Manager) Activate(r Reserved) (Info, error) {
 	}
 	m.sessions[l.ID] = l
 	m.mu.Unlock()
+	m.audit(l, audit.OutcomeOpened)
+	if first != nil {
+		first(l.info())
+	}
 	bySocket.Store(l.socket, l)
 	go m.loop(l)
-	m.audit(l, audit.OutcomeOpened)
 	m.log.Info("session opened", "session", l.ID, "group", l.Group, "runtime", l.Runtime)
 	info := l.info()
 	if m.opts.Observe != nil {
