@@ -101,6 +101,9 @@ type Options struct {
 	// Clock times warm containers' idle time (warm.go); nil is the
 	// system clock.
 	Clock clock.Clock
+	// WarmChanged, if set, is told when a warm container starts, is
+	// claimed or goes (for the watchers' core.status).
+	WarmChanged func()
 }
 
 // TaskRuns records the runs of scheduled tasks: the session that runs one,

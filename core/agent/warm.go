@@ -270,6 +270,7 @@ func (r *Runner) startWarm(group string) (bool, error) {
 	}
 	r.warm.groups[group] = append(r.warm.groups[group], w)
 	r.warm.mu.Unlock()
+	r.warmChanged()
 	r.log.Info("warm container starting", "group", group, "container", spec.Name, "engine", eng.Name(), "image", spec.Image)
 	go r.runWarm(runCtx, w, eng, spec, release, stopLLM)
 	return true, nil
@@ -354,6 +355,7 @@ func (r *Runner) runWarm(ctx context.Context, w *warmCtr, eng runtime.Engine, sp
 			r.sessions.Release(w.res)
 		}
 		r.removeAgent(w.res.ID())
+		r.warmChanged()
 		if !w.run.stopping.Load() {
 			r.log.Warn("a warm container ended before a session claimed it; the group's sessions start cold until its next one",
 				"group", w.group, "container", spec.Name, "exit", exit, "err", err)
@@ -534,6 +536,7 @@ func (r *Runner) claimWarm(ctx context.Context, eng runtime.Engine, req api.Sess
 	if w == nil {
 		return api.Session{}, nil, false, nil
 	}
+	r.warmChanged()
 	// What started the session is recorded before any message on its
 	// socket is handled, even one sent before the claim.
 	info, err := r.sessions.Activate(w.res, func(info session.Info) {
@@ -611,6 +614,13 @@ func (r *Runner) handOver(ctx context.Context, w *warmCtr, info session.Info, re
 		_, _ = w.wake.Write([]byte("go\n"))
 	}
 	return nil
+}
+
+// warmChanged tells Options.WarmChanged, if set.
+func (r *Runner) warmChanged() {
+	if r.opts.WarmChanged != nil {
+		r.opts.WarmChanged()
+	}
 }
 
 // rewrite replaces the content of read-only file path in place: a

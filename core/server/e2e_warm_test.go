@@ -194,9 +194,14 @@ func calledBy(t *testing.T, c *testCore, topic, group string, not ...string) str
 // mounts nothing of another group.
 func TestWarmClaimedByItsGroupOnly(t *testing.T) {
 	c := startWarmCore(t, dockerConfig(t, "[groups.main]\n[groups.other]\n[sessions]\nwarm = 1\n"), nil)
+	w := watch(t, c)
 	trigger := c.Session(t, "dev")
 	wMain := waitWarm(t, c, "main")
 	wOther := waitWarm(t, c, "other")
+	w.find(t, "core.status listing main's warm container", func(ev api.WatchEvent) bool {
+		return (ev.Type == api.WatchStatus || ev.Type == api.WatchSnapshot) && ev.Status != nil &&
+			slices.ContainsFunc(ev.Status.Warm, func(x api.WarmContainer) bool { return x.Container == wMain.Container && x.Group == "main" })
+	})
 	for _, s := range c.sessionList(t) {
 		if s.ID == sessionID(wMain) || s.ID == sessionID(wOther) {
 			t.Errorf("a warm container is listed as a session: %+v", s)
@@ -218,6 +223,15 @@ func TestWarmClaimedByItsGroupOnly(t *testing.T) {
 	if ws := warmOf(t, c, "main"); len(ws) != 1 || ws[0].Container != wMain.Container {
 		t.Fatalf("main's warm container after other's event: %+v, want %s still waiting", ws, wMain.Container)
 	}
+	opened := func(id string) func(api.WatchEvent) bool {
+		return func(ev api.WatchEvent) bool {
+			return ev.Type == api.WatchSessionOpened && ev.Session != nil && ev.Session.ID == id
+		}
+	}
+	if n := w.count(opened(sessionID(wMain))); n != 0 {
+		t.Errorf("the watch stream showed main's warm container as a session before its claim")
+	}
+	w.find(t, "other's claimed session opened on the watch stream", opened(sessionID(wOther)))
 
 	// A memory stored after main's container was warmed is in the brief
 	// its session reads.
@@ -230,6 +244,7 @@ func TestWarmClaimedByItsGroupOnly(t *testing.T) {
 	if claimed != sessionID(wMain) {
 		t.Errorf("main's event ran in session %s, want its warm container's %s", claimed, sessionID(wMain))
 	}
+	w.find(t, "main's claimed session opened on the watch stream", opened(claimed))
 	waitFor(t, "the claimed session to end", func() bool { return len(containersOf(t, runtime.LabelSession, claimed)) == 0 })
 	for _, e := range c.Audit(t) {
 		if e.Topic == "tool.invoke.tk_count" && e.Session == claimed {

@@ -49,6 +49,7 @@ import (
 	"github.com/carapace-dev/carapace/core/intrinsics"
 	"github.com/carapace-dev/carapace/core/loader"
 	"github.com/carapace-dev/carapace/core/pipeline"
+	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/core/prove"
 	"github.com/carapace-dev/carapace/core/runtime"
 	"github.com/carapace-dev/carapace/core/session"
@@ -250,6 +251,8 @@ func Run(ctx context.Context, opts Options) error {
 		Bus: s.bus, Plugins: s.plugins, Catalog: s.catalog, Credentials: s.creds,
 		NewEngine: opts.NewEngine, BriefTimeout: opts.BriefTimeout, NoShadows: opts.NoShadows, TaskRuns: s.tasks,
 		Clock: opts.Clock,
+		// The watchers see warm containers come and go in core.status.
+		WarmChanged: func() { s.bus.PublishCore(plugin.TopicCoreStatus.Event("", s.Status(context.Background()))) },
 	})
 	agentsCtx, stopAgents := context.WithCancel(ctx)
 	defer stopAgents()
