@@ -96,6 +96,14 @@ func (g *groupSlots) tryAcquire(group string) (release func(), ok bool) {
 	return g.releaser(group), true
 }
 
+// full reports whether every slot of group is taken.
+func (g *groupSlots) full(group string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	sl := g.groups[group]
+	return sl != nil && sl.running >= g.max
+}
+
 func (g *groupSlots) releaser(group string) func() {
 	var once sync.Once
 	return func() {

@@ -511,10 +511,17 @@ func (r *Runner) warmPrint(engine, group string) string {
 // there is none, or when the session is not one warm containers serve (a
 // command, a probe, a session not started by an event).
 func (r *Runner) claimWarm(ctx context.Context, eng runtime.Engine, req api.SessionRequest, origin string, taint *provenance.Taint, x *probeExtras) (api.Session, *api.Agent, bool, error) {
-	if x != nil || len(req.Command) > 0 || origin == "" || r.warmTarget() == 0 {
+	if r.warmTarget() == 0 {
 		return api.Session{}, nil, false, nil
 	}
+	// Warm containers built otherwise than a session would be now go.
 	fp := r.warmPrint(eng.Name(), req.Group)
+	stale := r.takeWarm(func(c *warmCtr) bool { return c.group == req.Group && (c.engine != eng.Name() || c.fp != fp) })
+	go r.stopAllWarm(stale, "what it was built with changed (config, plugins, engine)")
+	if x != nil || len(req.Command) > 0 || origin == "" {
+		r.yieldWarm(req.Group)
+		return api.Session{}, nil, false, nil
+	}
 	r.warm.mu.Lock()
 	if r.warm.groups == nil {
 		r.warm.mu.Unlock()
@@ -534,6 +541,7 @@ func (r *Runner) claimWarm(ctx context.Context, eng runtime.Engine, req api.Sess
 	}
 	r.warm.mu.Unlock()
 	if w == nil {
+		r.yieldWarm(req.Group)
 		return api.Session{}, nil, false, nil
 	}
 	r.warmChanged()
@@ -567,6 +575,33 @@ func (r *Runner) claimWarm(ctx context.Context, eng runtime.Engine, req api.Sess
 	r.opts.Bus.PublishCore(plugin.TopicAgentStarted.Event(info.Group, plugin.AgentStarted{Session: info.ID, Engine: eng.Name()}))
 	go r.fillWarm(req.Group)
 	return r.View(info), &api.Agent{Output: w.out}, true, nil
+}
+
+// yieldWarm stops one of group's warm containers when it holds a slot a
+// session that cannot claim it (a command, `carapace run`) would
+// otherwise wait for: a warm container never keeps a session waiting.
+func (r *Runner) yieldWarm(group string) {
+	if !r.ctrs.slots.full(group) {
+		return
+	}
+	var taken bool
+	ws := r.takeWarm(func(c *warmCtr) bool {
+		if taken || c.group != group {
+			return false
+		}
+		taken = true
+		return true
+	})
+	if taken {
+		// Until the group's next event session: a warm container started
+		// in the slot as it frees would take it from the waiting session.
+		r.warm.mu.Lock()
+		if r.warm.held != nil {
+			r.warm.held[group] = true
+		}
+		r.warm.mu.Unlock()
+	}
+	go r.stopAllWarm(ws, "a session of the group that cannot use it needs its slot")
 }
 
 // warmBehind starts a warm container behind a session of group that

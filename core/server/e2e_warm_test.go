@@ -477,3 +477,23 @@ func TestWarmFirstCallIsTheClaimers(t *testing.T) {
 		t.Error("a warm container's first call cancelled a task")
 	}
 }
+
+// A warm container never keeps a session waiting: with one slot per group,
+// which the warm container holds, a `carapace run` session (which never
+// claims one) gets the slot, the warm container being stopped for it; the
+// group's next event session then runs, and warms another behind it.
+func TestWarmYieldsItsSlot(t *testing.T) {
+	c := startWarmCore(t, dockerConfig(t, "[groups.main]\n[sessions]\nmax_per_group = 1\n"), nil)
+	trigger := c.Session(t, "dev")
+	w1 := waitWarm(t, c, "main")
+	out, _, exit, info := runAgent(t, c, api.SessionRequest{Group: "main", Runtime: "docker", Prompt: `tool.invoke.echo {"message":"not warm"}`})
+	if exit != 0 || !strings.Contains(out, "not warm") || info.ID == sessionID(w1) {
+		t.Fatalf("carapace run's session %s (the warm one was %s): exit %d\n%s", info.ID, sessionID(w1), exit, out)
+	}
+	if n := warmContainersOf(t, c.Home, "main"); slices.Contains(n, w1.Container) {
+		t.Errorf("the warm container that gave up its slot is still there: %v", n)
+	}
+	sendEvent(t, c, trigger, "main", `tool.invoke.echo {"message":"event"}`)
+	calledBy(t, c, "tool.invoke.echo", "main", info.ID)
+	waitWarm(t, c, "main", w1.Container)
+}
