@@ -13,7 +13,9 @@
 // group's concurrent and queued sessions (slots.go), stops containers that
 // stay idle or whose agent never reaches the core (slots.go, reach.go),
 // removes those a previous core left behind, and publishes agent.started,
-// agent.completed and agent.error.
+// agent.completed and agent.error. For each group that receives events it
+// keeps containers started ahead, which only that group's next event
+// session claims (warm.go).
 //
 // The spawner (Spawn, below) starts a session for each event of a
 // configured group ([groups.NAME] topics in config.toml) unless sessions
