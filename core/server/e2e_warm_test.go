@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -23,6 +24,7 @@ import (
 	"github.com/carapace-dev/carapace/core/loader"
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/core/runtime"
+	"github.com/carapace-dev/carapace/core/runtime/docker"
 	"github.com/carapace-dev/carapace/core/server"
 	"github.com/carapace-dev/carapace/internal/clock"
 	"github.com/carapace-dev/carapace/ipc"
@@ -496,4 +498,103 @@ func TestWarmYieldsItsSlot(t *testing.T) {
 	sendEvent(t, c, trigger, "main", `tool.invoke.echo {"message":"event"}`)
 	calledBy(t, c, "tool.invoke.echo", "main", info.ID)
 	waitWarm(t, c, "main", w1.Container)
+}
+
+// recordingEngine is a real engine that keeps the Spec of every container
+// it runs.
+type recordingEngine struct {
+	runtime.Engine
+	mu    sync.Mutex
+	specs []runtime.Spec
+}
+
+func (e *recordingEngine) Run(ctx context.Context, s runtime.Spec, io runtime.IO) (int, error) {
+	e.mu.Lock()
+	e.specs = append(e.specs, s)
+	e.mu.Unlock()
+	return e.Engine.Run(ctx, s, io)
+}
+
+func (e *recordingEngine) recorded() []runtime.Spec {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.specs)
+}
+
+// generalSpec is s with its session's id replaced by $SESSION, and its
+// environment and mounts sorted.
+func generalSpec(s runtime.Spec, id string) runtime.Spec {
+	r := strings.NewReplacer(id, "$SESSION")
+	out := runtime.Spec{Name: r.Replace(s.Name), Image: s.Image, Labels: map[string]string{}, User: s.User, Limits: s.Limits, Cmd: s.Cmd}
+	for k, v := range s.Labels {
+		out.Labels[k] = r.Replace(v)
+	}
+	for _, m := range s.Mounts {
+		out.Mounts = append(out.Mounts, runtime.Mount{Source: r.Replace(m.Source), Target: m.Target, ReadOnly: m.ReadOnly})
+	}
+	for _, e := range s.Env {
+		out.Env = append(out.Env, r.Replace(e))
+	}
+	slices.SortFunc(out.Mounts, func(a, b runtime.Mount) int { return strings.Compare(a.Target, b.Target) })
+	slices.Sort(out.Env)
+	return out
+}
+
+// A warm container on Docker is the container a session of its group gets
+// — the same image, user, limits, labels, mounts and environment, on the
+// same engine, whose flags follow from them — plus only its warm label,
+// the read-only claim folder and CARAPACE_WARM(_TIMEOUT).
+func TestWarmContainerIsASessionsContainer(t *testing.T) {
+	rec := &recordingEngine{Engine: docker.New(docker.Options{})}
+	kit := &channelKit{}
+	c := startCoreWith(t, coreOptions{Config: dockerConfig(t, "[groups.main]\n"),
+		NewEngine: func(name string) (runtime.Engine, error) {
+			if name != "docker" {
+				return nil, fmt.Errorf("no engine %s in this test", name)
+			}
+			return rec, nil
+		},
+		Builtins: func(bs []loader.Builtin) []loader.Builtin {
+			return append(bs, loader.Builtin{Name: "chan", Manifest: []byte(channelKitManifest), New: func(loader.Env) plugin.Handler { return kit }})
+		}})
+	w := waitWarm(t, c, "main")
+	_, _, exit, cold := runAgent(t, c, api.SessionRequest{Group: "main", Runtime: "docker", Prompt: `tool.invoke.echo {"message":"cold"}`})
+	if exit != 0 {
+		t.Fatalf("cold session: exit %d", exit)
+	}
+	var warmSpec, coldSpec *runtime.Spec
+	for _, s := range rec.recorded() {
+		switch s.Labels[runtime.LabelSession] {
+		case sessionID(w):
+			warmSpec = &s
+		case cold.ID:
+			coldSpec = &s
+		}
+	}
+	if warmSpec == nil || coldSpec == nil {
+		t.Fatalf("specs recorded: %+v", rec.recorded())
+	}
+	got := generalSpec(*warmSpec, sessionID(w))
+	if got.Labels[agent.LabelWarm] != "main" {
+		t.Errorf("warm label %q", got.Labels[agent.LabelWarm])
+	}
+	delete(got.Labels, agent.LabelWarm)
+	var claim runtime.Mount
+	got.Mounts = slices.DeleteFunc(got.Mounts, func(m runtime.Mount) bool {
+		if m.Target == "/run/carapace/claim" {
+			claim = m
+			return true
+		}
+		return false
+	})
+	if !claim.ReadOnly || claim.Source != c.Home.Path("run", "agent", "$SESSION", "claim") {
+		t.Errorf("claim mount %+v", claim)
+	}
+	got.Env = slices.DeleteFunc(got.Env, func(e string) bool {
+		return e == "CARAPACE_WARM=/run/carapace/claim" || strings.HasPrefix(e, "CARAPACE_WARM_TIMEOUT=")
+	})
+	want := generalSpec(*coldSpec, cold.ID)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("the warm container, less its additions:\n%+v\na cold session's:\n%+v", got, want)
+	}
 }
