@@ -279,51 +279,33 @@ func (r *Runner) startWarm(group string) (bool, error) {
 // prepareWarm writes the agent folder of a warm container's session: what
 // prepareAgent writes, with CLAUDE.md and the prompt left empty until the
 // claim, and the claim folder (with its FIFO, except on Apple's engine).
-func (r *Runner) prepareWarm(id, engine string) (*os.File, error) {
-	if err := os.MkdirAll(r.agentRoot(), 0o700); err != nil {
-		return nil, fmt.Errorf("agent folder: %w", err)
+// The caller closes the FIFO's end it returns, if not nil.
+func (r *Runner) prepareWarm(id, engine string) (wake *os.File, err error) {
+	files := func() (map[string][]byte, error) {
+		return map[string][]byte{claudeFile: nil, settingsFile: claudemd.Settings(r.cfg.Confirm.Timeout.Duration), promptFile: nil}, nil
 	}
-	dir := r.agentDir(id)
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("agent folder of session %s: %w", id, err)
-	}
-	if err := r.assembleSkills(filepath.Join(dir, "skills")); err != nil {
-		return nil, fmt.Errorf("assemble the skills of session %s: %w", id, err)
-	}
-	files := map[string][]byte{claudeFile: nil, settingsFile: claudemd.Settings(r.cfg.Confirm.Timeout.Duration), promptFile: nil}
-	for name, data := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o444); err != nil {
-			return nil, fmt.Errorf("write %s of session %s: %w", name, id, err)
+	err = r.makeAgentDir(id, true, files, func(dir string) error {
+		claim := filepath.Join(dir, claimDir)
+		if err := os.Mkdir(claim, 0o755); err != nil {
+			return err
 		}
-	}
-	if err := writeShadows(dir); err != nil {
-		return nil, fmt.Errorf("agent folder of session %s: %w", id, err)
-	}
-	claim := filepath.Join(dir, claimDir)
-	if err := os.Mkdir(claim, 0o755); err != nil {
-		return nil, fmt.Errorf("claim folder of session %s: %w", id, err)
-	}
-	var wake *os.File
-	if engine != "apple" {
+		if engine == "apple" {
+			return nil
+		}
 		p := filepath.Join(claim, "wake")
 		if err := syscall.Mkfifo(p, 0o644); err != nil {
-			return nil, fmt.Errorf("claim folder of session %s: %w", id, err)
+			return err
 		}
 		// Read-write: the open does not wait for the container, and the
 		// pipe lives (with what is written) until the core closes it.
-		f, err := os.OpenFile(p, os.O_RDWR|syscall.O_NONBLOCK, 0)
-		if err != nil {
-			return nil, fmt.Errorf("claim folder of session %s: %w", id, err)
-		}
-		wake = f
+		wake, err = os.OpenFile(p, os.O_RDWR|syscall.O_NONBLOCK, 0)
+		return err
+	})
+	if err != nil && wake != nil {
+		_ = wake.Close()
+		wake = nil
 	}
-	if err := os.Chmod(dir, 0o555); err != nil {
-		if wake != nil {
-			_ = wake.Close()
-		}
-		return nil, fmt.Errorf("agent folder of session %s: %w", id, err)
-	}
-	return wake, nil
+	return wake, err
 }
 
 // runWarm runs warm container w until it exits: unclaimed, its session is
