@@ -47,6 +47,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -472,8 +473,8 @@ func (r *Runner) imageID(ctx context.Context, eng runtime.Engine, image string) 
 }
 
 // warmPrint is what a warm container of group is built with, hashed: the
-// core's version and config, the engine, and the plugins and intrinsics
-// its skill tree is assembled from. The image's id is checked apart (it
+// core's version and config, the engine, and the plugins (manifests and
+// skill files) and intrinsics its skill tree is assembled from. The image's id is checked apart (it
 // takes a call to the engine).
 func (r *Runner) warmPrint(engine, group string) string {
 	h := sha256.New()
@@ -481,6 +482,19 @@ func (r *Runner) warmPrint(engine, group string) string {
 	for _, p := range r.opts.Plugins.Healthy() {
 		m, _ := json.Marshal(p.Manifest)
 		fmt.Fprintf(h, "%s\x00%s\x00", p.Name, m)
+		if p.Skills == nil {
+			continue
+		}
+		// The plugin's skill files: a plugin reloaded with new ones and
+		// the same manifest changes the tree too.
+		_ = fs.WalkDir(p.Skills, ".", func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return nil
+			}
+			b, _ := fs.ReadFile(p.Skills, path)
+			fmt.Fprintf(h, "%s\x00%d\x00%s\x00", path, len(b), b)
+			return nil
+		})
 	}
 	for _, t := range r.opts.Catalog.List() {
 		fmt.Fprintf(h, "%s\x00%s\x00", t.Plugin, t.Name)
