@@ -544,6 +544,9 @@ func (r *Runner) claimWarm(ctx context.Context, eng runtime.Engine, req api.Sess
 	// What started the session is recorded before any message on its
 	// socket is handled, even one sent before the claim.
 	info, err := r.sessions.Activate(w.res, func(info session.Info) {
+		r.warm.mu.Lock()
+		w.info = info // what runWarm reports the container's end with
+		r.warm.mu.Unlock()
 		r.setOrigin(info.ID, origin)
 		r.startProvenance(info, req.Prompt, taint)
 	})
@@ -555,9 +558,6 @@ func (r *Runner) claimWarm(ctx context.Context, eng runtime.Engine, req api.Sess
 		w.run.cancel(err)
 		return api.Session{}, nil, true, fmt.Errorf("%w: %w", api.ErrInvalid, err)
 	}
-	r.warm.mu.Lock()
-	w.info = info
-	r.warm.mu.Unlock()
 	w.run.started.Store(time.Now().UnixNano())
 	r.ctrs.mu.Lock()
 	r.ctrs.live[info.ID] = w.run
