@@ -44,6 +44,12 @@ if [ -n "${CARAPACE_WARM-}" ]; then
 		kill -TERM $$
 	) </dev/null >/dev/null 2>&1 &
 	watchdog=$!
+	# The core said it made the FIFO, and it is not there: the folder is
+	# not the core's (its home went away as the container started).
+	if [ -n "${CARAPACE_WARM_WAKE-}" ] && [ ! -p "$CARAPACE_WARM/wake" ]; then
+		echo "the claim folder has no FIFO: the core that started this warm container is gone" >&2
+		exit 3
+	fi
 	if [ -p "$CARAPACE_WARM/wake" ] && ! read -r _ <"$CARAPACE_WARM/wake"; then
 		echo "the core went away before it handed this warm container a session" >&2
 		exit 3

@@ -248,6 +248,9 @@ func (r *Runner) startWarm(group string) (bool, error) {
 	// stopped it: a core that died leaves nothing waiting for long.
 	spec.Env = append(spec.Env, "CARAPACE_WARM="+warmClaimTarget,
 		"CARAPACE_WARM_TIMEOUT="+strconv.Itoa(int((r.cfg.Sessions.WarmIdle.Duration+time.Minute)/time.Second)))
+	if wake != nil { // the entrypoint leaves if it finds none: its folder is not the core's
+		spec.Env = append(spec.Env, "CARAPACE_WARM_WAKE=1")
+	}
 	spec.Labels[LabelWarm] = group
 	if err := spec.Check(); err != nil {
 		return fail(err)

@@ -543,7 +543,7 @@ func generalSpec(s runtime.Spec, id string) runtime.Spec {
 // A warm container on Docker is the container a session of its group gets
 // — the same image, user, limits, labels, mounts and environment, on the
 // same engine, whose flags follow from them — plus only its warm label,
-// the read-only claim folder and CARAPACE_WARM(_TIMEOUT).
+// the read-only claim folder and CARAPACE_WARM(_TIMEOUT, _WAKE).
 func TestWarmContainerIsASessionsContainer(t *testing.T) {
 	rec := &recordingEngine{Engine: docker.New(docker.Options{})}
 	kit := &channelKit{}
@@ -591,7 +591,7 @@ func TestWarmContainerIsASessionsContainer(t *testing.T) {
 		t.Errorf("claim mount %+v", claim)
 	}
 	got.Env = slices.DeleteFunc(got.Env, func(e string) bool {
-		return e == "CARAPACE_WARM=/run/carapace/claim" || strings.HasPrefix(e, "CARAPACE_WARM_TIMEOUT=")
+		return e == "CARAPACE_WARM=/run/carapace/claim" || e == "CARAPACE_WARM_WAKE=1" || strings.HasPrefix(e, "CARAPACE_WARM_TIMEOUT=")
 	})
 	want := generalSpec(*coldSpec, cold.ID)
 	if !reflect.DeepEqual(got, want) {
