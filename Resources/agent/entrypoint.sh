@@ -30,6 +30,40 @@ fi
 if [ "$#" -gt 0 ]; then
 	exec "$@"
 fi
+# A warm container (core/agent/warm.go) waits here, before anything else,
+# until the core hands it a session: "go" in $CARAPACE_WARM, written after
+# the prompt, CLAUDE.md and the conversation's id. Where the core made a
+# FIFO there ("wake", engines sharing the host's kernel) it sleeps on it,
+# and leaves if the core goes away (the FIFO's end it holds closes);
+# otherwise (Apple's VM) it polls. It never waits longer than
+# $CARAPACE_WARM_TIMEOUT seconds (the core's warm_idle and a margin), even
+# if the core died before the FIFO was open.
+if [ -n "${CARAPACE_WARM-}" ]; then
+	(
+		sleep "${CARAPACE_WARM_TIMEOUT:-3600}"
+		kill -TERM $$
+	) </dev/null >/dev/null 2>&1 &
+	watchdog=$!
+	# The core said it made the FIFO, and it is not there: the folder is
+	# not the core's (its home went away as the container started).
+	if [ -n "${CARAPACE_WARM_WAKE-}" ] && [ ! -p "$CARAPACE_WARM/wake" ]; then
+		echo "the claim folder has no FIFO: the core that started this warm container is gone" >&2
+		exit 3
+	fi
+	if [ -p "$CARAPACE_WARM/wake" ] && ! read -r _ <"$CARAPACE_WARM/wake"; then
+		echo "the core went away before it handed this warm container a session" >&2
+		exit 3
+	fi
+	until [ -e "$CARAPACE_WARM/go" ]; do sleep 0.05; done
+	kill "$watchdog" 2>/dev/null || :
+	if [ -s "$CARAPACE_WARM/conversation" ]; then
+		CARAPACE_CONVERSATION=$(cat "$CARAPACE_WARM/conversation")
+		export CARAPACE_CONVERSATION
+		if [ -e "$CARAPACE_WARM/conversation-new" ]; then
+			export CARAPACE_CONVERSATION_NEW=1
+		fi
+	fi
+fi
 if [ -z "${CARAPACE_PROMPT_FILE:-}" ] || [ ! -r "$CARAPACE_PROMPT_FILE" ]; then
 	echo "carapace-agent: no prompt: the core mounts it at \$CARAPACE_PROMPT_FILE (carapace run --prompt TEXT)" >&2
 	exit 2

@@ -337,8 +337,16 @@ func argumentLines(c api.Confirmation) ([]string, bool) {
 	return out, true
 }
 
-// sessions is "Sessions (n)" with a submenu per session.
+// sessions is "Sessions (n)" with a submenu per session, and a line for
+// the warm containers (started ahead, not sessions) when there are some.
 func sessions(s State, now time.Time) Item {
+	it := sessionItems(s, now)
+	it.Children = append(it.Children, warmLine(s)...)
+	return it
+}
+
+// sessionItems is "Sessions (n)" with a submenu per session.
+func sessionItems(s State, now time.Time) Item {
 	it := Item{ID: "sessions", Title: fmt.Sprintf("Sessions (%d)", len(s.Sessions)), Enabled: true}
 	if len(s.Sessions) == 0 {
 		it.Children = []Item{{ID: "sessions/none", Title: "No live sessions"}}
@@ -358,6 +366,28 @@ func sessions(s State, now time.Time) Item {
 		it.Children = append(it.Children, sub)
 	}
 	return it
+}
+
+// warmLine says which groups have warm containers waiting for their next
+// session, and how many: "Warm, waiting: main (1), side (2)".
+func warmLine(s State) []Item {
+	if len(s.Status.Warm) == 0 {
+		return nil
+	}
+	var groups []string
+	count := map[string]int{}
+	for _, w := range s.Status.Warm {
+		if count[w.Group] == 0 {
+			groups = append(groups, w.Group)
+		}
+		count[w.Group]++
+	}
+	parts := make([]string, len(groups))
+	for i, g := range groups {
+		parts[i] = fmt.Sprintf("%s (%d)", textutil.Printable(textutil.ClipRunes(g, 24)), count[g])
+	}
+	return []Item{{ID: "sessions/warm", Title: "Warm, waiting: " + strings.Join(parts, ", "),
+		Tooltip: "Containers started ahead of their group's next session ([sessions] warm); not sessions"}}
 }
 
 // taskItems is "Tasks (n)" with a submenu per task: when it next fires,

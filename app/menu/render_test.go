@@ -549,3 +549,31 @@ func TestRenderCalendarAccess(t *testing.T) {
 		t.Errorf("the action's name: %q", ActionCalendarAccess.String())
 	}
 }
+
+// Warm containers (core.status's Warm) show on a line of their own under
+// Sessions, by group, and never count as sessions; the line goes when
+// they do.
+func TestRenderWarmContainers(t *testing.T) {
+	s := running(nil, []api.Session{sess("s-abc", "main")})
+	st := s.Status
+	st.Warm = []api.WarmContainer{{Group: "main", Container: "carapace-s-w1"}, {Group: "side", Container: "carapace-s-w2"}, {Group: "side", Container: "carapace-s-w3"}}
+	s = s.Apply(api.WatchEvent{Type: api.WatchStatus, Status: &st})
+	tree := Render(s, t0)
+	checkTree(t, tree)
+	got := tree.String()
+	if !strings.Contains(got, "Sessions (1)\n") || !strings.Contains(got, "  Warm, waiting: main (1), side (2) (off)\n") {
+		t.Errorf("warm containers:\n%s", got)
+	}
+	idle := running(nil, nil)
+	st2 := idle.Status
+	st2.Warm = st.Warm[:1]
+	idle = idle.Apply(api.WatchEvent{Type: api.WatchStatus, Status: &st2})
+	if got := Render(idle, t0).String(); !strings.Contains(got, "Sessions (0)\n  No live sessions (off)\n  Warm, waiting: main (1) (off)\n") {
+		t.Errorf("warm containers and no session:\n%s", got)
+	}
+	st2.Warm = nil
+	idle = idle.Apply(api.WatchEvent{Type: api.WatchStatus, Status: &st2})
+	if got := Render(idle, t0).String(); strings.Contains(got, "Warm") {
+		t.Errorf("the warm line outlived the warm containers:\n%s", got)
+	}
+}

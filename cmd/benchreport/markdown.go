@@ -222,6 +222,7 @@ func containerTime(b *strings.Builder, r *results) {
 	p("Starting the container is the engine's work, and it dominates; it depends on the engine and its setup — here %s — more than on Carapace. ", r.Engine)
 	p("Inside the container the init, the scripted agent's shell and `ipc` reach the core in %s (%.0f %%); Claude Code's own start would come on top of that in a real session. ", ms(agent), share(agent))
 	p("Medians of the parts need not add up to the median of the whole.\n\n")
+	p("(k) is a session of `carapace run`, which always starts cold. A session started by an event (a channel's message, a task's run) claims its group's warm container instead, when there is one (`[sessions] warm`, default 1): the container is already started and waits for its prompt, and only the memory brief, CLAUDE.md and the prompt are written at the claim. `make bench` runs the Telegram round trip and a task's fire → first request cold and warm side by side (BenchmarkTelegramRoundTrip, BenchmarkTaskFireAccuracy); [CONTAINERS.md](CONTAINERS.md#warm-containers) gives the figures and what an idle warm container costs.\n\n")
 
 	down := med(r.teardownTotals())
 	tpart := func(f func(measure.Teardown) time.Duration) time.Duration { return med(r.teardownParts(f)) }

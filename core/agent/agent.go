@@ -44,7 +44,26 @@ func (r *Runner) agentDir(session string) string { return filepath.Join(r.agentR
 
 // prepareAgent writes session's agent folder: the skill tree, then
 // CLAUDE.md with the memory brief of group. Nothing is left behind on error.
-func (r *Runner) prepareAgent(ctx context.Context, session, group, runtime, prompt string) (err error) {
+func (r *Runner) prepareAgent(ctx context.Context, session, group, runtime, prompt string) error {
+	return r.makeAgentDir(session, runtime != "none", func() (map[string][]byte, error) {
+		p := claudemd.Params{Group: group, Unisolated: runtime == "none"}
+		p.Memory, p.Brief = r.memoryBrief(ctx, session, group)
+		files := map[string][]byte{
+			claudeFile:   claudemd.Render(p),
+			settingsFile: claudemd.Settings(r.cfg.Confirm.Timeout.Duration),
+		}
+		if prompt != "" {
+			files[promptFile] = []byte(prompt)
+		}
+		return files, nil
+	}, nil)
+}
+
+// makeAgentDir creates session's agent folder: the skill tree, the files
+// files returns (read-only), the shadows of a container session, then
+// whatever extra adds; the folder is then made read-only. Nothing is left
+// behind on error. prepareAgent and warm.go's prepareWarm fill it.
+func (r *Runner) makeAgentDir(session string, shadows bool, files func() (map[string][]byte, error), extra func(dir string) error) (err error) {
 	if err := os.MkdirAll(r.agentRoot(), 0o700); err != nil {
 		return fmt.Errorf("agent folder: %w", err)
 	}
@@ -60,22 +79,22 @@ func (r *Runner) prepareAgent(ctx context.Context, session, group, runtime, prom
 	if err := r.assembleSkills(filepath.Join(dir, "skills")); err != nil {
 		return fmt.Errorf("assemble the skills of session %s: %w", session, err)
 	}
-	p := claudemd.Params{Group: group, Unisolated: runtime == "none"}
-	p.Memory, p.Brief = r.memoryBrief(ctx, session, group)
-	files := map[string][]byte{
-		claudeFile:   claudemd.Render(p),
-		settingsFile: claudemd.Settings(r.cfg.Confirm.Timeout.Duration),
+	fs, err := files()
+	if err != nil {
+		return err
 	}
-	if prompt != "" {
-		files[promptFile] = []byte(prompt)
-	}
-	for name, data := range files {
+	for name, data := range fs {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o444); err != nil {
 			return fmt.Errorf("write %s of session %s: %w", name, session, err)
 		}
 	}
-	if runtime != "none" {
+	if shadows {
 		if err := writeShadows(dir); err != nil {
+			return fmt.Errorf("agent folder of session %s: %w", session, err)
+		}
+	}
+	if extra != nil {
+		if err := extra(dir); err != nil {
 			return fmt.Errorf("agent folder of session %s: %w", session, err)
 		}
 	}

@@ -291,6 +291,10 @@ func (r *Runner) openContainerSession(ctx context.Context, req api.SessionReques
 	if err != nil {
 		return api.Session{}, nil, err
 	}
+	if sess, agent, ok, err := r.claimWarm(ctx, eng, req, origin, taint, x); ok { // warm.go
+		return sess, agent, err
+	}
+	defer r.warmBehind(req, origin, x)
 	release, err := r.ctrs.slots.acquire(ctx, req.Group)
 	if err != nil {
 		if errors.Is(err, errQueueFull) {
@@ -348,30 +352,38 @@ func (r *Runner) openContainerSession(ctx context.Context, req api.SessionReques
 			Stdout: &outputWriter{stream: "stdout", ch: out, closed: run.closed},
 			Stderr: &outputWriter{stream: "stderr", ch: out, closed: run.closed},
 		})
-		last := api.Output{Exit: &exit}
-		switch {
-		case errors.Is(err, runtime.ErrNoImage):
-			last = api.Output{Error: fmt.Sprintf("the agent image %s is not in %s's images (it is never pulled): build it with `carapace setup --build-image`, "+
-				"or use one you have with `carapace setup --image IMAGE`; `carapace doctor` checks it", spec.Image, eng.Name())}
-			r.log.Warn("the agent image is missing", "session", info.ID, "image", spec.Image, "engine", eng.Name(), "err", err)
-			r.agentEnded(plugin.TopicAgentError, info, plugin.AgentEnded{Error: last.Error})
-		case err != nil:
-			last = api.Output{Error: textutil.OneLine(err.Error())}
-			r.log.Warn("agent container ended with an error", "session", info.ID, "err", err, "took", time.Since(began).Round(time.Millisecond))
-			r.agentEnded(plugin.TopicAgentError, info, plugin.AgentEnded{Error: last.Error})
-		case exit != 0:
-			r.log.Info("agent container exited", "session", info.ID, "exit", exit, "took", time.Since(began).Round(time.Millisecond))
-			r.agentEnded(plugin.TopicAgentError, info, plugin.AgentEnded{Exit: &exit})
-		default:
-			r.log.Info("agent container exited", "session", info.ID, "exit", exit, "took", time.Since(began).Round(time.Millisecond))
-			r.agentEnded(plugin.TopicAgentCompleted, info, plugin.AgentEnded{Exit: &exit})
-		}
+		last := r.agentExit(info, eng, spec, began, exit, err)
 		select {
 		case out <- last:
 		case <-run.closed:
 		}
 	}()
 	return r.View(info), &api.Agent{Output: out}, nil
+}
+
+// agentExit reports how the container of session info ended (logged,
+// agent.completed or agent.error published) and returns the last output
+// of its stream.
+func (r *Runner) agentExit(info session.Info, eng runtime.Engine, spec runtime.Spec, began time.Time, exit int, err error) api.Output {
+	last := api.Output{Exit: &exit}
+	switch {
+	case errors.Is(err, runtime.ErrNoImage):
+		last = api.Output{Error: fmt.Sprintf("the agent image %s is not in %s's images (it is never pulled): build it with `carapace setup --build-image`, "+
+			"or use one you have with `carapace setup --image IMAGE`; `carapace doctor` checks it", spec.Image, eng.Name())}
+		r.log.Warn("the agent image is missing", "session", info.ID, "image", spec.Image, "engine", eng.Name(), "err", err)
+		r.agentEnded(plugin.TopicAgentError, info, plugin.AgentEnded{Error: last.Error})
+	case err != nil:
+		last = api.Output{Error: textutil.OneLine(err.Error())}
+		r.log.Warn("agent container ended with an error", "session", info.ID, "err", err, "took", time.Since(began).Round(time.Millisecond))
+		r.agentEnded(plugin.TopicAgentError, info, plugin.AgentEnded{Error: last.Error})
+	case exit != 0:
+		r.log.Info("agent container exited", "session", info.ID, "exit", exit, "took", time.Since(began).Round(time.Millisecond))
+		r.agentEnded(plugin.TopicAgentError, info, plugin.AgentEnded{Exit: &exit})
+	default:
+		r.log.Info("agent container exited", "session", info.ID, "exit", exit, "took", time.Since(began).Round(time.Millisecond))
+		r.agentEnded(plugin.TopicAgentCompleted, info, plugin.AgentEnded{Exit: &exit})
+	}
+	return last
 }
 
 // stopContainer stops the agent container of session id, if it has one,

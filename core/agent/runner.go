@@ -14,7 +14,9 @@
 // group's concurrent and queued sessions (slots.go), stops containers that
 // stay idle or whose agent never reaches the core (slots.go, reach.go),
 // removes those a previous core left behind, and publishes agent.started,
-// agent.completed and agent.error.
+// agent.completed and agent.error. For each group that receives events it
+// keeps containers started ahead, which only that group's next event
+// session claims (warm.go).
 //
 // The spawner (Spawn, below) starts a session for each event of a
 // configured group ([groups.NAME] topics in config.toml) unless sessions
@@ -47,6 +49,7 @@ import (
 	"github.com/carapace-dev/carapace/core/session"
 	"github.com/carapace-dev/carapace/core/skills"
 	"github.com/carapace-dev/carapace/core/tasks"
+	"github.com/carapace-dev/carapace/internal/clock"
 	"github.com/carapace-dev/carapace/internal/textutil"
 	"github.com/carapace-dev/carapace/keychain"
 )
@@ -99,6 +102,12 @@ type Options struct {
 	// TaskRuns, if set, is told how the sessions of the scheduler's own
 	// task.triggered events go (core/tasks).
 	TaskRuns TaskRuns
+	// Clock times warm containers' idle time (warm.go); nil is the
+	// system clock.
+	Clock clock.Clock
+	// WarmChanged, if set, is told when a warm container starts, is
+	// claimed or goes (for the watchers' core.status).
+	WarmChanged func()
 }
 
 // TaskRuns records the runs of scheduled tasks: the session that runs one,
@@ -120,6 +129,7 @@ type Runner struct {
 	llm      llmShared
 	paused   atomic.Bool       // no sessions for events
 	origins  map[string]string // session → the plugin whose event started it; guarded by ctrs.mu
+	warm     warmPool          // warm.go
 
 	convOnce sync.Once // opens convs
 	convs    *provenance.Conversations
@@ -134,6 +144,7 @@ func New(o Options) *Runner {
 	r := &Runner{opts: o, cfg: o.Config, log: o.Logger, audit: o.Audit, sessions: o.Sessions, creds: o.Credentials,
 		ctrs: containers{engines: map[string]runtime.Engine{}, infos: map[string]runtime.Info{}, live: map[string]*agentRun{}, slots: groupSlots{groups: map[string]*slots{}}}}
 	r.ctrs.slots.max, r.ctrs.slots.queue = o.Config.Sessions.MaxPerGroup, o.Config.Sessions.Queue
+	r.ctrs.slots.freed = r.fillWarm
 	return r
 }
 
@@ -151,6 +162,7 @@ func CheckConfig(cfg *config.Config) error {
 func (r *Runner) Start(ctx context.Context) {
 	r.clearAgents()
 	r.removeLeftovers(ctx)
+	r.startWarming()
 	go r.reapIdle(ctx)
 	go r.reapUnreached(ctx)
 }
@@ -192,6 +204,7 @@ func (r *Runner) Close(_ context.Context, id string) error {
 // core is shutting down. The sessions themselves are the caller's to
 // close.
 func (r *Runner) Stop() {
+	r.stopWarming()
 	r.stopAllContainers()
 }
 
@@ -216,7 +229,10 @@ func (r *Runner) agentEnded(t plugin.Topic[plugin.AgentEnded], info session.Info
 
 // SetPaused stops (true) or resumes starting sessions for events. Sessions
 // opened with Open still start, and running ones go on.
-func (r *Runner) SetPaused(paused bool) { r.paused.Store(paused) }
+func (r *Runner) SetPaused(paused bool) {
+	r.paused.Store(paused)
+	r.pauseWarm(paused)
+}
 
 // Paused reports whether sessions for events are paused.
 func (r *Runner) Paused() bool { return r.paused.Load() }

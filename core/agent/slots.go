@@ -18,6 +18,10 @@ import (
 // refused and logged.
 type groupSlots struct {
 	max, queue int
+	// freed, if set, is told (on its own goroutine) when a slot of group
+	// is given back and nobody was waiting for it: warm.go starts a warm
+	// container in it.
+	freed func(group string)
 
 	mu     sync.Mutex
 	groups map[string]*slots
@@ -72,6 +76,34 @@ func (g *groupSlots) acquire(ctx context.Context, group string) (release func(),
 	}
 }
 
+// tryAcquire takes one of group's slots if one is free and nobody waits
+// for one: a warm container never makes a session wait.
+func (g *groupSlots) tryAcquire(group string) (release func(), ok bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	sl := g.groups[group]
+	if sl == nil {
+		sl = &slots{}
+		g.groups[group] = sl
+	}
+	if sl.running >= g.max || len(sl.waiting) > 0 {
+		if sl.running == 0 && len(sl.waiting) == 0 {
+			delete(g.groups, group)
+		}
+		return nil, false
+	}
+	sl.running++
+	return g.releaser(group), true
+}
+
+// full reports whether every slot of group is taken.
+func (g *groupSlots) full(group string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	sl := g.groups[group]
+	return sl != nil && sl.running >= g.max
+}
+
 func (g *groupSlots) releaser(group string) func() {
 	var once sync.Once
 	return func() {
@@ -95,6 +127,9 @@ func (g *groupSlots) releaseLocked(group string) {
 	sl.running--
 	if sl.running == 0 {
 		delete(g.groups, group)
+	}
+	if g.freed != nil {
+		go g.freed(group)
 	}
 }
 

@@ -115,3 +115,53 @@ func waitQueued(t *testing.T, g *groupSlots, group string, n int) {
 	}
 	t.Fatalf("queue of %s never reached %d", group, n)
 }
+
+// A warm container takes a slot only when one is free and nobody waits
+// for one; a freed slot nobody waits for is announced (warm.go fills it),
+// one handed to a waiter is not.
+func TestGroupSlotsTryAcquire(t *testing.T) {
+	freed := make(chan string, 4)
+	g := &groupSlots{max: 1, queue: 1, groups: map[string]*slots{}, freed: func(group string) { freed <- group }}
+	ctx := context.Background()
+	warm, ok := g.tryAcquire("a")
+	if !ok {
+		t.Fatal("no slot for a warm container in an idle group")
+	}
+	if _, ok := g.tryAcquire("a"); ok {
+		t.Fatal("a second slot past max_per_group")
+	}
+	if rb, ok := g.tryAcquire("b"); !ok {
+		t.Fatal("another group has no slot")
+	} else {
+		rb()
+		if got := <-freed; got != "b" {
+			t.Fatalf("freed %q, want b", got)
+		}
+	}
+	got := make(chan func(), 1)
+	go func() {
+		r, err := g.acquire(ctx, "a")
+		if err != nil {
+			t.Error(err)
+		}
+		got <- r
+	}()
+	waitQueued(t, g, "a", 1)
+	warm() // handed to the waiter: nothing to fill
+	session := <-got
+	if _, ok := g.tryAcquire("a"); ok {
+		t.Fatal("a warm container took the slot a session holds")
+	}
+	session()
+	if got := <-freed; got != "a" {
+		t.Fatalf("freed %q, want a", got)
+	}
+	select {
+	case g := <-freed:
+		t.Fatalf("a slot handed to a waiter was announced as free (%s)", g)
+	default:
+	}
+	if _, ok := g.groups["a"]; ok {
+		t.Error("a group with no slot taken is still tracked")
+	}
+}

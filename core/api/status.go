@@ -25,6 +25,19 @@ type Status struct {
 	// (config.Digest): the core reads it only at start, so a file that no
 	// longer has this digest is not yet in effect.
 	ConfigDigest string `json:"config_digest,omitempty"`
+	// Warm are the containers started ahead of their group's next session
+	// ([sessions] warm), not yet claimed: they are not sessions.
+	Warm []WarmContainer `json:"warm,omitempty"`
+}
+
+// WarmContainer is a container started ahead of a session of its group,
+// waiting for its first prompt.
+type WarmContainer struct {
+	Group     string    `json:"group"`     // the only group it can serve
+	Container string    `json:"container"` // the container's name
+	Engine    string    `json:"engine"`
+	Image     string    `json:"image"`
+	Started   time.Time `json:"started"`
 }
 
 // EngineStatus is a container engine the core uses.

@@ -212,6 +212,23 @@ type Sessions struct {
 	// container a relay that failed once never connects again
 	// (apple/containerization #867), and the agent would hang.
 	ConnectTimeout Duration `toml:"connect_timeout"`
+	// Warm is how many containers the core keeps started ahead, per group
+	// that receives events ([groups.NAME] topics), waiting for the group's
+	// next session; default 1, 0 turns warm containers off. Each holds one
+	// of the group's max_per_group slots. Read it with WarmPerGroup.
+	Warm *int `toml:"warm,omitempty"`
+	// WarmIdle is how long a warm container waits for a session before it
+	// is stopped (and none is started again until the group's next
+	// session); default 30m.
+	WarmIdle Duration `toml:"warm_idle"`
+}
+
+// WarmPerGroup is [sessions] warm: 1 when it is not set.
+func (s Sessions) WarmPerGroup() int {
+	if s.Warm == nil {
+		return 1
+	}
+	return *s.Warm
 }
 
 // Core holds the pipeline's timeouts and bounds.
@@ -381,6 +398,9 @@ func (c *Config) problems() []keyProblem {
 	notNegative("runtime.pids", float64(c.Runtime.Pids))
 	notNegative("sessions.max_per_group", float64(c.Sessions.MaxPerGroup))
 	notNegative("sessions.queue", float64(c.Sessions.Queue))
+	if w := c.Sessions.Warm; w != nil && (*w < 0 || *w > max(c.Sessions.MaxPerGroup, 3)) {
+		add("sessions.warm", "sessions.warm = %d: from 0 (no warm containers) to sessions.max_per_group (each warm container holds one of the group's slots)", *w)
+	}
 	if c.Runtime.MemoryMB != 0 && c.Runtime.MemoryMB < 64 {
 		add("runtime.memory_mb", "runtime.memory_mb: at least 64")
 	}
@@ -460,6 +480,11 @@ func (c *Config) withDefaults() *Config {
 	orDefault(&c.Sessions.Queue, 16)
 	orDefault(&c.Sessions.IdleTimeout, Duration{30 * time.Minute})
 	orDefault(&c.Sessions.ConnectTimeout, Duration{5 * time.Minute})
+	orDefault(&c.Sessions.WarmIdle, Duration{30 * time.Minute})
+	if c.Sessions.Warm == nil {
+		one := 1
+		c.Sessions.Warm = &one
+	}
 	c.LLM.Provider, c.LLM.Upstream, c.LLM.Auth = upstreamDefaults(c.LLM.Provider, c.LLM.Upstream, c.LLM.Auth)
 	for name, u := range c.LLM.Upstreams {
 		u.Provider, u.Upstream, u.Auth = upstreamDefaults(u.Provider, u.Upstream, u.Auth)

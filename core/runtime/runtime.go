@@ -185,6 +185,14 @@ type Engine interface {
 	List(ctx context.Context, key, value string) ([]string, error)
 }
 
+// ImageIdentifier is an Engine that can tell the id of an image in its
+// store, so that a rebuilt image under the same reference is noticed (the
+// core's warm containers must not outlive their image).
+type ImageIdentifier interface {
+	// ImageID returns the id of the image ref names in the engine's store.
+	ImageID(ctx context.Context, ref string) (string, error)
+}
+
 // Candidates returns the engines runtime.engine = name stands for, in the
 // order they are tried: "auto" (or "") is Apple container on macOS, then
 // Docker, then Podman; "none" is no engine; any other name is itself. The

@@ -28,6 +28,7 @@ func (s *Server) Status(context.Context) api.Status {
 	}
 	st.Plugins = s.plugins.Statuses()
 	st.Engines = s.agents.Engines()
+	st.Warm = s.agents.WarmContainers()
 	return st
 }
 

@@ -18,9 +18,19 @@ import (
 //
 //	go test -run '^$' -bench TaskFireAccuracy -benchtime 60x ./core/server
 //
-// (make bench does): a minute of a 1-second task.
+// (make bench does): a minute of a 1-second task. It runs cold ([sessions]
+// warm = 0: each run starts a container) and warm (each run claims the
+// group's warm container), side by side.
 func BenchmarkTaskFireAccuracy(b *testing.B) {
-	c := startCoreWith(b, coreOptions{Config: dockerConfig(b, "[groups.main]\n")})
+	for _, mode := range []struct{ name, warm string }{{"cold", "0"}, {"warm", "1"}} {
+		b.Run(mode.name, func(b *testing.B) { taskFireAccuracy(b, mode.warm) })
+	}
+}
+
+// taskFireAccuracy is BenchmarkTaskFireAccuracy with [sessions] warm =
+// warm.
+func taskFireAccuracy(b *testing.B, warm string) {
+	c := startCoreWith(b, coreOptions{Config: dockerConfig(b, "[sessions]\nwarm = "+warm+"\n[groups.main]\n")})
 	ctx := context.Background()
 	task, err := c.Client.AddTask(ctx, api.TaskRequest{Group: "main", Kind: "every", Expr: "1s", Prompt: echo("tick")})
 	if err != nil {

@@ -42,12 +42,29 @@ import (
 // carapace-ms is in + start + out: Carapace's own share. Rounds are a
 // second apart, as the plugin sends at most one message a second to a
 // chat; ns/op counts that pause out but is the mean, not the median.
+//
+// It runs twice, side by side: cold ([sessions] warm = 0: each message
+// starts a container) and warm (warm = 1: each message claims the
+// group's warm container, and another is started behind it). Warm, the
+// start ends at "agent session claimed a warm container" and the engine
+// part is the waiting container woken, the agent's run and its exit.
 func BenchmarkTelegramRoundTrip(b *testing.B) {
+	for _, mode := range []struct {
+		name, warm, mark string
+	}{{"cold", "0", "agent container starting"}, {"warm", "1", "agent session claimed a warm container"}} {
+		b.Run(mode.name, func(b *testing.B) { telegramRoundTrip(b, mode.warm, mode.mark) })
+	}
+}
+
+// telegramRoundTrip is BenchmarkTelegramRoundTrip with [sessions] warm =
+// warm; mark is the core's log line that ends the start.
+func telegramRoundTrip(b *testing.B, warm, mark string) {
 	bot := fakebot.New(b)
 	cfg := strings.Replace(telegramConfig(b, bot, ""), "debounce_ms = 300", "debounce_ms = 0", 1)
 	if !strings.Contains(cfg, "debounce_ms = 0") {
 		b.Fatal("the benchmark's config did not set debounce_ms = 0")
 	}
+	cfg = strings.Replace(cfg, "[groups.main]", "[sessions]\nwarm = "+warm+"\n[groups.main]", 1)
 	c := startCoreWith(b, coreOptions{Config: cfg, Bundled: []loader.Bundled{telegramBundle(b)}, Setup: func(h home.Dir) { setToken(b, h) }})
 	bot.WaitCount(b, "getUpdates", 1)
 
@@ -88,7 +105,7 @@ func BenchmarkTelegramRoundTrip(b *testing.B) {
 	b.StopTimer()
 
 	published := publishedTimes(b, c)
-	starting, exited := logTimes(b, c.Log.String(), "agent container starting"), logTimes(b, c.Log.String(), "agent container exited")
+	starting, exited := logTimes(b, c.Log.String(), mark), logTimes(b, c.Log.String(), "agent container exited")
 	var total, in, start, engine, out, own []time.Duration
 	for _, r := range rounds {
 		p, okP := firstIn(published, r.served, r.sent)

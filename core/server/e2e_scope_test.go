@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -109,6 +110,17 @@ func conversationEnv(t *testing.T, c *testCore, session string) (id string, fres
 		case "CARAPACE_CONVERSATION_NEW":
 			fresh = v == "1"
 		}
+	}
+	if slices.Contains(env, "CARAPACE_WARM=/run/carapace/claim") {
+		// A warm container: the claim gives it the conversation, in the
+		// folder it waited on (core/agent's warm.go).
+		out, err := exec.Command("docker", "exec", "carapace-"+session, "sh", "-c",
+			"cat /run/carapace/claim/conversation; echo; test -e /run/carapace/claim/conversation-new && echo new; true").Output()
+		if err != nil {
+			t.Fatalf("read the claim of session %s: %v", session, err)
+		}
+		lines := strings.Split(string(out), "\n")
+		id, fresh = strings.TrimSpace(lines[0]), len(lines) > 1 && strings.TrimSpace(lines[1]) == "new"
 	}
 	if id == "" {
 		t.Fatalf("session %s's container has no conversation: %q", session, env)

@@ -516,12 +516,13 @@ func (e *firstCallEngine) calls() []ipcRun {
 // very first call its agent makes — cancel_task, at once, as its container
 // starts — is refused as a scheduled session's (stage 4), and nothing is
 // put to the user. Repeated, since a late origin is a race the agent would
-// win only sometimes.
+// win only sometimes. Cold sessions: with warm containers, whose calls
+// this engine would make before their claim, see TestWarmFirstCallIsTheClaimers.
 func TestScheduledSessionsFirstCallIsRefused(t *testing.T) {
 	const runs = 5
 	e := &firstCallEngine{fakeEngine: fakeEngine{info: homebrewApple}}
 	c := coretest.MustStart(t, coretest.Options{
-		Config: "[runtime]\nengine = \"apple\"\n[groups.main]\n",
+		Config: "[runtime]\nengine = \"apple\"\n[groups.main]\n[sessions]\nwarm = 0\n",
 		Server: server.Options{NewEngine: func(name string) (runtime.Engine, error) {
 			if name != "apple" {
 				return nil, fmt.Errorf("no engine %s in this test", name)

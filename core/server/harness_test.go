@@ -25,6 +25,7 @@ import (
 	"github.com/carapace-dev/carapace/core/prove"
 	"github.com/carapace-dev/carapace/core/runtime"
 	"github.com/carapace-dev/carapace/core/server"
+	"github.com/carapace-dev/carapace/internal/clock"
 	"github.com/carapace-dev/carapace/ipc"
 	"github.com/carapace-dev/carapace/plugins"
 )
@@ -157,6 +158,8 @@ type coreOptions struct {
 	// ProbeBinary and ProveFaults are server.Options'.
 	ProbeBinary string
 	ProveFaults prove.Faults
+	// Clock is server.Options' (nil: the system clock).
+	Clock clock.Clock
 }
 
 // startCore runs a core in a fresh short home with config as config.toml.
@@ -192,6 +195,7 @@ func runCore(t testing.TB, h home.Dir, o coreOptions) (*testCore, error) {
 	c, err := coretest.Start(t, h, coretest.Options{Config: o.Config, Setup: o.Setup, Server: server.Options{NewEngine: o.NewEngine, Bundled: o.Bundled,
 		Builtins: builtins, InitTimeout: o.InitTimeout, BriefTimeout: o.BriefTimeout, NoShadows: o.NoShadows,
 		ConfineSupport: o.ConfineSupport, EgressNet: o.EgressNet, Revival: o.Revival, ProbeBinary: o.ProbeBinary, ProveFaults: o.ProveFaults,
+		Clock: o.Clock,
 	}})
 	if err != nil {
 		return nil, err

@@ -49,10 +49,12 @@ import (
 	"github.com/carapace-dev/carapace/core/intrinsics"
 	"github.com/carapace-dev/carapace/core/loader"
 	"github.com/carapace-dev/carapace/core/pipeline"
+	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/core/prove"
 	"github.com/carapace-dev/carapace/core/runtime"
 	"github.com/carapace-dev/carapace/core/session"
 	"github.com/carapace-dev/carapace/core/tasks"
+	"github.com/carapace-dev/carapace/internal/clock"
 	"github.com/carapace-dev/carapace/keychain"
 )
 
@@ -90,6 +92,9 @@ type Options struct {
 	// BriefTimeout bounds the memory brief hook at session start; zero
 	// means BriefTimeout (5 s).
 	BriefTimeout time.Duration
+	// Clock times the warm containers' idle time (core/agent); nil is the
+	// system clock.
+	Clock clock.Clock
 	// NewEngine returns the container engine config.toml names ("docker",
 	// "podman", "apple"): cmd/wiring.Engines, or a test's. Nil
 	// means the core has none, and container sessions are refused.
@@ -245,6 +250,9 @@ func Run(ctx context.Context, opts Options) error {
 		Home: opts.Home, Config: cfg, Logger: s.log, Version: opts.Version, Audit: s.audit, Sessions: s.sessions,
 		Bus: s.bus, Plugins: s.plugins, Catalog: s.catalog, Credentials: s.creds,
 		NewEngine: opts.NewEngine, BriefTimeout: opts.BriefTimeout, NoShadows: opts.NoShadows, TaskRuns: s.tasks,
+		Clock: opts.Clock,
+		// The watchers see warm containers come and go in core.status.
+		WarmChanged: func() { s.bus.PublishCore(plugin.TopicCoreStatus.Event("", s.Status(context.Background()))) },
 	})
 	agentsCtx, stopAgents := context.WithCancel(ctx)
 	defer stopAgents()

@@ -149,42 +149,78 @@ type Info struct {
 // Open creates a session of group with its own socket, mode 0666 so a
 // container's non-root user can connect to the one file mounted into it.
 func (m *Manager) Open(group, runtime string) (Info, error) {
-	if err := home.CheckGroup(group); err != nil {
+	r, err := m.Reserve(group, runtime)
+	if err != nil {
 		return Info{}, err
+	}
+	return m.Activate(r, nil)
+}
+
+// Reserved is a session whose socket listens but which is not open yet: no
+// message on it is handled, it is not listed, audited or observed, and it
+// does not count against MaxSessions until Activate opens it. The core
+// reserves the session of a warm container (a container started ahead of
+// its first prompt) so that the socket can be mounted into it; its id is
+// the session's id once activated. Release it if it is never activated.
+type Reserved struct{ l *live }
+
+// ID is the reserved session's id.
+func (r Reserved) ID() string { return r.l.ID }
+
+// Socket is the reserved session's socket path.
+func (r Reserved) Socket() string { return r.l.socket }
+
+// Reserve creates the socket of a session of group without opening the
+// session (Reserved).
+func (m *Manager) Reserve(group, runtime string) (Reserved, error) {
+	if err := home.CheckGroup(group); err != nil {
+		return Reserved{}, err
 	}
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
-		return Info{}, errors.New("the core is shutting down")
+		return Reserved{}, errors.New("the core is shutting down")
 	}
 	if len(m.sessions) >= m.opts.MaxSessions {
 		m.mu.Unlock()
-		return Info{}, fmt.Errorf("too many sessions open (%d)", m.opts.MaxSessions)
+		return Reserved{}, fmt.Errorf("too many sessions open (%d)", m.opts.MaxSessions)
 	}
 	m.mu.Unlock()
 
 	id := newID()
 	path := m.opts.Home.SessionSocket(id)
 	if len(path) > maxSocketPath {
-		return Info{}, fmt.Errorf("session socket path %s is %d bytes, longer than Unix sockets allow (%d): use a shorter home", path, len(path), maxSocketPath)
+		return Reserved{}, fmt.Errorf("session socket path %s is %d bytes, longer than Unix sockets allow (%d): use a shorter home", path, len(path), maxSocketPath)
 	}
 	ctx, cancelCause := context.WithCancelCause(context.Background())
 	cancel := func() { cancelCause(errClosed) } // what a waiting call learns: context.Cause
 	router := zmq4.NewRouter(ctx, zmq4.WithTimeout(10*time.Second), zmq4.WithLogger(log.New(slogWriter{m.log}, "", 0)))
 	if err := router.Listen(scheme() + "://" + path); err != nil {
 		cancel()
-		return Info{}, fmt.Errorf("listen on session socket %s: %w", path, err)
+		return Reserved{}, fmt.Errorf("listen on session socket %s: %w", path, err)
 	}
 	if err := os.Chmod(path, 0o666); err != nil {
 		router.Close()
 		cancel()
-		return Info{}, fmt.Errorf("chmod session socket: %w", err)
+		return Reserved{}, fmt.Errorf("chmod session socket: %w", err)
 	}
-	l := &live{
+	return Reserved{&live{
 		Session: New(id, group, runtime), m: m, rejects: rate.NewLimiter(1, 10), socket: path, router: router,
 		ctx: ctx, cancel: cancel, jobs: make(chan job),
 		cache: newCache(m.opts.CacheTTL), done: make(chan struct{}),
-	}
+	}}, nil
+}
+
+// Activate opens reserved session r: it is listed, audited and observed as
+// any other, and from now on its messages are handled, those that arrived
+// while it was reserved included. first, if not nil, runs before the first
+// message is handled, with the session's state available (State): the
+// core records there what started the session, so that even a call made
+// before the claim is judged as the claimer's. Its start time is now. On
+// error r is released.
+func (m *Manager) Activate(r Reserved, first func(Info)) (Info, error) {
+	l := r.l
+	l.Started = time.Now().UTC()
 	m.mu.Lock()
 	if m.closed || len(m.sessions) >= m.opts.MaxSessions {
 		full := !m.closed
@@ -196,17 +232,27 @@ func (m *Manager) Open(group, runtime string) (Info, error) {
 		}
 		return Info{}, errors.New("the core is shutting down")
 	}
-	m.sessions[id] = l
+	m.sessions[l.ID] = l
 	m.mu.Unlock()
-	bySocket.Store(path, l)
-	go m.loop(l)
 	m.audit(l, audit.OutcomeOpened)
-	m.log.Info("session opened", "session", id, "group", group, "runtime", runtime)
+	if first != nil {
+		first(l.info())
+	}
+	bySocket.Store(l.socket, l)
+	go m.loop(l)
+	m.log.Info("session opened", "session", l.ID, "group", l.Group, "runtime", l.Runtime)
 	info := l.info()
 	if m.opts.Observe != nil {
 		m.opts.Observe(info, true)
 	}
 	return info, nil
+}
+
+// Release closes the socket of reserved session r, which was never
+// activated.
+func (m *Manager) Release(r Reserved) {
+	go m.loop(r.l) // close waits for the loop
+	r.l.close()
 }
 
 func (l *live) info() Info {

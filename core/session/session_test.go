@@ -388,3 +388,66 @@ func TestCloseAllWaitsForACloseUnderWay(t *testing.T) {
 	close(release)
 	<-done
 }
+
+// A reserved session's socket listens, but the session is not listed and
+// nothing sent on it is handled until Activate, which runs first before
+// it handles what was sent meanwhile; Release removes the socket of one
+// never activated.
+func TestReserveActivateRelease(t *testing.T) {
+	p := &countingPipeline{}
+	m := newManager(t, p, nil)
+	r, err := m.Reserve("main", "docker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(r.Socket()); err != nil || fi.Mode()&os.ModeSocket == 0 {
+		t.Fatalf("reserved socket: %v %v", fi, err)
+	}
+	if n := m.Len(); n != 0 || len(m.List()) != 0 {
+		t.Fatalf("a reserved session is listed: %d", n)
+	}
+	if _, ok := m.State(r.ID()); ok {
+		t.Fatal("a reserved session has state before Activate")
+	}
+	// Sent before the claim: held, not handled.
+	d := dealer(t, r.Socket())
+	if err := d.Send(zmq4.NewMsg([]byte(`{"topic":"tool.invoke.x","correlation":"c1","arguments":{}}`))); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // a negative: nothing may handle it meanwhile
+	if n := p.calls.Load(); n != 0 {
+		t.Fatalf("a reserved session handled %d messages", n)
+	}
+	var firstSaw bool
+	var handledBefore int64 = -1
+	info, err := m.Activate(r, func(i Info) {
+		_, firstSaw = m.State(i.ID)
+		handledBefore = p.calls.Load()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.ID != r.ID() || !firstSaw || handledBefore != 0 || m.Len() != 1 {
+		t.Fatalf("activated %+v (state seen by first: %v, messages handled before it: %d), %d listed", info, firstSaw, handledBefore, m.Len())
+	}
+	// Positive control: the held message is handled once activated.
+	msg, err := d.Recv()
+	if err != nil || !strings.Contains(string(msg.Frames[0]), `"n":1`) {
+		t.Fatalf("the held message's answer: %v %v", msg, err)
+	}
+	if err := m.Close(info.ID); err != nil {
+		t.Fatal(err)
+	}
+
+	r2, err := m.Reserve("main", "docker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Release(r2)
+	if _, err := os.Stat(r2.Socket()); !os.IsNotExist(err) {
+		t.Errorf("a released reservation's socket is still there: %v", err)
+	}
+	if m.Len() != 0 {
+		t.Errorf("%d sessions after a release", m.Len())
+	}
+}

@@ -113,6 +113,13 @@ func printStatus(out io.Writer, st api.Status) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s %s\t%s\n", label, printable(e.Name), printable(e.Version), printable(bin))
 	}
+	for i, w := range st.Warm {
+		label := ""
+		if i == 0 {
+			label = "warm containers"
+		}
+		fmt.Fprintf(tw, "%s\t%s\tgroup %s, waiting %s\n", label, printable(w.Container), printable(w.Group), age(time.Since(w.Started)))
+	}
 	if len(st.Plugins) == 0 {
 		fmt.Fprintf(tw, "plugins\tnone\n")
 	}

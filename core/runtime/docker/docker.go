@@ -81,7 +81,10 @@ type Engine struct {
 	log *slog.Logger
 }
 
-var _ runtime.Engine = (*Engine)(nil)
+var (
+	_ runtime.Engine          = (*Engine)(nil)
+	_ runtime.ImageIdentifier = (*Engine)(nil)
+)
 
 // New returns an Engine for opts.
 func New(opts Options) *Engine {
@@ -409,6 +412,19 @@ func (e *Engine) List(ctx context.Context, key, value string) ([]string, error) 
 	}
 	slices.Sort(names)
 	return names, nil
+}
+
+// ImageID returns the id of image ref (`docker image inspect`), for
+// runtime.ImageIdentifier.
+func (e *Engine) ImageID(ctx context.Context, ref string) (string, error) {
+	if ref == "" || strings.HasPrefix(ref, "-") || strings.ContainsAny(ref, " \t\n") {
+		return "", fmt.Errorf("image %q: %w", ref, runtime.ErrInvalidSpec)
+	}
+	out, err := e.output(ctx, "image", "inspect", "--format", "{{.Id}}", ref)
+	if err != nil {
+		return "", fmt.Errorf("image %s: %w", ref, err)
+	}
+	return strings.TrimSpace(out), nil
 }
 
 // output runs a short CLI call and returns its stdout; a failure carries
