@@ -112,7 +112,10 @@ func (e *promptCallEngine) calls() []convRun {
 func TestConversationTaintCarriesOver(t *testing.T) {
 	e := &promptCallEngine{fakeEngine: fakeEngine{info: homebrewApple}}
 	opts := coreOptions{
-		Config: "[runtime]\nengine = \"apple\"\n[groups.main]\n[confirm]\ntimeout = \"60s\"\n",
+		// warm = 0: the fake engine runs the prompt's call as the container
+		// starts, and a warm container starts before it has a prompt
+		// (TestTelegramConversationTaintAndNew covers a claimed one).
+		Config: "[runtime]\nengine = \"apple\"\n[groups.main]\n[sessions]\nwarm = 0\n[confirm]\ntimeout = \"60s\"\n",
 		NewEngine: func(name string) (runtime.Engine, error) {
 			if name != "apple" {
 				return nil, fmt.Errorf("no engine %s in this test", name)
