@@ -429,28 +429,7 @@ debounce_ms = 300
 	d = mustOK(t, runIPC(t, s.Socket, nil, "tool.invoke.mail_draft", mustJSON(t, map[string]any{"to": []string{"bob@example.test"}, "subject": "Long", "body": long})))
 	bg = startIPC(t, s.Socket, "tool.invoke.mail_send", mustJSON(t, map[string]any{"draft_id": d["draft_id"]}))
 	id = bg.waitPending(t)
-	var denyOnly fakebot.Message
-	bot.Wait(t, 60*time.Second, "the card of the long mail", func() bool {
-		for _, m := range bot.Messages(tgOwner) {
-			if strings.Contains(m.Text, "Approval needed") && strings.Contains(m.Text, "carapace confirm show "+id[:8]) && m.ReplyMarkup != nil {
-				denyOnly = m
-				return true
-			}
-		}
-		return false
-	})
-	var deny string
-	for _, btn := range denyOnly.ReplyMarkup.Buttons() {
-		if strings.Contains(btn.Text, "Approve") {
-			t.Fatalf("an Approve button for a mail the card cannot show whole:\n%s", denyOnly.Text)
-		}
-		if strings.Contains(btn.Text, "Deny") {
-			deny = btn.CallbackData
-		}
-	}
-	if strings.Contains(denyOnly.Text, "All work and no play") || !strings.Contains(denyOnly.Text, "too long for a Telegram message") || deny == "" {
-		t.Fatalf("the card of a long mail:\n%s", denyOnly.Text)
-	}
+	denyOnly, deny := denyOnlyCard(t, bot, id, "All work and no play", "the long mail")
 	bot.Callback(tgOwner, fakebot.PrivateChat(tgOwner), denyOnly.MessageID, deny)
 	wantError(t, bg.wait(t), ipc.CodeConfirmationDenied, 5, "")
 	if n := srv.Total(t); n != total+1 { // the long draft

@@ -8,7 +8,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/audit"
@@ -351,28 +350,7 @@ debounce_ms = 300
 	mustOK(t, runIPC(t, s.Socket, nil, "tool.invoke.wk_draft", mustJSON(t, map[string]string{"id": "p2", "text": long})))
 	bg = startIPC(t, s.Socket, "tool.invoke.wk_post", `{"id":"p2"}`)
 	id = bg.waitPending(t)
-	var denyOnly fakebot.Message
-	bot.Wait(t, 60*time.Second, "the card of the long preview", func() bool {
-		for _, m := range bot.Messages(tgOwner) {
-			if strings.Contains(m.Text, "Approval needed") && strings.Contains(m.Text, "carapace confirm show "+id[:8]) && m.ReplyMarkup != nil {
-				denyOnly = m
-				return true
-			}
-		}
-		return false
-	})
-	var deny string
-	for _, btn := range denyOnly.ReplyMarkup.Buttons() {
-		if strings.Contains(btn.Text, "Approve") {
-			t.Fatalf("an Approve button for a preview the card cannot show whole:\n%s", denyOnly.Text)
-		}
-		if strings.Contains(btn.Text, "Deny") {
-			deny = btn.CallbackData
-		}
-	}
-	if strings.Contains(denyOnly.Text, "All work and no play") || !strings.Contains(denyOnly.Text, "too long for a Telegram message") || deny == "" {
-		t.Fatalf("the card of a long preview:\n%s", denyOnly.Text)
-	}
+	denyOnly, deny := denyOnlyCard(t, bot, id, "All work and no play", "the long preview")
 	bot.Callback(tgOwner, fakebot.PrivateChat(tgOwner), denyOnly.MessageID, deny)
 	wantError(t, bg.wait(t), ipc.CodeConfirmationDenied, 5, "")
 	if p := posted(t, c); len(p) != 1 {

@@ -119,6 +119,38 @@ func waitText(t *testing.T, bot *fakebot.Server, chat int64, text string) {
 	bot.Wait(t, 90*time.Second, fmt.Sprintf("the message %q in chat %d", text, chat), func() bool { return slices.Contains(bot.Texts(chat), text) })
 }
 
+// denyOnlyCard waits for the approval card of confirmation id that offers
+// Deny only, because what it would have to show is too long for a
+// Telegram message: no Approve button, the long text (marker) not shown,
+// the card saying so and where to read it whole. It returns the card and
+// its Deny button's data.
+func denyOnlyCard(t *testing.T, bot *fakebot.Server, id, marker, what string) (fakebot.Message, string) {
+	t.Helper()
+	var card fakebot.Message
+	bot.Wait(t, 60*time.Second, "the card of "+what, func() bool {
+		for _, m := range bot.Messages(tgOwner) {
+			if strings.Contains(m.Text, "Approval needed") && strings.Contains(m.Text, "carapace confirm show "+id[:8]) && m.ReplyMarkup != nil {
+				card = m
+				return true
+			}
+		}
+		return false
+	})
+	var deny string
+	for _, btn := range card.ReplyMarkup.Buttons() {
+		if strings.Contains(btn.Text, "Approve") {
+			t.Fatalf("an Approve button for %s the card cannot show whole:\n%s", what, card.Text)
+		}
+		if strings.Contains(btn.Text, "Deny") {
+			deny = btn.CallbackData
+		}
+	}
+	if strings.Contains(card.Text, marker) || !strings.Contains(card.Text, "too long for a Telegram message") || deny == "" {
+		t.Fatalf("the card of %s:\n%s", what, card.Text)
+	}
+	return card, deny
+}
+
 // card waits for the approval card whose arguments contain s and returns
 // it with its buttons by action.
 func card(t *testing.T, bot *fakebot.Server, s string) (fakebot.Message, map[string]string) {
