@@ -294,6 +294,21 @@ func TestSetupInteractiveOllama(t *testing.T) {
 	}
 }
 
+// setupPastTelegram starts carapace setup --engine none in a real
+// terminal with env and takes the default model, no key and no Telegram
+// bot: a test of a later step starts there.
+func setupPastTelegram(t *testing.T, env string) *tmuxSession {
+	t.Helper()
+	s := tmuxStart(t, env+" "+bins.carapace+" setup --engine none; echo SETUP-EXIT=$?; sleep 600")
+	s.waitFor("Model API [anthropic]:")
+	s.typeLine("")
+	s.waitFor("Anthropic API key or Claude OAuth token (input hidden; Enter to skip):")
+	s.typeLine("")
+	s.waitFor("Telegram bot token (input hidden):")
+	s.typeLine("")
+	return s
+}
+
 // The calendar step in a real terminal: the URL asked again when it is
 // plain http to another machine, the user name and zone asked, the
 // password typed without echo and stored as carapace auth set stores it,
@@ -306,13 +321,7 @@ func TestSetupInteractiveCalendar(t *testing.T) {
 	h := home.Dir(filepath.Join(user, "carapace-home"))
 	env := fmt.Sprintf("env HOME=%s XDG_CONFIG_HOME=%s/cfg CARAPACE_HOME=%s OLLAMA_HOST=127.0.0.1:9", user, user, h)
 	const password = "typed-caldav-app-password"
-	s := tmuxStart(t, env+" "+bins.carapace+" setup --engine none; echo SETUP-EXIT=$?; sleep 600")
-	s.waitFor("Model API [anthropic]:")
-	s.typeLine("")
-	s.waitFor("Anthropic API key or Claude OAuth token (input hidden; Enter to skip):")
-	s.typeLine("")
-	s.waitFor("Telegram bot token (input hidden):")
-	s.typeLine("")
+	s := setupPastTelegram(t, env)
 	s.waitFor("CalDAV URL (Enter to skip):")
 	s.typeLine("http://caldav.example.com/dav/")
 	s.waitFor("plain http only to this machine")
@@ -362,13 +371,7 @@ func TestSetupInteractiveMail(t *testing.T) {
 	h := home.Dir(filepath.Join(user, "carapace-home"))
 	env := fmt.Sprintf("env HOME=%s XDG_CONFIG_HOME=%s/cfg CARAPACE_HOME=%s", user, user, h)
 	const appPassword = "abcd-efgh-typed-tmux"
-	s := tmuxStart(t, env+" "+bins.carapace+" setup --engine none; echo SETUP-EXIT=$?; sleep 600")
-	s.waitFor("Model API [anthropic]:")
-	s.typeLine("")
-	s.waitFor("Anthropic API key or Claude OAuth token (input hidden; Enter to skip):")
-	s.typeLine("")
-	s.waitFor("Telegram bot token (input hidden):")
-	s.typeLine("")
+	s := setupPastTelegram(t, env)
 	s.waitFor("CalDAV URL (Enter to skip):")
 	s.typeLine("")
 	s.waitFor("Set up a mail account (IMAP and SMTP, with an app password)? [y/N]")
