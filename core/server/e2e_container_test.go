@@ -72,7 +72,7 @@ func runAgent(t *testing.T, c *testCore, req api.SessionRequest) (stdout, stderr
 	defer cancel()
 	h, err := c.Client.Open(ctx, req)
 	if err != nil {
-		t.Fatalf("open %+v: %v", req, err)
+		t.Fatalf("open %+v: %v\ncore log:\n%s", req, err, c.Log.String())
 	}
 	defer h.Close()
 	var out, errb strings.Builder
