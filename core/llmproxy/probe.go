@@ -97,7 +97,7 @@ func OllamaModels(ctx context.Context, upstream *url.URL, t http.RoundTripper, c
 		return nil, fmt.Errorf("%w (%s, %s)", ErrRefused, resp.Status, c.Kind)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("Ollama at %s answered %s to GET /api/tags", upstream.Host, resp.Status)
+		return nil, fmt.Errorf("the Ollama at %s answered %s to GET /api/tags", upstream.Host, resp.Status)
 	}
 	var tags struct {
 		Models []struct {
@@ -106,7 +106,7 @@ func OllamaModels(ctx context.Context, upstream *url.URL, t http.RoundTripper, c
 		} `json:"models"`
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 4<<20)).Decode(&tags); err != nil {
-		return nil, fmt.Errorf("Ollama at %s: GET /api/tags: %w", upstream.Host, err)
+		return nil, fmt.Errorf("the Ollama at %s: GET /api/tags: %w", upstream.Host, err)
 	}
 	var out []string
 	for _, m := range tags.Models {
