@@ -355,8 +355,8 @@ func checkTools(file string, tree map[string]any) []Problem {
 		if as, ok := tool["arguments_schema"].(map[string]any); ok {
 			probs = append(probs, checkArguments(file, ptr+"/arguments_schema", as)...)
 		}
-		probs = append(probs, checkURLArguments(file, ptr, tool)...)
-		probs = append(probs, checkHighRiskIf(file, ptr, tool)...)
+		probs = append(probs, checkArgumentNames(file, ptr, "url_arguments", tool)...)
+		probs = append(probs, checkArgumentNames(file, ptr, "high_risk_if", tool)...)
 	}
 	return probs
 }
@@ -508,33 +508,6 @@ func isIndex(s string) bool {
 	return true
 }
 
-// checkHighRiskIf checks that each of a tool's high_risk_if names a
-// top-level property of its arguments_schema: one the core could not find
-// would never raise the risk, silently.
-func checkHighRiskIf(file, ptr string, tool map[string]any) []Problem {
-	names, _ := tool["high_risk_if"].([]any)
-	if len(names) == 0 {
-		return nil
-	}
-	props := map[string]any{}
-	if as, ok := tool["arguments_schema"].(map[string]any); ok {
-		props, _ = as["properties"].(map[string]any)
-	}
-	var probs []Problem
-	for i, n := range names {
-		name, ok := n.(string)
-		if !ok {
-			continue // the schema reports it
-		}
-		if _, ok := props[name].(map[string]any); !ok {
-			probs = append(probs, Problem{File: file, Pointer: ptr + "/high_risk_if/" + strconv.Itoa(i),
-				Message: fmt.Sprintf("%s is not a top-level property of arguments_schema", quoteShort(name)),
-				Fix:     "name a property declared in arguments_schema.properties"})
-		}
-	}
-	return probs
-}
-
 // RaisesRisk reports whether a call with args gives one of the tool's
 // high_risk_if arguments a value: anything but absent, null, false, "",
 // an empty array or an empty object.
@@ -571,12 +544,13 @@ func RaisesRisk(names []string, args map[string]any) bool {
 	return false
 }
 
-// checkURLArguments checks that each of a tool's url_arguments names a
-// top-level property of its arguments_schema whose type is string: the
-// core reads those arguments as URLs, and one it could not find would
-// leave a URL unchecked.
-func checkURLArguments(file, ptr string, tool map[string]any) []Problem {
-	names, _ := tool["url_arguments"].([]any)
+// checkArgumentNames checks that each name in a tool's key (url_arguments,
+// high_risk_if) is a top-level property of its arguments_schema, and for
+// url_arguments one whose type is string: the core reads those arguments
+// by name, and one it could not find would silently leave a URL unchecked
+// or a risk unraised.
+func checkArgumentNames(file, ptr, key string, tool map[string]any) []Problem {
+	names, _ := tool[key].([]any)
 	if len(names) == 0 {
 		return nil
 	}
@@ -584,17 +558,24 @@ func checkURLArguments(file, ptr string, tool map[string]any) []Problem {
 	if as, ok := tool["arguments_schema"].(map[string]any); ok {
 		props, _ = as["properties"].(map[string]any)
 	}
+	wantString := key == "url_arguments"
 	var probs []Problem
 	for i, n := range names {
 		name, ok := n.(string)
 		if !ok {
 			continue // the schema reports it
 		}
-		p, _ := props[name].(map[string]any)
-		if typ, _ := p["type"].(string); typ != "string" {
-			probs = append(probs, Problem{File: file, Pointer: ptr + "/url_arguments/" + strconv.Itoa(i),
+		p, found := props[name].(map[string]any)
+		typ, _ := p["type"].(string)
+		switch {
+		case wantString && typ != "string":
+			probs = append(probs, Problem{File: file, Pointer: ptr + "/" + key + "/" + strconv.Itoa(i),
 				Message: fmt.Sprintf("%s is not a top-level string property of arguments_schema", quoteShort(name)),
 				Fix:     "name a property declared in arguments_schema.properties with \"type\": \"string\""})
+		case !found:
+			probs = append(probs, Problem{File: file, Pointer: ptr + "/" + key + "/" + strconv.Itoa(i),
+				Message: fmt.Sprintf("%s is not a top-level property of arguments_schema", quoteShort(name)),
+				Fix:     "name a property declared in arguments_schema.properties"})
 		}
 	}
 	return probs
