@@ -21,6 +21,8 @@ import (
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/core/plugin/plugintest"
 	"github.com/carapace-dev/carapace/internal/sqlitedb"
+
+	"github.com/carapace-dev/carapace/internal/testutil"
 )
 
 // waitFor polls cond for up to 90 s.
@@ -155,35 +157,19 @@ func TestHelperProcess(t *testing.T) {
 	t.Fatal("helper: not killed")
 }
 
-type helperProc struct {
-	cmd  *exec.Cmd
-	out  *strings.Builder
-	done chan struct{}
-}
+// helperProc is a running helper process.
+type helperProc struct{ *testutil.Proc }
 
 func startHelper(t *testing.T, imapAddr, dir, events, crash string) *helperProc {
 	t.Helper()
 	_ = os.Remove(events + ".ready")
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.v")
 	cmd.Env = append(os.Environ(), envHelper+"=1", envIMAP+"="+imapAddr, envDir+"="+dir, envEvents+"="+events, envCrash+"="+crash)
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &helperProc{cmd: cmd, out: &out, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-p.done
-		if t.Failed() {
-			t.Logf("helper (crash at %q) output:\n%s", crash, out.String())
-		}
-	})
+	p := &helperProc{testutil.StartProc(t, cmd, fmt.Sprintf("helper (crash at %q)", crash))}
 	waitFor(t, "the helper's Init", func() bool {
 		select {
-		case <-p.done:
-			t.Fatalf("the helper ended before it was ready: %s", out.String())
+		case <-p.Done:
+			t.Fatalf("the helper ended before it was ready: %s", p.Output())
 		default:
 		}
 		_, err := os.Stat(events + ".ready")
@@ -193,22 +179,9 @@ func startHelper(t *testing.T, imapAddr, dir, events, crash string) *helperProc 
 }
 
 // killed waits for the helper to die of its own SIGKILL.
-func (p *helperProc) killed(t *testing.T) {
-	t.Helper()
-	select {
-	case <-p.done:
-	case <-time.After(60 * time.Second):
-		t.Fatal("the helper did not crash")
-	}
-	if ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-		t.Fatalf("the helper ended with %v, not SIGKILL", p.cmd.ProcessState)
-	}
-}
+func (p *helperProc) killed(t *testing.T) { t.Helper(); p.Killed(t, 60*time.Second) }
 
-func (p *helperProc) kill(t *testing.T) {
-	_ = p.cmd.Process.Kill()
-	<-p.done
-}
+func (p *helperProc) kill(t *testing.T) { p.Kill() }
 
 // readEvents returns the uids of the events in the file, in order.
 func readEvents(t *testing.T, path string) []uint32 {

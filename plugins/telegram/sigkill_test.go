@@ -20,6 +20,8 @@ import (
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/core/plugin/plugintest"
 	"github.com/carapace-dev/carapace/plugins/telegram/fakebot"
+
+	"github.com/carapace-dev/carapace/internal/testutil"
 )
 
 // The helper process: the test binary re-executed as a plugin process that
@@ -124,11 +126,7 @@ func TestHelperProcess(t *testing.T) {
 }
 
 // helper is a running helper process.
-type helper struct {
-	cmd    *exec.Cmd
-	stderr *strings.Builder
-	done   chan struct{}
-}
+type helper struct{ *testutil.Proc }
 
 func startHelper(t *testing.T, url, dir, events, crash string, env ...string) *helper {
 	t.Helper()
@@ -136,35 +134,11 @@ func startHelper(t *testing.T, url, dir, events, crash string, env ...string) *h
 	cmd.Env = append(os.Environ(), envHelper+"=1", envURL+"="+url, envDir+"="+dir, envEvents+"="+events, envCrash+"="+crash,
 		envCalls+"="+filepath.Join(dir, "calls.txt"))
 	cmd.Env = append(cmd.Env, env...)
-	var stderr strings.Builder
-	cmd.Stderr, cmd.Stdout = &stderr, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	h := &helper{cmd: cmd, stderr: &stderr, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(h.done) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-h.done
-		if t.Failed() {
-			t.Logf("helper (crash at %q) output:\n%s", crash, stderr.String())
-		}
-	})
-	return h
+	return &helper{testutil.StartProc(t, cmd, fmt.Sprintf("helper (crash at %q)", crash))}
 }
 
 // killed waits for the helper to die of SIGKILL.
-func (h *helper) killed(t *testing.T) {
-	t.Helper()
-	select {
-	case <-h.done:
-	case <-time.After(20 * time.Second):
-		t.Fatal("the helper did not crash")
-	}
-	if ws, ok := h.cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-		t.Fatalf("the helper ended with %v, not SIGKILL", h.cmd.ProcessState)
-	}
-}
+func (h *helper) killed(t *testing.T) { t.Helper(); h.Killed(t, 20*time.Second) }
 
 func readEvents(t *testing.T, path string) []plugin.Event {
 	t.Helper()
@@ -219,7 +193,7 @@ func TestSIGKILL(t *testing.T) {
 			waitFor(t, "the outcome", func() bool {
 				return len(readEvents(t, events)) >= tc.events && (!tc.note || len(fake.Texts(owner)) > 0) && settled(t, dir)
 			})
-			_ = second.cmd.Process.Signal(syscall.SIGKILL)
+			_ = second.Cmd.Process.Signal(syscall.SIGKILL)
 			second.killed(t)
 			if !settled(t, dir) {
 				t.Fatal("prompts still queued or being handed over")
@@ -311,7 +285,7 @@ func TestSIGKILLCommands(t *testing.T) {
 				return fake.Confirmed() >= id && actionsSettled(t, dir) && len(calls(t, dir)) >= 1 && (!p.answer || len(fake.Texts(owner)) > 0)
 			})
 			time.Sleep(200 * time.Millisecond) // a second answer would come now
-			_ = second.cmd.Process.Signal(syscall.SIGKILL)
+			_ = second.Cmd.Process.Signal(syscall.SIGKILL)
 			second.killed(t)
 			got := calls(t, dir)
 			if len(got) != p.effects {
@@ -351,7 +325,7 @@ func TestSIGKILLCommands(t *testing.T) {
 				return fake.Confirmed() >= id && actionsSettled(t, dir) && len(calls(t, dir)) >= 1 && (!p.answer || len(fake.Answered()) > 0)
 			})
 			time.Sleep(200 * time.Millisecond) // a second answer would come now
-			_ = second.cmd.Process.Signal(syscall.SIGKILL)
+			_ = second.Cmd.Process.Signal(syscall.SIGKILL)
 			second.killed(t)
 			if got := calls(t, dir); len(got) != 1 || got[0] != "Decide_"+confID+"_true" {
 				t.Errorf("decisions %v, want one approval", got)
