@@ -382,6 +382,24 @@ debounce_ms = 300
 	bot.WaitCount(t, "getUpdates", 1)
 	s := c.Session(t, "main")
 
+	// A hostile agent's header injection, through the real core and
+	// bin/ipc: a line break in the subject or an address would add a
+	// header (a Bcc nobody sees on the card); each is refused with its
+	// reason, and nothing reaches any mailbox. The same call without the
+	// break is the control: the draft below.
+	for _, args := range []map[string]any{
+		{"to": []string{"bob@example.test"}, "subject": "Lunch\r\nBcc: mallory@evil.example", "body": "x"},
+		{"to": []string{"bob@example.test\r\nBcc: mallory@evil.example"}, "subject": "Lunch", "body": "x"},
+	} {
+		r := runIPC(t, s.Socket, nil, "tool.invoke.mail_draft", mustJSON(t, args))
+		if r.Code != 1 || r.Err == nil || r.Err.Code != ipc.CodeHandlerError || !strings.Contains(r.Err.Message, "line break") {
+			t.Fatalf("a header injection %v: exit %d, %+v", args, r.Code, r.Err)
+		}
+	}
+	if n := srv.Total(t); n != 0 {
+		t.Fatalf("the refused drafts left %d mails", n)
+	}
+
 	body := "Hi Bob,\n\nFish & chips <3 at noon on Friday?\nCarol comes too.\n\n-- \nAlice\n"
 	d := mustOK(t, runIPC(t, s.Socket, nil, "tool.invoke.mail_draft", mustJSON(t, map[string]any{
 		"to": []string{"Bob <bob@example.test>"}, "cc": []string{"carol@example.test"}, "bcc": []string{"dave@example.test"},
