@@ -15,6 +15,10 @@
 # /etc/claude-code/managed-settings.json. It reaches the outside world only with
 # `ipc`, through /run/carapace/ipc.sock.
 set -eu
+# The core's token for the line that says the agent is done (below),
+# kept out of the agent's environment.
+done_token=${CARAPACE_DONE-}
+unset CARAPACE_DONE
 # The model API: Claude Code talks to http://127.0.0.1:$CARAPACE_LLM_PORT
 # ($ANTHROPIC_BASE_URL, set by the core with a placeholder key), where the
 # relay copies bytes to the core's proxy over /run/carapace/llm.sock; the
@@ -84,4 +88,29 @@ if [ -n "${CARAPACE_CONVERSATION:-}" ]; then
 		set -- "$@" --resume "$CARAPACE_CONVERSATION"
 	fi
 fi
-exec "$@" "$(cat "$CARAPACE_PROMPT_FILE")"
+prompt=$(cat "$CARAPACE_PROMPT_FILE")
+if [ -z "$done_token" ]; then
+	exec "$@" "$prompt"
+fi
+# Once Claude Code has exited by itself, the last line on stdout says so,
+# with its status: "carapace-agent-done TOKEN STATUS" after a newline. The
+# core answers the channel or ends the task run on it, without waiting for
+# the engine to tear the container down (core/agent/done.go). A signal
+# (`docker stop`) is passed on to Claude Code, and then no line is
+# printed: the session ends with the stop's cause.
+agent=
+stopped=
+trap 'stopped=1; [ -z "$agent" ] || kill -TERM "$agent" 2>/dev/null || :' TERM INT HUP
+"$@" "$prompt" &
+agent=$!
+status=0
+wait "$agent" || status=$?
+# A trapped signal ends wait early: wait again, for the agent's own status.
+while kill -0 "$agent" 2>/dev/null; do
+	status=0
+	wait "$agent" || status=$?
+done
+if [ -z "$stopped" ]; then
+	printf '\ncarapace-agent-done %s %d\n' "$done_token" "$status"
+fi
+exit "$status"

@@ -217,6 +217,9 @@ func (r *Runner) containerSpec(info session.Info, req api.SessionRequest, conv *
 		spec.Mounts = append(spec.Mounts, shadowMounts(dir)...)
 	}
 	spec.Env = append(spec.Env, r.llmEnv(info.ID, info.Group)...)
+	if len(req.Command) == 0 { // the image's agent: its entrypoint says when it is done (done.go)
+		spec.Env = append(spec.Env, envDone+"="+newDoneToken())
+	}
 	if req.Prompt != "" {
 		spec.Mounts = append(spec.Mounts, runtime.Mount{Source: filepath.Join(dir, promptFile), Target: promptContainer, ReadOnly: true})
 		spec.Env = append(spec.Env, "CARAPACE_PROMPT_FILE="+promptContainer)
@@ -348,10 +351,12 @@ func (r *Runner) openContainerSession(ctx context.Context, req api.SessionReques
 		run.started.Store(began.UnixNano())
 		r.log.Info("agent container starting", "session", info.ID, "group", info.Group, "engine", eng.Name(), "image", spec.Image)
 		r.opts.Bus.PublishCore(plugin.TopicAgentStarted.Event(info.Group, plugin.AgentStarted{Session: info.ID, Engine: eng.Name()}))
+		stdout := stdoutWriter(spec, &outputWriter{stream: "stdout", ch: out, closed: run.closed})
 		exit, err := eng.Run(runCtx, spec, runtime.IO{
-			Stdout: &outputWriter{stream: "stdout", ch: out, closed: run.closed},
+			Stdout: stdout,
 			Stderr: &outputWriter{stream: "stderr", ch: out, closed: run.closed},
 		})
+		stdout.Flush()
 		last := r.agentExit(info, eng, spec, began, exit, err)
 		select {
 		case out <- last:

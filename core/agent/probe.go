@@ -128,6 +128,7 @@ func (r *Runner) RunProbe(ctx context.Context, p Probe) (ProbeResult, error) {
 				res.Exit = *o.Exit
 			case o.Error != "":
 				res.Error = o.Error
+			case o.Done != nil: // Exit follows
 			case o.Stream == "stderr":
 				keep(&stderr, o.Data)
 			default:

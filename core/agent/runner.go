@@ -369,30 +369,51 @@ func (r *Runner) runForEvent(in spawning) {
 	reply.Session = sess.ID
 	answer(plugin.TopicChannelStarted, reply)
 	var out tail
+	answered := false
+	// The answer goes as soon as the agent is done: when its entrypoint
+	// says so (Done, before the engine has torn the container down), else
+	// when the container has gone (Exit or Error). What comes after Done
+	// is not the agent's answer; the session lasts until the container
+	// has gone either way.
+	end := func() {
+		if answered {
+			return
+		}
+		answered = true
+		reply.Text = out.String()
+		answer(plugin.TopicChannelReply, reply)
+		switch {
+		case reply.Error != "":
+			r.taskEnded(in, errors.New(reply.Error))
+		case reply.Exit == nil:
+			r.taskEnded(in, errors.New("the agent's exit status is unknown"))
+		case *reply.Exit != 0:
+			r.taskEnded(in, fmt.Errorf("the agent exited with status %d", *reply.Exit))
+		default:
+			r.taskEnded(in, nil)
+		}
+	}
 	for o := range agent.Output {
 		switch {
+		case o.Done != nil && !answered:
+			reply.Exit = o.Done
+			r.log.Info("agent said it is done", "session", sess.ID, "exit", *o.Done, "output_bytes", out.total)
+			end()
 		case o.Exit != nil:
-			reply.Exit = o.Exit
+			if !answered {
+				reply.Exit = o.Exit
+			}
 			r.log.Info("agent session for an event ended", "session", sess.ID, "exit", *o.Exit, "output_bytes", out.total)
 		case o.Error != "":
-			reply.Error = o.Error
+			if !answered {
+				reply.Error = o.Error
+			}
 			r.log.Warn("agent session for an event failed", "session", sess.ID, "err", o.Error)
-		case o.Stream == "stdout":
+		case o.Stream == "stdout" && !answered:
 			out.write(o.Data)
 		}
 	}
-	reply.Text = out.String()
-	answer(plugin.TopicChannelReply, reply)
-	switch {
-	case reply.Error != "":
-		r.taskEnded(in, errors.New(reply.Error))
-	case reply.Exit == nil:
-		r.taskEnded(in, errors.New("the agent's exit status is unknown"))
-	case *reply.Exit != 0:
-		r.taskEnded(in, fmt.Errorf("the agent exited with status %d", *reply.Exit))
-	default:
-		r.taskEnded(in, nil)
-	}
+	end()
 	cctx, cancel := context.WithTimeout(ctx, stopTimeout)
 	defer cancel()
 	_ = r.Close(cctx, sess.ID)

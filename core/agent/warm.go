@@ -319,10 +319,12 @@ func (r *Runner) runWarm(ctx context.Context, w *warmCtr, eng runtime.Engine, sp
 	defer close(w.out)
 	defer release() // the group's next session, or warm container, may start
 	defer stopLLM()
+	stdout := stdoutWriter(spec, &outputWriter{stream: "stdout", ch: w.out, closed: w.run.closed})
 	exit, err := eng.Run(ctx, spec, runtime.IO{
-		Stdout: &outputWriter{stream: "stdout", ch: w.out, closed: w.run.closed},
+		Stdout: stdout,
 		Stderr: &outputWriter{stream: "stderr", ch: w.out, closed: w.run.closed},
 	})
+	stdout.Flush()
 	if w.wake != nil {
 		_ = w.wake.Close()
 	}

@@ -68,6 +68,8 @@ func (r *SessionRequest) Check() error {
 type Agent struct {
 	// Output carries the agent's output, then one last Output with Exit or
 	// Error; it is closed after that, or when the session is closed first.
+	// An Output with Done may come before the last: the agent has finished
+	// and its container is going.
 	Output <-chan Output
 }
 
@@ -78,4 +80,11 @@ type Output struct {
 	Data   string `json:"data,omitempty"`
 	Exit   *int   `json:"exit,omitempty"`  // the agent's exit status: the last line
 	Error  string `json:"error,omitempty"` // why the agent could not run or was stopped: the last line
+	// Done is the agent's exit status as its image's entrypoint reported
+	// it on stdout once the agent had exited by itself, before the engine
+	// has torn its container down (tens of milliseconds sooner than Exit,
+	// which still follows). The agent's output before it is complete. An
+	// agent can forge it (it writes its own stdout): it can only end its
+	// own answer early.
+	Done *int `json:"done,omitempty"`
 }

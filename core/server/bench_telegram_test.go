@@ -34,10 +34,12 @@ import (
 //     plugin's poll, its SQLite transaction, the event;
 //   - start: → "agent container starting": the core's session, the skills,
 //     brief and files;
-//   - engine: → "agent container exited": `docker run` of the agent, whose
-//     time is the engine's and the agent's, not Carapace's;
-//   - out: → the answer's sendMessage: the session's close, channel.reply
-//     through the mailbox, the plugin's send.
+//   - agent: → "agent said it is done": the agent's run in its container
+//     (its start, or the warm one's wake; its call; its exit), the
+//     engine's and the agent's time, not Carapace's; the container's
+//     teardown comes after, and no answer waits for it (core/agent/done.go);
+//   - out: → the answer's sendMessage: channel.reply through the bus and
+//     the plugin's mailbox, the plugin's send.
 //
 // carapace-ms is in + start + out: Carapace's own share. Rounds are a
 // second apart, as the plugin sends at most one message a second to a
@@ -46,7 +48,7 @@ import (
 // It runs twice, side by side: cold ([sessions] warm = 0: each message
 // starts a container) and warm (warm = 1: each message claims the
 // group's warm container, and another is started behind it). Warm, the
-// start ends at "agent session claimed a warm container" and the engine
+// start ends at "agent session claimed a warm container" and the agent
 // part is the waiting container woken, the agent's run and its exit.
 func BenchmarkTelegramRoundTrip(b *testing.B) {
 	for _, mode := range []struct {
@@ -105,24 +107,24 @@ func telegramRoundTrip(b *testing.B, warm, mark string) {
 	b.StopTimer()
 
 	published := publishedTimes(b, c)
-	starting, exited := logTimes(b, c.Log.String(), mark), logTimes(b, c.Log.String(), "agent container exited")
-	var total, in, start, engine, out, own []time.Duration
+	starting, done := logTimes(b, c.Log.String(), mark), logTimes(b, c.Log.String(), "agent said it is done")
+	var total, in, start, agent, out, own []time.Duration
 	for _, r := range rounds {
 		p, okP := firstIn(published, r.served, r.sent)
 		st, okS := firstIn(starting, p, r.sent)
-		ex, okE := firstIn(exited, st, r.sent)
-		if !okP || !okS || !okE {
-			b.Fatalf("a round trip from %s to %s lacks a mark (published %v, starting %v, exited %v)",
-				r.served.Format(time.RFC3339Nano), r.sent.Format(time.RFC3339Nano), okP, okS, okE)
+		d, okD := firstIn(done, st, r.sent)
+		if !okP || !okS || !okD {
+			b.Fatalf("a round trip from %s to %s lacks a mark (published %v, starting %v, done %v)",
+				r.served.Format(time.RFC3339Nano), r.sent.Format(time.RFC3339Nano), okP, okS, okD)
 		}
 		total = append(total, r.sent.Sub(r.served))
-		in, start, engine, out = append(in, p.Sub(r.served)), append(start, st.Sub(p)), append(engine, ex.Sub(st)), append(out, r.sent.Sub(ex))
-		own = append(own, p.Sub(r.served)+st.Sub(p)+r.sent.Sub(ex))
+		in, start, agent, out = append(in, p.Sub(r.served)), append(start, st.Sub(p)), append(agent, d.Sub(st)), append(out, r.sent.Sub(d))
+		own = append(own, p.Sub(r.served)+st.Sub(p)+r.sent.Sub(d))
 	}
 	for _, m := range []struct {
 		name string
 		d    []time.Duration
-	}{{"total", total}, {"in", in}, {"start", start}, {"engine", engine}, {"out", out}, {"carapace", own}} {
+	}{{"total", total}, {"in", in}, {"start", start}, {"agent", agent}, {"out", out}, {"carapace", own}} {
 		b.ReportMetric(ms(quantile(m.d, 0.5)), m.name+"-p50-ms")
 		b.ReportMetric(ms(quantile(m.d, 0.9)), m.name+"-p90-ms")
 	}

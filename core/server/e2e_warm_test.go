@@ -533,6 +533,9 @@ func generalSpec(s runtime.Spec, id string) runtime.Spec {
 		out.Mounts = append(out.Mounts, runtime.Mount{Source: r.Replace(m.Source), Target: m.Target, ReadOnly: m.ReadOnly})
 	}
 	for _, e := range s.Env {
+		if strings.HasPrefix(e, "CARAPACE_DONE=") { // each container's own token (core/agent/done.go)
+			e = "CARAPACE_DONE=$TOKEN"
+		}
 		out.Env = append(out.Env, r.Replace(e))
 	}
 	slices.SortFunc(out.Mounts, func(a, b runtime.Mount) int { return strings.Compare(a.Target, b.Target) })

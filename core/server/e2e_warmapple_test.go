@@ -94,13 +94,16 @@ func runCalls(t *testing.T, argvLog string) [][]string {
 var sessionIDRE = regexp.MustCompile(`s-[a-z2-7]{13}`)
 
 // generic replaces what changes from run to run in args: the home, its
-// hash (the instance label) and session ids.
+// hash (the instance label), session ids and the container's done token.
 func generic(args []string, h string) []string {
 	sum := sha256.Sum256([]byte(h))
 	out := make([]string, len(args))
 	for i, a := range args {
 		a = strings.ReplaceAll(a, h, "$HOME")
 		a = strings.ReplaceAll(a, hex.EncodeToString(sum[:6]), "$INSTANCE")
+		if strings.HasPrefix(a, "CARAPACE_DONE=") {
+			a = "CARAPACE_DONE=$TOKEN"
+		}
 		out[i] = sessionIDRE.ReplaceAllString(a, "$$SESSION")
 	}
 	return out

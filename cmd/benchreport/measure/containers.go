@@ -350,6 +350,7 @@ func drain(h *control.SessionHandle) (stdout, stderr string, exit int, err error
 			return out.String(), errb.String(), *o.Exit, nil
 		case o.Error != "":
 			return out.String(), errb.String(), -1, errors.New(o.Error)
+		case o.Done != nil: // Exit follows
 		case o.Stream == "stderr":
 			errb.WriteString(o.Data)
 		default:

@@ -162,6 +162,7 @@ func (a *app) runContainer(cmd *cobra.Command, req api.SessionRequest) error {
 				return nil
 			case o.Error != "":
 				return fmt.Errorf("session %s: %s", info.ID, o.Error)
+			case o.Done != nil: // the agent has finished; its container is going: wait for Exit
 			case o.Stream == "stderr":
 				io.WriteString(stderr, o.Data)
 			default:

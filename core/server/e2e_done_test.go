@@ -1,0 +1,121 @@
+package server_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/carapace-dev/carapace/cmd/wiring/coretest"
+	"github.com/carapace-dev/carapace/core/runtime"
+	"github.com/carapace-dev/carapace/core/server"
+)
+
+// doneEngine stands in for a container engine whose container's teardown
+// takes as long as the test wants: its agent prints an answer and the
+// entrypoint's done line — with the token of the container's spec, or
+// with wrongToken when set — then the "container" lives on until hold
+// is closed.
+type doneEngine struct {
+	fakeEngine
+	wrongToken string
+	hold       chan struct{}
+
+	mu      sync.Mutex
+	running int
+}
+
+func (e *doneEngine) Run(ctx context.Context, s runtime.Spec, io runtime.IO) (int, error) {
+	token := e.wrongToken
+	for _, v := range s.Env {
+		if t, ok := strings.CutPrefix(v, "CARAPACE_DONE="); ok && token == "" {
+			token = t
+		}
+	}
+	e.mu.Lock()
+	e.running++
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		e.running--
+		e.mu.Unlock()
+	}()
+	fmt.Fprintf(io.Stdout, "the agent's answer\n\ncarapace-agent-done %s 0\n", token)
+	select {
+	case <-e.hold:
+		return 0, nil
+	case <-ctx.Done():
+		return 143, context.Cause(ctx)
+	}
+}
+
+func (e *doneEngine) containers() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.running
+}
+
+// A task run ends when the agent's entrypoint says the agent is done, not
+// when the engine has torn the container down: the run is recorded "ok"
+// while the container still runs, and its session stays open until the
+// container has gone. The control: a done line with another token is
+// output like any other, and the run waits for the container's exit.
+func TestAnswerWhenTheAgentIsDone(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		wrongToken string
+	}{{"the container's token", ""}, {"another token", "0123456789abcdef01234567"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := &doneEngine{fakeEngine: fakeEngine{info: homebrewApple}, wrongToken: tc.wrongToken, hold: make(chan struct{})}
+			c := coretest.MustStart(t, coretest.Options{
+				Config: "[runtime]\nengine = \"apple\"\n[groups.main]\n[sessions]\nwarm = 0\n",
+				Server: server.Options{NewEngine: func(name string) (runtime.Engine, error) {
+					if name != "apple" {
+						return nil, fmt.Errorf("no engine %s in this test", name)
+					}
+					return e, nil
+				}},
+			})
+			out, errs, code := runCLI(t, c.Home, "tasks", "add", "--group", "main", "--every", "1h", "--prompt", "anything")
+			if code != 0 {
+				t.Fatalf("tasks add: exit %d\n%s%s", code, out, errs)
+			}
+			id := strings.TrimSuffix(strings.Fields(out)[1], ":")
+			if out, errs, code := runCLI(t, c.Home, "tasks", "run", id); code != 0 {
+				t.Fatalf("tasks run: exit %d\n%s%s", code, out, errs)
+			}
+			waitFor(t, "the container to run", func() bool { return e.containers() == 1 })
+			if tc.wrongToken == "" {
+				waitFor(t, "the run to end while its container runs", func() bool {
+					rs := taskRuns(t, c.Home, id)
+					return len(rs) == 1 && rs[0].State == "ok"
+				})
+				if e.containers() != 1 {
+					t.Fatal("the container was gone before the run was recorded: the test proves nothing")
+				}
+				if ss, err := c.Client.Sessions(context.Background()); err != nil || len(ss) != 1 {
+					t.Fatalf("while its container runs, the session is not open: %v, %v", ss, err)
+				}
+			} else {
+				// Nothing ends the run but the container: give the core time
+				// it would need to end it on the line, then check it did not.
+				waitFor(t, "the run to start", func() bool {
+					rs := taskRuns(t, c.Home, id)
+					return len(rs) == 1 && rs[0].State == "running"
+				})
+				for range 20 {
+					if rs := taskRuns(t, c.Home, id); rs[0].State != "running" {
+						t.Fatalf("a done line with another token ended the run: %+v", rs[0])
+					}
+				}
+			}
+			close(e.hold)
+			waitFor(t, "the run to be recorded ok and the session closed", func() bool {
+				rs := taskRuns(t, c.Home, id)
+				ss, err := c.Client.Sessions(context.Background())
+				return len(rs) == 1 && rs[0].State == "ok" && err == nil && len(ss) == 0
+			})
+		})
+	}
+}
