@@ -3,9 +3,12 @@ package server_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/carapace-dev/carapace/cmd/wiring/coretest"
 	"github.com/carapace-dev/carapace/core/runtime"
@@ -116,6 +119,105 @@ func TestAnswerWhenTheAgentIsDone(t *testing.T) {
 				ss, err := c.Client.Sessions(context.Background())
 				return len(rs) == 1 && rs[0].State == "ok" && err == nil && len(ss) == 0
 			})
+		})
+	}
+}
+
+// claimEngine stands in for an engine whose warm containers wait for
+// their claim as the real entrypoints do (Apple's way: polling for "go"
+// in the claim folder), then print the done line when the test closes
+// sayDone and live on until their context ends. It counts the containers
+// started.
+type claimEngine struct {
+	fakeEngine
+	sayDone chan struct{}
+
+	mu     sync.Mutex
+	starts int
+}
+
+func (e *claimEngine) Run(ctx context.Context, s runtime.Spec, io runtime.IO) (int, error) {
+	e.mu.Lock()
+	e.starts++
+	e.mu.Unlock()
+	var claim, token string
+	for _, m := range s.Mounts {
+		if m.Target == "/run/carapace/claim" {
+			claim = m.Source
+		}
+	}
+	for _, v := range s.Env {
+		if t, ok := strings.CutPrefix(v, "CARAPACE_DONE="); ok {
+			token = t
+		}
+	}
+	for claim != "" {
+		if _, err := os.Stat(filepath.Join(claim, "go")); err == nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return 143, context.Cause(ctx)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	select {
+	case <-e.sayDone:
+		fmt.Fprintf(io.Stdout, "answered\n\ncarapace-agent-done %s 0\n", token)
+	case <-ctx.Done():
+		return 143, context.Cause(ctx)
+	}
+	<-ctx.Done()
+	return 143, context.Cause(ctx)
+}
+
+func (e *claimEngine) started() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.starts
+}
+
+// A claimed warm container's replacement starts once the claimed agent
+// says it is done, or a second after the claim on the core's clock at the
+// latest: not at the claim, where the engine's work of starting it would
+// slow the answer the claim was for.
+func TestWarmReplacedOnceTheAgentIsDone(t *testing.T) {
+	for _, by := range []string{"done", "clock"} {
+		t.Run(by, func(t *testing.T) {
+			e := &claimEngine{fakeEngine: fakeEngine{info: homebrewApple}, sayDone: make(chan struct{})}
+			clk := newFakeClock()
+			c := startCoreWith(t, coreOptions{Config: "[runtime]\nengine = \"apple\"\n[groups.main]\n[sessions]\nwarm_idle = \"1h\"\n", Clock: clk,
+				NewEngine: func(name string) (runtime.Engine, error) { return e, nil }})
+			waitFor(t, "a warm container", func() bool { return len(warmOf(t, c, "main")) == 1 && e.started() == 1 })
+			out, errs, code := runCLI(t, c.Home, "tasks", "add", "--group", "main", "--every", "1h", "--prompt", "anything")
+			if code != 0 {
+				t.Fatalf("tasks add: exit %d\n%s%s", code, out, errs)
+			}
+			id := strings.TrimSuffix(strings.Fields(out)[1], ":")
+			if out, errs, code := runCLI(t, c.Home, "tasks", "run", id); code != 0 {
+				t.Fatalf("tasks run: exit %d\n%s%s", code, out, errs)
+			}
+			waitFor(t, "the claim", func() bool {
+				rs := taskRuns(t, c.Home, id)
+				return len(rs) == 1 && rs[0].State == "running"
+			})
+			// Not at the claim: none started in the next 300 ms.
+			for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+				if n := e.started(); n != 1 {
+					t.Fatalf("%d containers started by the claim's time: the replacement did not wait for the agent", n)
+				}
+			}
+			if by == "done" {
+				close(e.sayDone)
+			} else {
+				clk.Advance(time.Second)
+			}
+			waitFor(t, "the replacement", func() bool { return e.started() == 2 })
+			if by == "done" {
+				waitFor(t, "the run's end", func() bool { rs := taskRuns(t, c.Home, id); return rs[0].State == "ok" })
+			} else if rs := taskRuns(t, c.Home, id); rs[0].State != "running" {
+				t.Fatalf("the run ended without its agent: %+v", rs[0])
+			}
 		})
 	}
 }
