@@ -10,33 +10,31 @@ import (
 	"testing"
 	"time"
 
-	"github.com/carapace-dev/carapace/cmd/wiring/coretest"
 	"github.com/carapace-dev/carapace/core/runtime"
-	"github.com/carapace-dev/carapace/core/server"
 )
 
-// doneEngine stands in for a container engine whose container's teardown
-// takes as long as the test wants: its agent prints an answer and the
-// entrypoint's done line — with the token of the container's spec, or
-// with wrongToken when set — then the "container" lives on until hold
-// is closed.
+// doneEngine stands in for a container engine whose agent says it is
+// done when the test wants, and whose container's teardown takes as long
+// as the test wants. A warm container first waits for its claim as the
+// real entrypoints do (Apple's way: polling for "go" in its claim
+// folder). Then the agent prints an answer and the entrypoint's done line
+// — with the token of the container's spec, or wrongToken when set —
+// once sayDone is closed (at once when nil), and the "container" lives on
+// until hold is closed or it is stopped.
 type doneEngine struct {
 	fakeEngine
 	wrongToken string
+	sayDone    chan struct{}
 	hold       chan struct{}
 
 	mu      sync.Mutex
+	starts  int
 	running int
 }
 
 func (e *doneEngine) Run(ctx context.Context, s runtime.Spec, io runtime.IO) (int, error) {
-	token := e.wrongToken
-	for _, v := range s.Env {
-		if t, ok := strings.CutPrefix(v, "CARAPACE_DONE="); ok && token == "" {
-			token = t
-		}
-	}
 	e.mu.Lock()
+	e.starts++
 	e.running++
 	e.mu.Unlock()
 	defer func() {
@@ -44,19 +42,50 @@ func (e *doneEngine) Run(ctx context.Context, s runtime.Spec, io runtime.IO) (in
 		e.running--
 		e.mu.Unlock()
 	}()
+	stopped := func() (int, error) { return 143, context.Cause(ctx) }
+	var claim string
+	for _, m := range s.Mounts {
+		if m.Target == "/run/carapace/claim" {
+			claim = m.Source
+		}
+	}
+	for claim != "" {
+		if _, err := os.Stat(filepath.Join(claim, "go")); err == nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return stopped()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	if e.sayDone != nil {
+		select {
+		case <-e.sayDone:
+		case <-ctx.Done():
+			return stopped()
+		}
+	}
+	token := e.wrongToken
+	for _, v := range s.Env {
+		if t, ok := strings.CutPrefix(v, "CARAPACE_DONE="); ok && token == "" {
+			token = t
+		}
+	}
 	fmt.Fprintf(io.Stdout, "the agent's answer\n\ncarapace-agent-done %s 0\n", token)
 	select {
 	case <-e.hold:
 		return 0, nil
 	case <-ctx.Done():
-		return 143, context.Cause(ctx)
+		return stopped()
 	}
 }
 
-func (e *doneEngine) containers() int {
+// counts returns how many containers were started and how many still run.
+func (e *doneEngine) counts() (started, running int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.running
+	return e.starts, e.running
 }
 
 // A task run ends when the agent's entrypoint says the agent is done, not
@@ -71,30 +100,15 @@ func TestAnswerWhenTheAgentIsDone(t *testing.T) {
 	}{{"the container's token", ""}, {"another token", "0123456789abcdef01234567"}} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := &doneEngine{fakeEngine: fakeEngine{info: homebrewApple}, wrongToken: tc.wrongToken, hold: make(chan struct{})}
-			c := coretest.MustStart(t, coretest.Options{
-				Config: "[runtime]\nengine = \"apple\"\n[groups.main]\n[sessions]\nwarm = 0\n",
-				Server: server.Options{NewEngine: func(name string) (runtime.Engine, error) {
-					if name != "apple" {
-						return nil, fmt.Errorf("no engine %s in this test", name)
-					}
-					return e, nil
-				}},
-			})
-			out, errs, code := runCLI(t, c.Home, "tasks", "add", "--group", "main", "--every", "1h", "--prompt", "anything")
-			if code != 0 {
-				t.Fatalf("tasks add: exit %d\n%s%s", code, out, errs)
-			}
-			id := strings.TrimSuffix(strings.Fields(out)[1], ":")
-			if out, errs, code := runCLI(t, c.Home, "tasks", "run", id); code != 0 {
-				t.Fatalf("tasks run: exit %d\n%s%s", code, out, errs)
-			}
-			waitFor(t, "the container to run", func() bool { return e.containers() == 1 })
+			c := startFakeCore(t, e, "[groups.main]\n[sessions]\nwarm = 0\n")
+			id := runTaskNow(t, c.Home, "anything")
+			waitFor(t, "the container to run", func() bool { return running(e) == 1 })
 			if tc.wrongToken == "" {
 				waitFor(t, "the run to end while its container runs", func() bool {
 					rs := taskRuns(t, c.Home, id)
 					return len(rs) == 1 && rs[0].State == "ok"
 				})
-				if e.containers() != 1 {
+				if running(e) != 1 {
 					t.Fatal("the container was gone before the run was recorded: the test proves nothing")
 				}
 				if ss, err := c.Client.Sessions(context.Background()); err != nil || len(ss) != 1 {
@@ -123,60 +137,6 @@ func TestAnswerWhenTheAgentIsDone(t *testing.T) {
 	}
 }
 
-// claimEngine stands in for an engine whose warm containers wait for
-// their claim as the real entrypoints do (Apple's way: polling for "go"
-// in the claim folder), then print the done line when the test closes
-// sayDone and live on until their context ends. It counts the containers
-// started.
-type claimEngine struct {
-	fakeEngine
-	sayDone chan struct{}
-
-	mu     sync.Mutex
-	starts int
-}
-
-func (e *claimEngine) Run(ctx context.Context, s runtime.Spec, io runtime.IO) (int, error) {
-	e.mu.Lock()
-	e.starts++
-	e.mu.Unlock()
-	var claim, token string
-	for _, m := range s.Mounts {
-		if m.Target == "/run/carapace/claim" {
-			claim = m.Source
-		}
-	}
-	for _, v := range s.Env {
-		if t, ok := strings.CutPrefix(v, "CARAPACE_DONE="); ok {
-			token = t
-		}
-	}
-	for claim != "" {
-		if _, err := os.Stat(filepath.Join(claim, "go")); err == nil {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return 143, context.Cause(ctx)
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
-	select {
-	case <-e.sayDone:
-		fmt.Fprintf(io.Stdout, "answered\n\ncarapace-agent-done %s 0\n", token)
-	case <-ctx.Done():
-		return 143, context.Cause(ctx)
-	}
-	<-ctx.Done()
-	return 143, context.Cause(ctx)
-}
-
-func (e *claimEngine) started() int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.starts
-}
-
 // A claimed warm container's replacement starts once the claimed agent
 // says it is done, or a second after the claim on the core's clock at the
 // latest: not at the claim, where the engine's work of starting it would
@@ -184,26 +144,19 @@ func (e *claimEngine) started() int {
 func TestWarmReplacedOnceTheAgentIsDone(t *testing.T) {
 	for _, by := range []string{"done", "clock"} {
 		t.Run(by, func(t *testing.T) {
-			e := &claimEngine{fakeEngine: fakeEngine{info: homebrewApple}, sayDone: make(chan struct{})}
+			e := &doneEngine{fakeEngine: fakeEngine{info: homebrewApple}, sayDone: make(chan struct{})}
 			clk := newFakeClock()
 			c := startCoreWith(t, coreOptions{Config: "[runtime]\nengine = \"apple\"\n[groups.main]\n[sessions]\nwarm_idle = \"1h\"\n", Clock: clk,
 				NewEngine: func(name string) (runtime.Engine, error) { return e, nil }})
-			waitFor(t, "a warm container", func() bool { return len(warmOf(t, c, "main")) == 1 && e.started() == 1 })
-			out, errs, code := runCLI(t, c.Home, "tasks", "add", "--group", "main", "--every", "1h", "--prompt", "anything")
-			if code != 0 {
-				t.Fatalf("tasks add: exit %d\n%s%s", code, out, errs)
-			}
-			id := strings.TrimSuffix(strings.Fields(out)[1], ":")
-			if out, errs, code := runCLI(t, c.Home, "tasks", "run", id); code != 0 {
-				t.Fatalf("tasks run: exit %d\n%s%s", code, out, errs)
-			}
+			waitFor(t, "a warm container", func() bool { return len(warmOf(t, c, "main")) == 1 && started(e) == 1 })
+			id := runTaskNow(t, c.Home, "anything")
 			waitFor(t, "the claim", func() bool {
 				rs := taskRuns(t, c.Home, id)
 				return len(rs) == 1 && rs[0].State == "running"
 			})
 			// Not at the claim: none started in the next 300 ms.
 			for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
-				if n := e.started(); n != 1 {
+				if n := started(e); n != 1 {
 					t.Fatalf("%d containers started by the claim's time: the replacement did not wait for the agent", n)
 				}
 			}
@@ -212,7 +165,7 @@ func TestWarmReplacedOnceTheAgentIsDone(t *testing.T) {
 			} else {
 				clk.Advance(time.Second)
 			}
-			waitFor(t, "the replacement", func() bool { return e.started() == 2 })
+			waitFor(t, "the replacement", func() bool { return started(e) == 2 })
 			if by == "done" {
 				waitFor(t, "the run's end", func() bool { rs := taskRuns(t, c.Home, id); return rs[0].State == "ok" })
 			} else if rs := taskRuns(t, c.Home, id); rs[0].State != "running" {
@@ -221,3 +174,6 @@ func TestWarmReplacedOnceTheAgentIsDone(t *testing.T) {
 		})
 	}
 }
+
+func started(e *doneEngine) int { n, _ := e.counts(); return n }
+func running(e *doneEngine) int { _, n := e.counts(); return n }

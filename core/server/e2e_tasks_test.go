@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -13,12 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/carapace-dev/carapace/cmd/wiring/coretest"
 	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/audit"
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/runtime"
-	"github.com/carapace-dev/carapace/core/server"
 	"github.com/carapace-dev/carapace/ipc"
 )
 
@@ -34,6 +31,21 @@ func taskRuns(t *testing.T, h home.Dir, id string) []api.TaskRun {
 		t.Fatalf("history --json: %v\n%s", err, out)
 	}
 	return runs
+}
+
+// runTaskNow adds an hourly task of group main with prompt through the
+// CLI, runs it at once (carapace tasks run) and returns its id.
+func runTaskNow(t *testing.T, h home.Dir, prompt string) string {
+	t.Helper()
+	out, errs, code := runCLI(t, h, "tasks", "add", "--group", "main", "--every", "1h", "--prompt", prompt)
+	if code != 0 {
+		t.Fatalf("tasks add: exit %d\n%s%s", code, out, errs)
+	}
+	id := strings.TrimSuffix(strings.Fields(out)[1], ":")
+	if out, errs, code := runCLI(t, h, "tasks", "run", id); code != 0 {
+		t.Fatalf("tasks run: exit %d\n%s%s", code, out, errs)
+	}
+	return id
 }
 
 // An every task fires sessions in the Docker test agent that call a tool;
@@ -314,15 +326,7 @@ func TestAgentTaskTools(t *testing.T) {
 
 	// A scheduled session may not schedule: its call is refused (stage 4),
 	// audited, and no confirmation is asked.
-	out, errs, code = runCLI(t, c.Home, "tasks", "add", "--group", "main", "--every", "1h", "--prompt",
-		`tool.invoke.schedule_task {"kind":"every","expr":"1s","prompt":"breed"}`)
-	if code != 0 {
-		t.Fatalf("tasks add: exit %d\n%s%s", code, out, errs)
-	}
-	breeder := strings.TrimSuffix(strings.Fields(out)[1], ":")
-	if out, errs, code := runCLI(t, c.Home, "tasks", "run", breeder); code != 0 {
-		t.Fatalf("tasks run: exit %d\n%s%s", code, out, errs)
-	}
+	breeder := runTaskNow(t, c.Home, `tool.invoke.schedule_task {"kind":"every","expr":"1s","prompt":"breed"}`)
 	waitFor(t, "the scheduled session's refused call", func() bool {
 		for _, e := range c.Audit(t) {
 			if e.Topic == "tool.invoke.schedule_task" && e.Stage == audit.StageAuthorize && e.Outcome == audit.OutcomeRejected {
@@ -521,15 +525,7 @@ func (e *firstCallEngine) calls() []ipcRun {
 func TestScheduledSessionsFirstCallIsRefused(t *testing.T) {
 	const runs = 5
 	e := &firstCallEngine{fakeEngine: fakeEngine{info: homebrewApple}}
-	c := coretest.MustStart(t, coretest.Options{
-		Config: "[runtime]\nengine = \"apple\"\n[groups.main]\n[sessions]\nwarm = 0\n",
-		Server: server.Options{NewEngine: func(name string) (runtime.Engine, error) {
-			if name != "apple" {
-				return nil, fmt.Errorf("no engine %s in this test", name)
-			}
-			return e, nil
-		}},
-	})
+	c := startFakeCore(t, e, "[groups.main]\n[sessions]\nwarm = 0\n")
 	own, errs, code := runCLI(t, c.Home, "tasks", "add", "--group", "main", "--every", "1h", "--prompt", "a task to cancel")
 	if code != 0 {
 		t.Fatalf("tasks add: exit %d\n%s%s", code, own, errs)

@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/carapace-dev/carapace/cmd/wiring/coretest"
 	"github.com/carapace-dev/carapace/core/agent"
 	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/audit"
@@ -25,7 +24,6 @@ import (
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/core/runtime"
 	"github.com/carapace-dev/carapace/core/runtime/docker"
-	"github.com/carapace-dev/carapace/core/server"
 	"github.com/carapace-dev/carapace/internal/clock"
 	"github.com/carapace-dev/carapace/ipc"
 )
@@ -424,15 +422,7 @@ func (e *armedEngine) Run(ctx context.Context, s runtime.Spec, io runtime.IO) (i
 // user.
 func TestWarmFirstCallIsTheClaimers(t *testing.T) {
 	e := &armedEngine{firstCallEngine: firstCallEngine{fakeEngine: fakeEngine{info: homebrewApple}}, armed: make(chan struct{})}
-	c := coretest.MustStart(t, coretest.Options{
-		Config: "[runtime]\nengine = \"apple\"\n[groups.main]\n",
-		Server: server.Options{NewEngine: func(name string) (runtime.Engine, error) {
-			if name != "apple" {
-				return nil, fmt.Errorf("no engine %s in this test", name)
-			}
-			return e, nil
-		}},
-	})
+	c := startFakeCore(t, e, "[groups.main]\n")
 	own, errs, code := runCLI(t, c.Home, "tasks", "add", "--group", "main", "--every", "1h", "--prompt", "a task to cancel")
 	if code != 0 {
 		t.Fatalf("tasks add: exit %d\n%s%s", code, own, errs)

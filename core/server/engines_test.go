@@ -91,8 +91,9 @@ func (e *fakeEngine) vanished(name string) ([]string, bool) {
 	return e.sockets[name], e.stopped[name]
 }
 
-// startFakeCore runs a real core whose "apple" engine is e.
-func startFakeCore(t *testing.T, e *fakeEngine, extra string) *coretest.Core {
+// startFakeCore runs a real core whose "apple" engine is e, with extra
+// after the config's [runtime] section.
+func startFakeCore(t *testing.T, e runtime.Engine, extra string) *coretest.Core {
 	t.Helper()
 	return coretest.MustStart(t, coretest.Options{
 		Config: "[runtime]\nengine = \"apple\"\n" + extra,
