@@ -2,12 +2,10 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"net/http"
 	"net/url"
-	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -135,8 +133,6 @@ func (r *Runner) startLLMProxy(ctx context.Context, info session.Info, seen *ato
 	if err != nil {
 		return fmt.Errorf("model API proxy: %w", err)
 	}
-	path := r.llmSocket(info.ID)
-	served := make(chan error, 1)
 	var h http.Handler = r.markReached(info.ID, p)
 	if seen != nil {
 		inner := h
@@ -145,24 +141,18 @@ func (r *Runner) startLLMProxy(ctx context.Context, info session.Info, seen *ato
 			inner.ServeHTTP(w, req)
 		})
 	}
-	go func() { served <- llmproxy.Serve(ctx, path, h) }()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if fi, err := os.Stat(path); err == nil && fi.Mode()&os.ModeSocket != 0 {
-			return nil
-		}
-		select {
-		case err := <-served:
-			if err == nil {
-				err = errors.New("stopped before listening")
-			}
-			return fmt.Errorf("model API proxy: %w", err)
-		case <-time.After(5 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return errors.New("model API proxy: its socket did not appear")
-		}
+	// Listening when Start returns: the container may start at once. (It
+	// was polled for every 5 ms: 5 ms of every cold session's start.)
+	served, err := llmproxy.Start(ctx, r.llmSocket(info.ID), h)
+	if err != nil {
+		return fmt.Errorf("model API proxy: %w", err)
 	}
+	go func() {
+		if err := <-served; err != nil {
+			r.log.Warn("the model API proxy of a session stopped", "session", info.ID, "err", err)
+		}
+	}()
+	return nil
 }
 
 // llmEnv is the environment that points the agent at its relay, and

@@ -48,6 +48,20 @@ func Serve(ctx context.Context, socketPath string, h http.Handler) error {
 	return serve(ctx, ln, h)
 }
 
+// Start is Serve that returns once the socket listens: a connection made
+// after it returns is accepted. What Serve would return comes on the
+// channel, once; an error to listen is Start's own. A session's container
+// is started only after this, with no wait for the socket to appear.
+func Start(ctx context.Context, socketPath string, h http.Handler) (<-chan error, error) {
+	ln, err := listen(socketPath)
+	if err != nil {
+		return nil, err
+	}
+	served := make(chan error, 1)
+	go func() { served <- serve(ctx, ln, h) }()
+	return served, nil
+}
+
 // listen makes the socket Serve serves on.
 func listen(socketPath string) (*net.UnixListener, error) {
 	if err := sockfile.CheckPrivateDir(filepath.Dir(socketPath)); err != nil {

@@ -14,33 +14,26 @@ import (
 	"time"
 )
 
-// startServe runs Serve and waits for its socket to accept.
+// startServe starts the server with Start, whose socket must accept as
+// soon as Start has returned (no wait: a session's container is started
+// right after it).
 func startServe(t *testing.T, sock string, h http.Handler) (cancel func() error) {
 	t.Helper()
 	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- Serve(ctx, sock, h) }()
-	// Readiness, not timing: poll until the socket answers or Serve fails.
-	for i := 0; ; i++ {
-		select {
-		case err := <-done:
-			stop()
-			t.Fatalf("Serve: %v", err)
-		default:
-		}
-		if c, err := net.Dial("unix", sock); err == nil {
-			c.Close()
-			break
-		}
-		if i > 2000 {
-			stop()
-			t.Fatal("the socket never accepted")
-		}
-		time.Sleep(5 * time.Millisecond)
+	served, err := Start(ctx, sock, h)
+	if err != nil {
+		stop()
+		t.Fatalf("Start: %v", err)
 	}
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		stop()
+		t.Fatalf("the socket does not accept once Start has returned: %v", err)
+	}
+	c.Close()
 	return func() error {
 		stop()
-		return <-done
+		return <-served
 	}
 }
 
@@ -162,6 +155,9 @@ func TestServeRefuses(t *testing.T) {
 	}
 	if err := Serve(ctx, sock, h); err == nil || !strings.Contains(err.Error(), "not a socket") {
 		t.Errorf("over a regular file: %v", err)
+	}
+	if _, err := Start(ctx, sock, h); err == nil || !strings.Contains(err.Error(), "not a socket") {
+		t.Errorf("Start over a regular file: %v", err)
 	}
 	if b, err := os.ReadFile(sock); err != nil || string(b) != "not a socket" {
 		t.Errorf("the file was touched: %q %v", b, err)
