@@ -34,6 +34,14 @@ type ClientOptions struct {
 	// OnPending is called when the core says the request waits for the
 	// user's confirmation; the call's deadline is extended to cover it.
 	OnPending func(Confirmation)
+	// OnAlarm, if set, is called once when the call has lasted AlarmAfter
+	// and still waits — for the core's answer, for its socket, or between
+	// attempts to reach it. It is called from within those waits (on Linux
+	// from the calling goroutine, elsewhere perhaps from another), never
+	// by a timer of its own: see wire.Alarm. bin/ipc catches signals from
+	// there.
+	AlarmAfter time.Duration
+	OnAlarm    func()
 }
 
 // NewCorrelation returns a random correlation id: 32 hex digits from the
@@ -131,6 +139,10 @@ func Call(ctx context.Context, endpoint, topic string, args []byte, opts ClientO
 		return nil, &Error{Code: CodePluginUnavailable, Message: fmt.Sprintf("bad endpoint %q: %v", endpoint, err)}
 	}
 	start := time.Now()
+	var alarm *wire.Alarm
+	if opts.OnAlarm != nil {
+		alarm = wire.NewAlarm(start.Add(opts.AlarmAfter), opts.OnAlarm)
+	}
 	deadline := start.Add(opts.Timeout)
 	connectBy := start.Add(min(opts.ConnectWait, opts.Timeout))
 	backoff := 50 * time.Millisecond
@@ -139,7 +151,7 @@ func Call(ctx context.Context, endpoint, topic string, args []byte, opts ClientO
 		if ctx.Err() != nil {
 			return nil, &Error{Code: CodePluginTimeout, Message: "interrupted before the core answered", Retriable: true}
 		}
-		res, e, retry := attempt(ctx, path, req, correlation, &deadline, opts)
+		res, e, retry := attempt(ctx, path, req, correlation, &deadline, opts, alarm)
 		if !retry {
 			return res, e
 		}
@@ -150,7 +162,7 @@ func Call(ctx context.Context, endpoint, topic string, args []byte, opts ClientO
 				return nil, &Error{Code: CodePluginUnavailable, Retriable: true,
 					Message: fmt.Sprintf("cannot reach the Carapace core at %s: %v", endpoint, lastErr.(*Error).Message)}
 			}
-			time.Sleep(min(backoff, time.Until(connectBy)))
+			alarm.Sleep(min(backoff, time.Until(connectBy)))
 			backoff = min(backoff*2, time.Second)
 			continue
 		}
@@ -169,10 +181,10 @@ func Call(ctx context.Context, endpoint, topic string, args []byte, opts ClientO
 // goroutine, which is most of what starting the ipc binary used to cost
 // (docs/PERFORMANCE.md). The core's greeting, READY (a ROUTER) and every
 // frame header are checked as before.
-func attempt(ctx context.Context, path string, req []byte, correlation string, deadline *time.Time, opts ClientOptions) (json.RawMessage, *Error, bool) {
+func attempt(ctx context.Context, path string, req []byte, correlation string, deadline *time.Time, opts ClientOptions, alarm *wire.Alarm) (json.RawMessage, *Error, bool) {
 	// The request goes in the handshake's write; the core reads it once
 	// the handshake is done.
-	d, err := wire.Dial(ctx, path, earliest(time.Now().Add(handshakeTimeout), *deadline), wire.Limits{}, req)
+	d, err := wire.DialAlarm(ctx, path, earliest(time.Now().Add(handshakeTimeout), *deadline), wire.Limits{}, req, alarm)
 	if err != nil {
 		return nil, &Error{Code: CodePluginUnavailable, Message: dialReason(err)}, true
 	}

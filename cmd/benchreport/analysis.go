@@ -165,9 +165,9 @@ func analysis(r *results) string {
 	p("| per process | CPU (user+sys) | minor page faults | voluntary switches | involuntary switches |\n| --- | ---: | ---: | ---: | ---: |\n")
 	p("| `ipc tool.invoke.echo …` | %s | %.0f | %.0f | %.0f |\n", ms(rc), rf, rv, ri)
 	p("| `ipc --help` | %s | %.0f | %.0f | %.0f |\n\n", ms(hc), hf, hv, hi2)
-	p("The binary speaks ZMTP itself (`ipc/zmtp/wire`): one `write(2)` carries its greeting, READY and the request, it then checks the core's greeting, READY and each frame header as the hardened transport does, and it starts no goroutine; ")
+	p("The binary speaks ZMTP itself (`ipc/zmtp/wire`): one `write(2)` carries its greeting, READY and the request, it then checks the core's greeting, READY and each frame header as the hardened transport does, and it starts no goroutine. On Linux it works the socket with plain system calls (a non-blocking socket, `ppoll(2)` for its waits) and arms SIGINT/SIGTERM from inside those waits rather than by a timer, so the runtime's network poller is never started; the core sends each frame's header and body in one write, so the client wakes for the core's greeting, its READY and the answer, not for five pieces; ")
 	p("the request is encoded and the answer decoded without building encoding/json's reflection caches (both fuzzed against encoding/json). It links neither zmq4 nor `golang.org/x/text`, `regexp` or `crypto/rand` (`cmd/ipc` TestDependencies). ")
-	p("What is left of the call in a fresh process is a cold process's — first page faults of the heap and the binary, the netpoller's set-up, the exit — and the core's side: its accept, handshake and pipeline, inside the %s of `ipc.Call`, ", us(call))
+	p("What is left of the call in a fresh process is a cold process's — first page faults of the heap and the binary, the exit — and the core's side: its accept, handshake and pipeline, inside the %s of `ipc.Call`, ", us(call))
 	p("but woken from idle between runs rather than kept busy as in that loop. With `GOMAXPROCS=1` the run takes %s.\n\n", ms(oneP))
 
 	p("### (b) p99 and (d) throughput\n\n")

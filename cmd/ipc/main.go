@@ -123,16 +123,18 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// waited signalDelay: most calls are answered sooner, and arming
 	// signal delivery (a goroutine and a thread of the runtime's) was a
 	// tenth of an ipc run. A signal before then ends ipc as it ends any
-	// program, with no JSON line.
-	arm := time.AfterFunc(signalDelay, func() {
+	// program, with no JSON line. The call's own waits arm it (an alarm,
+	// not a timer: the first runtime timer starts the network poller,
+	// another tenth of a run).
+	opts.AlarmAfter = signalDelay
+	opts.OnAlarm = func() {
 		sigs := make(chan os.Signal, 1)
 		signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 		go func() {
 			<-sigs
 			cancel()
 		}()
-	})
-	defer arm.Stop()
+	}
 	res, e := ipc.Call(ctx, endpoint, args[0], body, opts)
 	if e != nil {
 		return fail(stderr, e)

@@ -12,6 +12,10 @@ package server_test
 
 import (
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -118,6 +122,60 @@ func BenchmarkIPCExec(b *testing.B) {
 func BenchmarkIPCCallInProcess(b *testing.B) {
 	r := benchIPC(b)
 	timed(b, r.Call)
+}
+
+// BenchmarkIPCExecVsHello is (e) against (e′), interleaved as make bench
+// runs them: each iteration runs the ipc binary once and a Go hello-world
+// once, both built as make build builds bin/ipc (CGO_ENABLED=0,
+// -trimpath, -ldflags '-s -w'; TestMain's ipc is built plainly), so that
+// both see the same load. It reports both medians and their ratio (the
+// report's target is at most 1.3).
+func BenchmarkIPCExecVsHello(b *testing.B) {
+	r := benchIPC(b)
+	stripped.Do(func() {
+		dir := filepath.Join(filepath.Dir(bins.ipc), "stripped") // removed by TestMain
+		if stripped.hello, stripped.err = measure.BuildHello(dir); stripped.err != nil {
+			return
+		}
+		stripped.ipc = filepath.Join(dir, "ipc")
+		cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", stripped.ipc, "../../cmd/ipc")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			stripped.err = fmt.Errorf("build ipc: %v\n%s", err, out)
+		}
+	})
+	if stripped.err != nil {
+		b.Fatal(stripped.err)
+	}
+	r.Bin = stripped.ipc
+	hello := measure.ExecHello(stripped.hello)
+	ipcS, helloS := make([]time.Duration, b.N), make([]time.Duration, b.N)
+	b.ResetTimer()
+	for i := range b.N {
+		start := time.Now()
+		if err := r.Run(); err != nil {
+			b.Fatal(err)
+		}
+		ipcS[i] = time.Since(start)
+		start = time.Now()
+		if err := hello(); err != nil {
+			b.Fatal(err)
+		}
+		helloS[i] = time.Since(start)
+	}
+	b.StopTimer()
+	ipcM, helloM := measure.Summarize(ipcS).Median, measure.Summarize(helloS).Median
+	b.ReportMetric(float64(ipcM.Nanoseconds()), "ipc-p50-ns")
+	b.ReportMetric(float64(helloM.Nanoseconds()), "hello-p50-ns")
+	b.ReportMetric(float64(ipcM)/float64(helloM), "ipc/hello")
+}
+
+// stripped holds the binaries of BenchmarkIPCExecVsHello, built once per
+// test binary.
+var stripped struct {
+	sync.Once
+	ipc, hello string
+	err        error
 }
 
 func benchIPC(b *testing.B) measure.IPCRunner {

@@ -74,7 +74,21 @@ type conn struct {
 
 	wmu     sync.Mutex
 	swallow []byte // listener: the part of zmq4's greeting not yet swallowed (we sent ours already)
+	// Frame coalescing (Write): zmq4 writes each frame as two Writes, its
+	// header and then its body, which went out as two packets and woke
+	// the peer twice. A header is held back and goes out with its body
+	// in one writev.
+	wgreet   int     // dial side: bytes of zmq4's greeting still to pass through
+	wframes  bool    // at a frame boundary of zmq4's output: headers may be held
+	held     [9]byte // a frame header held back until its body is written
+	nheld    int
+	heldSize uint64 // the body size the held header declares
+	wbuf     []byte // a held header and a short body, copied together
 }
+
+// coalesceCopy is the largest body copied behind its held header into one
+// buffer; a larger one goes out with it by writev.
+const coalesceCopy = 16 << 10
 
 func newConn(raw net.Conn, o *Options, s side, onClose func()) *conn {
 	c := &conn{
@@ -87,6 +101,8 @@ func newConn(raw net.Conn, o *Options, s side, onClose func()) *conn {
 	}
 	if s == sideListen {
 		c.phase = phaseFrames // serverHandshake fills pending with the replay
+	} else {
+		c.wgreet = wire.GreetingLen // zmq4 writes its greeting first
 	}
 	// One watchdog covers the whole handshake: our pre-validation on the
 	// listener side, the peer's greeting and READY on the dial side, and zmq4's
@@ -299,6 +315,13 @@ func (c *conn) ioFail(err error, midFrame bool) error {
 // Write sends p to the peer under a deadline of Options.WriteTimeout. On the
 // listener it first swallows zmq4's greeting, which serverHandshake already
 // sent on zmq4's behalf; the swallowed bytes must match it exactly.
+//
+// After the greeting, zmq4 writes every frame as its header and then its
+// body, always both. A Write that is exactly a header of a non-empty
+// frame is held (and reported written) and goes out with the next Write,
+// its body, in one writev: one packet, one wake-up of the peer, where
+// there were two. The bytes on the wire are the same, in the same order.
+// Any other pattern turns the holding off for the connection.
 func (c *conn) Write(p []byte) (int, error) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
@@ -311,11 +334,70 @@ func (c *conn) Write(p []byte) (int, error) {
 		}
 		c.swallow = c.swallow[k:]
 		n, p = k, p[k:]
+		c.wframes = len(c.swallow) == 0 && len(p) == 0
 		if len(p) == 0 {
 			return n, nil
 		}
 	}
-	m, err := c.writeRaw(p)
+	if c.wgreet > 0 {
+		k := min(len(p), c.wgreet)
+		c.wgreet -= k
+		c.wframes = c.wgreet == 0 && k == len(p)
+		return c.flush(n, nil, p)
+	}
+	if c.nheld > 0 { // p is the held header's body
+		hdr := c.held[:c.nheld]
+		c.nheld = 0
+		if uint64(len(p)) != c.heldSize {
+			c.wframes = false // not the pattern expected: write as given from now on
+		}
+		return c.flush(n, hdr, p)
+	}
+	size, ok := frameHeader(p)
+	switch {
+	case !c.wframes:
+	case ok && size > 0:
+		// Held until its body comes, which zmq4 writes next. An empty
+		// frame's header is not held: nothing need follow it.
+		c.nheld = copy(c.held[:], p)
+		c.heldSize = size
+		return n + len(p), nil
+	case ok || len(p) == 0: // an empty frame's header, or its empty body: still at a boundary
+	default:
+		c.wframes = false
+	}
+	return c.flush(n, nil, p)
+}
+
+// frameHeader reports whether p is exactly one ZMTP frame header, and the
+// body size it declares.
+func frameHeader(p []byte) (uint64, bool) {
+	switch {
+	case len(p) == 2 && p[0]&^wire.FlagsKnown == 0 && p[0]&wire.FlagLong == 0:
+		return uint64(p[1]), true
+	case len(p) == 9 && p[0]&^wire.FlagsKnown == 0 && p[0]&wire.FlagLong != 0:
+		return binary.BigEndian.Uint64(p[1:]), true
+	}
+	return 0, false
+}
+
+// flush writes hdr (a held header, or nil) and p in one write and
+// returns what Write returns for p, n bytes of it already accounted for.
+func (c *conn) flush(n int, hdr, p []byte) (int, error) {
+	var m int
+	var err error
+	switch {
+	case len(hdr) == 0:
+		m, err = c.writeRaw(p)
+	case len(p) <= coalesceCopy:
+		c.wbuf = append(append(c.wbuf[:0], hdr...), p...)
+		m, err = c.writeRaw(c.wbuf)
+		m = max(m-len(hdr), 0)
+	default: // writev on a Unix socket; in two writes on another net.Conn
+		var w int64
+		w, err = c.writeRawv(net.Buffers{hdr, p})
+		m = max(int(w)-len(hdr), 0)
+	}
 	if err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			// A partial frame may be on the wire: the stream is unusable.
@@ -325,6 +407,13 @@ func (c *conn) Write(p []byte) (int, error) {
 		c.Close()
 	}
 	return n + m, err
+}
+
+func (c *conn) writeRawv(b net.Buffers) (int64, error) {
+	if err := c.raw.SetWriteDeadline(time.Now().Add(c.o.WriteTimeout)); err != nil {
+		return 0, err
+	}
+	return b.WriteTo(c.raw)
 }
 
 func (c *conn) writeRaw(p []byte) (int, error) {
