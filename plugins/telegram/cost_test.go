@@ -70,3 +70,19 @@ func TestChatOfAGroupNotGranted(t *testing.T) {
 		t.Errorf("the owner's message went to %q", ev.Group)
 	}
 }
+
+// TestServiceCallsPerMessageAtOnce: without a debounce the owner's
+// message asks Paused while its update is recorded (askPaused), and still
+// costs one Paused and one PublishEvent.
+func TestServiceCallsPerMessageAtOnce(t *testing.T) {
+	e := newEnv(t, func(e *env) { e.cfg["debounce_ms"] = json.Number("0") })
+	start := e.started()
+	e.say(owner, "what is on my calendar?")
+	ev := e.waitEvents(1)[0]
+	e.channel(plugin.TopicChannelStarted, ev, "s-1", "")
+	e.channel(plugin.TopicChannelReply, ev, "s-1", "nothing today")
+	waitFor(t, "the answer", func() bool { return len(e.fake.Texts(owner)) == 1 })
+	if got, want := e.svc.Calls()[start:], []string{"paused", "publish_event"}; !slices.Equal(got, want) {
+		t.Errorf("one message cost the service calls %q, want %q", got, want)
+	}
+}
