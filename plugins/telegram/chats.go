@@ -98,10 +98,15 @@ func (h *Handler) tryPublish(chat int64, ask *pausedAsk) bool {
 // pausedAsk is a Paused call to the core made in the background: its
 // answer, once done is closed.
 type pausedAsk struct {
+	at     time.Time // when it was asked
 	done   chan struct{}
 	paused bool
 	err    error
 }
+
+// pausedAskFresh is how long an answer of askPaused may be used: a commit
+// that took longer (a database that failed and was retried) asks again.
+const pausedAskFresh = time.Second
 
 // askPaused asks the core whether sessions for events are paused, in the
 // background; nil when the plugin is stopping. The owner's message, when
@@ -112,7 +117,7 @@ type pausedAsk struct {
 // either way: the core then drops the event and answers that it is
 // paused).
 func (h *Handler) askPaused() *pausedAsk {
-	a := &pausedAsk{done: make(chan struct{})}
+	a := &pausedAsk{at: h.clock.Now(), done: make(chan struct{})}
 	if !h.goBG(func() {
 		defer close(a.done)
 		a.paused, a.err = h.svc.Paused(h.ctx)
@@ -162,7 +167,7 @@ func (h *Handler) kickAll() {
 func (h *Handler) publish(chat, id int64, ask *pausedAsk) {
 	var paused bool
 	var err error
-	if ask != nil {
+	if ask != nil && h.clock.Now().Sub(ask.at) < pausedAskFresh {
 		<-ask.done
 		paused, err = ask.paused, ask.err
 	} else {
