@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"time"
 
@@ -42,23 +43,39 @@ func (h *Handler) chatLocked(id int64) *chatState {
 // works for the chat and the debounce has passed; else it does nothing,
 // or sets a timer to try again when the debounce ends. Every change that
 // may free a chat or add to its queue calls it.
-func (h *Handler) kick(chat int64) {
+func (h *Handler) kick(chat int64) { h.kickAsked(chat, nil) }
+
+// kickAsked is kick, with the core's answer to Paused asked for while the
+// update that queued the prompt was being recorded (askPaused), or nil.
+// The answer is used only if the prompt goes at once, in this call; a
+// prompt that waits asks again when it goes.
+func (h *Handler) kickAsked(chat int64, ask *pausedAsk) {
+	if h.tryPublish(chat, ask) {
+		// The handler runs on one P (GOMAXPROCS=1): the prompt goes
+		// before the caller's next step (the poll's next getUpdates).
+		runtime.Gosched()
+	}
+}
+
+// tryPublish does the work of kickAsked; true when a prompt went to
+// be published.
+func (h *Handler) tryPublish(chat int64, ask *pausedAsk) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
-		return
+		return false
 	}
 	c := h.chatLocked(chat)
 	if c.inflight != 0 {
-		return
+		return false
 	}
 	p, err := h.db.nextQueued(h.ctx, chat)
 	if err != nil {
 		h.log.Error("telegram: read the chat's queue", "chat", chat, "err", err)
-		return
+		return false
 	}
 	if p == nil {
-		return
+		return false
 	}
 	now := h.clock.Now()
 	due := p.LastAt.Add(h.cfg.Debounce)
@@ -71,11 +88,60 @@ func (h *Handler) kick(chat int64) {
 	}
 	if now.Before(due) {
 		c.debounce = h.clock.AfterFunc(due.Sub(now), func() { h.kick(chat) })
-		return
+		return false
 	}
 	c.inflight = p.ID
 	id := p.ID
-	h.goBG(func() { h.publish(chat, id) })
+	return h.goBG(func() { h.publish(chat, id, ask) })
+}
+
+// pausedAsk is a Paused call to the core made in the background: its
+// answer, once done is closed.
+type pausedAsk struct {
+	at     time.Time // when it was asked
+	done   chan struct{}
+	paused bool
+	err    error
+}
+
+// pausedAskFresh is how long an answer of askPaused may be used: a commit
+// that took longer (a database that failed and was retried) asks again.
+const pausedAskFresh = time.Second
+
+// askPaused asks the core whether sessions for events are paused, in the
+// background; nil when the plugin is stopping. The owner's message, when
+// it will go to the core at once, asks while its update is being
+// recorded, rather than after: the call's round trip to the core and the
+// transaction's commit overlap. The answer is as fresh as one asked a
+// commit later would be (the owner may pause Carapace at any moment
+// either way: the core then drops the event and answers that it is
+// paused).
+func (h *Handler) askPaused() *pausedAsk {
+	a := &pausedAsk{at: h.clock.Now(), done: make(chan struct{})}
+	if !h.goBG(func() {
+		defer close(a.done)
+		a.paused, a.err = h.svc.Paused(h.ctx)
+	}) {
+		return nil
+	}
+	// The handler runs on one P (the core starts it with GOMAXPROCS=1),
+	// and the commit that follows holds it in a cgo call for its fsync:
+	// let the call go out first, or it waits for the commit.
+	runtime.Gosched()
+	return a
+}
+
+// goesAtOnce reports whether an owner's message to chat would be handed
+// to the core as soon as it is recorded: no debounce, and no prompt of
+// the chat in flight.
+func (h *Handler) goesAtOnce(chat int64) bool {
+	if h.cfg.Debounce > 0 {
+		return false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	c := h.chats[chat]
+	return !h.closed && (c == nil || c.inflight == 0)
 }
 
 // kickAll kicks every chat with queued prompts.
@@ -98,8 +164,16 @@ func (h *Handler) kickAll() {
 // prompt is marked publishing first and published after: a crash between
 // the two leaves it publishing, which recoverState turns into doubt (told
 // to the owner, never sent again) rather than a blind duplicate.
-func (h *Handler) publish(chat, id int64) {
-	if paused, err := h.svc.Paused(h.ctx); err == nil && paused {
+func (h *Handler) publish(chat, id int64, ask *pausedAsk) {
+	var paused bool
+	var err error
+	if ask != nil && h.clock.Now().Sub(ask.at) < pausedAskFresh {
+		<-ask.done
+		paused, err = ask.paused, ask.err
+	} else {
+		paused, err = h.svc.Paused(h.ctx)
+	}
+	if err == nil && paused {
 		h.mu.Lock()
 		if c := h.chatLocked(chat); c.inflight == id {
 			c.inflight = 0
@@ -113,7 +187,7 @@ func (h *Handler) publish(chat, id int64) {
 		return
 	}
 	var p *prompt
-	err := h.db.tx(h.ctx, func(tx *sql.Tx) error {
+	err = h.db.tx(h.ctx, func(tx *sql.Tx) error {
 		var err error
 		p, err = h.db.promptByIDTx(h.ctx, tx, id)
 		if err != nil || p == nil || p.State != stQueued {
@@ -317,8 +391,8 @@ func (h *Handler) onReply(ctx context.Context, ev *plugin.Event) error {
 			text = fmt.Sprintf("The agent stopped without an answer (exit status %d).", *r.Exit)
 		}
 	}
-	h.log.Info("telegram: session ended", "prompt", p.ID, "chat", p.Chat, "session", r.Session, "answer_bytes", len(r.Text), "error", r.Error != "")
-	h.finish(p.Chat, p.ID)
+	// The answer's send starts first: freeing the chat reads its queue,
+	// which need not hold the answer up.
 	if strings.TrimSpace(text) != "" {
 		chat := p.Chat
 		h.goBG(func() {
@@ -327,6 +401,8 @@ func (h *Handler) onReply(ctx context.Context, ev *plugin.Event) error {
 			}
 		})
 	}
+	h.log.Info("telegram: session ended", "prompt", p.ID, "chat", p.Chat, "session", r.Session, "answer_bytes", len(r.Text), "error", r.Error != "")
+	h.finish(p.Chat, p.ID)
 	return nil
 }
 

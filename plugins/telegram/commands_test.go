@@ -1,6 +1,7 @@
 package telegram
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -109,6 +110,25 @@ func TestPausedMessagesWaitForResume(t *testing.T) {
 	e.until("the prompt", func() bool { return len(e.events()) == 1 })
 	ev := e.events()[0]
 	if plugintest.Member(&ev, "text") != "while paused" {
+		t.Errorf("prompt %q", plugintest.Member(&ev, "text"))
+	}
+}
+
+// TestPausedMessagesWaitForResumeAtOnce: without a debounce, the answer
+// to Paused asked while the update was recorded holds the message too.
+func TestPausedMessagesWaitForResumeAtOnce(t *testing.T) {
+	e := newEnv(t, func(e *env) { e.cfg["debounce_ms"] = json.Number("0") })
+	_ = e.svc.SetPaused(t.Context(), true)
+	e.say(owner, "while paused")
+	if got := e.lastText(owner, 1); !strings.Contains(got, "paused") {
+		t.Errorf("note %q", got)
+	}
+	if n := len(e.events()); n != 0 {
+		t.Fatalf("%d events while paused", n)
+	}
+	e.say(owner, "/resume")
+	e.until("the prompt", func() bool { return len(e.events()) == 1 })
+	if ev := e.events()[0]; plugintest.Member(&ev, "text") != "while paused" {
 		t.Errorf("prompt %q", plugintest.Member(&ev, "text"))
 	}
 }

@@ -1,6 +1,7 @@
 package telegram
 
 import (
+	"database/sql"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/plugin"
+	"github.com/carapace-dev/carapace/core/plugin/plugintest"
 )
 
 // TestServiceCallsPerMessage counts what the owner's message costs in
@@ -68,5 +70,61 @@ func TestChatOfAGroupNotGranted(t *testing.T) {
 	e.say(owner, "hello main")
 	if ev := e.flush(1); ev.Group != "main" {
 		t.Errorf("the owner's message went to %q", ev.Group)
+	}
+}
+
+// TestServiceCallsPerMessageAtOnce: without a debounce the owner's
+// message asks Paused while its update is recorded (askPaused), and still
+// costs one Paused and one PublishEvent.
+func TestServiceCallsPerMessageAtOnce(t *testing.T) {
+	e := newEnv(t, func(e *env) { e.cfg["debounce_ms"] = json.Number("0") })
+	start := e.started()
+	e.say(owner, "what is on my calendar?")
+	ev := e.waitEvents(1)[0]
+	e.channel(plugin.TopicChannelStarted, ev, "s-1", "")
+	e.channel(plugin.TopicChannelReply, ev, "s-1", "nothing today")
+	waitFor(t, "the answer", func() bool { return len(e.fake.Texts(owner)) == 1 })
+	if got, want := e.svc.Calls()[start:], []string{"paused", "publish_event"}; !slices.Equal(got, want) {
+		t.Errorf("one message cost the service calls %q, want %q", got, want)
+	}
+}
+
+// TestPausedAskUsedOnlyFresh: an answer to Paused asked ahead
+// (askPaused) decides only while fresh; one older than pausedAskFresh (a
+// commit retried for long) is asked again.
+func TestPausedAskUsedOnlyFresh(t *testing.T) {
+	e := newEnv(t, func(e *env) { e.cfg["debounce_ms"] = json.Number("0") })
+	e.started()
+	queue := func(text string) {
+		t.Helper()
+		if err := e.h.db.tx(t.Context(), func(tx *sql.Tx) error {
+			return appendPrompt(t.Context(), tx, owner, "main", text, 0, e.clock.Now())
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	answered := func(at time.Time) *pausedAsk { // "paused", answered at once
+		a := &pausedAsk{at: at, done: make(chan struct{}), paused: true}
+		close(a.done)
+		return a
+	}
+
+	queue("stale")
+	e.h.kickAsked(owner, answered(e.clock.Now().Add(-pausedAskFresh)))
+	ev := e.waitEvents(1)[0] // the core, asked again, is not paused
+	if got := plugintest.Member(&ev, "text"); got != "stale" {
+		t.Fatalf("published %q", got)
+	}
+	e.channel(plugin.TopicChannelStarted, ev, "s-1", "")
+	e.channel(plugin.TopicChannelReply, ev, "s-1", "ok")
+	waitFor(t, "the chat freed", func() bool { return len(e.fake.Texts(owner)) == 1 })
+
+	queue("fresh")
+	e.h.kickAsked(owner, answered(e.clock.Now()))
+	if got := e.lastText(owner, 2); !strings.Contains(got, "paused") {
+		t.Errorf("note %q, want that Carapace is paused", got)
+	}
+	if n := len(e.events()); n != 1 {
+		t.Errorf("%d events, want only the first: the fresh answer said paused", n)
 	}
 }

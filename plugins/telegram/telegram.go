@@ -351,18 +351,19 @@ func (h *Handler) Verify(ctx context.Context) (*plugin.VerifyResult, error) {
 
 // goBG runs f in the background, tracked for Shutdown; once Shutdown
 // waits, nothing new starts (what it would have done is in the database,
-// or was a note).
-func (h *Handler) goBG(f func()) {
+// or was a note), and goBG returns false.
+func (h *Handler) goBG(f func()) bool {
 	h.bgMu.Lock()
 	defer h.bgMu.Unlock()
 	if h.bgDone {
-		return
+		return false
 	}
 	h.wg.Add(1)
 	go func() {
 		defer h.wg.Done()
 		f()
 	}()
+	return true
 }
 
 // notify sends the owner's chat (or a bound chat) a short plain note, in

@@ -224,6 +224,10 @@ func (h *Handler) onUpdate(ctx context.Context, u *models.Update) bool {
 		}
 		act = actionOf(info.ID, a, query, callbackMessageIDOf(u), data)
 	}
+	var ask *pausedAsk
+	if a.kind == "text" && h.goesAtOnce(a.chat) {
+		ask = h.askPaused()
+	}
 	fresh, ok := h.record(ctx, info, disposition, func(tx *sql.Tx) error {
 		switch a.kind {
 		case "text":
@@ -252,7 +256,7 @@ func (h *Handler) onUpdate(ctx context.Context, u *models.Update) bool {
 		h.paired(info)
 	case "text":
 		h.log.Info("telegram: owner's message queued", "update_id", info.ID, "chat", a.chat, "group", a.group)
-		h.kick(a.chat)
+		h.kickAsked(a.chat, ask)
 	case "command":
 		h.log.Info("telegram: owner's command", "update_id", info.ID, "chat", a.chat, "command", a.cmd)
 		h.act(act)
