@@ -351,7 +351,7 @@ func (r *Runner) openContainerSession(ctx context.Context, req api.SessionReques
 		run.started.Store(began.UnixNano())
 		r.log.Info("agent container starting", "session", info.ID, "group", info.Group, "engine", eng.Name(), "image", spec.Image)
 		r.opts.Bus.PublishCore(plugin.TopicAgentStarted.Event(info.Group, plugin.AgentStarted{Session: info.ID, Engine: eng.Name()}))
-		stdout := stdoutWriter(spec, &outputWriter{stream: "stdout", ch: out, closed: run.closed}, nil)
+		stdout := stdoutWriter(spec, &outputWriter{stream: "stdout", ch: out, closed: run.closed})
 		exit, err := eng.Run(runCtx, spec, runtime.IO{
 			Stdout: stdout,
 			Stderr: &outputWriter{stream: "stderr", ch: out, closed: run.closed},

@@ -56,10 +56,9 @@ func doneToken(spec runtime.Spec) string {
 }
 
 // stdoutWriter returns the writer of a container's stdout for spec: one
-// that finds the done line when spec gives a token, else w itself.
-// onDone, if not nil, is called once the Done is handed on. Flush it once
-// the engine's run has returned.
-func stdoutWriter(spec runtime.Spec, w *outputWriter, onDone func()) interface {
+// that finds the done line when spec gives a token, else w itself. Flush
+// it once the engine's run has returned.
+func stdoutWriter(spec runtime.Spec, w *outputWriter) interface {
 	Write([]byte) (int, error)
 	Flush()
 } {
@@ -67,7 +66,7 @@ func stdoutWriter(spec runtime.Spec, w *outputWriter, onDone func()) interface {
 	if t == "" {
 		return plainWriter{w}
 	}
-	return &doneWriter{out: w, mark: []byte("\n" + doneWord + " " + t + " "), onDone: onDone}
+	return &doneWriter{out: w, mark: []byte("\n" + doneWord + " " + t + " ")}
 }
 
 // plainWriter is an outputWriter with nothing to flush.
@@ -80,11 +79,10 @@ func (plainWriter) Flush() {}
 // may be the start of the line is held back until the next shows whether
 // it is. After the line, everything is passed on as it comes.
 type doneWriter struct {
-	out    *outputWriter
-	mark   []byte // "\ncarapace-agent-done TOKEN "
-	held   []byte
-	done   bool
-	onDone func()
+	out  *outputWriter
+	mark []byte // "\ncarapace-agent-done TOKEN "
+	held []byte
+	done bool
 }
 
 // maxStatusDigits bounds the status's digits (0–255).
@@ -115,9 +113,6 @@ func (w *doneWriter) Write(p []byte) (int, error) {
 			select {
 			case w.out.ch <- api.Output{Done: &status}:
 			case <-w.out.closed:
-			}
-			if w.onDone != nil {
-				w.onDone()
 			}
 			w.emit(data[i+len(w.mark)+n:])
 			return len(p), nil

@@ -15,7 +15,7 @@ import (
 func scan(t *testing.T, token string, chunks ...string) string {
 	t.Helper()
 	ch := make(chan api.Output, 1024)
-	w := stdoutWriter(runtime.Spec{Env: []string{"HOME=/home/agent", envDone + "=" + token}}, &outputWriter{stream: "stdout", ch: ch, closed: make(chan struct{})}, nil)
+	w := stdoutWriter(runtime.Spec{Env: []string{"HOME=/home/agent", envDone + "=" + token}}, &outputWriter{stream: "stdout", ch: ch, closed: make(chan struct{})})
 	for _, c := range chunks {
 		if n, err := w.Write([]byte(c)); n != len(c) || err != nil {
 			t.Fatalf("Write(%q) = %d, %v", c, n, err)

@@ -85,8 +85,7 @@ type warmCtr struct {
 	created       time.Time // on the runner's clock
 	run           *agentRun
 	out           chan api.Output
-	wake          *os.File      // the FIFO's end the core holds; nil on Apple's engine
-	agentDone     chan struct{} // closed when its agent says it is done (done.go)
+	wake          *os.File // the FIFO's end the core holds; nil on Apple's engine
 
 	// guarded by warmPool.mu
 	claimed  bool
@@ -257,8 +256,7 @@ func (r *Runner) startWarm(group string) (bool, error) {
 		return fail(err)
 	}
 	w := &warmCtr{group: group, engine: eng.Name(), res: res, fp: r.warmPrint(eng.Name(), group), image: spec.Image,
-		imageID: r.imageID(ctx, eng, spec.Image), created: r.clock().Now(), wake: wake, out: make(chan api.Output, 64),
-		agentDone: make(chan struct{})}
+		imageID: r.imageID(ctx, eng, spec.Image), created: r.clock().Now(), wake: wake, out: make(chan api.Output, 64)}
 	runCtx, cancel := context.WithCancelCause(context.Background())
 	llmCtx, stopLLM := context.WithCancel(context.Background())
 	if err := r.startLLMProxy(llmCtx, info, nil); err != nil {
@@ -321,7 +319,7 @@ func (r *Runner) runWarm(ctx context.Context, w *warmCtr, eng runtime.Engine, sp
 	defer close(w.out)
 	defer release() // the group's next session, or warm container, may start
 	defer stopLLM()
-	stdout := stdoutWriter(spec, &outputWriter{stream: "stdout", ch: w.out, closed: w.run.closed}, func() { close(w.agentDone) })
+	stdout := stdoutWriter(spec, &outputWriter{stream: "stdout", ch: w.out, closed: w.run.closed})
 	exit, err := eng.Run(ctx, spec, runtime.IO{
 		Stdout: stdout,
 		Stderr: &outputWriter{stream: "stderr", ch: w.out, closed: w.run.closed},
@@ -583,24 +581,24 @@ func (r *Runner) claimWarm(ctx context.Context, eng runtime.Engine, req api.Sess
 }
 
 // replaceAfter bounds how long a claimed warm container's replacement
-// waits for the claimed agent.
+// waits for the claimed container to go.
 const replaceAfter = time.Second
 
-// replaceClaimed starts a warm container behind claimed w once w's agent
-// has said it is done, its container has gone, or replaceAfter has passed
-// on the runner's clock, whichever comes first. Starting a container is
-// the engine's heaviest work (a `docker run` takes most of a core here
-// for a third of a second); started at the claim, it slowed the very
-// answer the claim was for (make bench: warm round trip 26 → 20 ms, p90
-// 41 → 26 ms without it). A session of the group that comes while the
-// claimed agent runs starts cold, as it would have while the replacement
-// was starting.
+// replaceClaimed starts a warm container behind claimed w once w's
+// container has gone, or replaceAfter has passed on the runner's clock,
+// whichever comes first. Starting a container is the engine's heaviest
+// work (a `docker run` takes most of a core for a third of a second
+// here): started at the claim, it slowed the very answer the claim was
+// for (make bench: warm round trip 26 → 20 ms, p90 41 → 26 ms without it);
+// started when the agent says it is done, the answer's way out to the
+// channel (out: 2.2 → 3.4–4.6 ms). A session of the group that comes
+// while the claimed agent runs starts cold, as it would have while the
+// replacement was starting.
 func (r *Runner) replaceClaimed(w *warmCtr) {
 	due := make(chan struct{})
 	t := r.clock().AfterFunc(replaceAfter, func() { close(due) })
 	defer t.Stop()
 	select {
-	case <-w.agentDone:
 	case <-w.run.done:
 	case <-due:
 	}

@@ -137,14 +137,24 @@ func TestAnswerWhenTheAgentIsDone(t *testing.T) {
 	}
 }
 
-// A claimed warm container's replacement starts once the claimed agent
-// says it is done, or a second after the claim on the core's clock at the
-// latest: not at the claim, where the engine's work of starting it would
-// slow the answer the claim was for.
-func TestWarmReplacedOnceTheAgentIsDone(t *testing.T) {
-	for _, by := range []string{"done", "clock"} {
+// A claimed warm container's replacement starts once the claimed
+// container has gone, or a second after the claim on the core's clock at
+// the latest: not at the claim, nor when the agent says it is done, where
+// the engine's work of starting it would slow the answer the claim was
+// for.
+func TestWarmReplacedOnceTheClaimedIsGone(t *testing.T) {
+	// noneStarted fails if a second container starts within 300 ms.
+	noneStarted := func(t *testing.T, e *doneEngine, when string) {
+		t.Helper()
+		for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+			if n := started(e); n != 1 {
+				t.Fatalf("%d containers started %s: the replacement did not wait for the claimed one to go", n, when)
+			}
+		}
+	}
+	for _, by := range []string{"gone", "clock"} {
 		t.Run(by, func(t *testing.T) {
-			e := &doneEngine{fakeEngine: fakeEngine{info: homebrewApple}, sayDone: make(chan struct{})}
+			e := &doneEngine{fakeEngine: fakeEngine{info: homebrewApple}, sayDone: make(chan struct{}), hold: make(chan struct{})}
 			clk := newFakeClock()
 			c := startCoreWith(t, coreOptions{Config: "[runtime]\nengine = \"apple\"\n[groups.main]\n[sessions]\nwarm_idle = \"1h\"\n", Clock: clk,
 				NewEngine: func(name string) (runtime.Engine, error) { return e, nil }})
@@ -154,23 +164,20 @@ func TestWarmReplacedOnceTheAgentIsDone(t *testing.T) {
 				rs := taskRuns(t, c.Home, id)
 				return len(rs) == 1 && rs[0].State == "running"
 			})
-			// Not at the claim: none started in the next 300 ms.
-			for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
-				if n := started(e); n != 1 {
-					t.Fatalf("%d containers started by the claim's time: the replacement did not wait for the agent", n)
-				}
-			}
-			if by == "done" {
-				close(e.sayDone)
-			} else {
+			noneStarted(t, e, "by the claim's time")
+			if by == "clock" {
 				clk.Advance(time.Second)
+				waitFor(t, "the replacement", func() bool { return started(e) == 2 })
+				if rs := taskRuns(t, c.Home, id); rs[0].State != "running" {
+					t.Fatalf("the run ended without its agent: %+v", rs[0])
+				}
+				return
 			}
+			close(e.sayDone)
+			waitFor(t, "the run's end", func() bool { rs := taskRuns(t, c.Home, id); return rs[0].State == "ok" })
+			noneStarted(t, e, "once the agent said it was done, its container still there")
+			close(e.hold)
 			waitFor(t, "the replacement", func() bool { return started(e) == 2 })
-			if by == "done" {
-				waitFor(t, "the run's end", func() bool { rs := taskRuns(t, c.Home, id); return rs[0].State == "ok" })
-			} else if rs := taskRuns(t, c.Home, id); rs[0].State != "running" {
-				t.Fatalf("the run ended without its agent: %+v", rs[0])
-			}
 		})
 	}
 }
