@@ -3,6 +3,7 @@ package telegram
 import (
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -95,41 +96,28 @@ func TestStopStopsTheChatsSession(t *testing.T) {
 	}
 }
 
+// A message that comes while sessions are paused is held, the owner told,
+// and goes once resumed: after the debounce, and without one (where the
+// answer to Paused is asked while the update is being recorded).
 func TestPausedMessagesWaitForResume(t *testing.T) {
-	e := newEnv(t)
-	_ = e.svc.SetPaused(t.Context(), true) // under the fake's lock: the plugin reads the status meanwhile
-	e.say(owner, "while paused")
-	e.clock.Advance(DefaultDebounce)
-	if got := e.lastText(owner, 1); !strings.Contains(got, "paused") {
-		t.Errorf("note %q", got)
-	}
-	if n := len(e.events()); n != 0 {
-		t.Fatalf("%d events while paused", n)
-	}
-	e.say(owner, "/resume")
-	e.until("the prompt", func() bool { return len(e.events()) == 1 })
-	ev := e.events()[0]
-	if plugintest.Member(&ev, "text") != "while paused" {
-		t.Errorf("prompt %q", plugintest.Member(&ev, "text"))
-	}
-}
-
-// TestPausedMessagesWaitForResumeAtOnce: without a debounce, the answer
-// to Paused asked while the update was recorded holds the message too.
-func TestPausedMessagesWaitForResumeAtOnce(t *testing.T) {
-	e := newEnv(t, func(e *env) { e.cfg["debounce_ms"] = json.Number("0") })
-	_ = e.svc.SetPaused(t.Context(), true)
-	e.say(owner, "while paused")
-	if got := e.lastText(owner, 1); !strings.Contains(got, "paused") {
-		t.Errorf("note %q", got)
-	}
-	if n := len(e.events()); n != 0 {
-		t.Fatalf("%d events while paused", n)
-	}
-	e.say(owner, "/resume")
-	e.until("the prompt", func() bool { return len(e.events()) == 1 })
-	if ev := e.events()[0]; plugintest.Member(&ev, "text") != "while paused" {
-		t.Errorf("prompt %q", plugintest.Member(&ev, "text"))
+	for _, debounce := range []time.Duration{DefaultDebounce, 0} {
+		t.Run(debounce.String(), func(t *testing.T) {
+			e := newEnv(t, func(e *env) { e.cfg["debounce_ms"] = json.Number(strconv.FormatInt(debounce.Milliseconds(), 10)) })
+			_ = e.svc.SetPaused(t.Context(), true) // under the fake's lock: the plugin reads the status meanwhile
+			e.say(owner, "while paused")
+			e.clock.Advance(debounce)
+			if got := e.lastText(owner, 1); !strings.Contains(got, "paused") {
+				t.Errorf("note %q", got)
+			}
+			if n := len(e.events()); n != 0 {
+				t.Fatalf("%d events while paused", n)
+			}
+			e.say(owner, "/resume")
+			e.until("the prompt", func() bool { return len(e.events()) == 1 })
+			if ev := e.events()[0]; plugintest.Member(&ev, "text") != "while paused" {
+				t.Errorf("prompt %q", plugintest.Member(&ev, "text"))
+			}
+		})
 	}
 }
 

@@ -20,23 +20,10 @@ import (
 // counted in got.
 func silentRouter(t *testing.T, path string, read bool) (got *atomic.Int64) {
 	t.Helper()
-	ln, err := net.Listen("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	got = new(atomic.Int64)
 	done := make(chan struct{})
-	t.Cleanup(func() { close(done); ln.Close() })
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		buf := make([]byte, wire.GreetingLen)
-		if _, err := io.ReadFull(c, buf); err != nil {
-			return
-		}
+	t.Cleanup(func() { close(done) })
+	acceptOne(t, path, func(c net.Conn) {
 		got.Add(wire.GreetingLen)
 		_, _ = c.Write(cat(greeting(), wire.EncodeReady("ROUTER")))
 		if read {
@@ -45,7 +32,7 @@ func silentRouter(t *testing.T, path string, read bool) (got *atomic.Int64) {
 			return
 		}
 		<-done
-	}()
+	})
 	return got
 }
 

@@ -80,6 +80,17 @@ func TestDealerAgainstTheCoresRouter(t *testing.T) {
 // and READY, and writes script.
 func fakeServer(t *testing.T, path string, script []byte) {
 	t.Helper()
+	acceptOne(t, path, func(c net.Conn) {
+		_, _ = c.Write(script)
+		_, _ = io.Copy(io.Discard, c)
+	})
+}
+
+// acceptOne listens on path and, in the background, accepts one
+// connection, reads the client's greeting and hands the connection to
+// serve; it is closed when serve returns, the listener when the test ends.
+func acceptOne(t *testing.T, path string, serve func(c net.Conn)) {
+	t.Helper()
 	ln, err := net.Listen("unix", path)
 	if err != nil {
 		t.Fatal(err)
@@ -95,8 +106,7 @@ func fakeServer(t *testing.T, path string, script []byte) {
 		if _, err := io.ReadFull(c, buf); err != nil {
 			return
 		}
-		_, _ = c.Write(script)
-		_, _ = io.Copy(io.Discard, c)
+		serve(c)
 	}()
 }
 
