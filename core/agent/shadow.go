@@ -75,7 +75,15 @@ func shadowTargets(dir string, rels []string) error {
 		for i := range parts {
 			p := path.Join(parts[:i+1]...)
 			wantDir := i < len(parts)-1 || strings.HasSuffix(rel, "/")
-			if err := shadowTarget(root, p, wantDir); err != nil {
+			err := shadowTarget(root, p, wantDir)
+			// Made (or moved aside) meanwhile by another preparation of the
+			// group's folders (a warm container starting beside a session
+			// of the group): look again, and take it only as shadowTarget
+			// would.
+			for try := 0; (errors.Is(err, fs.ErrExist) || errors.Is(err, fs.ErrNotExist)) && try < 3; try++ {
+				err = shadowTarget(root, p, wantDir)
+			}
+			if err != nil {
 				return fmt.Errorf("shadowed place %s in %s: %w", p, dir, err)
 			}
 		}
