@@ -76,10 +76,26 @@ func runAgent(t *testing.T, c *testCore, req api.SessionRequest) (stdout, stderr
 	}
 	defer h.Close()
 	var out, errb strings.Builder
+	var done *int
 	for o := range h.Output() {
 		switch {
 		case o.Exit != nil:
+			// The image's agent (a prompt, no command) says it is done, with
+			// its status, before it exits; the line itself never reaches
+			// the stream. A command of one's own gets no token and says
+			// nothing (core/agent/done.go).
+			if strings.Contains(out.String(), "carapace-agent-done") {
+				t.Errorf("the entrypoint's done line reached the agent's stream:\n%s", out.String())
+			}
+			switch {
+			case len(req.Command) > 0 && done != nil:
+				t.Errorf("a command's container said it was done (%d): it was given a token", *done)
+			case len(req.Command) == 0 && req.Prompt != "" && (done == nil || *done != *o.Exit):
+				t.Errorf("the test agent's done line: %v, then exit %d", done, *o.Exit)
+			}
 			return out.String(), errb.String(), *o.Exit, h.Info()
+		case o.Done != nil:
+			done = o.Done
 		case o.Error != "":
 			t.Fatalf("agent error: %s\nstdout:\n%s\nstderr:\n%s", o.Error, out.String(), errb.String())
 		case o.Stream == "stderr":
