@@ -35,6 +35,17 @@ type tmuxSession struct {
 // new-session with it ("server exited unexpectedly").
 var tmuxServers atomic.Int64
 
+// linuxTerminal skips t off Linux. The setup's terminal tests run on the
+// project's Linux machines and CI, where tmux is required
+// (testutil.Require in tmuxStart: a missing tmux fails under CI); on a
+// Mac, setup's terminal path is the same code, run by the other tests.
+func linuxTerminal(t *testing.T) {
+	t.Helper()
+	if goruntime.GOOS != "linux" {
+		t.Skip("the setup's terminal tests run on Linux (tmux in a private server), not on " + goruntime.GOOS)
+	}
+}
+
 // tmuxStart runs command (a shell line) in a new detached tmux session of
 // its own server (socket -L), 120x50.
 func tmuxStart(t *testing.T, command string) *tmuxSession {
@@ -94,9 +105,7 @@ func (s *tmuxSession) typeLine(text string) {
 // typed without echo, the image built with its progress shown, and at the
 // end a home that doctor passes.
 func TestSetupInteractive(t *testing.T) {
-	if goruntime.GOOS != "linux" {
-		t.Skip("tmux and Docker")
-	}
+	linuxTerminal(t)
 	testutil.RequireDocker(t, "setup builds and checks the image in the real engine")
 	testutil.RequireFile(t, agentimagetest.DefaultBusybox, "the test image is built with Debian's static busybox (apt-get install busybox-static)")
 	// The image the build "makes": the test image's recipe, tagged as
@@ -213,9 +222,7 @@ exec ` + realDocker + ` "$@"
 // Ctrl-C at a hidden prompt ends setup as an interrupt does (status 130)
 // and leaves the terminal echoing, with nothing stored.
 func TestSetupInterruptRestoresEcho(t *testing.T) {
-	if goruntime.GOOS != "linux" {
-		t.Skip("tmux")
-	}
+	linuxTerminal(t)
 	user := t.TempDir()
 	h := home.Dir(filepath.Join(user, "carapace-home"))
 	env := fmt.Sprintf("env HOME=%s XDG_CONFIG_HOME=%s/cfg CARAPACE_HOME=%s", user, user, h)
@@ -245,9 +252,7 @@ func TestSetupInterruptRestoresEcho(t *testing.T) {
 // $OLLAMA_HOST says), lists its models, and on the choice of ollama and a
 // model writes [llm] and asks for no key.
 func TestSetupInteractiveOllama(t *testing.T) {
-	if goruntime.GOOS != "linux" {
-		t.Skip("tmux")
-	}
+	linuxTerminal(t)
 	ollama := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/api/tags" || r.Header.Get("Authorization") != "" || r.Header.Get("X-Api-Key") != "" {
 			http.NotFound(w, r)
@@ -314,9 +319,7 @@ func setupPastTelegram(t *testing.T, env string) *tmuxSession {
 // password typed without echo and stored as carapace auth set stores it,
 // and [plugins.calendar.config] written.
 func TestSetupInteractiveCalendar(t *testing.T) {
-	if goruntime.GOOS != "linux" {
-		t.Skip("tmux")
-	}
+	linuxTerminal(t)
 	user := t.TempDir()
 	h := home.Dir(filepath.Join(user, "carapace-home"))
 	env := fmt.Sprintf("env HOME=%s XDG_CONFIG_HOME=%s/cfg CARAPACE_HOME=%s OLLAMA_HOST=127.0.0.1:9", user, user, h)
@@ -364,9 +367,7 @@ func TestSetupInteractiveCalendar(t *testing.T) {
 // without echo; config.toml gets the account for group main, the
 // credential store its password.
 func TestSetupInteractiveMail(t *testing.T) {
-	if goruntime.GOOS != "linux" {
-		t.Skip("tmux")
-	}
+	linuxTerminal(t)
 	user := t.TempDir()
 	h := home.Dir(filepath.Join(user, "carapace-home"))
 	env := fmt.Sprintf("env HOME=%s XDG_CONFIG_HOME=%s/cfg CARAPACE_HOME=%s", user, user, h)
