@@ -1,9 +1,10 @@
 // Package sqlitedb opens the SQLite databases Carapace keeps its state in
 // (the Telegram plugin's, the scheduler's): WAL, synchronous=FULL, foreign
 // keys on, write transactions that take the lock at once, one connection,
-// and a schema brought forward by numbered migrations (PRAGMA
-// user_version). The memory plugin, which needs a pool of readers, opens
-// its own.
+// a schema brought forward by numbered migrations (PRAGMA user_version),
+// and a WAL file kept at its full size, so that a commit's fsync does not
+// also have to record a larger file (keepWAL). The memory plugin, which
+// needs a pool of readers, opens its own.
 //
 // It does not link the SQLite driver (mattn/go-sqlite3, cgo): the binary
 // does, with a blank import — cmd/wiring for the core, whose own
@@ -50,13 +51,108 @@ func Open(ctx context.Context, path, what string, migrations []string) (*sql.DB,
 		db.Close()
 		return nil, fmt.Errorf("%s: open %s: %w", what, path, err)
 	}
+	if err := keepWAL(ctx, db, path); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("%s: open %s: %w", what, path, err)
+	}
 	return db, nil
+}
+
+// fcntlPersistWAL is SQLITE_FCNTL_PERSIST_WAL, a file control opcode of
+// SQLite's stable interface: with 1, closing the last connection leaves
+// the WAL file where it is, at its size, instead of deleting it.
+const fcntlPersistWAL = 10
+
+// keepWAL makes the database's commits overwrite a WAL file that already
+// has its full size, rather than extend one. Every commit here waits for
+// an fsync of the WAL (synchronous=FULL), and an fsync that must also
+// record a larger file costs about twice one that does not (`go test
+// -bench Commit ./internal/sqlitedb`). In use a WAL grows to SQLite's
+// checkpoint threshold (wal_autocheckpoint pages) and is then reused from
+// its start, so only a young WAL pays; but SQLite deletes the file when
+// the last connection closes, so every start of a plugin began young
+// again. keepWAL asks SQLite to keep the file (persistWAL), and when the
+// file is smaller than the threshold — a new database, or one a program
+// without the setting closed last — grows it at once: empty schema
+// writes, one page each, with synchronous=NORMAL (safe in WAL mode: at
+// worst the last of them are lost, never the database) until the WAL has
+// its size. That is once per database, about 1000 small commits (tens of
+// milliseconds), and the 4 MiB on disk the WAL takes in use anyway.
+func keepWAL(ctx context.Context, db *sql.DB, path string) error {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if err := persistWAL(conn); err != nil {
+		return err
+	}
+	var pages, pageSize, version int64
+	for _, q := range []struct {
+		pragma string
+		v      *int64
+	}{{"wal_autocheckpoint", &pages}, {"page_size", &pageSize}, {"user_version", &version}} {
+		if err := conn.QueryRowContext(ctx, "PRAGMA "+q.pragma).Scan(q.v); err != nil {
+			return fmt.Errorf("read PRAGMA %s: %w", q.pragma, err)
+		}
+	}
+	// The WAL's header, then a frame per page: its header and the page.
+	full := 32 + pages*(24+pageSize)
+	if walSize(path) >= full {
+		return nil
+	}
+	if _, err := conn.ExecContext(ctx, "PRAGMA synchronous = NORMAL"); err != nil {
+		return fmt.Errorf("grow the WAL: %w", err)
+	}
+	var werr error
+	for i := int64(0); i < pages+64 && walSize(path) < full && werr == nil; i++ {
+		_, werr = conn.ExecContext(ctx, "PRAGMA user_version = "+strconv.FormatInt(version, 10))
+	}
+	// Back to FULL whatever happened: this is the connection the pool keeps.
+	if _, err := conn.ExecContext(ctx, "PRAGMA synchronous = FULL"); err != nil {
+		return fmt.Errorf("grow the WAL: set synchronous back to FULL: %w", err)
+	}
+	if werr != nil {
+		return fmt.Errorf("grow the WAL: %w", werr)
+	}
+	return nil
+}
+
+// persistWAL sets SQLITE_FCNTL_PERSIST_WAL on conn (the pool holds one
+// connection, which keeps it): when it is the last to close, the WAL file
+// stays, at its size.
+func persistWAL(conn *sql.Conn) error {
+	err := conn.Raw(func(dc any) error {
+		fc, ok := dc.(interface {
+			SetFileControlInt(db string, op, arg int) error
+		})
+		if !ok {
+			return fmt.Errorf("the SQLite driver's connection (%T) has no SetFileControlInt", dc)
+		}
+		return fc.SetFileControlInt("main", fcntlPersistWAL, 1)
+	})
+	if err != nil {
+		return fmt.Errorf("keep the WAL file: %w", err)
+	}
+	return nil
+}
+
+// walSize is the size of the WAL file of the database at path, 0 if there
+// is none.
+func walSize(path string) int64 {
+	fi, err := os.Stat(path + "-wal")
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
 }
 
 // OpenExisting opens the database at path as Open does, but neither
 // creates nor migrates it: for a program that reads or edits a database
-// another one keeps (the command line, the Telegram plugin's). It fails
-// with an error wrapping fs.ErrNotExist when there is none.
+// another one keeps (the command line, the Telegram plugin's). Closing
+// last, it leaves the WAL file at its size (persistWAL), but it does not
+// grow one. It fails with an error wrapping fs.ErrNotExist when there is
+// none.
 func OpenExisting(ctx context.Context, path, what string) (*sql.DB, error) {
 	if err := usable(path, what); err != nil {
 		return nil, err
@@ -69,7 +165,12 @@ func OpenExisting(ctx context.Context, path, what string) (*sql.DB, error) {
 		return nil, fmt.Errorf("%s: open %s: %w", what, path, err)
 	}
 	db.SetMaxOpenConns(1)
-	if err := db.PingContext(ctx); err != nil {
+	conn, err := db.Conn(ctx)
+	if err == nil {
+		err = persistWAL(conn)
+		conn.Close()
+	}
+	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("%s: open %s: %w", what, path, err)
 	}

@@ -1,6 +1,7 @@
 package sqlitedb
 
 import (
+	"database/sql"
 	"errors"
 	"os"
 	"path/filepath"
@@ -84,5 +85,143 @@ func TestOpenExisting(t *testing.T) {
 	}
 	if err := db.QueryRow("PRAGMA user_version").Scan(&v); err != nil || v != 2 {
 		t.Errorf("user_version %d (%v): OpenExisting must not migrate", v, err)
+	}
+}
+
+// walFull is the size keepWAL grows a WAL to, read from the database.
+func walFull(t testing.TB, db *sql.DB) int64 {
+	t.Helper()
+	var pages, size int64
+	if err := db.QueryRow("PRAGMA wal_autocheckpoint").Scan(&pages); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRow("PRAGMA page_size").Scan(&size); err != nil {
+		t.Fatal(err)
+	}
+	return 32 + pages*(24+size)
+}
+
+func TestOpenKeepsTheWALAtItsSize(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "x.sqlite")
+	schema := []string{"CREATE TABLE a (x INTEGER);"}
+	db, err := Open(t.Context(), path, "test", schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := walFull(t, db)
+	grown := walSize(path)
+	if grown < full {
+		t.Fatalf("a new database's WAL is %d bytes, want at least %d (grown at open)", grown, full)
+	}
+	// The growth left the schema, the version and synchronous=FULL as they were.
+	var sync, version int
+	if err := db.QueryRow("PRAGMA synchronous").Scan(&sync); err != nil || sync != 2 {
+		t.Errorf("synchronous = %d (%v) after the growth, want 2 (FULL)", sync, err)
+	}
+	if err := db.QueryRow("PRAGMA user_version").Scan(&version); err != nil || version != 1 {
+		t.Errorf("user_version = %d (%v) after the growth, want 1", version, err)
+	}
+	for i := range 50 {
+		if _, err := db.Exec("INSERT INTO a VALUES (?)", i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := walSize(path); got != grown {
+		t.Errorf("50 commits changed the WAL's size from %d to %d: they should overwrite it", grown, got)
+	}
+	db.Close()
+	if got := walSize(path); got != grown {
+		t.Fatalf("after the last close the WAL is %d bytes, want it kept at %d", got, grown)
+	}
+
+	// Reopened: nothing to grow, the data and an intact database.
+	db, err = Open(t.Context(), path, "test", schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	var check string
+	if err := db.QueryRow("SELECT count(*) FROM a").Scan(&n); err != nil || n != 50 {
+		t.Errorf("%d rows (%v) after reopening, want 50", n, err)
+	}
+	if err := db.QueryRow("PRAGMA integrity_check").Scan(&check); err != nil || check != "ok" {
+		t.Errorf("integrity_check %q (%v)", check, err)
+	}
+	if got := walSize(path); got != grown {
+		t.Errorf("reopening changed the WAL's size from %d to %d", grown, got)
+	}
+	db.Close()
+
+	// OpenExisting, closing last, keeps it too.
+	db, err = OpenExisting(t.Context(), path, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if got := walSize(path); got != grown {
+		t.Errorf("after OpenExisting closed last the WAL is %d bytes, want %d", got, grown)
+	}
+
+	// The control: a connection without the setting, closing last,
+	// deletes the file — which the next Open grows again.
+	raw, err := sql.Open("sqlite3", dsn(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := raw.QueryRow("SELECT count(*) FROM a").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+	if _, err := os.Stat(path + "-wal"); !os.IsNotExist(err) {
+		t.Fatalf("a plain connection closing last left the WAL (%v): the checks above prove nothing", err)
+	}
+	db, err = Open(t.Context(), path, "test", schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if got := walSize(path); got < full {
+		t.Errorf("Open after the WAL was deleted left it at %d bytes, want at least %d", got, full)
+	}
+}
+
+// BenchmarkCommit is one small synchronous=FULL commit (an INSERT) into a
+// WAL that grows at every commit (young: a plain connection on a new
+// database, what every start of a plugin had before keepWAL) and into one
+// Open has given its size (kept). The difference is the fsync's: a file
+// whose size changes has its metadata written too.
+func BenchmarkCommit(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		open func(path string) (*sql.DB, error)
+	}{
+		{"young", func(path string) (*sql.DB, error) {
+			db, err := sql.Open("sqlite3", dsn(path))
+			if err == nil {
+				_, err = db.Exec("CREATE TABLE a (x INTEGER)")
+			}
+			return db, err
+		}},
+		{"kept", func(path string) (*sql.DB, error) {
+			return Open(b.Context(), path, "bench", []string{"CREATE TABLE a (x INTEGER);"})
+		}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			db, err := tc.open(filepath.Join(b.TempDir(), "x.sqlite"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			if b.N > 900 {
+				b.Fatal("a young WAL wraps after 1000 pages: run at most 900 commits (-benchtime 500x)")
+			}
+			b.ResetTimer()
+			for i := range b.N {
+				if _, err := db.Exec("INSERT INTO a VALUES (?)", i); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
