@@ -22,19 +22,21 @@ help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[1m%-10s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
-build: ## build bin/carapace (cgo, for SQLite), the bundled plugins in bin/plugins/, bin/ipc and bin/carapace-confine (static), the linux/amd64 + linux/arm64 ipc for agent images and carapace-probe for doctor --prove, and bin/carapace-app
+build: ## build bin/carapace (cgo, for SQLite), the bundled plugins in bin/plugins/, bin/ipc, bin/ipc-relay and bin/carapace-confine (static), the linux/amd64 + linux/arm64 ipc and ipc-relay for agent images and carapace-probe for doctor --prove, and bin/carapace-app
 	@pins=$$(GO='$(GO)' GOBUILDFLAGS='$(BUILDFLAGS)' LDFLAGS='$(LDFLAGS)' scripts/bundle-plugins.sh bin/plugins) || exit 1; \
 	echo "CGO_ENABLED=1 $(GO) build ... -o bin/carapace ./cmd/carapace (bundled plugins: $${pins:-none})"; \
 	CGO_ENABLED=1 $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)'" -X $(PINS_VAR)=$$pins" -o bin/carapace ./cmd/carapace
 	CGO_ENABLED=0 $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)' -o bin/ipc ./cmd/ipc
+	CGO_ENABLED=0 $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)' -o bin/ipc-relay ./cmd/ipc-relay
 	CGO_ENABLED=0 $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)' -o bin/carapace-confine ./cmd/carapace-confine
 	@for arch in amd64 arm64; do \
 	  CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)' -o bin/linux-$$arch/ipc ./cmd/ipc || exit 1; \
+	  CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)' -o bin/linux-$$arch/ipc-relay ./cmd/ipc-relay || exit 1; \
 	  CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)' -o bin/linux-$$arch/carapace-probe ./cmd/carapace-probe || exit 1; \
 	done
 	CGO_ENABLED=$(APP_CGO) $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)' -o bin/carapace-app ./cmd/carapace-app
-	@for f in bin/ipc bin/carapace-confine bin/linux-amd64/ipc bin/linux-arm64/ipc bin/linux-amd64/carapace-probe bin/linux-arm64/carapace-probe; do \
-	  printf '  %-24s %7d KiB\n' $$f $$(( $$(wc -c < $$f) / 1024 )); done
+	@for f in bin/ipc bin/ipc-relay bin/carapace-confine bin/linux-amd64/ipc bin/linux-arm64/ipc bin/linux-amd64/ipc-relay bin/linux-arm64/ipc-relay bin/linux-amd64/carapace-probe bin/linux-arm64/carapace-probe; do \
+	  printf '  %-32s %7d KiB\n' $$f $$(( $$(wc -c < $$f) / 1024 )); done
 
 # The menu-bar app. fyne systray is pure Go on Linux and cgo on macOS,
 # where a build without cgo has no menu bar.
@@ -200,11 +202,12 @@ ifeq ($(shell uname),Darwin)
 	plutil -lint $(APP_BUNDLE)/Contents/Info.plist
 	iconutil -c icns -o $(APP_BUNDLE)/Contents/Resources/Carapace.icns Resources/icons/Carapace.iconset
 	cp Resources/launchd/dev.carapace.serve.plist $(APP_BUNDLE)/Contents/Resources/
-	@# The static linux ipc that carapace setup --build-image puts in the
-	@# agent image (cmd/carapace/cli staticIPC looks here), and the probe
+	@# The static linux ipc and ipc-relay that carapace setup --build-image
+	@# puts in the agent image (cmd/carapace/cli staticIPC looks here), and the probe
 	@# that carapace doctor --prove mounts into a box (prove.ProbePath).
 	@set -e; for arch in arm64 amd64; do \
 	  CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)' -o $(APP_BUNDLE)/Contents/Resources/linux-$$arch/ipc ./cmd/ipc; \
+	  CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)' -o $(APP_BUNDLE)/Contents/Resources/linux-$$arch/ipc-relay ./cmd/ipc-relay; \
 	  CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)' -o $(APP_BUNDLE)/Contents/Resources/linux-$$arch/carapace-probe ./cmd/carapace-probe; \
 	done
 	xattr -cr $(APP_BUNDLE)

@@ -20,11 +20,11 @@ set -eu
 done_token=${CARAPACE_DONE-}
 unset CARAPACE_DONE
 # The model API: Claude Code talks to http://127.0.0.1:$CARAPACE_LLM_PORT
-# ($ANTHROPIC_BASE_URL, set by the core with a placeholder key), where the
-# relay copies bytes to the core's proxy over /run/carapace/llm.sock; the
-# proxy adds the real credential. Nothing here ever holds it.
+# ($ANTHROPIC_BASE_URL, set by the core with a placeholder key), where
+# ipc-relay copies bytes to the core's proxy over /run/carapace/llm.sock;
+# the proxy adds the real credential. Nothing here ever holds it.
 if [ -n "${CARAPACE_LLM_PORT:-}" ]; then
-	ipc relay --listen "127.0.0.1:$CARAPACE_LLM_PORT" 2>/tmp/relay.log &
+	ipc-relay --listen "127.0.0.1:$CARAPACE_LLM_PORT" 2>/tmp/relay.log &
 	# Claude Code's first request must not race the relay's listen.
 	for _ in $(seq 50); do
 		grep -q "listening on" /tmp/relay.log 2>/dev/null && break

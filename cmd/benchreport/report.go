@@ -169,7 +169,7 @@ func (r *results) llmAddedLatency() time.Duration {
 func (r *results) llmStreamRatios() []float64 { return each(r.LLM, measure.LLM.StreamRatio) }
 
 func (r *results) llmAdded() target {
-	name := "(m) added latency of a model API call through ipc relay + proxy over direct (medians)"
+	name := "(m) added latency of a model API call through ipc-relay + proxy over direct (medians)"
 	if len(r.LLM) == 0 {
 		return target{Name: name, Goal: "≤ " + ms(targetLLMAdded), Measured: notMeasured}
 	}
@@ -231,9 +231,9 @@ func (r *results) latencyRows() []latencyRow {
 		{fmt.Sprintf("(i) memory brief, generated and rendered, %d entries (handler)", r.P.MemoryRows), each(r.Memory, func(m measure.Memory) measure.Latency { return m.Brief }), us},
 		{"(j) memory_store (handler, synchronous=FULL)", each(r.Memory, func(m measure.Memory) measure.Latency { return m.Store }), us},
 		{"(m) model API call direct (TLS to the fake upstream, small JSON reply)", each(r.LLM, func(l measure.LLM) measure.Latency { return l.Direct }), us},
-		{"(m) model API call through ipc relay + proxy (TCP → relay → Unix socket → proxy → TLS)", each(r.LLM, func(l measure.LLM) measure.Latency { return l.Relayed }), us},
+		{"(m) model API call through ipc-relay + proxy (TCP → relay → Unix socket → proxy → TLS)", each(r.LLM, func(l measure.LLM) measure.Latency { return l.Relayed }), us},
 		{"(n) streamed reply direct, request to last byte", each(r.LLM, func(l measure.LLM) measure.Latency { return l.StreamDirect }), ms},
-		{"(n) streamed reply through ipc relay + proxy, request to last byte", each(r.LLM, func(l measure.LLM) measure.Latency { return l.StreamRelayed }), ms},
+		{"(n) streamed reply through ipc-relay + proxy, request to last byte", each(r.LLM, func(l measure.LLM) measure.Latency { return l.StreamRelayed }), ms},
 		{"(e) bin/ipc, exec to exit", r.IPC, ms},
 		{"(e) part: exec of /bin/true (starting any process)", r.ExecTrue, ms},
 		{"(e) part: bin/ipc --help (process + Go runtime start, no connection)", r.IPCHelp, ms},

@@ -80,7 +80,7 @@ type results struct {
 	PlugRatio []float64         // (f) out ÷ in medians, per repetition
 	Startup   []time.Duration   // (g) start to ready with startupPlugins out-of-process plugins
 	Memory    []measure.Memory  // (h), (i), (j): the memory plugin on a group of measure.MemoryEntries
-	LLM       []measure.LLM     // (m), (n): the model API path through the ipc relay and the proxy, and direct
+	LLM       []measure.LLM     // (m), (n): the model API path through the ipc-relay and the proxy, and direct
 
 	Engine    string              // the container engine of (k) and (l); empty when they were left out
 	Cold      []measure.ColdStart // (k), one per timed session

@@ -4,10 +4,12 @@
 // needs a registry and npm):
 //
 //	go run ./cmd/build-image [-agent] [-engine docker] [-tag TAG]
-//	    [-ipc bin/linux-<arch>/ipc] [-busybox /bin/busybox] [-version dev]
+//	    [-ipc bin/linux-<arch>/ipc] [-relay bin/linux-<arch>/ipc-relay]
+//	    [-busybox /bin/busybox] [-version dev]
 //
 // Run it from the repository's root after `make build`, which puts the
-// static linux ipc binaries in bin/linux-amd64 and bin/linux-arm64.
+// static linux ipc and ipc-relay binaries in bin/linux-amd64 and
+// bin/linux-arm64.
 package main
 
 import (
@@ -31,6 +33,7 @@ func main() {
 	flag.StringVar(&o.Engine, "engine", "docker", "the engine's CLI: docker or podman")
 	flag.StringVar(&o.Tag, "tag", "", "the image's tag (default "+agentimagetest.TestTag+", or carapace-agent:VERSION with -agent)")
 	flag.StringVar(&o.IPC, "ipc", "", "the static linux ipc binary (default bin/linux-<engine arch>/ipc)")
+	flag.StringVar(&o.Relay, "relay", "", "the static linux ipc-relay binary, the model API relay (default ipc-relay beside -ipc)")
 	flag.StringVar(&o.Busybox, "busybox", agentimagetest.DefaultBusybox, "a static busybox, for the test image (apt-get install busybox-static)")
 	flag.StringVar(&o.Version, "version", "dev", "the Carapace version to label the image with")
 	flag.Parse()

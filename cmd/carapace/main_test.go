@@ -18,8 +18,9 @@ const version = "0.0.0-tmuxtest"
 var bins struct{ carapace string }
 
 // TestMain builds carapace as make build lays it out: the binary, and
-// beside it linux-<arch>/ipc, the static binary an agent image is built
-// with (here Debian's static busybox stands in: nothing runs it).
+// beside it linux-<arch>/ipc and ipc-relay, the static binaries an agent
+// image is built with (here Debian's static busybox stands in for both:
+// nothing runs them).
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "carapace-main-test-")
 	if err != nil {
@@ -37,8 +38,9 @@ func TestMain(m *testing.M) {
 		}
 		if data, err := os.ReadFile(agentimagetest.DefaultBusybox); err == nil {
 			ipc := filepath.Join(dir, "linux-"+goruntime.GOARCH, "ipc")
-			if err := os.MkdirAll(filepath.Dir(ipc), 0o755); err != nil || os.WriteFile(ipc, data, 0o755) != nil {
-				fmt.Fprintln(os.Stderr, "could not place the ipc stand-in")
+			relay := filepath.Join(dir, "linux-"+goruntime.GOARCH, "ipc-relay")
+			if err := os.MkdirAll(filepath.Dir(ipc), 0o755); err != nil || os.WriteFile(ipc, data, 0o755) != nil || os.WriteFile(relay, data, 0o755) != nil {
+				fmt.Fprintln(os.Stderr, "could not place the ipc and ipc-relay stand-ins")
 				return 1
 			}
 		}

@@ -112,7 +112,7 @@ func TestSetupInteractive(t *testing.T) {
 	// the agent image by a docker whose build prints the steps of the
 	// real one (offline, the real one cannot finish).
 	base := fmt.Sprintf("carapace-agent-test:tmux-%d", os.Getpid())
-	if err := agentimagetest.BuildTest(t.Context(), agentimage.Options{Tag: base, IPC: agentimagetest.DefaultBusybox}); err != nil {
+	if err := agentimagetest.BuildTest(t.Context(), agentimage.Options{Tag: base, IPC: agentimagetest.DefaultBusybox, Relay: agentimagetest.DefaultBusybox}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { exec.Command("docker", "image", "rm", "-f", base, "carapace-agent:"+version).Run() })

@@ -13,23 +13,14 @@
 // (PLUGIN_TIMEOUT, "interrupted before the core answered"); one sooner
 // ends ipc as it ends any program.
 //
-// A first argument of "relay" selects the relay mode instead (package
-// ipc/relay). It is reserved: no topic can be "relay", since topics are
-// tool.invoke.<tool>.
+// "relay" is not a topic (topics are tool.invoke.<tool>): it was the model
+// API relay's mode, which is now its own binary, ipc-relay, so that what the
+// relay links (net, log/slog, flag) runs no initialisers on every tool call.
+// `ipc relay ...` is a usage error that says so.
 //
-//	ipc relay --listen 127.0.0.1:PORT [--socket /run/carapace/llm.sock]
-//
-// The relay runs until SIGINT or SIGTERM. It accepts TCP connections on a
-// loopback address (127.0.0.1, ::1 or localhost; anything else is a usage
-// error) and splices each one, byte for byte, to the model API socket the
-// host mounts into the container, where the core's proxy adds the credential.
-// Claude Code is pointed at http://127.0.0.1:PORT. Once listening it prints
-// one line on stderr, "ipc relay: listening on ADDR, relaying to PATH", with
-// the actual address, so port 0 can be used; later failures are logged on
-// stderr as text, not JSON. A failure to listen exits 1, a signal exits 0.
-//
-// It is static, has no cgo, and links neither net/http nor os/exec: the relay
-// copies bytes and knows nothing of HTTP.
+// It is static, has no cgo, and links neither net/http nor os/exec; on Linux
+// it does not link net either: it speaks to the core with raw syscalls
+// (ipc/zmtp/wire).
 package main
 
 import (
@@ -47,11 +38,8 @@ import (
 )
 
 const usage = `usage: ipc <topic> [<arguments-json> | -]
-       ipc relay --listen 127.0.0.1:PORT [--socket PATH]
 
-Sends one tool call to the Carapace core and prints the result. With "relay"
-(reserved: topics are tool.invoke.<tool>), relays the model API instead; see
-ipc relay --help.
+Sends one tool call to the Carapace core and prints the result.
 
   topic            tool.invoke.<tool>, e.g. tool.invoke.list_tools
   arguments-json   a JSON object; "-" reads it from stdin; omitted means {}
@@ -64,7 +52,6 @@ Environment:
   CARAPACE_IPC_ENDPOINT   core socket (default ipc:///run/carapace/ipc.sock)
   CARAPACE_IPC_TIMEOUT    whole-call timeout, e.g. 35s or 35 (default 35s)
   CARAPACE_IPC_RETRY      resend after this long without an answer (default 10s)
-  CARAPACE_LLM_SOCKET     relay mode: the model API socket (default /run/carapace/llm.sock)
 `
 
 // signalDelay is how long a call runs before SIGINT and SIGTERM are
@@ -75,7 +62,8 @@ func main() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "relay" {
-		return runRelay(args[1:], stdout, stderr)
+		fmt.Fprint(stderr, "ipc: the model API relay is its own binary: ipc-relay --listen 127.0.0.1:PORT [--socket PATH] (ipc-relay --help)\n\n"+usage)
+		return 2
 	}
 	if len(args) == 1 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
 		fmt.Fprint(stdout, usage)

@@ -18,7 +18,7 @@ import (
 )
 
 // The model API reaches the container through a second socket per
-// session: the core's LLM proxy serves it, `ipc relay` inside the container
+// session: the core's LLM proxy serves it, `ipc-relay` inside the container
 // listens on 127.0.0.1:[llm] port and copies bytes to it.
 const (
 	llmSocketContainer = "/run/carapace/llm.sock"

@@ -8,8 +8,8 @@
 //
 // Build is the machinery underneath: it assembles a build context in a
 // temporary folder from Files and runs the engine's build there, after
-// Prepare has checked that the ipc binary is a static ELF executable of
-// the engine's architecture (a dynamically linked one would fail only
+// Prepare has checked that the ipc and ipc-relay binaries are static ELF
+// executables of the engine's architecture (a dynamically linked one would fail only
 // inside the container, with a confusing "not found"). The offline test
 // image is built with it too, by agentimagetest, which only the tests,
 // `make image-test` and the benchmarks link: the shipping carapace does
@@ -46,6 +46,11 @@ type Options struct {
 	// IPC is the static linux ipc binary of the engine's architecture
 	// (make build puts it in bin/linux-<arch>/ipc). Required.
 	IPC string
+	// Relay is the static linux ipc-relay binary of the engine's
+	// architecture, the model API relay the entrypoint starts (make build
+	// puts it in bin/linux-<arch>/ipc-relay); empty means ipc-relay beside
+	// IPC.
+	Relay string
 	// Busybox is the static busybox of the offline test image
 	// (agentimagetest.BuildTest; empty means its DefaultBusybox). The
 	// agent image does not use it.
@@ -69,7 +74,8 @@ var ErrNotStatic = errors.New("not a static linux executable of the engine's arc
 const Registry = "its base image, node:22-bookworm-slim, comes from a registry (Docker Hub), and Claude Code from npm"
 
 // BuildAgent builds the agent image (Resources/agent) with the engine's
-// CLI: Claude Code on Node.js, with the static linux ipc binary. It needs
+// CLI: Claude Code on Node.js, with the static linux ipc and ipc-relay
+// binaries. It needs
 // a registry and npm (see Registry); o.Busybox is not used. With
 // o.Progress, the engine's output is shown as it comes.
 func BuildAgent(ctx context.Context, o Options) error {
@@ -81,6 +87,7 @@ func BuildAgent(ctx context.Context, o Options) error {
 		{Name: "entrypoint.sh", Data: agentfiles.Entrypoint, Mode: 0o755},
 		{Name: "managed-settings.json", Data: claudemd.ManagedSettings(), Mode: 0o644},
 		{Name: "ipc", Src: o.IPC, Mode: 0o755},
+		{Name: "ipc-relay", Src: o.Relay, Mode: 0o755},
 	}, "")
 	if err != nil {
 		return fmt.Errorf("%w (%s: check that the engine can pull images and reach npm, or pick an image you have: carapace config set runtime.image IMAGE)", err, Registry)
@@ -89,8 +96,9 @@ func BuildAgent(ctx context.Context, o Options) error {
 }
 
 // Prepare fills in o's defaults (tag: tag) and checks it: a version and
-// a tag that are safe on a command line, and an ipc binary that is a
-// static executable of the engine's architecture, which it returns.
+// a tag that are safe on a command line, and ipc and ipc-relay binaries
+// that are static executables of the engine's architecture, which it
+// returns.
 // Its errors say what of the image (what) could not be built.
 func Prepare(ctx context.Context, o *Options, what, tag string) (arch string, err error) {
 	o.Engine = cmp.Or(o.Engine, "docker")
@@ -107,6 +115,12 @@ func Prepare(ctx context.Context, o *Options, what, tag string) (arch string, er
 	}
 	if err := CheckStatic(o.IPC, arch); err != nil {
 		return "", fmt.Errorf("build %s: ipc: %w (build it with CGO_ENABLED=0 GOOS=linux GOARCH=%s go build -o bin/linux-%s/ipc ./cmd/ipc, or make build)", what, err, arch, arch)
+	}
+	if o.Relay == "" {
+		o.Relay = filepath.Join(filepath.Dir(o.IPC), "ipc-relay")
+	}
+	if err := CheckStatic(o.Relay, arch); err != nil {
+		return "", fmt.Errorf("build %s: ipc-relay, the model API relay: %w (build it with CGO_ENABLED=0 GOOS=linux GOARCH=%s go build -o bin/linux-%s/ipc-relay ./cmd/ipc-relay, or make build)", what, err, arch, arch)
 	}
 	return arch, nil
 }

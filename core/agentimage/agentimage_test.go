@@ -88,7 +88,7 @@ func TestBuildAgent(t *testing.T) {
 	bb := agentimagetest.StaticBusybox(t) // a static binary of this machine, as ipc is
 	bin, record := agentEngine(t, false)
 	var progress strings.Builder
-	err := agentimage.BuildAgent(context.Background(), agentimage.Options{Engine: bin, IPC: bb, Version: "1.2.3", Progress: &progress})
+	err := agentimage.BuildAgent(context.Background(), agentimage.Options{Engine: bin, IPC: bb, Relay: bb, Version: "1.2.3", Progress: &progress})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,6 +100,7 @@ func TestBuildAgent(t *testing.T) {
 		"build\n--file\n", "--build-arg\nCARAPACE_VERSION=1.2.3\n", "--tag\ncarapace-agent:1.2.3\n",
 		"DOCKER_BUILDKIT=\n", // BuildKit is fine: the build pulls anyway
 		"-rw-r--r-- Containerfile\n", "-rwxr-xr-x entrypoint.sh\n", "-rw-r--r-- managed-settings.json\n", "-rwxr-xr-x ipc\n",
+		"-rwxr-xr-x ipc-relay\n", "COPY ipc-relay /usr/local/bin/ipc-relay\n",
 		string(agentfiles.Containerfile),
 	} {
 		if !strings.Contains(string(got), want) {
@@ -117,7 +118,7 @@ func TestBuildAgent(t *testing.T) {
 func TestBuildAgentWithoutRegistry(t *testing.T) {
 	bb := agentimagetest.StaticBusybox(t)
 	bin, _ := agentEngine(t, true)
-	err := agentimage.BuildAgent(context.Background(), agentimage.Options{Engine: bin, IPC: bb, Tag: "carapace-agent:unit"})
+	err := agentimage.BuildAgent(context.Background(), agentimage.Options{Engine: bin, IPC: bb, Relay: bb, Tag: "carapace-agent:unit"})
 	if err == nil {
 		t.Fatal("a failed build succeeded")
 	}
@@ -127,8 +128,52 @@ func TestBuildAgentWithoutRegistry(t *testing.T) {
 		}
 	}
 	dyn := agentimagetest.DynamicBinary(t)
-	if err := agentimage.BuildAgent(context.Background(), agentimage.Options{Engine: bin, IPC: dyn}); err == nil || !strings.Contains(err.Error(), "make build") {
+	if err := agentimage.BuildAgent(context.Background(), agentimage.Options{Engine: bin, IPC: dyn, Relay: bb}); err == nil || !strings.Contains(err.Error(), "make build") {
 		t.Errorf("a dynamic ipc: %v", err)
+	}
+}
+
+// The image needs ipc-relay too: by default the one beside ipc (where
+// make build puts it), and a missing or dynamic one is refused with the
+// way to build it.
+func TestBuildAgentNeedsTheRelay(t *testing.T) {
+	bb := agentimagetest.StaticBusybox(t)
+	dyn := agentimagetest.DynamicBinary(t)
+	data, err := os.ReadFile(bb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	ipc := filepath.Join(dir, "ipc")
+	if err := os.WriteFile(ipc, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, o := range map[string]agentimage.Options{
+		"none beside ipc": {IPC: ipc},
+		"dynamic":         {IPC: ipc, Relay: dyn},
+	} {
+		t.Run(name, func(t *testing.T) {
+			bin, record := agentEngine(t, false)
+			o.Engine = bin
+			err := agentimage.BuildAgent(context.Background(), o)
+			if err == nil || !strings.Contains(err.Error(), "ipc-relay") || !strings.Contains(err.Error(), "go build -o bin/linux-"+goruntime.GOARCH+"/ipc-relay ./cmd/ipc-relay") {
+				t.Fatalf("BuildAgent: %v; want an error naming ipc-relay and how to build it", err)
+			}
+			if _, err := os.Stat(record); err == nil {
+				t.Fatal("the engine was asked to build")
+			}
+		})
+	}
+	// The control: with ipc-relay beside ipc, it builds and copies it in.
+	if err := os.WriteFile(filepath.Join(dir, "ipc-relay"), data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin, record := agentEngine(t, false)
+	if err := agentimage.BuildAgent(context.Background(), agentimage.Options{Engine: bin, IPC: ipc}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(record); err != nil || !strings.Contains(string(got), "-rwxr-xr-x ipc-relay\n") {
+		t.Fatalf("the build context lacks ipc-relay (%v):\n%s", err, got)
 	}
 }
 
@@ -151,6 +196,9 @@ func TestExists(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(ipc, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(filepath.Dir(ipc), "ipc-relay"), data, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if goruntime.GOARCH != arch {

@@ -86,7 +86,7 @@ type LLM struct {
 	// DailyTokens bounds each group's input and output tokens per day
 	// (local time); 0, the default, is no limit.
 	DailyTokens int64 `toml:"daily_tokens"`
-	// Port is where `ipc relay` listens inside the container; default 8377.
+	// Port is where `ipc-relay` listens inside the container; default 8377.
 	Port int `toml:"port"`
 }
 

@@ -1,7 +1,7 @@
 // Package llmproxy is the host side of the agent's connection to the model
 // API (DESIGN decision 6). The agent container has no network and no
 // credential: Claude Code talks to http://127.0.0.1:<port> inside it, where
-// `ipc relay` copies bytes to a per-session Unix socket mounted at
+// `ipc-relay` copies bytes to a per-session Unix socket mounted at
 // /run/carapace/llm.sock. On the host, Serve listens on that socket and a
 // Proxy answers each request:
 //

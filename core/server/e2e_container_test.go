@@ -45,7 +45,7 @@ func agentImage(t testing.TB) string {
 	testImage.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
-		testImage.err = agentimagetest.BuildTest(ctx, agentimage.Options{Engine: "docker", Tag: testImage.tag, IPC: bins.ipc})
+		testImage.err = agentimagetest.BuildTest(ctx, agentimage.Options{Engine: "docker", Tag: testImage.tag, IPC: bins.ipc, Relay: bins.relay})
 	})
 	if testImage.err != nil {
 		t.Fatalf("build the agent test image (needs a running Docker engine and busybox-static): %v", testImage.err)

@@ -58,7 +58,7 @@ func (f *fakeModelAPI) caFile(t *testing.T) string {
 }
 
 // TestModelAPIThroughTheRelay: a client inside the real container reaches
-// 127.0.0.1:PORT and gets the fake model API's answer through ipc relay
+// 127.0.0.1:PORT and gets the fake model API's answer through ipc-relay
 // and the core's proxy; the real key arrives upstream, the placeholder
 // never does, and the container never sees the key — while it still
 // cannot reach any network address directly.
@@ -166,10 +166,10 @@ func TestBadLLMCAFileStopsTheCore(t *testing.T) {
 	}
 }
 
-// relayUp starts ipc relay in the container as the image's entrypoint does
+// relayUp starts ipc-relay in the container as the image's entrypoint does
 // and waits until it listens: it prints "RELAY UP", or "RELAY DOWN" and
 // the relay's log and exits 3. (busybox nc has no -z to probe the port.)
-const relayUp = `ipc relay --listen 127.0.0.1:$CARAPACE_LLM_PORT 2>/tmp/relay.log &
+const relayUp = `ipc-relay --listen 127.0.0.1:$CARAPACE_LLM_PORT 2>/tmp/relay.log &
 up=
 for i in $(seq 100); do grep -q "listening on" /tmp/relay.log && up=1 && break; sleep 0.05; done
 if [ -n "$up" ]; then echo "RELAY UP"; else echo "RELAY DOWN: $(cat /tmp/relay.log)"; exit 3; fi`
@@ -184,7 +184,7 @@ const searchFiles = `search() {
 	echo "SEARCH DONE"
 }`
 
-// llmScript is a container script that starts ipc relay and then makes the
+// llmScript is a container script that starts ipc-relay and then makes the
 // calls named in its arguments through it with raw HTTP/1.0 (so that error
 // bodies are shown too): "post" a Messages call, "get" the model list. Each
 // answer ends with a line "--- end". busybox nc quits when its input ends,

@@ -177,7 +177,7 @@ func runModels(t *testing.T, c *testCore, group string, calls ...string) modelsR
 // kind — a local Ollama (plain http on loopback, no credential, its
 // usage and stream shapes), Anthropic (x-api-key) and a company gateway
 // (a bearer token, no usage reported) — reached from inside real
-// containers through ipc relay and the core's proxy. Calls and streams
+// containers through ipc-relay and the core's proxy. Calls and streams
 // work; each upstream gets its own credential style and nothing else;
 // no credential enters a box; a model the group may not use is refused
 // and audited; the group's model reaches Claude Code's environment; the

@@ -30,8 +30,10 @@ import (
 	"github.com/carapace-dev/carapace/plugins"
 )
 
-// bins are the real binaries under test, built once by TestMain.
-var bins struct{ ipc, carapace, oopkit, rawpeer, probe string }
+// bins are the real binaries under test, built once by TestMain. relay,
+// the model API relay, is beside ipc, where the test image's build looks
+// for it.
+var bins struct{ ipc, relay, carapace, oopkit, rawpeer, probe string }
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "cpbin")
@@ -40,9 +42,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	bins.ipc, bins.carapace, bins.oopkit = filepath.Join(dir, "ipc"), filepath.Join(dir, "carapace"), filepath.Join(dir, "oopkit")
-	bins.rawpeer = filepath.Join(dir, "rawpeer")
+	bins.relay, bins.rawpeer = filepath.Join(dir, "ipc-relay"), filepath.Join(dir, "rawpeer")
 	bins.probe = filepath.Join(dir, "linux-"+goruntime.GOARCH, "carapace-probe")
-	for out, pkg := range map[string]string{bins.probe: "../../cmd/carapace-probe", bins.ipc: "../../cmd/ipc", bins.carapace: "../../cmd/carapace", bins.oopkit: "./testdata/oopkit",
+	for out, pkg := range map[string]string{bins.probe: "../../cmd/carapace-probe", bins.ipc: "../../cmd/ipc", bins.relay: "../../cmd/ipc-relay", bins.carapace: "../../cmd/carapace", bins.oopkit: "./testdata/oopkit",
 		bins.rawpeer: "../pluginhost/testdata/rawpeer"} {
 		cmd := exec.Command("go", "build", "-o", out, pkg)
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")

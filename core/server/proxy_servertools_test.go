@@ -9,7 +9,7 @@ import (
 	"github.com/carapace-dev/carapace/keychain"
 )
 
-// bodyScript is a container script that starts ipc relay and then sends
+// bodyScript is a container script that starts ipc-relay and then sends
 // each of its arguments, "PATH|BODY", as a raw HTTP/1.0 POST through it,
 // printing each answer (status line, headers, body) and "--- end", as
 // llmScript does.
@@ -28,7 +28,7 @@ for call in "$@"; do
 done`
 
 // TestServerToolsRefusedThroughTheRelay: from inside the real container,
-// through ipc relay and the core's proxy, a Messages request that offers
+// through ipc-relay and the core's proxy, a Messages request that offers
 // a server tool (web search, web fetch), names MCP servers or points an
 // image at a URL is refused with a 403 in the API's error shape that says
 // which field and why, and audited; it never reaches the model API. An

@@ -1,7 +1,7 @@
 // Package relay splices local TCP connections to a Unix socket, byte for
 // byte. It is how Claude Code, in an agent container without a network,
 // reaches the model API (DESIGN.md decision 6): Claude Code is pointed at
-// http://127.0.0.1:<port>, `ipc relay` listens there, and every connection it
+// http://127.0.0.1:<port>, `ipc-relay` listens there, and every connection it
 // accepts is joined to /run/carapace/llm.sock, a per-session socket mounted
 // from the host. On the host, the core's HTTP proxy adds the real credential,
 // allows only the model API paths and streams the replies back. The container

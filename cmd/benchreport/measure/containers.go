@@ -52,10 +52,10 @@ type Containers struct {
 	bare     int    // bare runs so far, to label each
 }
 
-// StartContainers builds the test image with the static linux ipc binary
-// of the engine's architecture, which `make build` leaves in
-// bin/linux-<arch>/ipc (bin is that folder), then starts a core that runs
-// its sessions in that image. Docker must be running.
+// StartContainers builds the test image with the static linux ipc and
+// ipc-relay binaries of the engine's architecture, which `make build`
+// leaves in bin/linux-<arch> (bin is that folder), then starts a core that
+// runs its sessions in that image. Docker must be running.
 func StartContainers(bin string) (*Containers, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -12,7 +12,7 @@
 //   - RunThroughput, RunRequests: concurrent sessions, by duration or count.
 //   - IPCRunner: the ipc binary, exec to exit, and its parts.
 //   - MeasureMemory, MeasureLLM: the memory plugin's handler, and the model
-//     API path through the ipc relay and the proxy.
+//     API path through the ipc-relay and the proxy.
 //   - StageCosts, GoroutineCosts: pieces of the core's work per request,
 //     timed alone, and what a new goroutine per request would add to them.
 //   - Profile, CPUProfile: a CPU profile reduced to shares by component.

@@ -26,7 +26,7 @@ const LLMStreamSize = 2 << 20
 
 // LLM is what MeasureLLM found in one repetition: a model API call straight
 // to a fake upstream on loopback, and the same call through the agent's
-// path, the ipc relay (TCP on 127.0.0.1) and the proxy (its Unix socket,
+// path, the ipc-relay (TCP on 127.0.0.1) and the proxy (its Unix socket,
 // then TLS to the upstream).
 type LLM struct {
 	Direct, Relayed             Latency // (m) a small POST /v1/messages, JSON reply

@@ -130,28 +130,34 @@ func (a *app) defaultImage(configured string) string {
 	return cmp.Or(configured, runtime.Image(a.cfg.Version))
 }
 
-// staticIPC finds the static linux ipc binary for arch that an agent
-// image is built with: given, or where make build puts it beside this
-// binary (bin/linux-<arch>/ipc), or in Carapace.app, Contents/Resources
-// when this binary is Contents/MacOS/carapace (make app-bundle).
-func staticIPC(given, arch string) (string, error) {
-	if given != "" {
-		return given, nil
+// staticIPC finds the static linux ipc and ipc-relay binaries for arch
+// that an agent image is built with. ipc is given, or where make build
+// puts it beside this binary (bin/linux-<arch>/ipc), or in Carapace.app,
+// Contents/Resources when this binary is Contents/MacOS/carapace (make
+// app-bundle); ipc-relay, the model API relay, is always beside it, as
+// both make targets put it.
+func staticIPC(given, arch string) (ipc, relay string, err error) {
+	ipc = given
+	if ipc == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return "", "", fmt.Errorf("find the carapace binary: %w", err)
+		}
+		if exe, err = filepath.EvalSymlinks(exe); err != nil {
+			return "", "", fmt.Errorf("find the carapace binary: %w", err)
+		}
+		dir := filepath.Dir(exe)
+		if filepath.Base(dir) == "MacOS" {
+			dir = filepath.Join(filepath.Dir(dir), "Resources")
+		}
+		ipc = filepath.Join(dir, "linux-"+arch, "ipc")
+		if _, err := os.Stat(ipc); err != nil {
+			return "", "", fmt.Errorf("the image needs the static linux/%s ipc binary, and %s is not there: build it with make build, or give one with --ipc PATH", arch, ipc)
+		}
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return "", fmt.Errorf("find the carapace binary: %w", err)
+	relay = filepath.Join(filepath.Dir(ipc), "ipc-relay")
+	if _, err := os.Stat(relay); err != nil {
+		return "", "", fmt.Errorf("the image needs the static linux/%s ipc-relay binary (the model API relay) beside ipc, and %s is not there: build it with make build (bin/linux-%s/ipc-relay), or put one beside the --ipc binary", arch, relay, arch)
 	}
-	if exe, err = filepath.EvalSymlinks(exe); err != nil {
-		return "", fmt.Errorf("find the carapace binary: %w", err)
-	}
-	dir := filepath.Dir(exe)
-	if filepath.Base(dir) == "MacOS" {
-		dir = filepath.Join(filepath.Dir(dir), "Resources")
-	}
-	p := filepath.Join(dir, "linux-"+arch, "ipc")
-	if _, err := os.Stat(p); err != nil {
-		return "", fmt.Errorf("the image needs the static linux/%s ipc binary, and %s is not there: build it with make build, or give one with --ipc PATH", arch, p)
-	}
-	return p, nil
+	return ipc, relay, nil
 }

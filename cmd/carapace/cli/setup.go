@@ -103,7 +103,7 @@ result.`,
 	fl.StringVar(&f.engine, "engine", "", "set runtime.engine: "+strings.Join(config.Engines, ", "))
 	fl.StringVar(&f.image, "image", "", "use this agent image, which the engine must have (sets runtime.image)")
 	fl.BoolVar(&f.buildImage, "build-image", false, "build the agent image carapace-agent:VERSION (needs a registry and npm)")
-	fl.StringVar(&f.ipc, "ipc", "", "with --build-image: the static linux ipc binary (default: linux-<arch>/ipc beside carapace, as make build puts it)")
+	fl.StringVar(&f.ipc, "ipc", "", "with --build-image: the static linux ipc binary, with ipc-relay beside it (default: linux-<arch>/ipc beside carapace, as make build puts them)")
 	fl.BoolVar(&f.llmKeyStdin, "llm-key-stdin", false, "read the model API key (or, with --oauth, a Claude OAuth token) from stdin")
 	fl.StringVar(&f.llmProvider, "llm-provider", "", "set llm.provider: "+strings.Join(llmproxy.ProviderNames(), ", ")+" (setup looks for a running Ollama at $OLLAMA_HOST or 127.0.0.1:11434)")
 	fl.StringVar(&f.llmUpstream, "llm-upstream", "", "set llm.upstream: the model API's URL (https, or http on loopback)")
@@ -391,7 +391,7 @@ func (s *setupRun) build(e readyEngine) {
 		s.report(stepFail, "image", oneLine(err.Error()), "")
 		return
 	}
-	ipc, err := staticIPC(s.f.ipc, arch)
+	ipc, relay, err := staticIPC(s.f.ipc, arch)
 	if err != nil {
 		s.report(stepFail, "image", oneLine(err.Error()), "carapace setup --build-image --ipc PATH")
 		return
@@ -399,7 +399,7 @@ func (s *setupRun) build(e readyEngine) {
 	fmt.Fprintf(s.out, "      %-10s building %s with %s (%s)\n", "", ref, e.name, agentimage.Registry)
 	start := time.Now()
 	progress := &prefixWriter{w: s.out, prefix: "      │ "}
-	err = agentimage.BuildAgent(s.ctx, agentimage.Options{Engine: e.bin(), Tag: ref, IPC: ipc, Version: s.a.cfg.Version, Progress: progress})
+	err = agentimage.BuildAgent(s.ctx, agentimage.Options{Engine: e.bin(), Tag: ref, IPC: ipc, Relay: relay, Version: s.a.cfg.Version, Progress: progress})
 	progress.Flush()
 	if err != nil {
 		s.report(stepFail, "image", "the build failed (the engine's output is above): "+oneLine(firstLine(err.Error())), "check the network (a registry and npm), then carapace setup --build-image; or carapace setup --image IMAGE")

@@ -82,7 +82,7 @@ func testImage(t *testing.T) string {
 	testutil.RequireDocker(t, "setup and doctor check the image in the real engine")
 	testutil.RequireFile(t, agentimagetest.DefaultBusybox, "the test image is built with Debian's static busybox (apt-get install busybox-static)")
 	tag := fmt.Sprintf("carapace-agent-test:setup-%d", os.Getpid())
-	if err := agentimagetest.BuildTest(t.Context(), agentimage.Options{Tag: tag, IPC: agentimagetest.DefaultBusybox}); err != nil {
+	if err := agentimagetest.BuildTest(t.Context(), agentimage.Options{Tag: tag, IPC: agentimagetest.DefaultBusybox, Relay: agentimagetest.DefaultBusybox}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { exec.Command("docker", "image", "rm", "-f", tag).Run() })
@@ -279,7 +279,23 @@ func TestSetupBuildImage(t *testing.T) {
 				!strings.Contains(r.stdout, "fix: carapace setup --build-image") {
 				t.Fatalf("setup with the image missing: %+v", r)
 			}
-			r = run("setup", "--yes", "--build-image", "--ipc", agentimagetest.DefaultBusybox)
+			// busybox stands in for ipc, and for ipc-relay beside it.
+			data, err := os.ReadFile(agentimagetest.DefaultBusybox)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ipc := filepath.Join(t.TempDir(), "ipc")
+			if err := os.WriteFile(ipc, data, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			r = run("setup", "--yes", "--build-image", "--ipc", ipc)
+			if r.code != 1 || !strings.Contains(stepLine(r.stdout, "fail", "image"), "ipc-relay") || !strings.Contains(r.stdout, "make build (bin/linux-") {
+				t.Fatalf("setup --build-image without ipc-relay beside ipc: %+v", r)
+			}
+			if err := os.WriteFile(filepath.Join(filepath.Dir(ipc), "ipc-relay"), data, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			r = run("setup", "--yes", "--build-image", "--ipc", ipc)
 			if !strings.Contains(r.stdout, "│ #2 [1/5] FROM docker.io/library/node:22-bookworm-slim") {
 				t.Errorf("no progress:\n%s", r.stdout)
 			}

@@ -2,7 +2,7 @@
 // (Resources/agent/test) for the tests, `make image-test` (cmd/build-image)
 // and the benchmarks: FROM scratch, so that nothing is pulled, with a
 // static busybox, the scripted agent test-agent and the static linux ipc
-// binary copied in. It builds with agentimage.Build, with the legacy
+// and ipc-relay binaries copied in. It builds with agentimage.Build, with the legacy
 // builder for docker (DOCKER_BUILDKIT=0): BuildKit may want to pull its
 // frontend image, and there may be no registry to pull it from. `podman
 // build` (buildah) needs no such switch.
@@ -51,6 +51,7 @@ func BuildTest(ctx context.Context, o agentimage.Options) error {
 		{Name: "managed-settings.json", Data: claudemd.ManagedSettings(), Mode: 0o644},
 		{Name: "busybox", Src: o.Busybox, Mode: 0o755},
 		{Name: "ipc", Src: o.IPC, Mode: 0o755},
+		{Name: "ipc-relay", Src: o.Relay, Mode: 0o755},
 	}, "DOCKER_BUILDKIT=0")
 }
 

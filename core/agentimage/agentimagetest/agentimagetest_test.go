@@ -45,7 +45,7 @@ esac
 func TestBuildTestAssemblesTheContext(t *testing.T) {
 	bb := agentimagetest.StaticBusybox(t)
 	bin, record := fakeEngine(t)
-	err := agentimagetest.BuildTest(context.Background(), agentimage.Options{Engine: bin, Tag: "carapace-agent-test:unit", IPC: bb, Version: "1.2.3"})
+	err := agentimagetest.BuildTest(context.Background(), agentimage.Options{Engine: bin, Tag: "carapace-agent-test:unit", IPC: bb, Relay: bb, Version: "1.2.3"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestBuildTestAssemblesTheContext(t *testing.T) {
 	for _, want := range []string{
 		"build\n--quiet\n", "--build-arg\nCARAPACE_VERSION=1.2.3\n", "--tag\ncarapace-agent-test:unit\n",
 		"DOCKER_BUILDKIT=0\n", // the legacy builder: BuildKit may pull its frontend
-		"-rw-r--r-- Containerfile\n", "-rw-r--r-- managed-settings.json\n", "-rwxr-xr-x busybox\n", "-rwxr-xr-x ipc\n", "-rwxr-xr-x test-agent\n",
+		"-rw-r--r-- Containerfile\n", "-rw-r--r-- managed-settings.json\n", "-rwxr-xr-x busybox\n", "-rwxr-xr-x ipc\n", "-rwxr-xr-x ipc-relay\n", "-rwxr-xr-x test-agent\n",
 	} {
 		if !strings.Contains(string(got), want) {
 			t.Errorf("build lacks %q:\n%s", want, got)
@@ -73,10 +73,12 @@ func TestBuildTestRefusesDynamicBinaries(t *testing.T) {
 		o    agentimage.Options
 		want string
 	}{
-		"dynamic busybox": {agentimage.Options{Engine: bin, IPC: bb, Busybox: dyn}, "apt-get install busybox-static"},
-		"dynamic ipc":     {agentimage.Options{Engine: bin, IPC: dyn, Busybox: bb}, "CGO_ENABLED=0 GOOS=linux"},
-		"no ipc":          {agentimage.Options{Engine: bin, Busybox: bb}, "no ipc binary"},
-		"bad version":     {agentimage.Options{Engine: bin, IPC: bb, Busybox: bb, Version: "1 2"}, "bad version"},
+		"dynamic busybox":   {agentimage.Options{Engine: bin, IPC: bb, Relay: bb, Busybox: dyn}, "apt-get install busybox-static"},
+		"dynamic ipc":       {agentimage.Options{Engine: bin, IPC: dyn, Relay: bb, Busybox: bb}, "CGO_ENABLED=0 GOOS=linux"},
+		"dynamic ipc-relay": {agentimage.Options{Engine: bin, IPC: bb, Relay: dyn, Busybox: bb}, "./cmd/ipc-relay"},
+		"no ipc-relay":      {agentimage.Options{Engine: bin, IPC: bb, Busybox: bb}, "ipc-relay, the model API relay"}, // none beside /bin/busybox
+		"no ipc":            {agentimage.Options{Engine: bin, Busybox: bb}, "no ipc binary"},
+		"bad version":       {agentimage.Options{Engine: bin, IPC: bb, Relay: bb, Busybox: bb, Version: "1 2"}, "bad version"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			err := agentimagetest.BuildTest(ctx, tc.o)

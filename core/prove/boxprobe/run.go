@@ -84,8 +84,8 @@ func errText(err error) string {
 // relay sends an HTTP request through the model API's relay on
 // 127.0.0.1:$CARAPACE_LLM_PORT, with raw TCP, and reads the answer's
 // status line. When nothing listens there (an image whose entrypoint does
-// not start the relay, such as the offline test image) it starts `ipc
-// relay` itself, as the real image's entrypoint does.
+// not start the relay, such as the offline test image) it starts
+// `ipc-relay` itself, as the real image's entrypoint does.
 func relay(ctx context.Context, path string) Observation {
 	o := Observation{Probe: ProbeRelay}
 	port := os.Getenv("CARAPACE_LLM_PORT")
@@ -100,25 +100,25 @@ func relay(ctx context.Context, path string) Observation {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		ipc, lerr := exec.LookPath("ipc")
+		bin, lerr := exec.LookPath("ipc-relay")
 		if lerr != nil {
-			o.Error = fmt.Sprintf("nothing listens on %s (%v), and there is no ipc to start the relay with: %v", addr, err, lerr)
+			o.Error = fmt.Sprintf("nothing listens on %s (%v), and there is no ipc-relay to start the relay with: %v", addr, err, lerr)
 			return o
 		}
-		cmd := exec.Command(ipc, "relay", "--listen", addr)
+		cmd := exec.Command(bin, "--listen", addr)
 		if err := cmd.Start(); err != nil {
-			o.Error = fmt.Sprintf("nothing listens on %s, and `ipc relay` did not start: %v", addr, err)
+			o.Error = fmt.Sprintf("nothing listens on %s, and `ipc-relay` did not start: %v", addr, err)
 			return o
 		}
 		defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-		o.Value = "the probe started `ipc relay` (the image's entrypoint had not); "
+		o.Value = "the probe started `ipc-relay` (the image's entrypoint had not); "
 		for {
 			if c, err = d.DialContext(ctx, "tcp", addr); err == nil {
 				break
 			}
 			select {
 			case <-ctx.Done():
-				o.Error = fmt.Sprintf("`ipc relay` never listened on %s: %v", addr, err)
+				o.Error = fmt.Sprintf("`ipc-relay` never listened on %s: %v", addr, err)
 				return o
 			case <-time.After(20 * time.Millisecond):
 			}

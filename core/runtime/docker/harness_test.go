@@ -66,17 +66,19 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	ipcBin := filepath.Join(dir, "ipc")
-	build := exec.Command("go", "build", "-o", ipcBin, "github.com/carapace-dev/carapace/cmd/ipc")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: build ipc for linux/%s: %v\n%s", arch, err, out)
-		return 1
+	ipcBin, relayBin := filepath.Join(dir, "ipc"), filepath.Join(dir, "ipc-relay")
+	for out, pkg := range map[string]string{ipcBin: "github.com/carapace-dev/carapace/cmd/ipc", relayBin: "github.com/carapace-dev/carapace/cmd/ipc-relay"} {
+		build := exec.Command("go", "build", "-o", out, pkg)
+		build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
+		if b, err := build.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "FAIL: build %s for linux/%s: %v\n%s", filepath.Base(out), arch, err, b)
+			return 1
+		}
 	}
 	runID = "e2e-" + randHex(6)
 	testImage = "carapace-agent-test:" + runID
 	start := time.Now()
-	if err := agentimagetest.BuildTest(ctx, agentimage.Options{Engine: "docker", Tag: testImage, IPC: ipcBin}); err != nil {
+	if err := agentimagetest.BuildTest(ctx, agentimage.Options{Engine: "docker", Tag: testImage, IPC: ipcBin, Relay: relayBin}); err != nil {
 		fmt.Fprintln(os.Stderr, "FAIL:", err)
 		return 1
 	}

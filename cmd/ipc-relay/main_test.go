@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/carapace-dev/carapace/internal/testutil/deptest"
 )
 
 // bound is a failure bound for things that should happen at once.
@@ -26,7 +28,7 @@ var (
 	binErr  error
 )
 
-// TestMain removes the binary ipcBinary built, if any.
+// TestMain removes the binary relayBinary built, if any.
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if binDir != "" {
@@ -35,14 +37,14 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// ipcBinary builds cmd/ipc once, static as the Makefile builds it.
-func ipcBinary(t *testing.T) string {
+// relayBinary builds cmd/ipc-relay once, static as the Makefile builds it.
+func relayBinary(t *testing.T) string {
 	t.Helper()
 	binOnce.Do(func() {
-		if binDir, binErr = os.MkdirTemp("", "ipcbin"); binErr != nil {
+		if binDir, binErr = os.MkdirTemp("", "relaybin"); binErr != nil {
 			return
 		}
-		binPath = filepath.Join(binDir, "ipc")
+		binPath = filepath.Join(binDir, "ipc-relay")
 		cmd := exec.Command("go", "build", "-o", binPath, ".")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -55,7 +57,36 @@ func ipcBinary(t *testing.T) string {
 	return binPath
 }
 
-func TestRelayUsage(t *testing.T) {
+// TestDependencies pins what the relay may link, for the host and for the
+// Linux targets of the agent images: no cgo, no HTTP stack, no way to start
+// processes.
+func TestDependencies(t *testing.T) {
+	const why = "the relay copies bytes and knows nothing of HTTP"
+	for _, target := range [][2]string{{"", ""}, {"linux", "amd64"}, {"linux", "arm64"}} {
+		deptest.Checker{
+			GOOS:   target[0],
+			GOARCH: target[1],
+			CGO:    "0",
+			Forbidden: map[string]string{
+				"net/http":    why,
+				"net/rpc":     why,
+				"crypto/tls":  why,
+				"os/exec":     "it must not start processes",
+				"runtime/cgo": "it runs on an image with nothing else in it",
+				"plugin":      "it must not load code",
+			},
+			NoCgo:   true,
+			MaxDeps: 95,
+			Want:    []string{"github.com/carapace-dev/carapace/ipc/relay"},
+		}.Check(t)
+	}
+}
+
+// TestStaticBinary builds the binary as the Makefile does and checks it has
+// no dynamic loader: it must run on an image with nothing else in it.
+func TestStaticBinary(t *testing.T) { deptest.Static(t, "ipc-relay") }
+
+func TestUsage(t *testing.T) {
 	const rule = "must be 127.0.0.1, ::1 or localhost"
 	tests := []struct {
 		name string
@@ -64,26 +95,26 @@ func TestRelayUsage(t *testing.T) {
 		out  string // substring of stdout
 		err  string // substring of stderr
 	}{
-		{"help", []string{"relay", "--help"}, 0, "usage: ipc relay", ""},
-		{"main help names relay", []string{"--help"}, 0, "ipc relay --listen", ""},
-		{"no listen", []string{"relay"}, 2, "", "--listen is required"},
-		{"all interfaces", []string{"relay", "--listen", "0.0.0.0:8080"}, 2, "", rule},
-		{"LAN address", []string{"relay", "--listen", "192.168.1.20:8080"}, 2, "", rule},
-		{"empty host", []string{"relay", "--listen", ":8080"}, 2, "", rule},
-		{"IPv6 any", []string{"relay", "--listen=[::]:8080"}, 2, "", rule},
-		{"no port", []string{"relay", "--listen", "127.0.0.1"}, 2, "", "numeric port"},
-		{"named port", []string{"relay", "--listen", "127.0.0.1:http"}, 2, "", "numeric port"},
-		{"unknown flag", []string{"relay", "--listen", "127.0.0.1:0", "--verbose"}, 2, "", "usage: ipc relay"},
-		{"extra argument", []string{"relay", "--listen", "127.0.0.1:0", "tool.invoke.x"}, 2, "", `unexpected argument "tool.invoke.x"`},
+		{"help", []string{"--help"}, 0, "usage: ipc-relay", ""},
+		{"help names the environment", []string{"-h"}, 0, "CARAPACE_LLM_SOCKET", ""},
+		{"no listen", nil, 2, "", "--listen is required"},
+		{"all interfaces", []string{"--listen", "0.0.0.0:8080"}, 2, "", rule},
+		{"LAN address", []string{"--listen", "192.168.1.20:8080"}, 2, "", rule},
+		{"empty host", []string{"--listen", ":8080"}, 2, "", rule},
+		{"IPv6 any", []string{"--listen=[::]:8080"}, 2, "", rule},
+		{"no port", []string{"--listen", "127.0.0.1"}, 2, "", "numeric port"},
+		{"named port", []string{"--listen", "127.0.0.1:http"}, 2, "", "numeric port"},
+		{"unknown flag", []string{"--listen", "127.0.0.1:0", "--verbose"}, 2, "", "usage: ipc-relay"},
+		{"extra argument", []string{"--listen", "127.0.0.1:0", "tool.invoke.x"}, 2, "", `unexpected argument "tool.invoke.x"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			code := run(tt.args, strings.NewReader(""), &stdout, &stderr)
+			code := run(tt.args, &stdout, &stderr)
 			if code != tt.code || !strings.Contains(stdout.String(), tt.out) || !strings.Contains(stderr.String(), tt.err) {
 				t.Fatalf("code %d stdout %q stderr %q; want %d, %q, %q", code, stdout.String(), stderr.String(), tt.code, tt.out, tt.err)
 			}
-			if code == 2 && !strings.Contains(stderr.String(), "usage: ipc relay") {
+			if code == 2 && !strings.Contains(stderr.String(), "usage: ipc-relay") {
 				t.Fatalf("stderr %q has no usage text", stderr.String())
 			}
 		})
@@ -127,14 +158,14 @@ func echoServer(t *testing.T) string {
 	return path
 }
 
-var listening = regexp.MustCompile(`^ipc relay: listening on (127\.0\.0\.1:\d+), relaying to (.+)$`)
+var listening = regexp.MustCompile(`^ipc-relay: listening on (127\.0\.0\.1:\d+), relaying to (.+)$`)
 
-// startRelayBinary runs `ipc relay --listen 127.0.0.1:0 extra...` and returns
+// startRelayBinary runs `ipc-relay --listen 127.0.0.1:0 extra...` and returns
 // the address and socket its first stderr line announces, its whole stderr,
 // and the process.
 func startRelayBinary(t *testing.T, env []string, extra ...string) (addr, socket string, stderr *syncBuffer, cmd *exec.Cmd) {
 	t.Helper()
-	cmd = exec.Command(ipcBinary(t), append([]string{"relay", "--listen", "127.0.0.1:0"}, extra...)...)
+	cmd = exec.Command(relayBinary(t), append([]string{"--listen", "127.0.0.1:0"}, extra...)...)
 	cmd.Env = append(os.Environ(), env...)
 	stderr = &syncBuffer{}
 	cmd.Stderr = stderr
@@ -150,7 +181,7 @@ func startRelayBinary(t *testing.T, env []string, extra ...string) (addr, socket
 	deadline := time.Now().Add(bound)
 	for !strings.Contains(stderr.String(), "\n") {
 		if time.Now().After(deadline) {
-			t.Fatalf("ipc relay printed no line in %v", bound)
+			t.Fatalf("ipc-relay printed no line in %v", bound)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -241,13 +272,32 @@ func TestRelayBinaryNoSocket(t *testing.T) {
 func TestRelayBinaryRefuses(t *testing.T) {
 	for _, listen := range []string{"0.0.0.0:0", ":0", "[::]:0"} {
 		t.Run(listen, func(t *testing.T) {
-			out, err := exec.Command(ipcBinary(t), "relay", "--listen", listen, "--socket", "/nonexistent/llm.sock").CombinedOutput()
+			out, err := exec.Command(relayBinary(t), "--listen", listen, "--socket", "/nonexistent/llm.sock").CombinedOutput()
 			ee, ok := err.(*exec.ExitError)
 			if !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), "must be 127.0.0.1, ::1 or localhost") {
 				t.Fatalf("exit %v, output %q; want exit 2 naming the rule", err, out)
 			}
 		})
 	}
+}
+
+// TestRelayBinaryCannotListen: an address already taken is a failure to
+// listen, exit 1 with one line that says so; a free one (the control) is
+// not.
+func TestRelayBinaryCannotListen(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	out, err := exec.Command(relayBinary(t), "--listen", ln.Addr().String(), "--socket", "/nonexistent/llm.sock").CombinedOutput()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != 1 || !strings.HasPrefix(string(out), "ipc-relay: ") || strings.Count(string(out), "\n") != 1 {
+		t.Fatalf("exit %v, output %q; want exit 1 and one line starting with ipc-relay:", err, out)
+	}
+	_, _, _, cmd := startRelayBinary(t, nil, "--socket", "/nonexistent/llm.sock")
+	cmd.Process.Signal(syscall.SIGTERM)
+	waitExit(t, cmd, 0)
 }
 
 func waitExit(t *testing.T, cmd *exec.Cmd, want int) {
@@ -266,7 +316,7 @@ func waitExit(t *testing.T, cmd *exec.Cmd, want int) {
 			t.Fatalf("exit code %d; want %d", code, want)
 		}
 	case <-time.After(bound):
-		t.Fatal("ipc relay did not exit after the signal")
+		t.Fatal("ipc-relay did not exit after the signal")
 	}
 }
 
