@@ -102,13 +102,14 @@ fuzz: ## run each fuzz target briefly (FUZZTIME=40000x runs; a count, not a dura
 	CGO_ENABLED=1 $(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./plugins/mail
 
 .PHONY: bench
-bench: build ## run the benchmarks (Docker too; minutes, not part of make test), print a table and write docs/PERFORMANCE.md; then the Telegram round trip cold and warm (docs/TELEGRAM.md#speed), what plugin confinement costs (docs/SECURITY.md#what-confinement-costs), the scheduler (docs/TASKS.md#speed) and web_fetch of a 1 MiB page (docs/WEB.md#speed)
+bench: build ## run the benchmarks (Docker too; minutes, not part of make test), print a table and write docs/PERFORMANCE.md; then the Telegram round trip cold and warm (docs/TELEGRAM.md#speed), what plugin confinement costs (docs/SECURITY.md#what-confinement-costs), the scheduler (docs/TASKS.md#speed), a durable commit into a young and a kept WAL (docs/CONTAINERS.md#warm-containers) and web_fetch of a 1 MiB page (docs/WEB.md#speed)
 	CGO_ENABLED=1 $(GO) run ./cmd/benchreport -out docs/PERFORMANCE.md
 	CGO_ENABLED=1 $(GO) test -run '^$$' -bench '^BenchmarkTelegramRoundTrip$$' -benchtime 15x ./core/server
 	CGO_ENABLED=1 $(GO) test -run '^$$' -bench '^(BenchmarkStart10|BenchmarkInvoke|BenchmarkInvokeConfined)$$' -benchtime 40x ./core/pluginhost
 	CGO_ENABLED=1 $(GO) test -run '^$$' -bench 'RoundTrip' -benchtime 2s ./core/egress
 	CGO_ENABLED=1 $(GO) test -run '^$$' -bench '^BenchmarkTaskFireAccuracy$$' -benchtime 60x ./core/server
 	CGO_ENABLED=1 $(GO) test -run '^$$' -bench . -benchtime 5x ./core/tasks
+	CGO_ENABLED=1 $(GO) test -run '^$$' -bench '^BenchmarkCommit$$' -benchtime 500x ./internal/sqlitedb
 	CGO_ENABLED=1 $(GO) test -run '^$$' -bench '^BenchmarkFetchExtract$$' -benchtime 10x ./plugins/web
 
 .PHONY: demo
