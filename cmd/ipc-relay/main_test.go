@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/carapace-dev/carapace/internal/testutil"
 	"github.com/carapace-dev/carapace/internal/testutil/deptest"
 )
 
@@ -163,11 +164,11 @@ var listening = regexp.MustCompile(`^ipc-relay: listening on (127\.0\.0\.1:\d+),
 // startRelayBinary runs `ipc-relay --listen 127.0.0.1:0 extra...` and returns
 // the address and socket its first stderr line announces, its whole stderr,
 // and the process.
-func startRelayBinary(t *testing.T, env []string, extra ...string) (addr, socket string, stderr *syncBuffer, cmd *exec.Cmd) {
+func startRelayBinary(t *testing.T, env []string, extra ...string) (addr, socket string, stderr *testutil.Buffer, cmd *exec.Cmd) {
 	t.Helper()
 	cmd = exec.Command(relayBinary(t), append([]string{"--listen", "127.0.0.1:0"}, extra...)...)
 	cmd.Env = append(os.Environ(), env...)
-	stderr = &syncBuffer{}
+	stderr = &testutil.Buffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -318,22 +319,4 @@ func waitExit(t *testing.T, cmd *exec.Cmd, want int) {
 	case <-time.After(bound):
 		t.Fatal("ipc-relay did not exit after the signal")
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for one writer and concurrent readers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
