@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // ErrNewerSchema: the database was written by a newer Carapace.
@@ -104,9 +105,12 @@ func keepWAL(ctx context.Context, db *sql.DB, path string) error {
 	if _, err := conn.ExecContext(ctx, "PRAGMA synchronous = NORMAL"); err != nil {
 		return fmt.Errorf("grow the WAL: %w", err)
 	}
+	// A hundred writes a call (the driver runs them one by one, each its
+	// own transaction): a call each cost more than the write under -race.
+	batch := strings.Repeat("PRAGMA user_version = "+strconv.FormatInt(version, 10)+";\n", 100)
 	var werr error
-	for i := int64(0); i < pages+64 && walSize(path) < full && werr == nil; i++ {
-		_, werr = conn.ExecContext(ctx, "PRAGMA user_version = "+strconv.FormatInt(version, 10))
+	for i := int64(0); i < pages/100+2 && walSize(path) < full && werr == nil; i++ {
+		_, werr = conn.ExecContext(ctx, batch)
 	}
 	// Back to FULL whatever happened: this is the connection the pool keeps.
 	if _, err := conn.ExecContext(ctx, "PRAGMA synchronous = FULL"); err != nil {
