@@ -118,6 +118,11 @@ type composed struct {
 	Body       string // text, LF line ends
 }
 
+// trimSubject drops the spaces and tabs around a subject: a header's value
+// is read back without them, so the subject a draft is shown with (in its
+// approval) is the one its mail is read with once sent.
+func trimSubject(s string) string { return strings.Trim(s, " \t") }
+
 // checkSubject refuses a subject that could add headers.
 func checkSubject(s string) error {
 	if strings.ContainsAny(s, "\r\n\x00") {

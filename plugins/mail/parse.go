@@ -260,6 +260,7 @@ func parseDraft(raw []byte, maxBody int) (*composed, error) {
 	if err := checkSubject(m.Subject); err != nil {
 		return nil, toolErr(CodeHeaderInjection, "draft_id", "the draft's subject contains a line break or is not valid UTF-8")
 	}
+	m.Subject = trimSubject(m.Subject)
 	if m.Date, err = h.Date(); err != nil {
 		return nil, toolErr(CodeDraftUnsupported, "draft_id", "the draft has no valid Date")
 	}

@@ -116,6 +116,9 @@ func TestReplyThreading(t *testing.T) {
 		{"Re: Lunch", "", "Re: Lunch", "<m1@example.org> <m2@example.com> <m3@example.org>", "<m3@example.org>"},
 		{"Plans", "", "Re: Plans", "<b1@example.org>", "<b1@example.org>"},
 		{"Plans", "Other subject", "Other subject", "<b1@example.org>", "<b1@example.org>"},
+		// The spaces around a subject are not kept: the mail would read
+		// back without them, unlike what the approval showed.
+		{"Plans", " \tPadded subject  ", "Padded subject", "<b1@example.org>", "<b1@example.org>"},
 	}
 	for _, tc := range cases {
 		var hit map[string]any

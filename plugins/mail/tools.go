@@ -259,6 +259,7 @@ func (h *Handler) draft(ctx context.Context, req *plugin.Request) (map[string]an
 	if err := checkSubject(subject); err != nil {
 		return nil, err
 	}
+	subject = trimSubject(subject)
 	body, err := normBody(argString(req, "body"), h.cfg.MaxBody)
 	if err != nil {
 		return nil, err
