@@ -12,19 +12,27 @@ import (
 // Quit. fyne's loop is run as an external one: its start returns once
 // fyne has connected and exported its objects, which the menu then
 // replaces.
+//
+// onReady runs only after start: fyne runs its own onReady on a goroutine
+// that races with the export, and a title, tooltip or icon set between
+// its reading them for the export and its keeping the exported
+// properties is lost (fyne.io/systray v1.12.2: the item then shows no
+// icon until the next change).
 func runLoop(t *Tray) {
-	start, _ := systray.RunWithExternalLoop(t.onReady, nil)
+	start, _ := systray.RunWithExternalLoop(nil, nil)
 	start()
 	// fyne systray uses the process's shared session bus connection.
 	conn, err := dbus.SessionBus()
 	if err != nil {
 		t.log.Error("tray: no session bus: the tray icon and its menu cannot be shown", "err", err)
+		t.onReady() // trees are still applied, to nothing
 		<-t.quit
 		return
 	}
 	if err := t.view.(*dbusMenu).attach(conn); err != nil {
 		t.log.Error("tray: the menu cannot be shown", "err", err)
 	}
+	t.onReady()
 	<-t.quit
 	t.log.Info("tray: the menu bar loop ended")
 	// What fyne's end would do, without its calling of a nil connection

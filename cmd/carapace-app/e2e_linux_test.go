@@ -30,11 +30,28 @@ func TestAppOnADesktop(t *testing.T) {
 	client, notes, item, h, proc := a.client, a.notes, a.item, a.home, a.proc
 	bin, addr, xdg := a.bin, a.addr, a.xdg
 
+	// 0. The tray item has its name, the status as its tooltip and an
+	// icon. (fyne systray loses a property set while it exports its
+	// objects: the app sets them only after.)
+	var props desktoptest.ItemProperties
+	waitUntil(t, "the tray item's name, tooltip and icon", func() bool {
+		props = item.Properties(t)
+		return props.Title == "Carapace" && props.ToolTip.Title == "Carapace: running" &&
+			len(props.IconPixmap) == 1 && len(props.IconPixmap[0].ARGB) > 0
+	})
+	idle := props.IconPixmap[0].ARGB
+
 	// 1. A high-risk call raises a notification naming the tool and the
-	// digest prefix; its Approve action completes the call.
+	// digest prefix; its Approve action completes the call. Meanwhile the
+	// icon asks for attention and the tooltip says one call waits.
 	sess := a.session(t)
 	first := startIPC(t, bin, sess.Info().Socket, `{"message":"approved by notification"}`)
 	c1 := pendingOne(t, client, "")
+	waitUntil(t, "the attention icon and tooltip", func() bool {
+		props = item.Properties(t)
+		return strings.HasSuffix(props.ToolTip.Title, "1 waiting for you") &&
+			len(props.IconPixmap) == 1 && !bytes.Equal(props.IconPixmap[0].ARGB, idle)
+	})
 	rec := notes.Wait(t, "a notification for the call", func(r desktoptest.Recorded) bool { return len(r.Open) > 0 })
 	n := rec.Notifications[len(rec.Notifications)-1]
 	if !strings.Contains(n.Summary+n.Body, "echo_confirm") || !strings.Contains(n.Body, c1.ArgsHash[:12]) {

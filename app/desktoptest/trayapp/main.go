@@ -6,7 +6,7 @@
 // Quit. It writes one line to stdout for each thing that happens, for the
 // test to wait on:
 //
-//	ready                 the menu is built and clicks are read
+//	ready                 the menu is built, the icon, title and tooltip set, and clicks are read
 //	clicked approve       "Approve" was clicked (the status line then says "Status: approved")
 //	clicked deny          "More" → "Deny" was clicked (the status line then says "Status: denied")
 //	toggled true|false    "More" → "Start at login" was clicked, and is now on or off
@@ -29,14 +29,25 @@ import (
 )
 
 func main() {
-	systray.Run(onReady, func() {})
-}
-
-// onReady builds the menu and starts the loop that answers clicks.
-func onReady() {
+	built, quit := make(chan struct{}), make(chan struct{})
+	start, end := systray.RunWithExternalLoop(func() { buildMenu(quit); close(built) }, nil)
+	start()
+	<-built
+	// fyne.io/systray v1.12.2 runs onReady on a goroutine beside its
+	// export of the item, and a property set between its reading them for
+	// the export and its keeping the exported ones is lost: they are set
+	// once start has returned.
 	systray.SetIcon(icon())
 	systray.SetTitle("Trayapp")
 	systray.SetTooltip("trayapp tooltip")
+	fmt.Println("ready")
+	<-quit
+	end()
+}
+
+// buildMenu builds the menu and starts the loop that answers clicks; a
+// click on Quit closes quit.
+func buildMenu(quit chan<- struct{}) {
 	status := systray.AddMenuItem("Status: idle", "what happened last")
 	status.Disable()
 	approve := systray.AddMenuItem("Approve", "")
@@ -44,7 +55,7 @@ func onReady() {
 	deny := more.AddSubMenuItem("Deny", "")
 	login := more.AddSubMenuItemCheckbox("Start at login", "", false)
 	systray.AddSeparator()
-	quit := systray.AddMenuItem("Quit", "")
+	quitItem := systray.AddMenuItem("Quit", "")
 
 	started := make(chan struct{})
 	go func() {
@@ -66,15 +77,14 @@ func onReady() {
 					login.Check()
 				}
 				fmt.Println("toggled", login.Checked())
-			case <-quit.ClickedCh:
+			case <-quitItem.ClickedCh:
 				fmt.Println("clicked quit")
-				systray.Quit()
+				close(quit)
 				return
 			}
 		}
 	}()
 	<-started
-	fmt.Println("ready")
 }
 
 // icon is a 22×22 PNG: a filled square.
