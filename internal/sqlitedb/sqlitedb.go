@@ -14,6 +14,7 @@ package sqlitedb
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"net/url"
@@ -241,4 +242,43 @@ func Tx(ctx context.Context, db *sql.DB, f func(*sql.Tx) error) error {
 		return err
 	}
 	return tx.Commit()
+}
+
+// TxRelaxed is Tx with synchronous=NORMAL for this one transaction: its
+// commit does not wait for an fsync. It survives the death of any
+// process — it is in the WAL, in the operating system's cache — but not
+// a power loss or a crash of the system, until the next commit with
+// synchronous=FULL (any Tx) or a checkpoint writes it to the disk. SQLite
+// keeps the database consistent either way: a power loss at worst takes
+// the last relaxed commits back, never part of one. For a state a crash
+// of a process must find, where a power loss, which also ends every
+// process that state is about, may go back to the one before.
+func TxRelaxed(ctx context.Context, db *sql.DB, f func(*sql.Tx) error) (err error) {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "PRAGMA synchronous = NORMAL"); err != nil {
+		return fmt.Errorf("relax synchronous: %w", err)
+	}
+	defer func() {
+		// The pool keeps the connection: it must go back FULL, or go.
+		if _, rerr := conn.ExecContext(context.WithoutCancel(ctx), "PRAGMA synchronous = FULL"); rerr != nil {
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+			if err == nil {
+				err = fmt.Errorf("set synchronous back to FULL: %w", rerr)
+			}
+		}
+	}()
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := f(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	err = tx.Commit()
+	return err
 }

@@ -1,12 +1,19 @@
 package sqlitedb
 
 import (
+	"bufio"
+	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	_ "github.com/mattn/go-sqlite3" // the driver, which the binary links (sqlitedb does not)
 )
@@ -189,8 +196,9 @@ func TestOpenKeepsTheWALAtItsSize(t *testing.T) {
 // BenchmarkCommit is one small synchronous=FULL commit (an INSERT) into a
 // WAL that grows at every commit (young: a plain connection on a new
 // database, what every start of a plugin had before keepWAL) and into one
-// Open has given its size (kept). The difference is the fsync's: a file
-// whose size changes has its metadata written too.
+// Open has given its size (kept), and the same into a kept WAL with
+// TxRelaxed (relaxed: no fsync). The difference between the first two is
+// the fsync's: a file whose size changes has its metadata written too.
 func BenchmarkCommit(b *testing.B) {
 	for _, tc := range []struct {
 		name string
@@ -206,6 +214,9 @@ func BenchmarkCommit(b *testing.B) {
 		{"kept", func(path string) (*sql.DB, error) {
 			return Open(b.Context(), path, "bench", []string{"CREATE TABLE a (x INTEGER);"})
 		}},
+		{"relaxed", func(path string) (*sql.DB, error) {
+			return Open(b.Context(), path, "bench", []string{"CREATE TABLE a (x INTEGER);"})
+		}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			db, err := tc.open(filepath.Join(b.TempDir(), "x.sqlite"))
@@ -218,10 +229,169 @@ func BenchmarkCommit(b *testing.B) {
 			}
 			b.ResetTimer()
 			for i := range b.N {
-				if _, err := db.Exec("INSERT INTO a VALUES (?)", i); err != nil {
+				var err error
+				if tc.name == "relaxed" {
+					err = TxRelaxed(b.Context(), db, func(tx *sql.Tx) error {
+						_, err := tx.Exec("INSERT INTO a VALUES (?)", i)
+						return err
+					})
+				} else {
+					_, err = db.Exec("INSERT INTO a VALUES (?)", i)
+				}
+				if err != nil {
 					b.Fatal(err)
 				}
 			}
 		})
 	}
+}
+
+// synchronous reads PRAGMA synchronous through q: 1 NORMAL, 2 FULL.
+func synchronous(t *testing.T, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}) int {
+	t.Helper()
+	var v int
+	if err := q.QueryRowContext(t.Context(), "PRAGMA synchronous").Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func TestTxRelaxed(t *testing.T) {
+	db, err := Open(t.Context(), filepath.Join(t.TempDir(), "x.sqlite"), "test", []string{"CREATE TABLE a (x INTEGER);"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	boom := errors.New("boom")
+	for _, tc := range []struct {
+		name   string
+		ctx    func() context.Context
+		fail   error
+		wantIn int // synchronous inside the transaction; 0: f never runs
+		want   error
+	}{
+		{"commits", t.Context, nil, 1, nil},
+		{"rolls back", t.Context, boom, 1, boom},
+		{"a cancelled context", func() context.Context {
+			ctx, cancel := context.WithCancel(t.Context())
+			cancel()
+			return ctx
+		}, nil, 0, context.Canceled},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := db.Exec("DELETE FROM a"); err != nil {
+				t.Fatal(err)
+			}
+			in := 0
+			err := TxRelaxed(tc.ctx(), db, func(tx *sql.Tx) error {
+				in = synchronous(t, tx)
+				if _, err := tx.Exec("INSERT INTO a VALUES (1)"); err != nil {
+					return err
+				}
+				return tc.fail
+			})
+			if !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
+				t.Fatalf("TxRelaxed = %v; want %v", err, tc.want)
+			}
+			if in != tc.wantIn {
+				t.Errorf("synchronous inside the transaction = %d; want %d", in, tc.wantIn)
+			}
+			var n int
+			if err := db.QueryRow("SELECT count(*) FROM a").Scan(&n); err != nil || (n == 1) != (err == nil && tc.want == nil) {
+				t.Errorf("%d rows after (%v); want the row only when it committed", n, err)
+			}
+			// The pool's one connection is FULL again: the same query
+			// that read NORMAL inside reads FULL now.
+			if got := synchronous(t, db); got != 2 {
+				t.Errorf("synchronous after = %d; want 2 (FULL)", got)
+			}
+		})
+	}
+}
+
+// TestTxRelaxedSurvivesSIGKILL: a relaxed commit is in the database after
+// the process that made it is killed; a transaction it had not committed
+// is not (the control: the same read tells the two apart).
+func TestTxRelaxedSurvivesSIGKILL(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.sqlite")
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"="+path)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || line != "committed\n" {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Fatalf("the helper said %q (%v); want committed", line, err)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err == nil {
+		t.Fatal("the helper exited by itself; it should have been killed")
+	}
+	db, err := Open(t.Context(), path, "test", []string{"CREATE TABLE a (x INTEGER);"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var got []int
+	rows, err := db.Query("SELECT x FROM a ORDER BY x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var x int
+		if err := rows.Scan(&x); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, x)
+	}
+	if !slices.Equal(got, []int{42}) {
+		t.Fatalf("after SIGKILL the table holds %v; want [42]: the relaxed commit, not the open transaction's 43", got)
+	}
+}
+
+// helperEnv names the database TestMain's helper writes to.
+const helperEnv = "SQLITEDB_TEST_KILLED_HELPER"
+
+// TestMain runs the helper of TestTxRelaxedSurvivesSIGKILL when asked:
+// it commits 42 relaxed, inserts 43 in a transaction it leaves open, says
+// "committed" and waits to be killed.
+func TestMain(m *testing.M) {
+	path := os.Getenv(helperEnv)
+	if path == "" {
+		os.Exit(m.Run())
+	}
+	ctx := context.Background()
+	db, err := Open(ctx, path, "test", []string{"CREATE TABLE a (x INTEGER);"})
+	if err == nil {
+		err = TxRelaxed(ctx, db, func(tx *sql.Tx) error {
+			_, err := tx.Exec("INSERT INTO a VALUES (42)")
+			return err
+		})
+	}
+	var tx *sql.Tx
+	if err == nil {
+		tx, err = db.BeginTx(ctx, nil)
+	}
+	if err == nil {
+		_, err = tx.Exec("INSERT INTO a VALUES (43)")
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "helper:", err)
+		os.Exit(1)
+	}
+	fmt.Println("committed")
+	time.Sleep(time.Minute)
+	os.Exit(1)
 }

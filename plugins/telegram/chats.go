@@ -221,7 +221,7 @@ func (h *Handler) publish(chat, id int64, ask *pausedAsk) {
 		h.finish(chat, id)
 		return
 	}
-	if err := h.db.setPrompt(h.ctx, id, stPublished, "", h.clock.Now()); err != nil {
+	if err := h.db.setPromptRelaxed(h.ctx, id, stPublished, "", h.clock.Now()); err != nil {
 		h.log.Error("telegram: record a prompt as handed over", "prompt", id, "err", err)
 	}
 	h.log.Info("telegram: prompt handed to the core", "prompt", id, "chat", chat, "group", p.Group, "parts", p.Parts)
@@ -344,7 +344,7 @@ func (h *Handler) onStarted(ctx context.Context, ev *plugin.Event) error {
 		return nil
 	}
 	if p.State == stQueued || p.State == stPublishing || p.State == stPublished {
-		if err := h.db.setPrompt(ctx, p.ID, stStarted, r.Session, h.clock.Now()); err != nil {
+		if err := h.db.setPromptRelaxed(ctx, p.ID, stStarted, r.Session, h.clock.Now()); err != nil {
 			return fmt.Errorf("telegram: record the session of prompt %d: %w", p.ID, err)
 		}
 	}
@@ -379,7 +379,7 @@ func (h *Handler) onReply(ctx context.Context, ev *plugin.Event) error {
 		h.log.Info("telegram: channel.reply for a prompt already answered: ignored (the core delivers answers at least once)", "prompt", p.ID)
 		return nil
 	}
-	if err := h.db.setPrompt(ctx, p.ID, stDone, r.Session, h.clock.Now()); err != nil {
+	if err := h.db.setPromptRelaxed(ctx, p.ID, stDone, r.Session, h.clock.Now()); err != nil {
 		h.log.Error("telegram: record prompt as answered", "prompt", p.ID, "err", err)
 	}
 	text := r.Text

@@ -70,7 +70,11 @@
 // "publishing" in one transaction, published as message.inbound, then
 // marked "published". A crash between the two leaves it "publishing":
 // after a restart it is neither lost silently nor sent twice — the owner
-// is told it may not have reached the agent. A prompt "published" but not
+// is told it may not have reached the agent. The marks that follow
+// "publishing" (published, started, done) are committed without waiting
+// for the disk (sqlitedb.TxRelaxed): a crash of a process finds them; a
+// power loss may take them back to "publishing", never further, so a
+// prompt is not sent to the agent twice even then. A prompt "published" but not
 // answered when the plugin restarts keeps its chat busy until its
 // channel.reply comes (the core routes it to the new process), unless the
 // core reports no session at all (it restarted too), in which case the
