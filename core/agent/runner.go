@@ -119,6 +119,7 @@ type TaskRuns interface {
 
 // Runner starts and tracks agent sessions. Create it with New.
 type Runner struct {
+	prints   manifestPrints // warmPrint's cache
 	opts     Options
 	cfg      *config.Config
 	log      *slog.Logger

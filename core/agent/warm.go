@@ -59,10 +59,12 @@ import (
 
 	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/claudemd"
+	"github.com/carapace-dev/carapace/core/manifest"
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/core/provenance"
 	"github.com/carapace-dev/carapace/core/runtime"
 	"github.com/carapace-dev/carapace/core/session"
+	"github.com/carapace-dev/carapace/core/skills"
 	"github.com/carapace-dev/carapace/internal/clock"
 )
 
@@ -484,9 +486,10 @@ func (r *Runner) imageID(ctx context.Context, eng runtime.Engine, image string) 
 func (r *Runner) warmPrint(engine, group string) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00", r.opts.Version, r.cfg.Digest, engine, group)
-	for _, p := range r.opts.Plugins.Healthy() {
-		m, _ := json.Marshal(p.Manifest)
-		fmt.Fprintf(h, "%s\x00%s\x00", p.Name, m)
+	healthy := r.opts.Plugins.Healthy()
+	sums := r.manifestSums(healthy)
+	for i, p := range healthy {
+		fmt.Fprintf(h, "%s\x00%x\x00", p.Name, sums[i])
 		if p.Skills == nil {
 			continue
 		}
@@ -505,6 +508,34 @@ func (r *Runner) warmPrint(engine, group string) string {
 		fmt.Fprintf(h, "%s\x00%s\x00", t.Plugin, t.Name)
 	}
 	return hex.EncodeToString(h.Sum(nil)[:12])
+}
+
+// manifestPrints caches the digests of the loaded plugins' manifests,
+// by manifest: encoding one takes tens of microseconds (its tools'
+// schemas), and a claim needs them all. A loaded plugin's manifest does
+// not change (a reload parses a new one), so the pointer names the
+// digest; the cache holds the plugins of the last call only.
+type manifestPrints struct {
+	mu   sync.Mutex
+	sums map[*manifest.Manifest][sha256.Size]byte
+}
+
+// manifestSums returns the digest of each of ps's manifests, in order.
+func (r *Runner) manifestSums(ps []skills.Plugin) [][sha256.Size]byte {
+	r.prints.mu.Lock()
+	defer r.prints.mu.Unlock()
+	out := make([][sha256.Size]byte, len(ps))
+	next := make(map[*manifest.Manifest][sha256.Size]byte, len(ps))
+	for i, p := range ps {
+		sum, ok := r.prints.sums[p.Manifest]
+		if !ok {
+			m, _ := json.Marshal(p.Manifest)
+			sum = sha256.Sum256(m)
+		}
+		out[i], next[p.Manifest] = sum, sum
+	}
+	r.prints.sums = next
+	return out
 }
 
 // claimWarm gives the session req asks for a warm container of its group,

@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 	"testing/fstest"
 
@@ -65,5 +67,48 @@ func TestWarmPrint(t *testing.T) {
 		if got := print(tc.edit, tc.engine, tc.group); got == want {
 			t.Errorf("%s changed, the print did not: %s", tc.name, got)
 		}
+	}
+}
+
+// The manifests' digests are cached by manifest: a reload (a new
+// manifest) changes the print on the same runner, and going back to the
+// first manifest gives the first print again.
+func TestWarmPrintOfAReloadedPlugin(t *testing.T) {
+	first := &manifest.Manifest{Version: "1.0.0"}
+	ps := printPlugins{{Name: "mail", Manifest: first}}
+	r := &Runner{opts: Options{Version: "1.0.0", Plugins: ps, Catalog: printCatalog{}}, cfg: &config.Config{Digest: "abc"}}
+	want := r.warmPrint("docker", "main")
+	if again := r.warmPrint("docker", "main"); again != want {
+		t.Fatalf("the same plugins printed %s, then %s", want, again)
+	}
+	ps[0].Manifest = &manifest.Manifest{Version: "1.0.1"}
+	if got := r.warmPrint("docker", "main"); got == want {
+		t.Fatalf("a reloaded plugin's new manifest kept the print %s", got)
+	}
+	ps[0].Manifest = first
+	if got := r.warmPrint("docker", "main"); got != want {
+		t.Fatalf("back to the first manifest: %s; want %s", got, want)
+	}
+}
+
+// BenchmarkWarmPrint is a claim's fingerprint with the manifests and
+// skill files of four of the bundled plugins.
+func BenchmarkWarmPrint(b *testing.B) {
+	var ps printPlugins
+	for _, n := range []string{"echo", "memory", "telegram", "mail"} {
+		dir := filepath.Join("..", "..", "plugins", n)
+		data, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		m, err := manifest.Parse(n, data, manifest.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ps = append(ps, skills.Plugin{Name: n, Manifest: m, Skills: os.DirFS(filepath.Join(dir, "skills"))})
+	}
+	r := &Runner{opts: Options{Version: "1", Plugins: ps, Catalog: printCatalog{}}, cfg: &config.Config{Digest: "x"}}
+	for b.Loop() {
+		r.warmPrint("docker", "main")
 	}
 }
