@@ -35,11 +35,14 @@ if [ "$#" -gt 0 ]; then
 	exec "$@"
 fi
 # A warm container (core/agent/warm.go) waits here, before anything else,
-# until the core hands it a session: "go" in $CARAPACE_WARM, written after
-# the prompt, CLAUDE.md and the conversation's id. Where the core made a
-# FIFO there ("wake", engines sharing the host's kernel) it sleeps on it,
-# and leaves if the core goes away (the FIFO's end it holds closes);
-# otherwise (Apple's VM) it polls. It never waits longer than
+# until the core hands it a session: "go", written after the prompt,
+# CLAUDE.md and the conversation's id (files the core made empty with the
+# container). Where the core made a FIFO in $CARAPACE_WARM ("wake",
+# engines sharing the host's kernel) it sleeps on it until the core writes
+# "go" there, and leaves if the core goes away (the FIFO's end it holds
+# closes); otherwise (Apple's VM) it polls for the file "go" there. The
+# conversation's id and the mark of a new one ("conversation-new") count
+# when they are not empty. It never waits longer than
 # $CARAPACE_WARM_TIMEOUT seconds (the core's warm_idle and a margin), even
 # if the core died before the FIFO was open.
 if [ -n "${CARAPACE_WARM-}" ]; then
@@ -54,16 +57,19 @@ if [ -n "${CARAPACE_WARM-}" ]; then
 		echo "the claim folder has no FIFO: the core that started this warm container is gone" >&2
 		exit 3
 	fi
-	if [ -p "$CARAPACE_WARM/wake" ] && ! read -r _ <"$CARAPACE_WARM/wake"; then
-		echo "the core went away before it handed this warm container a session" >&2
-		exit 3
+	if [ -p "$CARAPACE_WARM/wake" ]; then
+		if ! read -r word <"$CARAPACE_WARM/wake" || [ "$word" != go ]; then
+			echo "the core went away before it handed this warm container a session" >&2
+			exit 3
+		fi
+	else
+		until [ -e "$CARAPACE_WARM/go" ]; do sleep 0.05; done
 	fi
-	until [ -e "$CARAPACE_WARM/go" ]; do sleep 0.05; done
 	kill "$watchdog" 2>/dev/null || :
 	if [ -s "$CARAPACE_WARM/conversation" ]; then
 		CARAPACE_CONVERSATION=$(cat "$CARAPACE_WARM/conversation")
 		export CARAPACE_CONVERSATION
-		if [ -e "$CARAPACE_WARM/conversation-new" ]; then
+		if [ -s "$CARAPACE_WARM/conversation-new" ]; then
 			export CARAPACE_CONVERSATION_NEW=1
 		fi
 	fi

@@ -113,9 +113,10 @@ func conversationEnv(t *testing.T, c *testCore, session string) (id string, fres
 	}
 	if slices.Contains(env, "CARAPACE_WARM=/run/carapace/claim") {
 		// A warm container: the claim gives it the conversation, in the
-		// folder it waited on (core/agent's warm.go).
+		// folder it waited on (core/agent's warm.go); a mark of a new
+		// conversation counts when it is not empty, as for the entrypoint.
 		out, err := exec.Command("docker", "exec", "carapace-"+session, "sh", "-c",
-			"cat /run/carapace/claim/conversation; echo; test -e /run/carapace/claim/conversation-new && echo new; true").Output()
+			"cat /run/carapace/claim/conversation; echo; test -s /run/carapace/claim/conversation-new && echo new; true").Output()
 		if err != nil {
 			t.Fatalf("read the claim of session %s: %v", session, err)
 		}
@@ -231,7 +232,9 @@ func TestPluginsReceiveOnlyTheirGroupsEvents(t *testing.T) {
 
 // Conversations are the publishing plugin's: guest naming home's
 // conversation starts one of its own, while home resumes its own, and so
-// does guest.
+// does guest. Every message claims the group's warm container, which
+// learns its conversation, and whether it is new, from the claim's files
+// (a cold container's environment says it: TestConversationTaintCarriesOver).
 func TestConversationsBelongToTheirPlugin(t *testing.T) {
 	c := startScopeCore(t)
 	s := c.Session(t, "side")
@@ -239,6 +242,7 @@ func TestConversationsBelongToTheirPlugin(t *testing.T) {
 	started := map[string]int{}
 	converse := func(name string) (string, bool) {
 		t.Helper()
+		waitWarm(t, c, "side")
 		mustPublished(t, publishAs(t, s, name, plugin.TopicMessageInbound.Name(), "side", hold, "chat-7"))
 		started[name]++
 		return conversationEnv(t, c, nextStarted(t, c, name, started[name]))
