@@ -237,6 +237,11 @@ func Tx(ctx context.Context, db *sql.DB, f func(*sql.Tx) error) error {
 	if err != nil {
 		return err
 	}
+	return commit(tx, f)
+}
+
+// commit runs f in tx, and commits tx if f returns nil or rolls it back.
+func commit(tx *sql.Tx, f func(*sql.Tx) error) error {
 	if err := f(tx); err != nil {
 		_ = tx.Rollback()
 		return err
@@ -275,10 +280,5 @@ func TxRelaxed(ctx context.Context, db *sql.DB, f func(*sql.Tx) error) (err erro
 	if err != nil {
 		return err
 	}
-	if err := f(tx); err != nil {
-		_ = tx.Rollback()
-		return err
-	}
-	err = tx.Commit()
-	return err
+	return commit(tx, f)
 }
