@@ -115,7 +115,7 @@ func TestSetupInteractive(t *testing.T) {
 	if err := agentimagetest.BuildTest(t.Context(), agentimage.Options{Tag: base, IPC: agentimagetest.DefaultBusybox, Relay: agentimagetest.DefaultBusybox}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { exec.Command("docker", "image", "rm", "-f", base, "carapace-agent:"+version).Run() })
+	t.Cleanup(func() { _ = agentimagetest.Remove(base, "carapace-agent:"+version) })
 	realDocker, _ := exec.LookPath("docker")
 	fakeDir := t.TempDir()
 	fake := `#!/bin/sh

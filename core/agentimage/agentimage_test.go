@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
 	"strings"
@@ -207,7 +206,7 @@ func TestExists(t *testing.T) {
 	if err := agentimagetest.BuildTest(ctx, agentimage.Options{Tag: tag, IPC: ipc}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { exec.Command("docker", "image", "rm", "-f", tag).Run() })
+	t.Cleanup(func() { _ = agentimagetest.Remove(tag) })
 	if ok, err := agentimage.Exists(ctx, "docker", tag); !ok || err != nil {
 		t.Errorf("Exists(%s) = %v, %v; want true", tag, ok, err)
 	}

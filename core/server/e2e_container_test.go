@@ -55,7 +55,7 @@ func agentImage(t testing.TB) string {
 
 func removeTestImage() {
 	if testImage.err == nil && testImage.tag != "" {
-		_ = exec.Command("docker", "rmi", "-f", testImage.tag).Run()
+		_ = agentimagetest.Remove(testImage.tag)
 	}
 }
 

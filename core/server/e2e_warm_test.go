@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/carapace-dev/carapace/core/agent"
+	"github.com/carapace-dev/carapace/core/agentimage/agentimagetest"
 	"github.com/carapace-dev/carapace/core/api"
 	"github.com/carapace-dev/carapace/core/audit"
 	"github.com/carapace-dev/carapace/core/home"
@@ -273,7 +274,7 @@ func TestWarmStoppedOnPauseImageIdleAndStop(t *testing.T) {
 	if out, err := exec.Command("docker", "tag", base, tag).CombinedOutput(); err != nil {
 		t.Fatalf("docker tag: %v\n%s", err, out)
 	}
-	t.Cleanup(func() { _ = exec.Command("docker", "rmi", "-f", tag).Run() })
+	t.Cleanup(func() { _ = agentimagetest.Remove(tag) })
 	clk := newFakeClock()
 	c := startWarmCore(t, fmt.Sprintf("[runtime]\nengine = \"docker\"\nimage = %q\nmemory_mb = 256\n[groups.main]\n[sessions]\nwarm_idle = \"1h\"\n", tag), clk)
 	trigger := c.Session(t, "dev")

@@ -108,10 +108,7 @@ func (c *Containers) Close() error {
 }
 
 func (c *Containers) removeImage() error {
-	if out, err := exec.Command("docker", "rmi", "-f", c.Image).CombinedOutput(); err != nil {
-		return fmt.Errorf("remove image %s: %w: %s", c.Image, err, bytes.TrimSpace(out))
-	}
-	return nil
+	return agentimagetest.Remove(c.Image)
 }
 
 // ColdStart is one session's start: from the client's call of

@@ -85,7 +85,7 @@ func testImage(t *testing.T) string {
 	if err := agentimagetest.BuildTest(t.Context(), agentimage.Options{Tag: tag, IPC: agentimagetest.DefaultBusybox, Relay: agentimagetest.DefaultBusybox}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { exec.Command("docker", "image", "rm", "-f", tag).Run() })
+	t.Cleanup(func() { _ = agentimagetest.Remove(tag) })
 	return tag
 }
 

@@ -16,8 +16,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	goruntime "runtime"
 	"strings"
+	"syscall"
 	"testing"
 
 	agenttest "github.com/carapace-dev/carapace/Resources/agent/test"
@@ -45,6 +49,11 @@ func BuildTest(ctx context.Context, o agentimage.Options) error {
 	if err := agentimage.CheckStatic(o.Busybox, arch); err != nil {
 		return fmt.Errorf("build test image: busybox: %w (install Debian's static build: apt-get install busybox-static)", err)
 	}
+	unlock, err := lockImages(syscall.LOCK_SH)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	return agentimage.Build(ctx, o, []agentimage.File{
 		{Name: "Containerfile", Data: agenttest.Containerfile, Mode: 0o644},
 		{Name: "test-agent", Data: agenttest.TestAgent, Mode: 0o755},
@@ -53,6 +62,40 @@ func BuildTest(ctx context.Context, o agentimage.Options) error {
 		{Name: "ipc", Src: o.IPC, Mode: 0o755},
 		{Name: "ipc-relay", Src: o.Relay, Mode: 0o755},
 	}, "DOCKER_BUILDKIT=0")
+}
+
+// Remove removes the test images tags from docker, forced, once no
+// BuildTest of any test binary on this machine is running. The legacy
+// builder keeps each step of a build as an untagged image, the cache of
+// the next build of the same steps; removing a tagged image removes its
+// untagged parents with it, and a build that was just reusing one of
+// them as its cache then fails ("failed to get digest"). Test packages
+// run in parallel, so builds hold a shared lock and Remove an exclusive
+// one (lockImages).
+func Remove(tags ...string) error {
+	unlock, err := lockImages(syscall.LOCK_EX)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if out, err := exec.Command("docker", append([]string{"image", "rm", "-f"}, tags...)...).CombinedOutput(); err != nil {
+		return fmt.Errorf("remove test images %s: %w\n%s", strings.Join(tags, " "), err, out)
+	}
+	return nil
+}
+
+// lockImages takes how (syscall.LOCK_SH or LOCK_EX) on the machine's
+// lock file of the test images, waiting for it, and returns its release.
+func lockImages(how int) (func(), error) {
+	f, err := os.OpenFile(filepath.Join(os.TempDir(), "carapace-test-images.lock"), os.O_RDWR|os.O_CREATE, 0o666)
+	if err != nil {
+		return nil, fmt.Errorf("lock the test images: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), how); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock the test images: %w", err)
+	}
+	return func() { f.Close() }, nil
 }
 
 // StaticBusybox returns DefaultBusybox, Debian's busybox-static, which CI

@@ -9,6 +9,7 @@ import (
 	goruntime "runtime"
 	"strings"
 	"testing"
+	"time"
 
 	agenttest "github.com/carapace-dev/carapace/Resources/agent/test"
 	"github.com/carapace-dev/carapace/core/agentimage"
@@ -141,5 +142,74 @@ exit 3
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 1 || string(out) != want {
 		t.Fatalf("test-agent: %v\ngot:\n%s\nwant:\n%s", err, out, want)
+	}
+}
+
+// Remove waits for every build in progress, which may be reusing the
+// untagged step images a removal would take with it: it does not run
+// while a build holds on, and it runs once the build has ended.
+func TestRemoveWaitsForBuilds(t *testing.T) {
+	bb := agentimagetest.StaticBusybox(t)
+	dir := t.TempDir()
+	building, release, removed := filepath.Join(dir, "building"), filepath.Join(dir, "release"), filepath.Join(dir, "removed")
+	script := `#!/bin/sh
+case $1 in
+version) echo ` + goruntime.GOARCH + ` ;;
+build)
+	: > ` + building + `
+	i=0
+	until [ -e ` + release + ` ] || [ $i -ge 3000 ]; do sleep 0.01; i=$((i + 1)); done
+	;;
+image) echo "$@" > ` + removed + ` ;;
+*) exit 1 ;;
+esac
+`
+	bin := filepath.Join(dir, "docker")
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+
+	built := make(chan error, 1)
+	go func() {
+		built <- agentimagetest.BuildTest(context.Background(), agentimage.Options{Engine: bin, Tag: "carapace-agent-test:lock", IPC: bb, Relay: bb})
+	}()
+	waitFile(t, building)
+	done := make(chan error, 1)
+	go func() { done <- agentimagetest.Remove("carapace-agent-test:lock") }()
+	select {
+	case err := <-done:
+		t.Fatalf("Remove returned (%v) while a build was running", err)
+	case <-time.After(time.Second):
+	}
+	if _, err := os.Stat(removed); err == nil {
+		t.Fatal("the image was removed while a build was running")
+	}
+	if err := os.WriteFile(release, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-built; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(removed); err != nil || string(got) != "image rm -f carapace-agent-test:lock\n" {
+		t.Fatalf("the removal ran %q (%v); want image rm -f carapace-agent-test:lock", got, err)
+	}
+}
+
+// waitFile waits until path exists.
+func waitFile(t *testing.T, path string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never appeared", path)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

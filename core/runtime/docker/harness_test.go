@@ -91,8 +91,8 @@ func testMain(m *testing.M) int {
 			fmt.Fprintf(os.Stderr, "removing container %s left by a test\n", n)
 			_ = eng.Stop(ctx, n)
 		}
-		if out, err := exec.Command("docker", "rmi", testImage).CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "remove image %s: %v\n%s", testImage, err, out)
+		if err := agentimagetest.Remove(testImage); err != nil {
+			fmt.Fprintln(os.Stderr, err)
 		}
 	}()
 	return m.Run()
