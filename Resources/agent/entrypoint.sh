@@ -40,11 +40,10 @@ fi
 # container). Where the core made a FIFO in $CARAPACE_WARM ("wake",
 # engines sharing the host's kernel) it sleeps on it until the core writes
 # "go" there, and leaves if the core goes away (the FIFO's end it holds
-# closes); otherwise (Apple's VM) it polls for the file "go" there. The
-# conversation's id and the mark of a new one ("conversation-new") count
-# when they are not empty. It never waits longer than
-# $CARAPACE_WARM_TIMEOUT seconds (the core's warm_idle and a margin), even
-# if the core died before the FIFO was open.
+# closes); otherwise (Apple's VM) it polls for the file "go" there (which
+# the core also writes after the FIFO's line, for older entrypoints). It
+# never waits longer than $CARAPACE_WARM_TIMEOUT seconds (the core's
+# warm_idle and a margin), even if the core died before the FIFO was open.
 if [ -n "${CARAPACE_WARM-}" ]; then
 	(
 		sleep "${CARAPACE_WARM_TIMEOUT:-3600}"
@@ -69,7 +68,7 @@ if [ -n "${CARAPACE_WARM-}" ]; then
 	if [ -s "$CARAPACE_WARM/conversation" ]; then
 		CARAPACE_CONVERSATION=$(cat "$CARAPACE_WARM/conversation")
 		export CARAPACE_CONVERSATION
-		if [ -s "$CARAPACE_WARM/conversation-new" ]; then
+		if [ -e "$CARAPACE_WARM/conversation-new" ]; then
 			export CARAPACE_CONVERSATION_NEW=1
 		fi
 	fi

@@ -286,11 +286,13 @@ func (r *Runner) startWarm(group string) (bool, error) {
 
 // claimFiles are the files of a warm container's agent folder that its
 // claim writes, made empty and kept open from its start: CLAUDE.md, the
-// prompt, and in the claim folder the conversation's id, the mark of a new
-// conversation ("1") and the FIFO. Each is written once.
+// prompt, and in the claim folder the conversation's id and the FIFO.
+// Each is written once. (The mark of a new conversation is created when
+// there is one: an entrypoint older than this core takes its presence,
+// empty or not, for the mark.)
 type claimFiles struct {
-	claude, prompt, conv, convNew *os.File
-	wake                          *os.File // the FIFO's end the core holds; nil on Apple's engine
+	claude, prompt, conv *os.File
+	wake                 *os.File // the FIFO's end the core holds; nil on Apple's engine
 }
 
 // close closes the files that are open; c may be nil.
@@ -298,7 +300,7 @@ func (c *claimFiles) close() {
 	if c == nil {
 		return
 	}
-	for _, f := range []*os.File{c.claude, c.prompt, c.conv, c.convNew, c.wake} {
+	for _, f := range []*os.File{c.claude, c.prompt, c.conv, c.wake} {
 		if f != nil {
 			_ = f.Close()
 		}
@@ -332,7 +334,6 @@ func (r *Runner) prepareWarm(id, engine string) (files *claimFiles, err error) {
 			{&files.claude, filepath.Join(dir, claudeFile)},
 			{&files.prompt, filepath.Join(dir, promptFile)},
 			{&files.conv, filepath.Join(claim, "conversation")},
-			{&files.convNew, filepath.Join(claim, "conversation-new")},
 		} {
 			if *f.dst, err = createOpen(f.path); err != nil {
 				return err
@@ -649,6 +650,12 @@ func (r *Runner) claimWarm(ctx context.Context, eng runtime.Engine, req api.Sess
 	r.log.Info("agent session claimed a warm container", "session", info.ID, "group", info.Group, "engine", eng.Name())
 	r.opts.Bus.PublishCore(plugin.TopicAgentStarted.Event(info.Group, plugin.AgentStarted{Session: info.ID, Engine: eng.Name()}))
 	go r.replaceClaimed(w)
+	if w.files.wake != nil {
+		// The container is awake already: this is for an older entrypoint.
+		if err := writeGo(filepath.Join(r.agentDir(info.ID), claimDir)); err != nil {
+			r.log.Warn("warm container: an older entrypoint may not see its claim", "session", info.ID, "err", err)
+		}
+	}
 	return r.View(info), &api.Agent{Output: w.out}, true, nil
 }
 
@@ -719,31 +726,42 @@ func (r *Runner) handOver(ctx context.Context, w *warmCtr, info session.Info, re
 	p := claudemd.Params{Group: info.Group}
 	p.Memory, p.Brief = r.memoryBrief(ctx, info.ID, info.Group)
 	f := w.files
-	type fill struct {
+	for _, wr := range []struct {
 		f    *os.File
 		data []byte
-	}
-	writes := []fill{{f.claude, claudemd.Render(p)}, {f.prompt, []byte(req.Prompt)}}
-	if conv != nil {
-		writes = append(writes, fill{f.conv, []byte(conv.id)})
-		if !conv.resume {
-			writes = append(writes, fill{f.convNew, []byte("1")})
-		}
-	}
-	for _, wr := range writes {
+	}{{f.claude, claudemd.Render(p)}, {f.prompt, []byte(req.Prompt)}} {
 		if _, err := wr.f.WriteAt(wr.data, 0); err != nil {
 			return fmt.Errorf("session %s: %w", info.ID, err)
 		}
 	}
-	if f.wake == nil {
-		if err := os.WriteFile(filepath.Join(r.agentDir(info.ID), claimDir, "go"), nil, 0o444); err != nil {
+	claim := filepath.Join(r.agentDir(info.ID), claimDir)
+	if conv != nil {
+		if _, err := f.conv.WriteAt([]byte(conv.id), 0); err != nil {
 			return fmt.Errorf("session %s: %w", info.ID, err)
 		}
-		return nil
+		if !conv.resume {
+			if err := os.WriteFile(filepath.Join(claim, "conversation-new"), []byte("1"), 0o444); err != nil {
+				return fmt.Errorf("session %s: %w", info.ID, err)
+			}
+		}
+	}
+	if f.wake == nil {
+		return writeGo(claim)
 	}
 	// A full pipe means the container woke already; the FIFO never
 	// blocks the core.
 	_, _ = f.wake.Write([]byte("go\n"))
+	return nil
+}
+
+// writeGo creates the file "go" in the claim folder claim: the signal an
+// entrypoint polls for where there is no FIFO (Apple's engine), and, after
+// the FIFO's line, for an entrypoint older than this core, which waits for
+// the file after the line (a custom image, a stale dev image).
+func writeGo(claim string) error {
+	if err := os.WriteFile(filepath.Join(claim, "go"), nil, 0o444); err != nil {
+		return fmt.Errorf("the claim's go: %w", err)
+	}
 	return nil
 }
 

@@ -113,15 +113,19 @@ func conversationEnv(t *testing.T, c *testCore, session string) (id string, fres
 	}
 	if slices.Contains(env, "CARAPACE_WARM=/run/carapace/claim") {
 		// A warm container: the claim gives it the conversation, in the
-		// folder it waited on (core/agent's warm.go); a mark of a new
-		// conversation counts when it is not empty, as for the entrypoint.
+		// folder it waited on (core/agent's warm.go).
 		out, err := exec.Command("docker", "exec", "carapace-"+session, "sh", "-c",
-			"cat /run/carapace/claim/conversation; echo; test -s /run/carapace/claim/conversation-new && echo new; true").Output()
+			"cat /run/carapace/claim/conversation; echo; test -e /run/carapace/claim/conversation-new && echo new; "+
+				"test -e /run/carapace/claim/go && echo go; true").Output()
 		if err != nil {
 			t.Fatalf("read the claim of session %s: %v", session, err)
 		}
 		lines := strings.Split(string(out), "\n")
-		id, fresh = strings.TrimSpace(lines[0]), len(lines) > 1 && strings.TrimSpace(lines[1]) == "new"
+		id, fresh = strings.TrimSpace(lines[0]), slices.Contains(lines[1:], "new")
+		// The FIFO woke this entrypoint; an older one waits for the file.
+		if !slices.Contains(lines[1:], "go") {
+			t.Errorf("session %s's claim folder has no go file, which an older entrypoint waits for: %q", session, out)
+		}
 	}
 	if id == "" {
 		t.Fatalf("session %s's container has no conversation: %q", session, env)
