@@ -23,11 +23,12 @@ package agent
 // (claimWarm): the reserved session opens with the claimed session's
 // origin and provenance recorded before anything can reach it, the core
 // renders CLAUDE.md with the memory brief as it is at that moment, writes
-// the prompt and the conversation's id, and then "go". The files it
-// writes then were made empty with the container, and the core kept them
-// open (claimFiles): creating a file took 0.05-0.9 ms on the test machine's
-// ext4, writing an open one 20 us. The session id the
-// agent has (CARAPACE_SESSION) is that session's: it was reserved for it.
+// the prompt and the conversation's id, and then "go". CLAUDE.md, the
+// prompt and the conversation's id were made empty with the container,
+// and the core kept them open (claimFiles): creating a file took
+// 0.05-0.9 ms on the test machine's ext4, writing an open one 20 us. The
+// session id the agent has (CARAPACE_SESSION) is that session's: it was
+// reserved for it.
 // A claimed container is never given back: when it ends, its session
 // closes as any other; another warm container is started behind it.
 //
