@@ -135,7 +135,7 @@ const (
 )
 
 // store is the plugin's SQLite database: WAL, synchronous=FULL (but see
-// txRelaxed), one connection (every write is serialised anyway, and the
+// setPromptRelaxed), one connection (every write is serialised anyway, and the
 // plugin is small).
 type store struct {
 	db *sql.DB
@@ -155,18 +155,6 @@ func (s *store) close() error { return s.db.Close() }
 // tx runs f in a transaction, committed if f returns nil.
 func (s *store) tx(ctx context.Context, f func(*sql.Tx) error) error {
 	return sqlitedb.Tx(ctx, s.db, f)
-}
-
-// txRelaxed runs f in a transaction whose commit does not wait for the
-// disk (sqlitedb.TxRelaxed). It is for the states a prompt takes once it
-// is with the core — published, started, done — and nothing else: a
-// crash of the plugin or of the core finds them, and a power loss (which
-// ends the core's sessions too) may take them back as far as
-// "publishing", which is committed in full before the prompt goes to the
-// core. The owner is then told the prompt may not have reached the agent,
-// or that it was lost; it is never sent to the agent again.
-func (s *store) txRelaxed(ctx context.Context, f func(*sql.Tx) error) error {
-	return sqlitedb.TxRelaxed(ctx, s.db, f)
 }
 
 func ms(t time.Time) int64 { return t.UnixMilli() }
@@ -325,10 +313,16 @@ func (s *store) setPrompt(ctx context.Context, id int64, state, session string, 
 	return setPromptTx(ctx, s.db, id, state, session, now)
 }
 
-// setPromptRelaxed is setPrompt in a relaxed transaction: for published,
-// started and done only (txRelaxed).
+// setPromptRelaxed is setPrompt in a transaction whose commit does not
+// wait for the disk (sqlitedb.TxRelaxed). It is for the states a prompt
+// takes once it is with the core — published, started, done — and
+// nothing else: a crash of the plugin or of the core finds them, and a
+// power loss (which ends the core's sessions too) may take them back as
+// far as "publishing", which is committed in full before the prompt goes
+// to the core. The owner is then told the prompt may not have reached the
+// agent, or that it was lost; it is never sent to the agent again.
 func (s *store) setPromptRelaxed(ctx context.Context, id int64, state, session string, now time.Time) error {
-	return s.txRelaxed(ctx, func(tx *sql.Tx) error { return setPromptTx(ctx, tx, id, state, session, now) })
+	return sqlitedb.TxRelaxed(ctx, s.db, func(tx *sql.Tx) error { return setPromptTx(ctx, tx, id, state, session, now) })
 }
 
 // setPromptTx is setPrompt in a transaction.
