@@ -156,8 +156,9 @@ func analysis(r *results) string {
 	p("the Go runtime and package initialisation of `ipc` %s more (`ipc --help`: %s), and the call itself %s more — ", ms(help-ex), ms(help), ms(run-help))
 	p("although the same client code in a warm process (`ipc.Call`) needs only %s, handshake and close included.\n\n", us(call))
 	if hello > 0 {
-		p("A Go hello-world built the same way (`CGO_ENABLED=0`, `-trimpath`, `-ldflags '-s -w'`) takes %s from exec to exit, so an ipc run is %.2f of it (target %.1f: %s). ",
-			ms(hello), float64(run)/float64(hello), targetIPCHello, strings.Trim(metWord(targets[4].Met), "*"))
+		p("A Go hello-world built the same way (`CGO_ENABLED=0`, `-trimpath`, `-ldflags '-s -w'`) takes %s from exec to exit, so an ipc run is %.2f of it (target %.1f: %s; by repetition %s). ",
+			ms(hello), float64(run)/float64(hello), targetIPCHello, strings.Trim(metWord(targets[4].Met), "*"),
+			spread(r.helloRatios(), func(f float64) string { return fmt.Sprintf("%.2f", f) }))
 		p("`ipc --help` alone is %.2f of it: what the binary links and initialises before any connection.\n\n", float64(help)/float64(hello))
 	}
 	rc, rf, rv, ri := r.RunStats.Per()

@@ -279,6 +279,18 @@ func (r *results) helloTarget() target {
 	return target{name, want, fmt.Sprintf("%.2f", ratio), ratio <= targetIPCHello}
 }
 
+// helloRatios is (e′) per repetition: each one's ipc median over its
+// hello-world median.
+func (r *results) helloRatios() []float64 {
+	var rs []float64
+	for i := range min(len(r.IPC), len(r.Hello)) {
+		if r.Hello[i].Median > 0 {
+			rs = append(rs, float64(r.IPC[i].Median)/float64(r.Hello[i].Median))
+		}
+	}
+	return rs
+}
+
 func perSec(t measure.Throughput) float64 { return t.PerSec }
 
 func medianRate(ts []measure.Throughput) float64 { return measure.Median(each(ts, perSec)) }

@@ -148,23 +148,13 @@ func BenchmarkIPCExecVsHello(b *testing.B) {
 		b.Fatal(stripped.err)
 	}
 	r.Bin = stripped.ipc
-	hello := measure.ExecHello(stripped.hello)
-	ipcS, helloS := make([]time.Duration, b.N), make([]time.Duration, b.N)
 	b.ResetTimer()
-	for i := range b.N {
-		start := time.Now()
-		if err := r.Run(); err != nil {
-			b.Fatal(err)
-		}
-		ipcS[i] = time.Since(start)
-		start = time.Now()
-		if err := hello(); err != nil {
-			b.Fatal(err)
-		}
-		helloS[i] = time.Since(start)
-	}
+	ls, err := measure.SampleAlternating(b.N, 0, r.Run, measure.ExecHello(stripped.hello))
 	b.StopTimer()
-	ipcM, helloM := measure.Summarize(ipcS).Median, measure.Summarize(helloS).Median
+	if err != nil {
+		b.Fatal(err)
+	}
+	ipcM, helloM := ls[0].Median, ls[1].Median
 	b.ReportMetric(float64(ipcM.Nanoseconds()), "ipc-p50-ns")
 	b.ReportMetric(float64(helloM.Nanoseconds()), "hello-p50-ns")
 	b.ReportMetric(float64(ipcM)/float64(helloM), "ipc/hello")

@@ -1,8 +1,10 @@
 package measure
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -62,5 +64,38 @@ func TestSummarize(t *testing.T) {
 	}
 	if Median([]time.Duration{3, 1, 2}) != 2 || Median([]float64{4, 1, 3, 2}) != 2 || Median([]float64(nil)) != 0 {
 		t.Fatal("median")
+	}
+}
+
+// SampleAlternating runs its ops in turn, round by round, warm-up rounds
+// first, and gives each op its own summary; an error stops it.
+func TestSampleAlternating(t *testing.T) {
+	var order []string
+	op := func(name string) func() error {
+		return func() error { order = append(order, name); return nil }
+	}
+	ls, err := SampleAlternating(3, 1, op("a"), op("b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(order, ""); got != "abababab" {
+		t.Fatalf("ran %q, want abababab (one warm-up round, three timed)", got)
+	}
+	if len(ls) != 2 || ls[0].N != 3 || ls[1].N != 3 {
+		t.Fatalf("summaries %+v, want two of 3 runs", ls)
+	}
+	order = nil
+	calls := 0
+	failing := func() error {
+		if calls++; calls == 3 {
+			return errors.New("boom")
+		}
+		return nil
+	}
+	if _, err := SampleAlternating(5, 1, op("a"), failing); err == nil || err.Error() != "boom" {
+		t.Fatalf("err %v, want boom", err)
+	}
+	if got := strings.Join(order, ""); got != "aaa" {
+		t.Fatalf("ran %q after the error, want aaa", got)
 	}
 }

@@ -63,6 +63,40 @@ func Sample(n, warmup int, op func() error) (Latency, error) {
 	return Summarize(samples), nil
 }
 
+// SampleAlternating runs ops in turn, warmup rounds untimed and then n
+// timed, and summarises each op's timed runs: one Latency per op, in the
+// order given. Run by run rather than each in a block, the ops share the
+// machine's drifts alike, and each run follows the same others: what ran
+// just before an exec changes its time (docs/CONTAINERS.md, "ipc against
+// a hello-world"). It stops at the first error.
+func SampleAlternating(n, warmup int, ops ...func() error) ([]Latency, error) {
+	for range warmup {
+		for _, op := range ops {
+			if err := op(); err != nil {
+				return nil, fmt.Errorf("warm-up: %w", err)
+			}
+		}
+	}
+	samples := make([][]time.Duration, len(ops))
+	for i := range samples {
+		samples[i] = make([]time.Duration, n)
+	}
+	for r := range n {
+		for i, op := range ops {
+			start := time.Now()
+			if err := op(); err != nil {
+				return nil, err
+			}
+			samples[i][r] = time.Since(start)
+		}
+	}
+	ls := make([]Latency, len(ops))
+	for i := range ops {
+		ls[i] = Summarize(samples[i])
+	}
+	return ls, nil
+}
+
 // Median returns the median of xs (the lower middle for an even count), or
 // zero for none.
 func Median[T cmp.Ordered](xs []T) T {
