@@ -47,20 +47,11 @@ func quantile(sorted []time.Duration, q float64) time.Duration {
 // Sample runs op warmup times untimed, then n times timed, and summarises
 // the timed runs. It stops at the first error.
 func Sample(n, warmup int, op func() error) (Latency, error) {
-	for range warmup {
-		if err := op(); err != nil {
-			return Latency{}, fmt.Errorf("warm-up: %w", err)
-		}
+	ls, err := SampleAlternating(n, warmup, op)
+	if err != nil {
+		return Latency{}, err
 	}
-	samples := make([]time.Duration, n)
-	for i := range samples {
-		start := time.Now()
-		if err := op(); err != nil {
-			return Latency{}, err
-		}
-		samples[i] = time.Since(start)
-	}
-	return Summarize(samples), nil
+	return ls[0], nil
 }
 
 // SampleAlternating runs ops in turn, warmup rounds untimed and then n
