@@ -43,23 +43,30 @@ func (h *Handler) chatLocked(id int64) *chatState {
 // works for the chat and the debounce has passed; else it does nothing,
 // or sets a timer to try again when the debounce ends. Every change that
 // may free a chat or add to its queue calls it.
-func (h *Handler) kick(chat int64) { h.kickAsked(chat, nil) }
+func (h *Handler) kick(chat int64) { h.kickAsked(chat, nil, nil) }
 
 // kickAsked is kick, with the core's answer to Paused asked for while the
 // update that queued the prompt was being recorded (askPaused), or nil.
 // The answer is used only if the prompt goes at once, in this call; a
-// prompt that waits asks again when it goes.
-func (h *Handler) kickAsked(chat int64, ask *pausedAsk) {
-	if h.tryPublish(chat, ask) {
-		// The handler runs on one P (GOMAXPROCS=1): the prompt goes
-		// before the caller's next step (the poll's next getUpdates).
-		runtime.Gosched()
+// prompt that waits asks again when it goes. s, if not nil, is the
+// durability of that update's relaxed record: the prompt's publishing
+// mark finishes it, or, if no prompt goes, it is finished at once,
+// uncovered.
+func (h *Handler) kickAsked(chat int64, ask *pausedAsk, s *recordSync) {
+	if !h.tryPublish(chat, ask, s) {
+		if s != nil {
+			s.finish(false)
+		}
+		return
 	}
+	// The handler runs on one P (GOMAXPROCS=1): the prompt goes before
+	// the caller's next step (the poll's next getUpdates).
+	runtime.Gosched()
 }
 
 // tryPublish does the work of kickAsked; true when a prompt went to
-// be published.
-func (h *Handler) tryPublish(chat int64, ask *pausedAsk) bool {
+// be published (and publish owns s).
+func (h *Handler) tryPublish(chat int64, ask *pausedAsk, s *recordSync) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
@@ -92,7 +99,7 @@ func (h *Handler) tryPublish(chat int64, ask *pausedAsk) bool {
 	}
 	c.inflight = p.ID
 	id := p.ID
-	return h.goBG(func() { h.publish(chat, id, ask) })
+	return h.goBG(func() { h.publish(chat, id, ask, s) })
 }
 
 // pausedAsk is a Paused call to the core made in the background: its
@@ -163,8 +170,17 @@ func (h *Handler) kickAll() {
 // publish hands prompt id of chat to the core as message.inbound. The
 // prompt is marked publishing first and published after: a crash between
 // the two leaves it publishing, which recoverState turns into doubt (told
-// to the owner, never sent again) rather than a blind duplicate.
-func (h *Handler) publish(chat, id int64, ask *pausedAsk) {
+// to the owner, never sent again) rather than a blind duplicate. s, if not
+// nil, is finished once the mark's full commit has made the relaxed
+// record before it durable, or uncovered on every other way out.
+func (h *Handler) publish(chat, id int64, ask *pausedAsk, s *recordSync) {
+	synced := func(covered bool) {
+		if s != nil {
+			s.finish(covered)
+			s = nil
+		}
+	}
+	defer synced(false)
 	var paused bool
 	var err error
 	if ask != nil && h.clock.Now().Sub(ask.at) < pausedAskFresh {
@@ -186,6 +202,7 @@ func (h *Handler) publish(chat, id int64, ask *pausedAsk) {
 		}
 		return
 	}
+	h.crash("publish:before-mark")
 	var p *prompt
 	err = h.db.tx(h.ctx, func(tx *sql.Tx) error {
 		var err error
@@ -202,6 +219,7 @@ func (h *Handler) publish(chat, id int64, ask *pausedAsk) {
 		h.finish(chat, id)
 		return
 	}
+	synced(true)
 	h.crash("publish:before")
 	perr := h.publishPrompt(p)
 	h.crash("publish:after")

@@ -110,7 +110,7 @@ func TestPausedAskUsedOnlyFresh(t *testing.T) {
 	}
 
 	queue("stale")
-	e.h.kickAsked(owner, answered(e.clock.Now().Add(-pausedAskFresh)))
+	e.h.kickAsked(owner, answered(e.clock.Now().Add(-pausedAskFresh)), nil)
 	ev := e.waitEvents(1)[0] // the core, asked again, is not paused
 	if got := plugintest.Member(&ev, "text"); got != "stale" {
 		t.Fatalf("published %q", got)
@@ -120,7 +120,7 @@ func TestPausedAskUsedOnlyFresh(t *testing.T) {
 	waitFor(t, "the chat freed", func() bool { return len(e.fake.Texts(owner)) == 1 })
 
 	queue("fresh")
-	e.h.kickAsked(owner, answered(e.clock.Now()))
+	e.h.kickAsked(owner, answered(e.clock.Now()), nil)
 	if got := e.lastText(owner, 2); !strings.Contains(got, "paused") {
 		t.Errorf("note %q, want that Carapace is paused", got)
 	}

@@ -58,7 +58,15 @@
 // for the owner's text, appends it to the chat's queued prompt. Polling
 // resumes after last_update_id. So an update whose transaction did not
 // commit before a crash is served again by Telegram, and one that did is
-// skipped (its id is the table's primary key). A second plugin process on
+// skipped (its id is the table's primary key). One exception saves an
+// fsync on the way to the agent: the owner's text that goes to the core
+// at once (no debounce, nothing in flight in its chat) is recorded with a
+// relaxed commit (sqlitedb.TxRelaxed), which outlives the death of the
+// process but not a power loss; its publishing mark, a full commit, follows
+// at once and makes the record durable too, and the next getUpdates
+// waits for it (or, when no mark follows, for a full commit of its own:
+// store.syncUpdate). A power loss before then takes the record back while
+// Telegram still holds the update. A second plugin process on
 // the same data folder is refused by an exclusive flock on LockFile.
 //
 // When no getUpdates has succeeded for degraded_after_s (2 minutes by

@@ -1,9 +1,12 @@
 package telegram
 
 import (
+	"encoding/json"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/core/plugin/plugintest"
@@ -59,6 +62,7 @@ func TestCrashPoints(t *testing.T) {
 	}{
 		{"update:before-commit", true, 1, ""},
 		{"update:after-commit", false, 1, ""}, // committed: the queue in the database has it
+		{"publish:before-mark", false, 1, ""}, // still queued
 		{"publish:before", false, 0, "may or may not have reached"},
 		{"publish:after", false, 1, "may or may not have reached"},
 	}
@@ -141,4 +145,84 @@ func atoi(s string) int64 {
 		n = n*10 + int64(c-'0')
 	}
 	return n
+}
+
+// TestConfirmWaitsForADurableRecord: an owner's message that goes to the
+// core at once (no debounce) is recorded with a relaxed commit, and
+// Telegram is not told to forget its update (the next getUpdates) until
+// the prompt's publishing mark, a full commit, has made the record
+// durable. The control: with a debounce the record is a full commit of
+// its own, and the same check sees the update confirmed while the mark
+// is held.
+func TestConfirmWaitsForADurableRecord(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		debounce        any // nil: the default
+		confirmedBefore bool
+	}{
+		{"at once", json.Number("0"), false},
+		{"debounced (control)", nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			held, release := make(chan struct{}), make(chan struct{})
+			var once sync.Once
+			e := newEnv(t, func(e *env) {
+				if tc.debounce != nil {
+					e.cfg["debounce_ms"] = tc.debounce
+				}
+				e.crash = func(p string) {
+					if p == "publish:before-mark" {
+						once.Do(func() { close(held); <-release })
+					}
+				}
+			})
+			id := e.fake.PrivateText(owner, "hold the mark")
+			if tc.debounce == nil {
+				e.handled(id)
+				e.clock.waitTimer(t, DefaultDebounce)
+				e.clock.Advance(DefaultDebounce)
+			}
+			select {
+			case <-held:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the prompt never reached its publishing mark")
+			}
+			// The poll asks again at once when nothing holds it.
+			time.Sleep(300 * time.Millisecond)
+			if got := e.fake.Confirmed() >= id; got != tc.confirmedBefore {
+				t.Errorf("update confirmed to Telegram before the publishing mark: %v, want %v", got, tc.confirmedBefore)
+			}
+			close(release)
+			e.handled(id)
+			if ev := e.waitEvents(1)[0]; plugintest.Member(&ev, "text") != "hold the mark" {
+				t.Errorf("published %q", plugintest.Member(&ev, "text"))
+			}
+			// The mark made the record durable: no commit of its own.
+			if v, err := e.h.db.meta(t.Context(), keyDurable); err != nil || v != "" {
+				t.Errorf("%s = %q (%v), want unset", keyDurable, v, err)
+			}
+		})
+	}
+}
+
+// TestConfirmWhilePausedSyncsItself: a message that would go at once
+// while the core is paused keeps its prompt queued, with no publishing
+// mark, so the poll makes the relaxed record durable itself, with a full
+// commit of its own, before it confirms the update.
+func TestConfirmWhilePausedSyncsItself(t *testing.T) {
+	e := newEnv(t, func(e *env) {
+		e.cfg["debounce_ms"] = json.Number("0")
+		e.svc.Status.Paused = true
+	})
+	id := e.say(owner, "are you there?")
+	if v, err := e.h.db.meta(t.Context(), keyDurable); err != nil || v != itoa(id) {
+		t.Errorf("%s = %q (%v), want %d: the record was not synced before the confirmation", keyDurable, v, err, id)
+	}
+	waitFor(t, "the note", func() bool { return len(e.fake.Texts(owner)) == 1 })
+	if got := e.fake.Texts(owner)[0]; got != notePaused {
+		t.Errorf("note %q", got)
+	}
+	if n := len(e.events()); n != 0 {
+		t.Errorf("%d events while paused", n)
+	}
 }

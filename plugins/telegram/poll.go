@@ -221,6 +221,9 @@ func (h *Handler) poll(ctx context.Context, last int64) {
 		if wait > 0 && sleep(ctx, h.clock, wait) != nil {
 			return
 		}
+		if !h.syncRecorded(ctx) {
+			return // stopping: the update stays unconfirmed
+		}
 		ups, err := h.getUpdates(ctx, offset)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -316,7 +319,7 @@ func (h *Handler) handleRaw(ctx context.Context, u rawUpdate) bool {
 // audits it (never its content) and, when it is the owner's in a chat the
 // plugin listens to, tells the owner it could not be read.
 func (h *Handler) onUndecodable(ctx context.Context, u rawUpdate) bool {
-	fresh, ok := h.record(ctx, u.Info, "drop: "+u.Problem, nil)
+	fresh, ok := h.record(ctx, u.Info, "drop: "+u.Problem, false, nil)
 	if !ok {
 		return false
 	}

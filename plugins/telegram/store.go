@@ -157,6 +157,24 @@ func (s *store) tx(ctx context.Context, f func(*sql.Tx) error) error {
 	return sqlitedb.Tx(ctx, s.db, f)
 }
 
+// txRelaxed is tx whose commit does not wait for the disk
+// (sqlitedb.TxRelaxed): it survives the death of the plugin, and the next
+// full commit makes it durable.
+func (s *store) txRelaxed(ctx context.Context, f func(*sql.Tx) error) error {
+	return sqlitedb.TxRelaxed(ctx, s.db, f)
+}
+
+// keyDurable is the meta row a full commit writes to make the relaxed
+// commits before it durable (syncUpdate): the last update id so synced.
+const keyDurable = "durable_update"
+
+// syncUpdate makes every commit before it durable, with a full commit of
+// its own: the record of update id, committed relaxed, before Telegram
+// is told to forget the update.
+func (s *store) syncUpdate(ctx context.Context, id int64) error {
+	return s.tx(ctx, func(tx *sql.Tx) error { return setMeta(ctx, tx, keyDurable, formatID(id)) })
+}
+
 func ms(t time.Time) int64 { return t.UnixMilli() }
 
 // meta returns a meta value, "" if unset.

@@ -106,6 +106,7 @@ type Handler struct {
 	bgMu     sync.Mutex     // guards bgDone against wg.Add racing Shutdown's wg.Wait
 	bgDone   bool           // Shutdown has begun waiting: no new background work
 	pollDone chan struct{}
+	unsynced *recordSync // the poll's: an update recorded relaxed, not yet known durable
 
 	mu       sync.Mutex
 	closed   bool

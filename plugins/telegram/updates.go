@@ -228,7 +228,13 @@ func (h *Handler) onUpdate(ctx context.Context, u *models.Update) bool {
 	if a.kind == "text" && h.goesAtOnce(a.chat) {
 		ask = h.askPaused()
 	}
-	fresh, ok := h.record(ctx, info, disposition, func(tx *sql.Tx) error {
+	// A prompt that goes to the core at once is recorded with a relaxed
+	// commit: the full commit of its publishing mark follows at once and
+	// makes the record durable too, and the next getUpdates, which tells
+	// Telegram to forget the update, waits for it (syncRecorded). One
+	// fsync, not two, on the way to the agent.
+	relaxed := ask != nil
+	fresh, ok := h.record(ctx, info, disposition, relaxed, func(tx *sql.Tx) error {
 		switch a.kind {
 		case "text":
 			return appendPrompt(ctx, tx, a.chat, a.group, a.text, info.ID, h.clock.Now())
@@ -256,7 +262,12 @@ func (h *Handler) onUpdate(ctx context.Context, u *models.Update) bool {
 		h.paired(info)
 	case "text":
 		h.log.Info("telegram: owner's message queued", "update_id", info.ID, "chat", a.chat, "group", a.group)
-		h.kickAsked(a.chat, ask)
+		var s *recordSync
+		if relaxed {
+			s = &recordSync{update: info.ID, done: make(chan struct{})}
+			h.unsynced = s
+		}
+		h.kickAsked(a.chat, ask, s)
 	case "command":
 		h.log.Info("telegram: owner's command", "update_id", info.ID, "chat", a.chat, "command", a.cmd)
 		h.act(act)
@@ -269,11 +280,17 @@ func (h *Handler) onUpdate(ctx context.Context, u *models.Update) bool {
 // record records update info with its disposition, and what also does in
 // the same transaction, retrying until it commits or ctx ends. fresh is
 // false for an update recorded before (a redelivery, to be skipped); ok
-// is false when the plugin stops first.
-func (h *Handler) record(ctx context.Context, info updateInfo, disposition string, also func(*sql.Tx) error) (fresh, ok bool) {
+// is false when the plugin stops first. A relaxed record does not wait
+// for the disk: the caller must make it durable (recordSync) before the
+// poll confirms the update.
+func (h *Handler) record(ctx context.Context, info updateInfo, disposition string, relaxed bool, also func(*sql.Tx) error) (fresh, ok bool) {
 	h.crash("update:before-commit")
+	tx := h.db.tx
+	if relaxed {
+		tx = h.db.txRelaxed
+	}
 	err := h.retry(ctx, func() error {
-		return h.db.tx(ctx, func(tx *sql.Tx) error {
+		return tx(ctx, func(tx *sql.Tx) error {
 			var err error
 			if fresh, err = recordUpdate(ctx, tx, info, disposition, h.clock.Now()); err != nil || !fresh || also == nil {
 				return err
@@ -286,6 +303,45 @@ func (h *Handler) record(ctx context.Context, info updateInfo, disposition strin
 	}
 	h.crash("update:after-commit")
 	return fresh, true
+}
+
+// recordSync is the durability of an update recorded with a relaxed
+// commit (a prompt that goes to the core at once). The prompt's
+// publishing mark, a full commit, makes it durable on its way; finish
+// says whether one did. Until then the poll does not confirm the update
+// to Telegram (syncRecorded), so a power loss that takes the record back
+// leaves Telegram to serve the update again.
+type recordSync struct {
+	update  int64
+	done    chan struct{}
+	covered bool // a full commit after the record succeeded; set before done closes
+}
+
+// finish ends s: covered when a full commit after the record succeeded.
+func (s *recordSync) finish(covered bool) {
+	s.covered = covered
+	close(s.done)
+}
+
+// syncRecorded waits until the last update recorded relaxed is durable,
+// committing in full itself when the prompt's publishing mark did not (the
+// core was paused, or the mark failed); false when ctx ends first, and the
+// update stays unconfirmed. The poll calls it before each getUpdates.
+func (h *Handler) syncRecorded(ctx context.Context) bool {
+	s := h.unsynced
+	if s == nil {
+		return true
+	}
+	select {
+	case <-s.done:
+	case <-ctx.Done():
+		return false
+	}
+	if !s.covered && h.retry(ctx, func() error { return h.db.syncUpdate(ctx, s.update) }) != nil {
+		return false
+	}
+	h.unsynced = nil
+	return true
 }
 
 // dropped logs and audits an update dropped unanswered: by id, kind, chat
