@@ -18,6 +18,7 @@ import (
 	"github.com/carapace-dev/carapace/core/audit"
 	"github.com/carapace-dev/carapace/core/home"
 	"github.com/carapace-dev/carapace/core/loader"
+	"github.com/carapace-dev/carapace/core/plugin"
 	"github.com/carapace-dev/carapace/ipc"
 	"github.com/carapace-dev/carapace/keychain"
 	"github.com/carapace-dev/carapace/plugins/telegram/fakebot"
@@ -266,16 +267,20 @@ func TestTelegramConversation(t *testing.T) {
 	// The owner, in two chats, interleaved: each answer to its own chat.
 	bot.PrivateText(tgOwner, echo("private one"))
 	bot.GroupText(tgFamily, tgOwner, echo("family one"))
-	bot.Wait(t, 60*time.Second, "typing in both chats", func() bool {
-		typing := map[string]bool{}
-		for _, r := range bot.Requests() {
-			if r.Method == "sendChatAction" {
-				typing[r.Params["chat_id"]] = true
+	// Each chat's first message handed to the core before its second
+	// comes, which would otherwise join it within the debounce. (Not the
+	// typing indicator: a warm agent may answer before its first
+	// sendChatAction has gone, and the answer ends the typing.)
+	waitWithin(t, 60*time.Second, "both chats' first messages handed to the core", func() bool {
+		groups := map[string]bool{}
+		for _, e := range c.Audit(t) {
+			if e.Source == "telegram" && e.Topic == plugin.TopicMessageInbound.Name() && e.Stage == audit.StageEvent && e.Outcome == audit.OutcomePublished {
+				groups[e.Group] = true
 			}
 		}
-		return typing[strconv.FormatInt(tgOwner, 10)] && typing[strconv.FormatInt(tgFamily, 10)]
+		return groups["main"] && groups["family"]
 	})
-	bot.PrivateText(tgOwner, echo("private two")) // while private one's session runs: it waits
+	bot.PrivateText(tgOwner, echo("private two")) // while private one's session runs, it waits; after, it is a prompt of its own
 	bot.GroupText(tgFamily, tgOwner, echo("family two"))
 	for _, a := range []struct {
 		chat       int64
