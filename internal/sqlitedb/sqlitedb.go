@@ -1,10 +1,11 @@
 // Package sqlitedb opens the SQLite databases Carapace keeps its state in
-// (the Telegram plugin's, the scheduler's): WAL, synchronous=FULL, foreign
-// keys on, write transactions that take the lock at once, one connection,
-// a schema brought forward by numbered migrations (PRAGMA user_version),
-// and a WAL file kept at its full size, so that a commit's fsync does not
-// also have to record a larger file (keepWAL). The memory plugin, which
-// needs a pool of readers, opens its own.
+// (the Telegram plugin's, the scheduler's): WAL, synchronous=FULL with
+// F_FULLFSYNC where there is one (Durable), foreign keys on, write
+// transactions that take the lock at once, one connection, a schema
+// brought forward by numbered migrations (PRAGMA user_version), and a WAL
+// file kept at its full size, so that a commit's fsync does not also have
+// to record a larger file (keepWAL). The memory plugin, which
+// needs a pool of readers, opens its own, its writer through Durable.
 //
 // It does not link the SQLite driver (mattn/go-sqlite3, cgo): the binary
 // does, with a blank import — cmd/wiring for the core, whose own
@@ -44,7 +45,7 @@ func Open(ctx context.Context, path, what string, migrations []string) (*sql.DB,
 		return nil, fmt.Errorf("%s: open %s: %w", what, path, err)
 	}
 	f.Close()
-	db, err := sql.Open("sqlite3", dsn(path))
+	db, err := Durable("sqlite3", dsn(path))
 	if err != nil {
 		return nil, fmt.Errorf("%s: open %s: %w", what, path, err)
 	}
@@ -165,7 +166,7 @@ func OpenExisting(ctx context.Context, path, what string) (*sql.DB, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	db, err := sql.Open("sqlite3", dsn(path))
+	db, err := Durable("sqlite3", dsn(path))
 	if err != nil {
 		return nil, fmt.Errorf("%s: open %s: %w", what, path, err)
 	}

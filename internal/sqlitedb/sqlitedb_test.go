@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"os"
@@ -394,4 +395,65 @@ func TestMain(m *testing.M) {
 	fmt.Println("committed")
 	time.Sleep(time.Minute)
 	os.Exit(1)
+}
+
+// TestFullFsyncOnEveryConnection: the databases Open and OpenExisting
+// return run each connection with PRAGMA fullfsync on (F_FULLFSYNC on
+// macOS), the one that replaces a connection the pool dropped too. The
+// control: the same file opened plainly reads 0.
+func TestFullFsyncOnEveryConnection(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.sqlite")
+	fullfsync := func(db *sql.DB) int {
+		t.Helper()
+		var v int
+		if err := db.QueryRow("PRAGMA fullfsync").Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	db, err := Open(t.Context(), path, "test", []string{"CREATE TABLE a (x INTEGER);"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if v := fullfsync(db); v != 1 {
+		t.Errorf("Open: fullfsync = %d, want 1", v)
+	}
+	// The pool drops its connection (as TxRelaxed does when it cannot set
+	// synchronous back) and makes another: a setting of the first one's
+	// own (cache_size) is gone from it.
+	if _, err := db.Exec("PRAGMA cache_size = 1234"); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := db.Conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+	conn.Close()
+	var cache int
+	if err := db.QueryRow("PRAGMA cache_size").Scan(&cache); err != nil || cache == 1234 {
+		t.Fatalf("cache_size %d (%v): the pool kept its connection, so this proves nothing", cache, err)
+	}
+	if v := fullfsync(db); v != 1 {
+		t.Errorf("a new connection: fullfsync = %d, want 1", v)
+	}
+
+	other, err := OpenExisting(t.Context(), path, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if v := fullfsync(other); v != 1 {
+		t.Errorf("OpenExisting: fullfsync = %d, want 1", v)
+	}
+
+	plain, err := sql.Open("sqlite3", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	if v := fullfsync(plain); v != 0 {
+		t.Errorf("control: a plain connection reads fullfsync = %d, want 0 (the check above proves nothing)", v)
+	}
 }

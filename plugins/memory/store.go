@@ -16,6 +16,7 @@ import (
 	_ "github.com/mattn/go-sqlite3" // registers "sqlite3"; needs cgo and -tags sqlite_fts5
 
 	"github.com/carapace-dev/carapace/core/home"
+	"github.com/carapace-dev/carapace/internal/sqlitedb"
 )
 
 // Entry types (seed 000 §Memory Entry Schema).
@@ -177,7 +178,9 @@ func Open(ctx context.Context, path, group string) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	w, err := sql.Open(writerDriver, dsn(abs, map[string]string{
+	// The writer's connections run with PRAGMA fullfsync (sqlitedb.Durable):
+	// on macOS fsync alone leaves a commit in the drive's cache.
+	w, err := sqlitedb.Durable("sqlite3", dsn(abs, map[string]string{
 		"mode":          "rw",
 		"_txlock":       "immediate",
 		"_busy_timeout": fmt.Sprint(busyTimeoutMS),
