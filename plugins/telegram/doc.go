@@ -64,7 +64,8 @@
 // relaxed commit (sqlitedb.TxRelaxed), which outlives the death of the
 // process but not a power loss; its publishing mark, a full commit, follows
 // at once and makes the record durable too, and the next getUpdates
-// waits for it (or, when no mark follows, for a full commit of its own:
+// waits for it (or, when no mark follows or none within markWait, which
+// a core slow to answer Paused would cause, for a full commit of its own:
 // store.syncUpdate). A power loss before then takes the record back while
 // Telegram still holds the update. A second plugin process on
 // the same data folder is refused by an exclusive flock on LockFile.

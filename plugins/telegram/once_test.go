@@ -226,3 +226,40 @@ func TestConfirmWhilePausedSyncsItself(t *testing.T) {
 		t.Errorf("%d events while paused", n)
 	}
 }
+
+// TestConfirmDoesNotWaitLongForTheMark: the poll waits at most markWait
+// for the publishing mark (which waits for the core's answer to Paused);
+// then it makes the update's record durable itself and confirms it,
+// while the mark is still held. The prompt still goes, once.
+func TestConfirmDoesNotWaitLongForTheMark(t *testing.T) {
+	held, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	e := newEnv(t, func(e *env) {
+		e.cfg["debounce_ms"] = json.Number("0")
+		e.crash = func(p string) {
+			if p == "publish:before-mark" {
+				once.Do(func() { close(held); <-release })
+			}
+		}
+	})
+	id := e.fake.PrivateText(owner, "a slow core")
+	select {
+	case <-held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the prompt never reached its publishing mark")
+	}
+	e.clock.waitTimer(t, markWait)
+	e.clock.Advance(markWait)
+	e.handled(id) // the mark is still held
+	if v, err := e.h.db.meta(t.Context(), keyDurable); err != nil || v != itoa(id) {
+		t.Errorf("%s = %q (%v), want %d: confirmed without a durable record", keyDurable, v, err, id)
+	}
+	close(release)
+	if ev := e.waitEvents(1)[0]; plugintest.Member(&ev, "text") != "a slow core" {
+		t.Errorf("published %q", plugintest.Member(&ev, "text"))
+	}
+	time.Sleep(100 * time.Millisecond) // a second event would come now
+	if n := len(e.events()); n != 1 {
+		t.Errorf("%d events, want 1", n)
+	}
+}

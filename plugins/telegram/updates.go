@@ -323,21 +323,34 @@ func (s *recordSync) finish(covered bool) {
 	close(s.done)
 }
 
+// markWait bounds how long the poll waits for a prompt's publishing mark
+// to make its update's record durable (syncRecorded): the mark waits for
+// the core's answer to Paused, and the poll does not wait on the core.
+const markWait = time.Second
+
 // syncRecorded waits until the last update recorded relaxed is durable,
 // committing in full itself when the prompt's publishing mark did not (the
-// core was paused, or the mark failed); false when ctx ends first, and the
-// update stays unconfirmed. The poll calls it before each getUpdates.
+// core was paused, or the mark failed) or has not within markWait; false
+// when ctx ends first, and the update stays unconfirmed. The poll calls it
+// before each getUpdates.
 func (h *Handler) syncRecorded(ctx context.Context) bool {
 	s := h.unsynced
 	if s == nil {
 		return true
 	}
+	late := make(chan struct{})
+	t := h.clock.AfterFunc(markWait, func() { close(late) })
+	covered := false
 	select {
 	case <-s.done:
+		covered = s.covered
+	case <-late:
 	case <-ctx.Done():
+		t.Stop()
 		return false
 	}
-	if !s.covered && h.retry(ctx, func() error { return h.db.syncUpdate(ctx, s.update) }) != nil {
+	t.Stop()
+	if !covered && h.retry(ctx, func() error { return h.db.syncUpdate(ctx, s.update) }) != nil {
 		return false
 	}
 	h.unsynced = nil
