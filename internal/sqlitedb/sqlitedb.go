@@ -4,8 +4,8 @@
 // transactions that take the lock at once, one connection, a schema
 // brought forward by numbered migrations (PRAGMA user_version), and a WAL
 // file kept at its full size, so that a commit's fsync does not also have
-// to record a larger file (keepWAL). The memory plugin, which
-// needs a pool of readers, opens its own, its writer through Durable.
+// to record a larger file (keepWAL). The memory plugin, which needs a
+// pool of readers, opens its own, its writer through Durable.
 //
 // It does not link the SQLite driver (mattn/go-sqlite3, cgo): the binary
 // does, with a blank import — cmd/wiring for the core, whose own
