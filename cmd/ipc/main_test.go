@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
@@ -117,5 +119,21 @@ func TestOversizedStdin(t *testing.T) {
 	code := run([]string{"tool.invoke.echo", "-"}, strings.NewReader(big), &stdout, &stderr)
 	if code != 1 || !strings.Contains(stderr.String(), "limit") {
 		t.Fatalf("code %d stderr %q", code, stderr.String())
+	}
+}
+
+// TestRuntimeSettings pins the run-time features the binary turns off in
+// godebug.go: the go command records them in the binary as its default
+// GODEBUG, and each was paid for by every call.
+func TestRuntimeSettings(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{.DefaultGODEBUG}}", ".").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	got := strings.Split(strings.TrimSpace(string(out)), ",")
+	for _, want := range []string{"containermaxprocs=0", "updatemaxprocs=0", "decoratemappings=0"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("bin/ipc's default GODEBUG is %q; want it to hold %s (cmd/ipc/godebug.go)", out, want)
+		}
 	}
 }

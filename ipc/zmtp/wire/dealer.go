@@ -79,7 +79,7 @@ func handshake(conn conn, deadline time.Time, lim Limits, first []byte) (*Dealer
 	if _, err := conn.Write(hello); err != nil {
 		return nil, err
 	}
-	br := bufio.NewReaderSize(conn, 4096)
+	br := bufio.NewReaderSize(connReader{conn}, 4096)
 	var g [GreetingLen]byte
 	if _, err := io.ReadFull(br, g[:]); err != nil {
 		return nil, fmt.Errorf("read the greeting: %w", err)
@@ -152,3 +152,12 @@ func (d *Dealer) SetReadDeadline(t time.Time) error { return d.conn.SetReadDeadl
 
 // Close closes the connection.
 func (d *Dealer) Close() error { return d.conn.Close() }
+
+// connReader is a conn as an io.Reader of a concrete type, which
+// bufio.NewReaderSize takes through an interface table built at compile
+// time: passing the conn itself converts one interface to another at run
+// time (runtime.getitab), whose first lookup touches pages of the table
+// no other part of bin/ipc does.
+type connReader struct{ c conn }
+
+func (r connReader) Read(p []byte) (int, error) { return r.c.Read(p) }
