@@ -90,6 +90,7 @@ test: build ## run every test: gofmt, vet, darwin type-check (cgo files included
 fuzz: ## run each fuzz target briefly (FUZZTIME=40000x runs; a count, not a duration: see golang/go#75804)
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME) ./ipc
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeResponse$$' -fuzztime $(FUZZTIME) ./ipc
+	$(GO) test -run '^$$' -fuzz '^FuzzUnquote$$' -fuzztime $(FUZZTIME) ./ipc
 	$(GO) test -run '^$$' -fuzz '^FuzzFilter$$' -fuzztime $(FUZZTIME) ./ipc/zmtp
 	$(GO) test -run '^$$' -fuzz '^FuzzString$$' -fuzztime $(FUZZTIME) ./core/sanitize
 	$(GO) test -run '^$$' -fuzz '^FuzzInline$$' -fuzztime $(FUZZTIME) ./core/claudemd

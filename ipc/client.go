@@ -7,9 +7,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"os"
+	"strconv"
 	"time"
 	"unicode/utf8"
 
@@ -71,22 +71,23 @@ func EncodeRequest(topic, correlation string, args []byte) ([]byte, *Error) {
 	// not worth building for one message per process.
 	wire := make([]byte, 0, len(args)+len(topic)+len(correlation)+48)
 	wire = append(wire, `{"topic":`...)
-	wire = appendString(wire, topic)
+	wire = AppendJSONString(wire, topic)
 	wire = append(wire, `,"correlation":`...)
-	wire = appendString(wire, correlation)
+	wire = AppendJSONString(wire, correlation)
 	wire = append(wire, `,"arguments":`...)
 	wire = append(wire, args...)
 	wire = append(wire, '}')
 	if len(wire) > MaxRequestBytes {
-		return nil, &Error{Code: CodeValidationFailed, Field: "arguments", Message: fmt.Sprintf("request of %d bytes exceeds the %d-byte limit", len(wire), MaxRequestBytes)}
+		return nil, &Error{Code: CodeValidationFailed, Field: "arguments", Message: "request of " + strconv.Itoa(len(wire)) + " bytes exceeds the " + strconv.Itoa(MaxRequestBytes) + "-byte limit"}
 	}
 	return wire, nil
 }
 
-// appendString appends s as a JSON string: quote, backslash and control
-// characters escaped, invalid UTF-8 as U+FFFD, as encoding/json does
-// (which also escapes <, > and & for HTML; nothing here is HTML).
-func appendString(b []byte, s string) []byte {
+// AppendJSONString appends s as a JSON string, byte for byte as encoding/json
+// writes it: quote and backslash escaped, control characters as \b, \f,
+// \n, \r, \t or \u00XX, <, > and & as \u003c, \u003e and \u0026, U+2028
+// and U+2029 escaped, invalid UTF-8 as \ufffd (FuzzEncodeString).
+func AppendJSONString(b []byte, s string) []byte {
 	const hexDigits = "0123456789abcdef"
 	b = append(b, '"')
 	for i := 0; i < len(s); {
@@ -95,7 +96,17 @@ func appendString(b []byte, s string) []byte {
 			switch {
 			case c == '"' || c == '\\':
 				b = append(b, '\\', c)
-			case c < 0x20:
+			case c == '\b':
+				b = append(b, '\\', 'b')
+			case c == '\f':
+				b = append(b, '\\', 'f')
+			case c == '\n':
+				b = append(b, '\\', 'n')
+			case c == '\r':
+				b = append(b, '\\', 'r')
+			case c == '\t':
+				b = append(b, '\\', 't')
+			case c < 0x20 || c == '<' || c == '>' || c == '&':
 				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
 			default:
 				b = append(b, c)
@@ -104,9 +115,12 @@ func appendString(b []byte, s string) []byte {
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
+		switch {
+		case r == utf8.RuneError && size == 1:
 			b = append(b, `\ufffd`...)
-		} else {
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+		default:
 			b = append(b, s[i:i+size]...)
 		}
 		i += size
@@ -136,7 +150,7 @@ func Call(ctx context.Context, endpoint, topic string, args []byte, opts ClientO
 	}
 	path, err := wire.Path(endpoint)
 	if err != nil {
-		return nil, &Error{Code: CodePluginUnavailable, Message: fmt.Sprintf("bad endpoint %q: %v", endpoint, err)}
+		return nil, &Error{Code: CodePluginUnavailable, Message: "bad endpoint " + strconv.Quote(endpoint) + ": " + err.Error()}
 	}
 	start := time.Now()
 	var alarm *wire.Alarm
@@ -160,7 +174,7 @@ func Call(ctx context.Context, endpoint, topic string, args []byte, opts ClientO
 			lastErr = e
 			if now.After(connectBy) {
 				return nil, &Error{Code: CodePluginUnavailable, Retriable: true,
-					Message: fmt.Sprintf("cannot reach the Carapace core at %s: %v", endpoint, lastErr.(*Error).Message)}
+					Message: "cannot reach the Carapace core at " + endpoint + ": " + lastErr.(*Error).Message}
 			}
 			alarm.Sleep(min(backoff, time.Until(connectBy)))
 			backoff = min(backoff*2, time.Second)
@@ -169,7 +183,7 @@ func Call(ctx context.Context, endpoint, topic string, args []byte, opts ClientO
 		connectBy = now.Add(min(opts.ConnectWait, time.Until(deadline)))
 		if now.After(deadline) {
 			return nil, &Error{Code: CodePluginTimeout, Retriable: true,
-				Message: fmt.Sprintf("no answer from the Carapace core within %s", opts.Timeout.Round(time.Millisecond))}
+				Message: "no answer from the Carapace core within " + opts.Timeout.Round(time.Millisecond).String()}
 		}
 	}
 }
@@ -206,7 +220,7 @@ func attempt(ctx context.Context, path string, req []byte, correlation string, d
 		case err != nil:
 			return nil, &Error{Code: CodePluginTimeout, Message: "connection closed"}, true
 		}
-		resp, err := DecodeResponse(f)
+		resp, err := decodeAnswer(f)
 		if err != nil {
 			return nil, &Error{Code: CodePluginError, Message: "invalid answer from the core: " + err.Error()}, false
 		}

@@ -1,6 +1,9 @@
 package ipc
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+)
 
 // Code is a machine-readable error code carried in an error payload.
 type Code string
@@ -72,6 +75,31 @@ func (e *Error) Error() string {
 		s += " (field " + e.Field + ")"
 	}
 	return s
+}
+
+// AppendJSON appends e as encoding/json writes it, byte for byte
+// (TestErrorAppendJSON): bin/ipc prints its errors so without linking
+// encoding/json's encoder.
+func (e *Error) AppendJSON(b []byte) []byte {
+	b = append(b, `{"code":`...)
+	b = AppendJSONString(b, string(e.Code))
+	b = append(b, `,"message":`...)
+	b = AppendJSONString(b, e.Message)
+	b = append(b, `,"retriable":`...)
+	b = strconv.AppendBool(b, e.Retriable)
+	if e.Stage != 0 {
+		b = append(b, `,"stage":`...)
+		b = strconv.AppendInt(b, int64(e.Stage), 10)
+	}
+	if e.Field != "" {
+		b = append(b, `,"field":`...)
+		b = AppendJSONString(b, e.Field)
+	}
+	if e.RetryAfter != 0 {
+		b = append(b, `,"retry_after":`...)
+		b = strconv.AppendInt(b, int64(e.RetryAfter), 10)
+	}
+	return append(b, '}')
 }
 
 // Errorf builds an error payload with a formatted message. Retriable is set

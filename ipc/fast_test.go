@@ -1,13 +1,16 @@
 package ipc
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The hand-written paths of the client (DecodeResponse's fast path, the
@@ -67,6 +70,125 @@ func agree(t *testing.T, in string) {
 	if ferr == nil && !reflect.DeepEqual(fast, slow) {
 		t.Fatalf("%s:\nfast %#v\nslow %#v", in, fast, slow)
 	}
+	// Call's decoder, without encoding/json's, accepts nothing the
+	// library rejects, and what it accepts it reads the same; it refuses
+	// only what is not in the core's shape.
+	strict, err := decodeAnswer(b)
+	switch {
+	case err == nil && serr != nil:
+		t.Fatalf("%s: decodeAnswer accepts %#v; encoding/json: %v", in, strict, serr)
+	case err == nil && !reflect.DeepEqual(strict, slow):
+		t.Fatalf("%s:\ndecodeAnswer %#v\nslow %#v", in, strict, slow)
+	case err != nil && serr == nil && !errors.Is(err, errNotCanonical):
+		t.Fatalf("%s: decodeAnswer refuses (%v) what encoding/json reads", in, err)
+	}
+}
+
+// TestDecodeAnswerTakesTheCoresFrames: every documented frame, errors
+// and the pending one included, is what the core's types encode
+// (TestResponseGolden), and Call's decoder reads each.
+func TestDecodeAnswerTakesTheCoresFrames(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "frames", "response-*.json"))
+	if len(files) < 5 {
+		t.Fatalf("%d response frames in testdata/frames", len(files))
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := decodeAnswer(bytes.TrimSpace(b)); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	// Control: a frame in another shape is refused, not misread.
+	if _, err := decodeAnswer([]byte(`{"Type":"response","payload":{"result":{}}}`)); !errors.Is(err, errNotCanonical) {
+		t.Errorf("a key spelled otherwise: %v, want errNotCanonical", err)
+	}
+}
+
+// FuzzDecodeAnswerReadsWhatTheCoreWrites: any envelope encoding/json
+// writes from the core's types (as core/pipeline does) is read by Call's
+// decoder as encoding/json reads it.
+func FuzzDecodeAnswerReadsWhatTheCoreWrites(f *testing.F) {
+	f.Add("response", "c-1", "RATE_LIMITED", "too <many> & more", "", 4, 3, true, `{"a":[1,"\u2028"]}`, int64(1764000000))
+	f.Add("pending", "c\u00e9", "", "", "x", 0, 0, false, `{}`, int64(0))
+	f.Fuzz(func(t *testing.T, typ, corr, code, msg, field string, stage, retry int, retriable bool, result string, at int64) {
+		r := Response{ID: corr + "-id", Version: 1, Type: typ, Topic: "tool.invoke." + field, Source: "core", Correlation: corr,
+			Timestamp: time.Unix(at%(1<<34), at%1e9).UTC(), Group: msg}
+		if json.Valid([]byte(result)) {
+			r.Payload.Result = json.RawMessage(result)
+		}
+		if code != "" {
+			r.Payload.Error = &Error{Code: Code(code), Message: msg, Retriable: retriable, Stage: stage, Field: field, RetryAfter: retry}
+		}
+		if typ == TypePending {
+			r.Payload.Confirmation = &Confirmation{ID: corr, ExpiresAt: r.Timestamp}
+		}
+		b, err := json.Marshal(&r)
+		if err != nil {
+			t.Skip() // not something the core could send
+		}
+		slow, serr := slowResponse(b)
+		got, err := decodeAnswer(b)
+		if (err == nil) != (serr == nil) || (err == nil && !reflect.DeepEqual(got, slow)) {
+			t.Fatalf("%s:\ndecodeAnswer %#v, %v\nencoding/json %#v, %v", b, got, err, slow, serr)
+		}
+	})
+}
+
+// FuzzUnquote: the string decoder the fast paths share (the core's
+// request decoding too) reads every JSON string as encoding/json does.
+func FuzzUnquote(f *testing.F) {
+	for _, s := range []string{`""`, `"a"`, `"\"\\\/\b\f\n\r\t"`, `"\u00e9\u2028"`, `"\ud83d\ude00"`, `"\ud83d"`, `"\ude00\ud83d"`,
+		`"\ud83dx"`, `"\ud83d\u0041"`, `"\uD83D\uDE00"`, "\"\xff\xe2\x82\"", `"\u0000"`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		tok := []byte(s)
+		if len(tok) < 2 || tok[0] != '"' || tok[len(tok)-1] != '"' || !json.Valid(tok) {
+			// Any string at all, as encoding/json writes it.
+			tok, _ = json.Marshal(s)
+		}
+		var want string
+		if err := json.Unmarshal(tok, &want); err != nil {
+			t.Fatalf("%s: %v", tok, err)
+		}
+		if got := unquote(tok); got != want {
+			t.Fatalf("%s: unquote %q, encoding/json %q", tok, got, want)
+		}
+	})
+}
+
+// TestErrorAppendJSON: an error line bin/ipc prints is the bytes
+// json.Marshal would have written.
+func TestErrorAppendJSON(t *testing.T) {
+	for _, e := range []*Error{
+		{},
+		{Code: CodeUnknownTool, Message: `unknown tool "x<y>&z"`, Stage: 2},
+		{Code: CodeValidationFailed, Message: "tab\tnl\nbs\b ff\f cr\r \x01 \u2028\u2029 bad\xff", Field: "a\"b", Stage: 1},
+		{Code: CodeRateLimited, Message: "m", Retriable: true, Stage: 4, RetryAfter: 30},
+		{Code: CodePluginTimeout, Message: "é", Retriable: true, Stage: -1, RetryAfter: -2},
+	} {
+		want, err := json.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := e.AppendJSON([]byte("x")); string(got) != "x"+string(want) {
+			t.Errorf("AppendJSON\n%s\nencoding/json\n%s", got[1:], want)
+		}
+	}
+}
+
+func FuzzErrorAppendJSON(f *testing.F) {
+	f.Add("HANDLER_ERROR", "m <b> & \u2028", "f", 3, 0, true)
+	f.Fuzz(func(t *testing.T, code, msg, field string, stage, retry int, retriable bool) {
+		e := &Error{Code: Code(code), Message: msg, Retriable: retriable, Stage: stage, Field: field, RetryAfter: retry}
+		want, _ := json.Marshal(e)
+		if got := e.AppendJSON(nil); string(got) != string(want) {
+			t.Fatalf("AppendJSON\n%s\nencoding/json\n%s", got, want)
+		}
+	})
 }
 
 func TestDecodeResponseFastAgrees(t *testing.T) {
@@ -110,18 +232,14 @@ func TestEncodeRequestAsJSON(t *testing.T) {
 }
 
 func FuzzEncodeString(f *testing.F) {
-	for _, s := range []string{"", "a", `"\`, "\x00\x7f\x80\xff", "é\u2028"} {
+	for _, s := range []string{"", "a", `"\`, "\x00\x7f\x80\xff", "é\u2028", "<a href='x'>&amp;</a>", "\b\f\n\r\t\x1f"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		var got, want string
-		if err := json.Unmarshal(appendString(nil, s), &got); err != nil {
-			t.Fatalf("%q: %v", s, err)
-		}
-		w, _ := json.Marshal(s)
-		_ = json.Unmarshal(w, &want)
-		if got != want {
-			t.Fatalf("%q: got %q, encoding/json %q", s, got, want)
+		// Byte for byte: bin/ipc's error lines are compared with what
+		// encoding/json wrote before.
+		if got, want := AppendJSONString(nil, s), must(json.Marshal(s)); string(got) != string(want) {
+			t.Fatalf("%q: got %s, encoding/json %s", s, got, want)
 		}
 	})
 }
@@ -136,4 +254,11 @@ func FuzzCorrelation(f *testing.F) {
 			t.Fatalf("%q: %v, the pattern says %v", s, got, want)
 		}
 	})
+}
+
+func must(b []byte, err error) []byte {
+	if err != nil {
+		panic(err)
+	}
+	return b
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"strconv"
 	"time"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -173,15 +174,80 @@ func valueEnd(b []byte, i int) int {
 	return j
 }
 
-// unquote decodes a valid JSON string token; escapes and invalid UTF-8
-// (which encoding/json replaces with U+FFFD) take the slow road.
+// unquote decodes a valid JSON string token as encoding/json does: its
+// escapes, a surrogate pair as one character, a lone surrogate and
+// invalid UTF-8 as U+FFFD (FuzzUnquote checks it against encoding/json,
+// which bin/ipc does not link for this).
 func unquote(tok []byte) string {
-	if bytes.IndexByte(tok, '\\') < 0 && utf8.Valid(tok) {
-		return string(tok[1 : len(tok)-1])
+	body := tok[1 : len(tok)-1]
+	if bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body) {
+		return string(body)
 	}
-	var s string
-	_ = json.Unmarshal(tok, &s)
-	return s
+	out := make([]byte, 0, len(body)+2*utf8.UTFMax)
+	for i := 0; i < len(body); {
+		c := body[i]
+		switch {
+		case c == '\\':
+			i++
+			switch e := body[i]; e {
+			case 'b':
+				out = append(out, '\b')
+			case 'f':
+				out = append(out, '\f')
+			case 'n':
+				out = append(out, '\n')
+			case 'r':
+				out = append(out, '\r')
+			case 't':
+				out = append(out, '\t')
+			case 'u':
+				r := hex4(body[i+1:])
+				i += 5
+				if utf16.IsSurrogate(r) {
+					if i+6 <= len(body) && body[i] == '\\' && body[i+1] == 'u' {
+						if pair := utf16.DecodeRune(r, hex4(body[i+2:])); pair != utf8.RuneError {
+							r = pair
+							i += 6
+						} else {
+							r = utf8.RuneError
+						}
+					} else {
+						r = utf8.RuneError
+					}
+				}
+				out = utf8.AppendRune(out, r)
+				continue
+			default: // '"', '\\', '/'
+				out = append(out, e)
+			}
+			i++
+		case c < utf8.RuneSelf:
+			out = append(out, c)
+			i++
+		default:
+			r, size := utf8.DecodeRune(body[i:])
+			out = utf8.AppendRune(out, r) // RuneError for an invalid byte
+			i += size
+		}
+	}
+	return string(out)
+}
+
+// hex4 is the value of the four hex digits a valid JSON \u escape has.
+func hex4(b []byte) rune {
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case c >= 'a':
+			c -= 'a' - 10
+		case c >= 'A':
+			c -= 'A' - 10
+		default:
+			c -= '0'
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
 }
 
 // decodeSlow walks the request token by token, to say exactly what is
@@ -367,20 +433,37 @@ type Confirmation struct {
 // of its call. Anything else takes encoding/json's own path, and the
 // tests check that the two agree.
 func DecodeResponse(b []byte) (*Response, error) {
+	r, err := decodeAnswer(b)
+	if !errors.Is(err, errNotCanonical) {
+		return r, err
+	}
+	r = new(Response)
+	if err := json.Unmarshal(b, r); err != nil {
+		return nil, fmt.Errorf("response is not a valid envelope: %w", err)
+	}
+	return checkResponse(r)
+}
+
+// errNotCanonical is valid JSON that decodeAnswer leaves to
+// encoding/json: not in the shape the core writes.
+var errNotCanonical = errors.New("response is not an envelope as the core writes it (each field once, spelled as tagged)")
+
+// decodeAnswer is DecodeResponse without encoding/json's decoder, for
+// Call: the core writes every envelope in the canonical shape, and
+// anything else is an error (errNotCanonical) rather than decoded by
+// reflection. bin/ipc then links no reflective JSON codec at all, which
+// was about a twentieth of its start (docs/CONTAINERS.md). Every check
+// DecodeResponse makes on what it accepts is made here too.
+func decodeAnswer(b []byte) (*Response, error) {
 	if len(b) > MaxResponseBytes {
-		return nil, fmt.Errorf("response of %d bytes exceeds the %d-byte limit", len(b), MaxResponseBytes)
+		return nil, errors.New("response of " + strconv.Itoa(len(b)) + " bytes exceeds the " + strconv.Itoa(MaxResponseBytes) + "-byte limit")
 	}
 	if !json.Valid(b) {
-		var r Response
-		err := json.Unmarshal(b, &r)
-		return nil, fmt.Errorf("response is not a valid envelope: %w", err)
+		return nil, errors.New("response is not a valid envelope: not valid JSON")
 	}
 	r, ok := decodeResponseFast(b)
 	if !ok {
-		r = new(Response)
-		if err := json.Unmarshal(b, r); err != nil {
-			return nil, fmt.Errorf("response is not a valid envelope: %w", err)
-		}
+		return nil, errNotCanonical
 	}
 	return checkResponse(r)
 }
@@ -396,7 +479,7 @@ func checkResponse(r *Response) (*Response, error) {
 			return nil, errors.New("pending frame without a confirmation")
 		}
 	default:
-		return nil, fmt.Errorf("unknown envelope type %q", r.Type)
+		return nil, errors.New("unknown envelope type " + strconv.Quote(r.Type))
 	}
 	return r, nil
 }
@@ -458,9 +541,7 @@ func decodeResponseFast(b []byte) (r *Response, ok bool) {
 	return r, ok
 }
 
-// decodePayloadFast decodes the payload object; an error or a
-// confirmation, which the ipc binary meets rarely, is left to
-// encoding/json.
+// decodePayloadFast decodes the payload object.
 func decodePayloadFast(b []byte, p *Payload) bool {
 	seen := 0
 	return members(b, 0, func(key string, val []byte) bool {
@@ -470,13 +551,17 @@ func decodePayloadFast(b []byte, p *Payload) bool {
 			// As encoding/json does: a RawMessage keeps a null too.
 			p.Result, bit = append(json.RawMessage(nil), val...), 1
 		case "error":
-			if string(val) != "null" && (val[0] != '{' || json.Unmarshal(val, &p.Error) != nil) {
-				return false
+			if string(val) != "null" {
+				if p.Error = decodeErrorFast(val); p.Error == nil {
+					return false
+				}
 			}
 			bit = 2
 		case "confirmation":
-			if string(val) != "null" && (val[0] != '{' || json.Unmarshal(val, &p.Confirmation) != nil) {
-				return false
+			if string(val) != "null" {
+				if p.Confirmation = decodeConfirmationFast(val); p.Confirmation == nil {
+					return false
+				}
 			}
 			bit = 4
 		default:
@@ -488,6 +573,90 @@ func decodePayloadFast(b []byte, p *Payload) bool {
 		seen |= bit
 		return true
 	})
+}
+
+// decodeErrorFast decodes an error payload object in the shape the core
+// writes (each field once, spelled as tagged, no null), or returns nil.
+func decodeErrorFast(b []byte) *Error {
+	e := new(Error)
+	seen := 0
+	ok := members(b, 0, func(key string, val []byte) bool {
+		var bit int
+		var err error
+		switch key {
+		case "code", "message", "field":
+			if val[0] != '"' {
+				return false
+			}
+			switch v := unquote(val); key {
+			case "code":
+				e.Code, bit = Code(v), 1
+			case "message":
+				e.Message, bit = v, 2
+			default:
+				e.Field, bit = v, 4
+			}
+		case "retriable":
+			switch string(val) {
+			case "true":
+				e.Retriable = true
+			case "false":
+			default:
+				return false
+			}
+			bit = 8
+		case "stage":
+			e.Stage, err = strconv.Atoi(string(val))
+			bit = 16
+		case "retry_after":
+			e.RetryAfter, err = strconv.Atoi(string(val))
+			bit = 32
+		default:
+			return false
+		}
+		if err != nil || seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		return true
+	})
+	if !ok {
+		return nil
+	}
+	return e
+}
+
+// decodeConfirmationFast decodes a confirmation object in the shape the
+// core writes, or returns nil.
+func decodeConfirmationFast(b []byte) *Confirmation {
+	c := new(Confirmation)
+	seen := 0
+	ok := members(b, 0, func(key string, val []byte) bool {
+		var bit int
+		switch key {
+		case "id":
+			if val[0] != '"' {
+				return false
+			}
+			c.ID, bit = unquote(val), 1
+		case "expires_at":
+			if val[0] != '"' || c.ExpiresAt.UnmarshalJSON(val) != nil {
+				return false
+			}
+			bit = 2
+		default:
+			return false
+		}
+		if seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		return true
+	})
+	if !ok {
+		return nil
+	}
+	return c
 }
 
 // members calls f with each member of the valid JSON object at b[i], in

@@ -20,13 +20,15 @@
 //
 // It is static, has no cgo, and links neither net/http nor os/exec; on Linux
 // it does not link net either: it speaks to the core with raw syscalls
-// (ipc/zmtp/wire).
+// (ipc/zmtp/wire). Nor does it link fmt or encoding/json's reflective
+// encoder and decoder, about a twentieth of its start: its JSON is read
+// and written by hand (ipc's decodeAnswer and Error.AppendJSON, statusLine
+// here), each tested against encoding/json.
 package main
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
+	"errors"
 	"io"
 	"os"
 	"os/signal"
@@ -62,29 +64,25 @@ func main() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "relay" {
-		fmt.Fprint(stderr, "ipc: the model API relay is its own binary: ipc-relay --listen 127.0.0.1:PORT [--socket PATH] (ipc-relay --help)\n\n"+usage)
+		io.WriteString(stderr, "ipc: the model API relay is its own binary: ipc-relay --listen 127.0.0.1:PORT [--socket PATH] (ipc-relay --help)\n\n"+usage)
 		return 2
 	}
 	if len(args) == 1 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-		fmt.Fprint(stdout, usage)
+		io.WriteString(stdout, usage)
 		return 0
 	}
 	if len(args) < 1 || len(args) > 2 || args[0] == "" || args[0][0] == '-' {
-		fmt.Fprint(stderr, usage)
+		io.WriteString(stderr, usage)
 		return 2
 	}
-	opts := ipc.ClientOptions{OnPending: func(c ipc.Confirmation) {
-		line, _ := json.Marshal(map[string]any{"status": "waiting_for_confirmation", "confirmation": c.ID, "expires_at": c.ExpiresAt,
-			"hint": "the user must approve this call on the host (carapace confirm approve " + c.ID + ")"})
-		fmt.Fprintf(stderr, "%s\n", line)
-	}}
+	opts := ipc.ClientOptions{OnPending: func(c ipc.Confirmation) { stderr.Write(append(statusLine(c), '\n')) }}
 	var err error
 	if opts.Timeout, err = envDuration("CARAPACE_IPC_TIMEOUT"); err != nil {
-		fmt.Fprintf(stderr, "ipc: %v\n", err)
+		io.WriteString(stderr, "ipc: "+err.Error()+"\n")
 		return 2
 	}
 	if opts.RetryInterval, err = envDuration("CARAPACE_IPC_RETRY"); err != nil {
-		fmt.Fprintf(stderr, "ipc: %v\n", err)
+		io.WriteString(stderr, "ipc: "+err.Error()+"\n")
 		return 2
 	}
 	var body []byte
@@ -99,7 +97,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 	if len(body) > ipc.MaxRequestBytes {
-		return fail(stderr, &ipc.Error{Code: ipc.CodeValidationFailed, Field: "arguments", Message: fmt.Sprintf("arguments exceed the %d-byte limit", ipc.MaxRequestBytes)})
+		return fail(stderr, &ipc.Error{Code: ipc.CodeValidationFailed, Field: "arguments", Message: "arguments exceed the " + strconv.Itoa(ipc.MaxRequestBytes) + "-byte limit"})
 	}
 	endpoint := os.Getenv("CARAPACE_IPC_ENDPOINT")
 	if endpoint == "" {
@@ -132,9 +130,24 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 func fail(w io.Writer, e *ipc.Error) int {
-	b, _ := json.Marshal(e)
-	fmt.Fprintf(w, "%s\n", b)
+	w.Write(append(e.AppendJSON(nil), '\n'))
 	return 1
+}
+
+// statusLine is the JSON line that says a call waits for the user, as
+// encoding/json writes a map of its four members (keys in order).
+func statusLine(c ipc.Confirmation) []byte {
+	b := append([]byte(nil), `{"confirmation":`...)
+	b = ipc.AppendJSONString(b, c.ID)
+	b = append(b, `,"expires_at":`...)
+	at, err := c.ExpiresAt.MarshalJSON()
+	if err != nil { // a year outside [0,9999]: the core never sends one
+		at = []byte(`null`)
+	}
+	b = append(b, at...)
+	b = append(b, `,"hint":`...)
+	b = ipc.AppendJSONString(b, "the user must approve this call on the host (carapace confirm approve "+c.ID+")")
+	return append(b, `,"status":"waiting_for_confirmation"}`...)
 }
 
 // envDuration parses a duration ("35s") or whole seconds ("35"); unset is 0.
@@ -148,7 +161,7 @@ func envDuration(name string) (time.Duration, error) {
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("%s=%q: want a positive duration like 35s", name, v)
+		return 0, errors.New(name + "=" + strconv.Quote(v) + ": want a positive duration like 35s")
 	}
 	return d, nil
 }

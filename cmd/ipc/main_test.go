@@ -7,8 +7,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/carapace-dev/carapace/internal/testutil/deptest"
+	"github.com/carapace-dev/carapace/ipc"
 )
 
 // TestDependencies pins what the in-container binary may link, for the
@@ -134,6 +136,60 @@ func TestRuntimeSettings(t *testing.T) {
 	for _, want := range []string{"containermaxprocs=0", "updatemaxprocs=0", "decoratemappings=0"} {
 		if !slices.Contains(got, want) {
 			t.Errorf("bin/ipc's default GODEBUG is %q; want it to hold %s (cmd/ipc/godebug.go)", out, want)
+		}
+	}
+}
+
+// TestNoFmtNorReflectiveJSON: bin/ipc links neither fmt nor encoding/json's
+// reflective encoder and decoder. They were about a twentieth of its
+// start (docs/CONTAINERS.md#ipc-against-a-hello-world); their work is done
+// by hand (ipc's decodeAnswer, Error.AppendJSON, statusLine), each
+// checked against encoding/json. The scanner behind json.Valid stays.
+// Control: the same search finds fmt in ipc-relay, which links it.
+func TestNoFmtNorReflectiveJSON(t *testing.T) {
+	forbidden := func(name string) bool {
+		return strings.HasPrefix(name, "fmt.") ||
+			strings.HasPrefix(name, "encoding/json.Marshal") || strings.HasPrefix(name, "encoding/json.Unmarshal") ||
+			strings.HasPrefix(name, "encoding/json.(*decodeState)") || strings.HasPrefix(name, "encoding/json.(*encodeState)")
+	}
+	count := func(names []string) (n int, first string) {
+		for _, s := range names {
+			if forbidden(s) {
+				if n == 0 {
+					first = s
+				}
+				n++
+			}
+		}
+		return n, first
+	}
+	ipcSyms := deptest.LinkedSymbols(t, ".")
+	if n, first := count(ipcSyms); n > 0 {
+		t.Errorf("bin/ipc links %d symbols of fmt or encoding/json's codec, %s the first", n, first)
+	}
+	if !slices.Contains(ipcSyms, "encoding/json.Valid") || !slices.Contains(ipcSyms, "main.statusLine") {
+		t.Errorf("bin/ipc's symbols lack encoding/json.Valid or main.statusLine: the search reads the wrong table")
+	}
+	if n, _ := count(deptest.LinkedSymbols(t, "../ipc-relay")); n == 0 {
+		t.Errorf("control: no fmt symbol found in ipc-relay, which links fmt")
+	}
+}
+
+// TestStatusLine: the line that says a call waits for the user is what
+// encoding/json wrote for it before.
+func TestStatusLine(t *testing.T) {
+	for _, c := range []ipc.Confirmation{
+		{ID: "ab12", ExpiresAt: time.Date(2026, 11, 28, 9, 0, 0, 500, time.UTC)},
+		{ID: `x"<&>` + "\u2028", ExpiresAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.FixedZone("", 3600))},
+		{},
+	} {
+		want, err := json.Marshal(map[string]any{"status": "waiting_for_confirmation", "confirmation": c.ID, "expires_at": c.ExpiresAt,
+			"hint": "the user must approve this call on the host (carapace confirm approve " + c.ID + ")"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := statusLine(c); string(got) != string(want) {
+			t.Errorf("statusLine\n%s\nencoding/json\n%s", got, want)
 		}
 	}
 }

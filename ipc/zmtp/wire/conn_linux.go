@@ -4,7 +4,6 @@ package wire
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"os"
 	"sync"
@@ -50,16 +49,16 @@ const (
 // does; the caller retries.
 func dialUnix(ctx context.Context, path string, deadline time.Time, alarm *Alarm) (conn, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("dial unix %s: %w", path, err)
+		return nil, withContext("dial unix "+path, err)
 	}
 	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_NONBLOCK|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return nil, fmt.Errorf("dial unix %s: %w", path, os.NewSyscallError("socket", err))
+		return nil, withContext("dial unix "+path, os.NewSyscallError("socket", err))
 	}
 	c := &rawConn{fd: fd, rdl: deadline, wdl: deadline, alarm: alarm}
 	if err := c.connect(path); err != nil {
 		syscall.Close(fd)
-		return nil, fmt.Errorf("dial unix %s: %w", path, err)
+		return nil, withContext("dial unix "+path, err)
 	}
 	return c, nil
 }

@@ -3,7 +3,6 @@ package wire
 import (
 	"bufio"
 	"context"
-	"fmt"
 	"io"
 	"time"
 )
@@ -82,17 +81,17 @@ func handshake(conn conn, deadline time.Time, lim Limits, first []byte) (*Dealer
 	br := bufio.NewReaderSize(connReader{conn}, 4096)
 	var g [GreetingLen]byte
 	if _, err := io.ReadFull(br, g[:]); err != nil {
-		return nil, fmt.Errorf("read the greeting: %w", err)
+		return nil, withContext("read the greeting", err)
 	}
 	if err := CheckGreeting(&g); err != nil {
 		return nil, err
 	}
 	st, err := ReadReady(br)
 	if err != nil {
-		return nil, fmt.Errorf("read the READY: %w", err)
+		return nil, withContext("read the READY", err)
 	}
 	if st != "ROUTER" {
-		return nil, fmt.Errorf("%w: the peer is a %s, not a ROUTER", ErrSocketType, st)
+		return nil, withDetail(ErrSocketType, "the peer is a "+st+", not a ROUTER")
 	}
 	if err := conn.SetDeadline(time.Time{}); err != nil {
 		return nil, err

@@ -253,11 +253,12 @@ func TestPath(t *testing.T) {
 // TestImports keeps the package free of zmq4 (the point of it) and small.
 // On Linux it does not import net either: the Dealer works its socket by
 // system calls, and a call that registered with the runtime's network
-// poller would pay for its start again in every ipc run.
+// poller would pay for its start again in every ipc run. Nor fmt, which
+// bin/ipc does not link (cmd/ipc TestNoFmtNorReflectiveJSON).
 func TestImports(t *testing.T) {
 	base := []string{
 		"io", "bufio", "encoding/binary", "errors",
-		"fmt", "time", "context", "strings", "sync", "sync/atomic",
+		"strconv", "time", "context", "strings", "sync", "sync/atomic",
 	}
 	for goos, extra := range map[string][]string{
 		"linux":  {"os", "syscall", "unsafe"}, // conn_linux.go

@@ -1,7 +1,7 @@
 package wire
 
 import (
-	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -19,7 +19,7 @@ func Path(ep string) (string, error) {
 	case strings.HasPrefix(ep, "/"):
 		path = ep
 	default:
-		return "", fmt.Errorf("%w: %q is neither ipc:///path nor an absolute path", ErrBadEndpoint, ep)
+		return "", withDetail(ErrBadEndpoint, strconv.Quote(ep)+" is neither ipc:///path nor an absolute path")
 	}
 	if err := CheckPath(path); err != nil {
 		return "", err
@@ -32,11 +32,11 @@ func Path(ep string) (string, error) {
 func CheckPath(path string) error {
 	switch {
 	case !strings.HasPrefix(path, "/"):
-		return fmt.Errorf("%w: %q is not an absolute path", ErrBadEndpoint, path)
+		return withDetail(ErrBadEndpoint, strconv.Quote(path)+" is not an absolute path")
 	case strings.Contains(path, "://"):
-		return fmt.Errorf("%w: %q contains \"://\"", ErrBadEndpoint, path)
+		return withDetail(ErrBadEndpoint, strconv.Quote(path)+` contains "://"`)
 	case strings.IndexByte(path, 0) >= 0:
-		return fmt.Errorf("%w: path contains a NUL byte", ErrBadEndpoint)
+		return withDetail(ErrBadEndpoint, "path contains a NUL byte")
 	}
 	return nil
 }

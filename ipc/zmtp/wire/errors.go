@@ -34,3 +34,25 @@ var (
 	// given as an endpoint.
 	ErrBadEndpoint = errors.New("zmtp: bad endpoint")
 )
+
+// wrapped is an error with context: its text is fixed when it is made, and
+// errors.Is and errors.As see the error it wraps. It does what fmt.Errorf
+// with %w did here, without fmt, which bin/ipc no longer links
+// (docs/CONTAINERS.md#ipc-against-a-hello-world).
+type wrapped struct {
+	msg string
+	err error
+}
+
+func (e *wrapped) Error() string { return e.msg }
+func (e *wrapped) Unwrap() error { return e.err }
+
+// withDetail is err followed by what went wrong: "err: detail".
+func withDetail(err error, detail string) error {
+	return &wrapped{msg: err.Error() + ": " + detail, err: err}
+}
+
+// withContext is what was being done followed by err: "context: err".
+func withContext(context string, err error) error {
+	return &wrapped{msg: context + ": " + err.Error(), err: err}
+}

@@ -3,7 +3,6 @@ package wire
 import (
 	"bufio"
 	"encoding/binary"
-	"fmt"
 	"io"
 )
 
@@ -59,12 +58,12 @@ type Counter struct {
 // Check checks one frame header (its flags byte and claimed body size).
 func (c *Counter) Check(flags byte, size uint64) error {
 	if flags&^FlagsKnown != 0 {
-		return fmt.Errorf("%w: unknown flags", ErrBadFrame)
+		return withDetail(ErrBadFrame, "unknown flags")
 	}
 	isCmd, more := flags&FlagCommand != 0, flags&FlagMore != 0
 	if isCmd {
 		if c.inMsg || more {
-			return fmt.Errorf("%w: command inside a message", ErrBadFrame)
+			return withDetail(ErrBadFrame, "command inside a message")
 		}
 		if size > MaxCommandSize {
 			return ErrCommandTooLarge
@@ -112,14 +111,14 @@ func ReadReady(br *bufio.Reader) (string, error) {
 		return "", err
 	}
 	if flags&^FlagLong != FlagCommand {
-		return "", fmt.Errorf("%w: not a single command frame", ErrBadReady)
+		return "", withDetail(ErrBadReady, "not a single command frame")
 	}
 	size, err := ReadSize(br, flags)
 	if err != nil {
 		return "", err
 	}
 	if size > MaxReadySize {
-		return "", fmt.Errorf("%w: too large", ErrBadReady)
+		return "", withDetail(ErrBadReady, "too large")
 	}
 	body := make([]byte, size)
 	if _, err := io.ReadFull(br, body); err != nil {

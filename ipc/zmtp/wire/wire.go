@@ -2,7 +2,6 @@ package wire
 
 import (
 	"encoding/binary"
-	"fmt"
 )
 
 // ZMTP 3.x wire constants (https://rfc.zeromq.org/spec/23/).
@@ -49,13 +48,13 @@ var socketTypes = []string{
 func CheckGreeting(g *[GreetingLen]byte) error {
 	switch {
 	case g[0] != sigHeader || g[9] != sigFooter:
-		return fmt.Errorf("%w: signature", ErrBadGreeting)
+		return withDetail(ErrBadGreeting, "signature")
 	case g[10] != 3:
-		return fmt.Errorf("%w: version is not 3.x", ErrBadGreeting)
+		return withDetail(ErrBadGreeting, "version is not 3.x")
 	case string(g[12:12+len(mechanismNull)]) != mechanismNull || !allZero(g[12+len(mechanismNull):32]):
-		return fmt.Errorf("%w: mechanism is not NULL", ErrBadGreeting)
+		return withDetail(ErrBadGreeting, "mechanism is not NULL")
 	case g[32] > 1:
-		return fmt.Errorf("%w: as-server flag", ErrBadGreeting)
+		return withDetail(ErrBadGreeting, "as-server flag")
 	}
 	return nil
 }
@@ -75,14 +74,14 @@ func allZero(b []byte) bool {
 // other than Socket-Type — Identity in particular — is parsed and dropped.
 func ParseReady(body []byte) (socketType string, err error) {
 	if len(body) == 0 {
-		return "", fmt.Errorf("%w: empty command", ErrBadReady)
+		return "", withDetail(ErrBadReady, "empty command")
 	}
 	n := int(body[0])
 	if n > len(body)-1 {
-		return "", fmt.Errorf("%w: command name past end", ErrBadReady)
+		return "", withDetail(ErrBadReady, "command name past end")
 	}
 	if string(body[1:1+n]) != cmdReady {
-		return "", fmt.Errorf("%w: not a READY command", ErrBadReady)
+		return "", withDetail(ErrBadReady, "not a READY command")
 	}
 	md := body[1+n:]
 	var names []string // lower-cased, for the duplicate check; at most ~680 fit in 4 KiB
@@ -90,23 +89,23 @@ func ParseReady(body []byte) (socketType string, err error) {
 		klen := int(md[i])
 		i++
 		if klen == 0 {
-			return "", fmt.Errorf("%w: empty property name", ErrBadReady)
+			return "", withDetail(ErrBadReady, "empty property name")
 		}
 		if klen > len(md)-i {
-			return "", fmt.Errorf("%w: property name past end", ErrBadReady)
+			return "", withDetail(ErrBadReady, "property name past end")
 		}
 		name := md[i : i+klen]
 		i += klen
 		if !validName(name) {
-			return "", fmt.Errorf("%w: bad property name", ErrBadReady)
+			return "", withDetail(ErrBadReady, "bad property name")
 		}
 		if len(md)-i < 4 {
-			return "", fmt.Errorf("%w: truncated value length", ErrBadReady)
+			return "", withDetail(ErrBadReady, "truncated value length")
 		}
 		vlen := uint64(binary.BigEndian.Uint32(md[i : i+4]))
 		i += 4
 		if vlen > uint64(len(md)-i) {
-			return "", fmt.Errorf("%w: value past end", ErrBadReady)
+			return "", withDetail(ErrBadReady, "value past end")
 		}
 		value := md[i : i+int(vlen)]
 		i += int(vlen)
@@ -114,7 +113,7 @@ func ParseReady(body []byte) (socketType string, err error) {
 		lower := asciiLower(name)
 		for _, seen := range names {
 			if seen == lower {
-				return "", fmt.Errorf("%w: duplicate property", ErrBadReady)
+				return "", withDetail(ErrBadReady, "duplicate property")
 			}
 		}
 		names = append(names, lower)
@@ -122,12 +121,12 @@ func ParseReady(body []byte) (socketType string, err error) {
 		if lower == "socket-type" {
 			socketType = canonicalType(value)
 			if socketType == "" {
-				return "", fmt.Errorf("%w: unknown socket type", ErrBadReady)
+				return "", withDetail(ErrBadReady, "unknown socket type")
 			}
 		}
 	}
 	if socketType == "" {
-		return "", fmt.Errorf("%w: missing Socket-Type", ErrBadReady)
+		return "", withDetail(ErrBadReady, "missing Socket-Type")
 	}
 	return socketType, nil
 }
