@@ -490,88 +490,69 @@ func checkResponse(r *Response) (*Response, error) {
 // which encoding/json then decodes with its own rules.
 func decodeResponseFast(b []byte) (r *Response, ok bool) {
 	r = new(Response)
-	seen := 0
-	ok = members(b, skipWS(b, 0), func(key string, val []byte) bool {
-		var bit int
+	ok = fields(b, skipWS(b, 0), func(key string, val []byte) (int, bool) {
 		switch key {
 		case "id", "type", "topic", "source", "correlation", "group":
 			if val[0] != '"' {
-				return false
+				return 0, false
 			}
 			v := unquote(val)
 			switch key {
 			case "id":
-				r.ID, bit = v, 1
+				r.ID = v
+				return 1, true
 			case "type":
-				r.Type, bit = v, 2
+				r.Type = v
+				return 2, true
 			case "topic":
-				r.Topic, bit = v, 4
+				r.Topic = v
+				return 4, true
 			case "source":
-				r.Source, bit = v, 8
+				r.Source = v
+				return 8, true
 			case "correlation":
-				r.Correlation, bit = v, 16
+				r.Correlation = v
+				return 16, true
 			default:
-				r.Group, bit = v, 32
+				r.Group = v
+				return 32, true
 			}
 		case "version":
 			n, err := strconv.Atoi(string(val))
-			if err != nil {
-				return false
-			}
-			r.Version, bit = n, 64
+			r.Version = n
+			return 64, err == nil
 		case "timestamp":
-			if val[0] != '"' || r.Timestamp.UnmarshalJSON(val) != nil {
-				return false
-			}
-			bit = 128
+			return 128, val[0] == '"' && r.Timestamp.UnmarshalJSON(val) == nil
 		case "payload":
-			if val[0] != '{' || !decodePayloadFast(val, &r.Payload) {
-				return false
-			}
-			bit = 256
-		default:
-			return false
+			return 256, val[0] == '{' && decodePayloadFast(val, &r.Payload)
 		}
-		if seen&bit != 0 {
-			return false
-		}
-		seen |= bit
-		return true
+		return 0, false
 	})
 	return r, ok
 }
 
 // decodePayloadFast decodes the payload object.
 func decodePayloadFast(b []byte, p *Payload) bool {
-	seen := 0
-	return members(b, 0, func(key string, val []byte) bool {
-		var bit int
+	return fields(b, 0, func(key string, val []byte) (int, bool) {
 		switch key {
 		case "result":
 			// As encoding/json does: a RawMessage keeps a null too.
-			p.Result, bit = append(json.RawMessage(nil), val...), 1
+			p.Result = append(json.RawMessage(nil), val...)
+			return 1, true
 		case "error":
 			if string(val) != "null" {
-				if p.Error = decodeErrorFast(val); p.Error == nil {
-					return false
-				}
+				p.Error = decodeErrorFast(val)
+				return 2, p.Error != nil
 			}
-			bit = 2
+			return 2, true
 		case "confirmation":
 			if string(val) != "null" {
-				if p.Confirmation = decodeConfirmationFast(val); p.Confirmation == nil {
-					return false
-				}
+				p.Confirmation = decodeConfirmationFast(val)
+				return 4, p.Confirmation != nil
 			}
-			bit = 4
-		default:
-			return false
+			return 4, true
 		}
-		if seen&bit != 0 {
-			return false
-		}
-		seen |= bit
-		return true
+		return 0, false
 	})
 }
 
@@ -579,46 +560,35 @@ func decodePayloadFast(b []byte, p *Payload) bool {
 // writes (each field once, spelled as tagged, no null), or returns nil.
 func decodeErrorFast(b []byte) *Error {
 	e := new(Error)
-	seen := 0
-	ok := members(b, 0, func(key string, val []byte) bool {
-		var bit int
+	ok := fields(b, 0, func(key string, val []byte) (int, bool) {
 		var err error
 		switch key {
 		case "code", "message", "field":
 			if val[0] != '"' {
-				return false
+				return 0, false
 			}
 			switch v := unquote(val); key {
 			case "code":
-				e.Code, bit = Code(v), 1
+				e.Code = Code(v)
+				return 1, true
 			case "message":
-				e.Message, bit = v, 2
+				e.Message = v
+				return 2, true
 			default:
-				e.Field, bit = v, 4
+				e.Field = v
+				return 4, true
 			}
 		case "retriable":
-			switch string(val) {
-			case "true":
-				e.Retriable = true
-			case "false":
-			default:
-				return false
-			}
-			bit = 8
+			e.Retriable = string(val) == "true"
+			return 8, e.Retriable || string(val) == "false"
 		case "stage":
 			e.Stage, err = strconv.Atoi(string(val))
-			bit = 16
+			return 16, err == nil
 		case "retry_after":
 			e.RetryAfter, err = strconv.Atoi(string(val))
-			bit = 32
-		default:
-			return false
+			return 32, err == nil
 		}
-		if err != nil || seen&bit != 0 {
-			return false
-		}
-		seen |= bit
-		return true
+		return 0, false
 	})
 	if !ok {
 		return nil
@@ -630,33 +600,39 @@ func decodeErrorFast(b []byte) *Error {
 // core writes, or returns nil.
 func decodeConfirmationFast(b []byte) *Confirmation {
 	c := new(Confirmation)
-	seen := 0
-	ok := members(b, 0, func(key string, val []byte) bool {
-		var bit int
+	ok := fields(b, 0, func(key string, val []byte) (int, bool) {
 		switch key {
 		case "id":
 			if val[0] != '"' {
-				return false
+				return 0, false
 			}
-			c.ID, bit = unquote(val), 1
+			c.ID = unquote(val)
+			return 1, true
 		case "expires_at":
-			if val[0] != '"' || c.ExpiresAt.UnmarshalJSON(val) != nil {
-				return false
-			}
-			bit = 2
-		default:
-			return false
+			return 2, val[0] == '"' && c.ExpiresAt.UnmarshalJSON(val) == nil
 		}
-		if seen&bit != 0 {
-			return false
-		}
-		seen |= bit
-		return true
+		return 0, false
 	})
 	if !ok {
 		return nil
 	}
 	return c
+}
+
+// fields is members for an object of known fields: f reads a member and
+// returns its field's bit and whether it could. It reports whether every
+// member was read and none met twice; a key f does not know, a value it
+// cannot read or a field met again ends it with false.
+func fields(b []byte, i int, f func(key string, val []byte) (bit int, ok bool)) bool {
+	seen := 0
+	return members(b, i, func(key string, val []byte) bool {
+		bit, ok := f(key, val)
+		if !ok || seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		return true
+	})
 }
 
 // members calls f with each member of the valid JSON object at b[i], in
