@@ -204,15 +204,14 @@ func unquote(tok []byte) string {
 				r := hex4(body[i+1:])
 				i += 5
 				if utf16.IsSurrogate(r) {
+					// A pair is one character; a lone half is U+FFFD,
+					// and an escape after it is read on its own.
+					pair := utf8.RuneError
 					if i+6 <= len(body) && body[i] == '\\' && body[i+1] == 'u' {
-						if pair := utf16.DecodeRune(r, hex4(body[i+2:])); pair != utf8.RuneError {
-							r = pair
-							i += 6
-						} else {
-							r = utf8.RuneError
-						}
-					} else {
-						r = utf8.RuneError
+						pair = utf16.DecodeRune(r, hex4(body[i+2:]))
+					}
+					if r = pair; r != utf8.RuneError {
+						i += 6
 					}
 				}
 				out = utf8.AppendRune(out, r)
