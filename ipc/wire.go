@@ -443,8 +443,8 @@ func DecodeResponse(b []byte) (*Response, error) {
 	return checkResponse(r)
 }
 
-// errNotCanonical is valid JSON that decodeAnswer leaves to
-// encoding/json: not in the shape the core writes.
+// errNotCanonical is what decodeAnswer leaves to encoding/json: not JSON
+// in the shape the core writes.
 var errNotCanonical = errors.New("response is not an envelope as the core writes it (each field once, spelled as tagged)")
 
 // decodeAnswer is DecodeResponse without encoding/json's decoder, for
@@ -458,7 +458,7 @@ func decodeAnswer(b []byte) (*Response, error) {
 		return nil, errors.New("response of " + strconv.Itoa(len(b)) + " bytes exceeds the " + strconv.Itoa(MaxResponseBytes) + "-byte limit")
 	}
 	if !json.Valid(b) {
-		return nil, errors.New("response is not a valid envelope: not valid JSON")
+		return nil, errNotCanonical // DecodeResponse has encoding/json say where
 	}
 	r, ok := decodeResponseFast(b)
 	if !ok {

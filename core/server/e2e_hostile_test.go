@@ -261,6 +261,20 @@ func TestHostileOversizedAndMalformedInput(t *testing.T) {
 		}
 	})
 
+	t.Run("escaped strings", func(t *testing.T) {
+		// The core's one-pass decoder unquotes by hand (ipc.unquote): an
+		// escape reads as encoding/json reads it, so an escaped name is
+		// the tool it spells, and a lone surrogate is U+FFFD, no tool.
+		resp := d.exchange(t, []byte(`{"topic":"tool.invoke.\u0065cho","correlation":"esc-\u0031","arguments":{"message":"\ud83d\ude00 \u003c"}}`))
+		if resp.Payload.Error != nil || resp.Correlation != "esc-1" || string(resp.Payload.Result) != `{"message":"😀 \u003c"}` {
+			t.Fatalf("escaped echo: %+v, result %s", resp, resp.Payload.Result)
+		}
+		resp = d.exchange(t, []byte(`{"topic":"tool.invoke.ech\ud800o","correlation":"esc-2","arguments":{}}`))
+		if e := resp.Payload.Error; e == nil || e.Code != ipc.CodeUnknownTool || resp.Correlation != "esc-2" || !strings.Contains(e.Message, "ech\ufffdo") {
+			t.Fatalf("a lone surrogate in the tool's name: %+v (error %+v); want UNKNOWN_TOOL naming ech\ufffdo", resp, resp.Payload.Error)
+		}
+	})
+
 	t.Run("two frames", func(t *testing.T) {
 		one := hostileWire("tool.invoke.tk_count", "two-1", 0)
 		before := c.Kit.calls.Load()
